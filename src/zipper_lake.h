@@ -1,0 +1,199 @@
+/*-------------------------------------------------------------------------
+ *
+ * zipper_lake.h
+ *	  Private declarations of the zipper_lake table access method.
+ *
+ * Constants and limits first, then the in-memory forms of the table's
+ * registration and of sub-group metadata, then the functions of each
+ * source file, grouped by file.  See the design comments at the top of
+ * zl_storage.c (pages), zl_metadata.c (catalog and visibility),
+ * zl_write.c (placement and the write path) and zl_scan.c (reads).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZIPPER_LAKE_H
+#define ZIPPER_LAKE_H
+
+#include "postgres.h"
+
+#include "access/htup.h"
+#include "access/relscan.h"
+#include "access/sdir.h"
+#include "executor/tuptable.h"
+#include "storage/lockdefs.h"
+#include "storage/smgr.h"
+#include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
+#include "storage/block.h"
+#include "utils/date.h"
+#include "utils/rel.h"
+#include "utils/snapshot.h"
+
+/* ---------- constants ---------- */
+
+#define ZL_MAGIC				0x5A4C4D31	/* "ZLM1" */
+#define ZL_FORMAT_VERSION		1
+#define ZL_METAPAGE_BLKNO		0
+
+#define ZL_SCHEMA				"zipper_lake"
+#define ZL_AM_NAME				"zipper_lake"
+
+/* partition_end of the current partition (open versions) */
+#define ZL_CURRENT_PARTITION	DATEVAL_NOEND
+
+/* largest sub-group written in one piece; bigger runs are split */
+#define ZL_MAX_SUBGROUP_ROWS	(64 * 1024)
+
+/* ---------- GUCs (zl_mod.c) ---------- */
+
+extern bool zipper_lake_enable_pruning;
+
+/* ---------- registration ---------- */
+
+typedef enum ZLPartitionUnit
+{
+	ZL_UNIT_DAY,
+	ZL_UNIT_MONTH,
+	ZL_UNIT_YEAR
+} ZLPartitionUnit;
+
+/*
+ * A file-group window: either a whole number of months, or a fixed length
+ * in microseconds (days and time).  register() refuses mixed spans.
+ */
+typedef struct ZLSpan
+{
+	int32		months;
+	int64		usecs;
+} ZLSpan;
+
+/*
+ * The registration of a zipper table, resolved against its tuple
+ * descriptor.  Period values are handled as int64 microseconds
+ * ("instants"): timestamptz as is, timestamp as if UTC, date at midnight.
+ * Only timestamptz columns are cut into dates in time_zone.
+ */
+typedef struct ZLTableOptions
+{
+	Oid			relid;
+	int			nkeys;
+	AttrNumber	key_attnums[INDEX_MAX_KEYS];
+	AttrNumber	from_attnum;
+	AttrNumber	to_attnum;
+	Oid			period_type;
+	ZLPartitionUnit unit;
+	ZLSpan		history_span;
+	ZLSpan		current_span;
+	int			max_subgroups;
+	int64		open_end;
+	char	   *time_zone;
+	bool		zone_is_utc;
+} ZLTableOptions;
+
+/* ---------- sub-group metadata ---------- */
+
+typedef struct ZLSubGroup
+{
+	int64		subgroup_id;
+	int64		file_group;
+	bool		placed;			/* false: loaded before registration */
+	DateADT		partition_end;	/* ZL_CURRENT_PARTITION for open versions */
+	int64		window_start;
+	int64		first_start;
+	int64		last_start;
+	int64		row_count;
+	BlockNumber first_block;
+	int32		blocks;
+	int64		masked_rows;	/* distinct positions in visible masks */
+	uint8	   *mask;			/* bit per row position, NULL if none masked */
+} ZLSubGroup;
+
+#define ZL_ROW_MASKED(sg, pos) \
+	((sg)->mask != NULL && ((sg)->mask[(pos) >> 3] & (1 << ((pos) & 7))) != 0)
+
+/* ---------- zl_time.c ---------- */
+
+extern int64 zl_datum_to_instant(Datum value, Oid typid);
+extern Datum zl_instant_to_datum(int64 instant, Oid typid);
+extern bool zl_instant_is_finite(int64 instant);
+extern DateADT zl_partition_of(const ZLTableOptions *opts, int64 valid_to);
+extern int64 zl_window_of(const ZLTableOptions *opts, DateADT partition_end,
+						  int64 valid_from);
+extern ZLSpan zl_span_from_interval(const Interval *span);
+extern char *zl_instant_to_cstring(int64 instant, Oid typid);
+
+/* ---------- zl_metadata.c ---------- */
+
+extern uint64 zl_meta_new_storage(Oid relid);
+extern void zl_meta_forget_storage(uint64 storage_id);
+extern void zl_meta_insert_registration(Datum *values);
+extern bool zl_meta_load_options(Relation rel, ZLTableOptions *opts);
+extern ZLSubGroup *zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot,
+										  int *nsubgroups);
+extern void zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
+									  int64 window_start, int max_subgroups,
+									  int64 *file_group, int32 *rollover_seq);
+extern int64 zl_meta_insert_subgroup(uint64 storage_id, const ZLSubGroup *sg,
+									 int32 rollover_seq);
+extern void zl_meta_delete_subgroup(uint64 storage_id, int64 subgroup_id);
+extern void zl_meta_insert_mask(uint64 storage_id, int64 subgroup_id,
+								const int32 *ordinals, int nordinals);
+
+/* ---------- zl_storage.c ---------- */
+
+typedef struct ZLPageWriter ZLPageWriter;
+
+extern void zl_storage_init(Relation rel, SMgrRelation srel, ForkNumber fork,
+							uint64 storage_id);
+extern uint64 zl_storage_id(Relation rel);
+extern ZLPageWriter *zl_page_writer_begin(Relation rel);
+extern void zl_page_writer_add(ZLPageWriter *writer, HeapTuple tuple);
+extern void zl_page_writer_finish(ZLPageWriter *writer, BlockNumber *first_block,
+								  int32 *blocks);
+
+/* ---------- zl_tableam.c ---------- */
+
+extern bool zl_is_zipper_relation(Relation rel);
+
+/* ---------- zl_write.c ---------- */
+
+typedef struct ZLWriteState ZLWriteState;
+
+extern ZLWriteState *zl_write_state_get(Relation rel);
+extern void zl_write_lock_table(uint64 storage_id);
+extern void zl_write_add(ZLWriteState *state, HeapTuple tuple);
+extern char *zl_describe_key(const ZLTableOptions *opts, TupleDesc tupdesc,
+							 HeapTuple tuple);
+extern void zl_write_flush_relation(Oid relid);
+extern void zl_write_flush_all(void);
+extern void zl_write_discard_relation(Oid relid);
+extern void zl_write_place_unplaced(Relation rel);
+extern void zl_write_register_callbacks(void);
+
+/* ---------- zl_register.c ---------- */
+
+extern Relation zl_open_zipper_table(Oid relid, LOCKMODE lockmode);
+
+/* ---------- zl_scan.c ---------- */
+
+extern TableScanDesc zl_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
+								   struct ScanKeyData *key,
+								   ParallelTableScanDesc pscan, uint32 flags);
+extern void zl_scan_end(TableScanDesc scan);
+extern void zl_scan_rescan(TableScanDesc scan, struct ScanKeyData *key,
+						   bool set_params, bool allow_strat,
+						   bool allow_sync, bool allow_pagemode);
+extern bool zl_scan_getnextslot(TableScanDesc scan, ScanDirection direction,
+								TupleTableSlot *slot);
+extern Size zl_parallelscan_estimate(Relation rel);
+extern Size zl_parallelscan_initialize(Relation rel, ParallelTableScanDesc pscan);
+extern void zl_parallelscan_reinitialize(Relation rel, ParallelTableScanDesc pscan);
+extern bool zl_scan_analyze_next_block(TableScanDesc scan, BlockNumber blockno,
+									   BufferAccessStrategy bstrategy);
+extern bool zl_scan_analyze_next_tuple(TableScanDesc scan,
+									   TransactionId OldestXmin,
+									   double *liverows, double *deadrows,
+									   TupleTableSlot *slot);
+extern Snapshot zl_metadata_snapshot(Snapshot scan_snapshot);
+
+#endif							/* ZIPPER_LAKE_H */

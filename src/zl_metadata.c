@@ -1,0 +1,574 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_metadata.c
+ *	  The extension's catalog: registrations, storages, sub-groups, masks.
+ *
+ * Visibility
+ * ----------
+ * Data pages carry no visibility information (zl_storage.c).  A sub-group
+ * is visible to a scan exactly when its row in zipper_lake.subgroup is
+ * visible to the scan's snapshot, and a row of a sub-group is deleted
+ * exactly when some row of zipper_lake.mask visible to that snapshot lists
+ * its ordinal.  Mask rows are only ever appended (one per sub-group per
+ * writing statement), never updated, so a reader with an older snapshot
+ * keeps seeing the rows it saw.  Rollback and crash safety of the pages
+ * follow from the heap's own MVCC and WAL for these tables.
+ *
+ * Access
+ * ------
+ * All access goes through SPI with prepared, kept plans.  Each call runs
+ * as the owner of the metadata tables (ordinary users have no write
+ * privilege on them: the table access method and the SQL functions check
+ * the caller's rights on the zipper table instead) and with search_path
+ * pinned to pg_catalog, so neither the caller's identity nor a hostile
+ * search_path can reach into these statements.
+ *
+ * Metadata rows use int64 instants (zl_time.c) stored in timestamptz
+ * columns, whatever the type of the table's period columns.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "zipper_lake.h"
+
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+typedef enum ZLMetaQuery
+{
+	Q_NEW_STORAGE,
+	Q_FORGET_MASKS,
+	Q_FORGET_SUBGROUPS,
+	Q_FORGET_STORAGE,
+	Q_INSERT_REGISTRATION,
+	Q_LOAD_OPTIONS,
+	Q_LOAD_SUBGROUPS,
+	Q_LOAD_MASKS,
+	Q_CURRENT_FILE_GROUP,
+	Q_NEW_ID,
+	Q_INSERT_SUBGROUP,
+	Q_DELETE_SUBGROUP,
+	Q_DELETE_SUBGROUP_MASKS,
+	Q_INSERT_MASK,
+	Q_COUNT
+} ZLMetaQuery;
+
+typedef struct ZLMetaQueryDef
+{
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[10];
+} ZLMetaQueryDef;
+
+static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
+	[Q_NEW_STORAGE] = {
+		"INSERT INTO zipper_lake.storage (storage_id, relid) "
+		"VALUES (nextval('zipper_lake.id_seq'), $1) RETURNING storage_id",
+		1, {OIDOID}
+	},
+	[Q_FORGET_MASKS] = {
+		"DELETE FROM zipper_lake.mask WHERE storage_id = $1", 1, {INT8OID}
+	},
+	[Q_FORGET_SUBGROUPS] = {
+		"DELETE FROM zipper_lake.subgroup WHERE storage_id = $1", 1, {INT8OID}
+	},
+	[Q_FORGET_STORAGE] = {
+		"DELETE FROM zipper_lake.storage WHERE storage_id = $1", 1, {INT8OID}
+	},
+	[Q_INSERT_REGISTRATION] = {
+		"INSERT INTO zipper_lake.registration (tbl, key, valid_from, valid_to,"
+		" partition_unit, history_group_span, current_group_span, max_subgroups,"
+		" open_end, time_zone) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+		10, {REGCLASSOID, NAMEARRAYOID, NAMEOID, NAMEOID, TEXTOID, INTERVALOID,
+		INTERVALOID, INT4OID, TIMESTAMPTZOID, TEXTOID}
+	},
+	[Q_LOAD_OPTIONS] = {
+		"SELECT key, valid_from, valid_to, partition_unit, history_group_span,"
+		" current_group_span, max_subgroups, open_end, time_zone"
+		" FROM zipper_lake.registration WHERE tbl = $1",
+		1, {OIDOID}
+	},
+	[Q_LOAD_SUBGROUPS] = {
+		"SELECT subgroup_id, file_group, partition_end, window_start,"
+		" first_start, last_start, row_count, first_block, blocks"
+		" FROM zipper_lake.subgroup WHERE storage_id = $1 ORDER BY subgroup_id",
+		1, {INT8OID}
+	},
+	[Q_LOAD_MASKS] = {
+		"SELECT subgroup_id, ordinals FROM zipper_lake.mask WHERE storage_id = $1",
+		1, {INT8OID}
+	},
+	[Q_CURRENT_FILE_GROUP] = {
+		"SELECT file_group, rollover_seq, count(*) FROM zipper_lake.subgroup"
+		" WHERE storage_id = $1 AND partition_end = $2 AND window_start = $3"
+		" GROUP BY file_group, rollover_seq ORDER BY rollover_seq DESC LIMIT 1",
+		3, {INT8OID, DATEOID, TIMESTAMPTZOID}
+	},
+	[Q_NEW_ID] = {
+		"SELECT nextval('zipper_lake.id_seq')", 0, {InvalidOid}
+	},
+	[Q_INSERT_SUBGROUP] = {
+		"INSERT INTO zipper_lake.subgroup (storage_id, subgroup_id, file_group,"
+		" rollover_seq, partition_end, window_start, first_start, last_start,"
+		" row_count, first_block, blocks)"
+		" VALUES ($1, nextval('zipper_lake.id_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+		" RETURNING subgroup_id",
+		10, {INT8OID, INT8OID, INT4OID, DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+		TIMESTAMPTZOID, INT8OID, INT8OID, INT4OID}
+	},
+	[Q_DELETE_SUBGROUP] = {
+		"DELETE FROM zipper_lake.subgroup WHERE storage_id = $1 AND subgroup_id = $2",
+		2, {INT8OID, INT8OID}
+	},
+	[Q_DELETE_SUBGROUP_MASKS] = {
+		"DELETE FROM zipper_lake.mask WHERE storage_id = $1 AND subgroup_id = $2",
+		2, {INT8OID, INT8OID}
+	},
+	[Q_INSERT_MASK] = {
+		"INSERT INTO zipper_lake.mask (storage_id, subgroup_id, ordinals)"
+		" VALUES ($1, $2, $3)",
+		3, {INT8OID, INT8OID, INT4ARRAYOID}
+	},
+};
+
+static SPIPlanPtr meta_plans[Q_COUNT];
+
+/* state saved across one privileged SPI session */
+typedef struct ZLMetaSession
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			guc_nest_level;
+	MemoryContext caller_context;
+} ZLMetaSession;
+
+static Oid
+metadata_owner(void)
+{
+	Oid			nspid = get_namespace_oid(ZL_SCHEMA, false);
+	Oid			relid = get_relname_relid("subgroup", nspid);
+	HeapTuple	tuple;
+	Oid			owner;
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zipper_lake metadata tables are missing"),
+				 errhint("Recreate the extension with CREATE EXTENSION zipper_lake.")));
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	return owner;
+}
+
+static void
+meta_begin(ZLMetaSession *session)
+{
+	session->caller_context = CurrentMemoryContext;
+	GetUserIdAndSecContext(&session->save_userid, &session->save_sec_context);
+	SetUserIdAndSecContext(metadata_owner(),
+						   session->save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	session->guc_nest_level = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+static void
+meta_end(ZLMetaSession *session)
+{
+	SPI_finish();
+	AtEOXact_GUC(true, session->guc_nest_level);
+	SetUserIdAndSecContext(session->save_userid, session->save_sec_context);
+}
+
+/*
+ * Run one of the metadata statements.  With a snapshot, the statement
+ * reads exactly what that snapshot sees (scans); without, it runs like
+ * any statement of the current transaction.
+ */
+static int
+meta_exec(ZLMetaQuery query, Datum *values, const char *nulls,
+		  Snapshot snapshot, bool read_only)
+{
+	const ZLMetaQueryDef *def = &meta_queries[query];
+	int			rc;
+
+	if (meta_plans[query] == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(def->sql, def->nargs, (Oid *) def->argtypes);
+
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+				 def->sql, SPI_result_code_string(SPI_result));
+		SPI_keepplan(plan);
+		meta_plans[query] = plan;
+	}
+
+	if (snapshot != InvalidSnapshot)
+		rc = SPI_execute_snapshot(meta_plans[query], values, nulls,
+								  snapshot, InvalidSnapshot, true, false, 0);
+	else
+		rc = SPI_execute_plan(meta_plans[query], values, nulls, read_only, 0);
+	if (rc < 0)
+		elog(ERROR, "zipper_lake metadata statement failed: %s",
+			 SPI_result_code_string(rc));
+	return rc;
+}
+
+static int64
+result_int64(int row, int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
+								  col, &isnull);
+
+	return isnull ? 0 : DatumGetInt64(d);
+}
+
+/* ---------- storages ---------- */
+
+uint64
+zl_meta_new_storage(Oid relid)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	uint64		storage_id;
+
+	meta_begin(&session);
+	meta_exec(Q_NEW_STORAGE, values, NULL, InvalidSnapshot, false);
+	storage_id = (uint64) result_int64(0, 1);
+	meta_end(&session);
+	return storage_id;
+}
+
+void
+zl_meta_forget_storage(uint64 storage_id)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {Int64GetDatum((int64) storage_id)};
+
+	meta_begin(&session);
+	meta_exec(Q_FORGET_MASKS, values, NULL, InvalidSnapshot, false);
+	meta_exec(Q_FORGET_SUBGROUPS, values, NULL, InvalidSnapshot, false);
+	meta_exec(Q_FORGET_STORAGE, values, NULL, InvalidSnapshot, false);
+	meta_end(&session);
+}
+
+/* ---------- registration ---------- */
+
+/* values in the column order of zipper_lake.registration */
+void
+zl_meta_insert_registration(Datum *values)
+{
+	ZLMetaSession session;
+
+	meta_begin(&session);
+	meta_exec(Q_INSERT_REGISTRATION, values, NULL, InvalidSnapshot, false);
+	meta_end(&session);
+}
+
+static AttrNumber
+resolve_column(Relation rel, const char *name, const char *role)
+{
+	AttrNumber	attnum = InvalidAttrNumber;
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+
+	for (int i = 0; i < tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+			attnum = att->attnum;
+	}
+	if (attnum == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("%s column \"%s\" of zipper table \"%s\" does not exist",
+						role, name, RelationGetRelationName(rel)),
+				 errhint("Register the table again with existing columns.")));
+	return attnum;
+}
+
+/*
+ * Read the table's registration.  Returns false when the table is not
+ * registered (rows written then are kept unplaced until it is).
+ */
+bool
+zl_meta_load_options(Relation rel, ZLTableOptions *opts)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {ObjectIdGetDatum(RelationGetRelid(rel))};
+	bool		found;
+
+	memset(opts, 0, sizeof(*opts));
+	opts->relid = RelationGetRelid(rel);
+
+	meta_begin(&session);
+	/* read-write mode: see a registration made earlier in this statement */
+	meta_exec(Q_LOAD_OPTIONS, values, NULL, InvalidSnapshot, false);
+	found = (SPI_processed == 1);
+	if (found)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[0];
+		TupleDesc	tupdesc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		ArrayType  *keys;
+		Datum	   *key_names;
+		int			nkeys;
+		char	   *unit;
+		MemoryContext old;
+
+		keys = DatumGetArrayTypeP(SPI_getbinval(tuple, tupdesc, 1, &isnull));
+		deconstruct_array(keys, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR,
+						  &key_names, NULL, &nkeys);
+		if (nkeys < 1 || nkeys > INDEX_MAX_KEYS)
+			elog(ERROR, "invalid key in registration of \"%s\"",
+				 RelationGetRelationName(rel));
+		opts->nkeys = nkeys;
+		for (int i = 0; i < nkeys; i++)
+			opts->key_attnums[i] = resolve_column(rel,
+												  NameStr(*DatumGetName(key_names[i])),
+												  "key");
+		opts->from_attnum = resolve_column(rel, SPI_getvalue(tuple, tupdesc, 2),
+										   "valid_from");
+		opts->to_attnum = resolve_column(rel, SPI_getvalue(tuple, tupdesc, 3),
+										 "valid_to");
+		opts->period_type = TupleDescAttr(RelationGetDescr(rel),
+										  opts->from_attnum - 1)->atttypid;
+		unit = SPI_getvalue(tuple, tupdesc, 4);
+		opts->unit = strcmp(unit, "year") == 0 ? ZL_UNIT_YEAR :
+			strcmp(unit, "month") == 0 ? ZL_UNIT_MONTH : ZL_UNIT_DAY;
+		opts->history_span = zl_span_from_interval(DatumGetIntervalP(SPI_getbinval(tuple, tupdesc, 5, &isnull)));
+		opts->current_span = zl_span_from_interval(DatumGetIntervalP(SPI_getbinval(tuple, tupdesc, 6, &isnull)));
+		opts->max_subgroups = DatumGetInt32(SPI_getbinval(tuple, tupdesc, 7, &isnull));
+		opts->open_end = DatumGetTimestampTz(SPI_getbinval(tuple, tupdesc, 8, &isnull));
+		old = MemoryContextSwitchTo(session.caller_context);
+		opts->time_zone = pstrdup(SPI_getvalue(tuple, tupdesc, 9));
+		MemoryContextSwitchTo(old);
+		opts->zone_is_utc = (pg_strcasecmp(opts->time_zone, "UTC") == 0);
+
+		/* open_end is stored as timestamptz; read it in the column's terms */
+		if (opts->period_type != TIMESTAMPTZOID && zl_instant_is_finite(opts->open_end))
+			opts->open_end = zl_datum_to_instant(
+												 DirectFunctionCall1(opts->period_type == DATEOID ?
+																	 timestamptz_date : timestamptz_timestamp,
+																	 TimestampTzGetDatum(opts->open_end)),
+												 opts->period_type);
+	}
+	meta_end(&session);
+	return found;
+}
+
+/* ---------- sub-groups and masks ---------- */
+
+/*
+ * All sub-groups of a storage visible to the snapshot, in creation order,
+ * with their masks ORed together.  Masks hold row positions (zl_scan.c).
+ */
+ZLSubGroup *
+zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot, int *nsubgroups)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {Int64GetDatum((int64) storage_id)};
+	ZLSubGroup *sgs = NULL;
+	int			n;
+
+	meta_begin(&session);
+	meta_exec(Q_LOAD_SUBGROUPS, values, NULL, snapshot, true);
+	n = (int) SPI_processed;
+	if (n > 0)
+		sgs = MemoryContextAllocZero(session.caller_context, sizeof(ZLSubGroup) * n);
+	for (int i = 0; i < n; i++)
+	{
+		ZLSubGroup *sg = &sgs[i];
+		bool		isnull;
+
+		sg->subgroup_id = result_int64(i, 1);
+		sg->file_group = result_int64(i, 2);
+		sg->partition_end = DatumGetDateADT(SPI_getbinval(SPI_tuptable->vals[i],
+														  SPI_tuptable->tupdesc,
+														  3, &isnull));
+		sg->placed = !isnull;
+		sg->window_start = result_int64(i, 4);
+		sg->first_start = result_int64(i, 5);
+		sg->last_start = result_int64(i, 6);
+		sg->row_count = result_int64(i, 7);
+		sg->first_block = (BlockNumber) result_int64(i, 8);
+		sg->blocks = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
+												 SPI_tuptable->tupdesc, 9, &isnull));
+	}
+
+	meta_exec(Q_LOAD_MASKS, values, NULL, snapshot, true);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		int64		subgroup_id = result_int64(r, 1);
+		bool		isnull;
+		ArrayType  *ordinals;
+		int32	   *ords;
+		int			nords;
+		ZLSubGroup *sg = NULL;
+		int			lo = 0,
+					hi = n - 1;
+
+		/* sub-groups are sorted by id: binary search */
+		while (lo <= hi)
+		{
+			int			mid = (lo + hi) / 2;
+
+			if (sgs[mid].subgroup_id == subgroup_id)
+			{
+				sg = &sgs[mid];
+				break;
+			}
+			if (sgs[mid].subgroup_id < subgroup_id)
+				lo = mid + 1;
+			else
+				hi = mid - 1;
+		}
+		if (sg == NULL)
+			continue;			/* mask of a sub-group this snapshot lacks */
+
+		ordinals = DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[r],
+													SPI_tuptable->tupdesc, 2, &isnull));
+		ords = (int32 *) ARR_DATA_PTR(ordinals);
+		nords = ArrayGetNItems(ARR_NDIM(ordinals), ARR_DIMS(ordinals));
+		if (sg->mask == NULL)
+			sg->mask = MemoryContextAllocZero(session.caller_context,
+											  ((int64) sg->blocks * MaxHeapTuplesPerPage + 7) / 8);
+		for (int k = 0; k < nords; k++)
+		{
+			int32		ord = ords[k];
+
+			if (ord < 0 || ord >= (int64) sg->blocks * MaxHeapTuplesPerPage)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("mask of sub-group " INT64_FORMAT " names position %d outside its %d blocks",
+								subgroup_id, ord, sg->blocks)));
+			if (!ZL_ROW_MASKED(sg, ord))
+			{
+				sg->mask[ord >> 3] |= (1 << (ord & 7));
+				sg->masked_rows++;
+			}
+		}
+	}
+	meta_end(&session);
+
+	*nsubgroups = n;
+	return sgs;
+}
+
+/*
+ * The file group the next sub-group of (partition, window) belongs to.
+ * In the current partition a file group holding max_subgroups sub-groups
+ * is closed and the next one opened (rollover); history partitions pass
+ * max_subgroups = 0 and keep one file group per window.
+ */
+void
+zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
+						  int64 window_start, int max_subgroups,
+						  int64 *file_group, int32 *rollover_seq)
+{
+	ZLMetaSession session;
+	Datum		values[3] = {
+		Int64GetDatum((int64) storage_id),
+		DateADTGetDatum(partition_end),
+		TimestampTzGetDatum(window_start)
+	};
+	bool		need_new = true;
+
+	*rollover_seq = 0;
+	meta_begin(&session);
+	meta_exec(Q_CURRENT_FILE_GROUP, values, NULL, InvalidSnapshot, true);
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+
+		*file_group = result_int64(0, 1);
+		*rollover_seq = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+													SPI_tuptable->tupdesc, 2, &isnull));
+		need_new = (max_subgroups > 0 && result_int64(0, 3) >= max_subgroups);
+		if (need_new)
+			(*rollover_seq)++;
+	}
+	if (need_new)
+	{
+		meta_exec(Q_NEW_ID, NULL, NULL, InvalidSnapshot, false);
+		*file_group = result_int64(0, 1);
+	}
+	meta_end(&session);
+}
+
+int64
+zl_meta_insert_subgroup(uint64 storage_id, const ZLSubGroup *sg, int32 rollover_seq)
+{
+	ZLMetaSession session;
+	Datum		values[10];
+	char		nulls[10];
+	int64		subgroup_id;
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = Int64GetDatum((int64) storage_id);
+	values[1] = Int64GetDatum(sg->file_group);
+	values[2] = Int32GetDatum(rollover_seq);
+	values[3] = DateADTGetDatum(sg->partition_end);
+	values[4] = TimestampTzGetDatum(sg->window_start);
+	values[5] = TimestampTzGetDatum(sg->first_start);
+	values[6] = TimestampTzGetDatum(sg->last_start);
+	values[7] = Int64GetDatum(sg->row_count);
+	values[8] = Int64GetDatum((int64) sg->first_block);
+	values[9] = Int32GetDatum(sg->blocks);
+	if (!sg->placed)
+		nulls[3] = nulls[4] = nulls[5] = nulls[6] = 'n';
+
+	meta_begin(&session);
+	meta_exec(Q_INSERT_SUBGROUP, values, nulls, InvalidSnapshot, false);
+	subgroup_id = result_int64(0, 1);
+	meta_end(&session);
+	return subgroup_id;
+}
+
+void
+zl_meta_delete_subgroup(uint64 storage_id, int64 subgroup_id)
+{
+	ZLMetaSession session;
+	Datum		values[2] = {Int64GetDatum((int64) storage_id), Int64GetDatum(subgroup_id)};
+
+	meta_begin(&session);
+	meta_exec(Q_DELETE_SUBGROUP_MASKS, values, NULL, InvalidSnapshot, false);
+	meta_exec(Q_DELETE_SUBGROUP, values, NULL, InvalidSnapshot, false);
+	meta_end(&session);
+}
+
+void
+zl_meta_insert_mask(uint64 storage_id, int64 subgroup_id,
+					const int32 *ordinals, int nordinals)
+{
+	ZLMetaSession session;
+	Datum	   *elems = palloc(sizeof(Datum) * nordinals);
+	Datum		values[3];
+
+	for (int i = 0; i < nordinals; i++)
+		elems[i] = Int32GetDatum(ordinals[i]);
+	values[0] = Int64GetDatum((int64) storage_id);
+	values[1] = Int64GetDatum(subgroup_id);
+	values[2] = PointerGetDatum(construct_array(elems, nordinals, INT4OID,
+												sizeof(int32), true, TYPALIGN_INT));
+	meta_begin(&session);
+	meta_exec(Q_INSERT_MASK, values, NULL, InvalidSnapshot, false);
+	meta_end(&session);
+	pfree(elems);
+}

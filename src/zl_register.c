@@ -1,0 +1,96 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_register.c
+ *	  SQL-callable pieces of registration.
+ *
+ * zipper_lake.register() (SQL) validates its arguments and calls
+ * zipper_lake._register(), which checks that the caller owns the table
+ * and writes the registration row with the metadata owner's rights.  A
+ * trigger on zipper_lake.registration places rows loaded before the
+ * registration existed — after register() and equally when pg_restore
+ * loads the registration after the table's data.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "zipper_lake.h"
+
+#include "access/table.h"
+#include "commands/trigger.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/lsyscache.h"
+
+PG_FUNCTION_INFO_V1(zipper_lake_register_row);
+PG_FUNCTION_INFO_V1(zipper_lake_place_unplaced_trigger);
+PG_FUNCTION_INFO_V1(zipper_lake_storage_id);
+
+/* open a relation and make sure it is a zipper table */
+Relation
+zl_open_zipper_table(Oid relid, LOCKMODE lockmode)
+{
+	Relation	rel = table_open(relid, lockmode);
+
+	if (!zl_is_zipper_relation(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("table \"%s\" does not use the zipper_lake access method",
+						RelationGetRelationName(rel)),
+				 errhint("Create it with CREATE TABLE ... USING zipper_lake, or with zipper_lake.create_table().")));
+	return rel;
+}
+
+Datum
+zipper_lake_register_row(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	Relation	rel = zl_open_zipper_table(relid, ShareUpdateExclusiveLock);
+	Datum		values[10];
+
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, RelationGetRelationName(rel));
+
+	for (int i = 0; i < 10; i++)
+	{
+		if (PG_ARGISNULL(i))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("registration argument %d is null", i + 1),
+					 errhint("Pass a value for every option or leave it at its default.")));
+		values[i] = PG_GETARG_DATUM(i);
+	}
+	zl_meta_insert_registration(values);
+	table_close(rel, NoLock);
+	PG_RETURN_VOID();
+}
+
+Datum
+zipper_lake_place_unplaced_trigger(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	HeapTuple	newrow;
+	bool		isnull;
+	Oid			relid;
+	Relation	rel;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		elog(ERROR, "zipper_lake._place_unplaced must be an AFTER INSERT row trigger");
+
+	newrow = trigdata->tg_trigtuple;
+	relid = DatumGetObjectId(heap_getattr(newrow, 1, trigdata->tg_relation->rd_att, &isnull));
+	rel = zl_open_zipper_table(relid, ShareUpdateExclusiveLock);
+	zl_write_place_unplaced(rel);
+	table_close(rel, NoLock);
+	return PointerGetDatum(newrow);
+}
+
+Datum
+zipper_lake_storage_id(PG_FUNCTION_ARGS)
+{
+	Relation	rel = zl_open_zipper_table(PG_GETARG_OID(0), AccessShareLock);
+	uint64		storage_id = zl_storage_id(rel);
+
+	table_close(rel, AccessShareLock);
+	PG_RETURN_INT64((int64) storage_id);
+}

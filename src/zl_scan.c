@@ -1,0 +1,389 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_scan.c
+ *	  Scanning a zipper table: the scan core shared by every reader.
+ *
+ * A scan loads, with its own snapshot, the list of visible sub-groups and
+ * their masks (zl_metadata.c), then walks each sub-group's block range in
+ * order, skipping masked rows.  Pages are immutable once reachable, so a
+ * pin is all a reader needs: rows are handed out as buffer heap tuples
+ * without copying, and no lock of ours is taken.
+ *
+ * Row positions
+ * -------------
+ * A row is identified inside its sub-group by its position
+ * (block - first_block) * MaxHeapTuplesPerPage + (offset - 1).  Masks list
+ * positions, so any row can be checked from its TID alone (ANALYZE's
+ * block sampling, TID fetches) without reading the pages before it.
+ *
+ * Parallel scans share out whole sub-groups through an atomic counter in
+ * shared memory; every participant loads the same list because they all
+ * use the leader's snapshot.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "zipper_lake.h"
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/parallel.h"
+#include "access/tableam.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "storage/bufmgr.h"
+#include "storage/bufpage.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+typedef struct ZLParallelScanDescData
+{
+	ParallelTableScanDescData base;
+	pg_atomic_uint32 next_subgroup;
+} ZLParallelScanDescData;
+
+typedef struct ZLScanDescData
+{
+	TableScanDescData base;
+	MemoryContext context;
+	Snapshot	metadata_snapshot;
+	bool		unregister_snapshot;
+
+	ZLSubGroup *subgroups;
+	int			nsubgroups;
+	int			next_subgroup;	/* serial scans: next index to read */
+	ZLSubGroup *current;		/* sub-group being read, or NULL */
+	BlockNumber block;			/* block being read */
+	OffsetNumber offset;		/* next line pointer on it */
+	OffsetNumber max_offset;
+	Buffer		buffer;
+	BufferAccessStrategy strategy;
+	HeapTupleData tuple;
+
+	/* ANALYZE: sub-groups sorted by first block */
+	ZLSubGroup **by_block;
+} ZLScanDescData;
+
+typedef ZLScanDescData *ZLScanDesc;
+
+/*
+ * Metadata must be read with an MVCC snapshot.  Scans with another kind
+ * (or none, like ANALYZE) use the transaction's current one.
+ */
+Snapshot
+zl_metadata_snapshot(Snapshot scan_snapshot)
+{
+	if (scan_snapshot != InvalidSnapshot && IsMVCCSnapshot(scan_snapshot))
+		return scan_snapshot;
+	return ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot();
+}
+
+static void
+scan_load_subgroups(ZLScanDesc scan)
+{
+	Relation	rel = scan->base.rs_rd;
+	MemoryContext old = MemoryContextSwitchTo(scan->context);
+
+	scan->subgroups = zl_meta_load_subgroups(zl_storage_id(rel),
+											 scan->metadata_snapshot,
+											 &scan->nsubgroups);
+	MemoryContextSwitchTo(old);
+}
+
+TableScanDesc
+zl_scan_begin(Relation rel, Snapshot snapshot, int nkeys, struct ScanKeyData *key,
+			  ParallelTableScanDesc pscan, uint32 flags)
+{
+	ZLScanDesc	scan;
+	MemoryContext context;
+
+	/* a transaction reads its own writes */
+	if (!IsParallelWorker())
+		zl_write_flush_relation(RelationGetRelid(rel));
+
+	context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake scan",
+									ALLOCSET_DEFAULT_SIZES);
+	scan = MemoryContextAllocZero(context, sizeof(ZLScanDescData));
+	scan->context = context;
+	scan->base.rs_rd = rel;
+	scan->base.rs_snapshot = snapshot;
+	scan->base.rs_nkeys = nkeys;
+	scan->base.rs_key = key;
+	scan->base.rs_flags = flags;
+	scan->base.rs_parallel = pscan;
+	scan->buffer = InvalidBuffer;
+
+	scan->metadata_snapshot = zl_metadata_snapshot(snapshot);
+	if (!(flags & SO_TEMP_SNAPSHOT) && snapshot != scan->metadata_snapshot)
+	{
+		scan->metadata_snapshot = RegisterSnapshot(scan->metadata_snapshot);
+		scan->unregister_snapshot = true;
+	}
+
+	if ((flags & SO_ALLOW_STRAT) &&
+		RelationGetNumberOfBlocks(rel) > (BlockNumber) (NBuffers / 4))
+		scan->strategy = GetAccessStrategy(BAS_BULKREAD);
+
+	scan_load_subgroups(scan);
+	return (TableScanDesc) scan;
+}
+
+static void
+scan_release_buffer(ZLScanDesc scan)
+{
+	if (BufferIsValid(scan->buffer))
+		ReleaseBuffer(scan->buffer);
+	scan->buffer = InvalidBuffer;
+}
+
+void
+zl_scan_end(TableScanDesc sscan)
+{
+	ZLScanDesc	scan = (ZLScanDesc) sscan;
+
+	scan_release_buffer(scan);
+	if (scan->strategy)
+		FreeAccessStrategy(scan->strategy);
+	if (scan->unregister_snapshot)
+		UnregisterSnapshot(scan->metadata_snapshot);
+	if (scan->base.rs_flags & SO_TEMP_SNAPSHOT)
+		UnregisterSnapshot(scan->base.rs_snapshot);
+	MemoryContextDelete(scan->context);
+}
+
+void
+zl_scan_rescan(TableScanDesc sscan, struct ScanKeyData *key, bool set_params,
+			   bool allow_strat, bool allow_sync, bool allow_pagemode)
+{
+	ZLScanDesc	scan = (ZLScanDesc) sscan;
+
+	scan_release_buffer(scan);
+	scan->current = NULL;
+	scan->next_subgroup = 0;
+}
+
+/* does a sub-group have anything for this scan? */
+static bool
+subgroup_has_rows(const ZLSubGroup *sg)
+{
+	return sg->blocks > 0 && sg->masked_rows < sg->row_count;
+}
+
+/* move to the next sub-group this participant should read */
+static bool
+scan_next_subgroup(ZLScanDesc scan)
+{
+	for (;;)
+	{
+		int			index;
+
+		if (scan->base.rs_parallel != NULL)
+		{
+			ZLParallelScanDescData *pscan =
+				(ZLParallelScanDescData *) scan->base.rs_parallel;
+
+			index = (int) pg_atomic_fetch_add_u32(&pscan->next_subgroup, 1);
+		}
+		else
+			index = scan->next_subgroup++;
+
+		if (index >= scan->nsubgroups)
+		{
+			scan->current = NULL;
+			return false;
+		}
+		if (subgroup_has_rows(&scan->subgroups[index]))
+		{
+			scan->current = &scan->subgroups[index];
+			scan->block = scan->current->first_block;
+			return true;
+		}
+	}
+}
+
+static void
+scan_read_block(ZLScanDesc scan, BlockNumber block)
+{
+	scan_release_buffer(scan);
+	scan->buffer = ReadBufferExtended(scan->base.rs_rd, MAIN_FORKNUM, block,
+									  RBM_NORMAL, scan->strategy);
+	scan->block = block;
+	scan->offset = FirstOffsetNumber;
+	scan->max_offset = PageGetMaxOffsetNumber(BufferGetPage(scan->buffer));
+}
+
+static inline int64
+row_position(const ZLSubGroup *sg, BlockNumber block, OffsetNumber offset)
+{
+	return (int64) (block - sg->first_block) * MaxHeapTuplesPerPage + (offset - 1);
+}
+
+/*
+ * Next unmasked row of the current page into the slot; false at the end
+ * of the page.
+ */
+static bool
+scan_next_on_page(ZLScanDesc scan, TupleTableSlot *slot, double *masked)
+{
+	Page		page = BufferGetPage(scan->buffer);
+
+	while (scan->offset <= scan->max_offset)
+	{
+		OffsetNumber offset = scan->offset++;
+		ItemId		itemid = PageGetItemId(page, offset);
+
+		if (!ItemIdIsNormal(itemid))
+			continue;
+		if (ZL_ROW_MASKED(scan->current, row_position(scan->current, scan->block, offset)))
+		{
+			if (masked)
+				(*masked) += 1;
+			continue;
+		}
+		scan->tuple.t_data = (HeapTupleHeader) PageGetItem(page, itemid);
+		scan->tuple.t_len = ItemIdGetLength(itemid);
+		scan->tuple.t_tableOid = RelationGetRelid(scan->base.rs_rd);
+		ItemPointerSet(&scan->tuple.t_self, scan->block, offset);
+		ExecStoreBufferHeapTuple(&scan->tuple, slot, scan->buffer);
+		return true;
+	}
+	return false;
+}
+
+bool
+zl_scan_getnextslot(TableScanDesc sscan, ScanDirection direction, TupleTableSlot *slot)
+{
+	ZLScanDesc	scan = (ZLScanDesc) sscan;
+
+	if (direction != ForwardScanDirection)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("zipper_lake tables cannot be scanned backward"),
+				 errhint("Declare the cursor without SCROLL.")));
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+
+		if (BufferIsValid(scan->buffer) && scan_next_on_page(scan, slot, NULL))
+			return true;
+
+		if (scan->current != NULL && BufferIsValid(scan->buffer) &&
+			scan->block + 1 < scan->current->first_block + scan->current->blocks)
+			scan_read_block(scan, scan->block + 1);
+		else if (scan_next_subgroup(scan))
+			scan_read_block(scan, scan->current->first_block);
+		else
+		{
+			scan_release_buffer(scan);
+			ExecClearTuple(slot);
+			return false;
+		}
+	}
+}
+
+/* ---------- parallel scans ---------- */
+
+Size
+zl_parallelscan_estimate(Relation rel)
+{
+	return sizeof(ZLParallelScanDescData);
+}
+
+Size
+zl_parallelscan_initialize(Relation rel, ParallelTableScanDesc pscan)
+{
+	ZLParallelScanDescData *zpscan = (ZLParallelScanDescData *) pscan;
+
+	zpscan->base.phs_relid = RelationGetRelid(rel);
+	zpscan->base.phs_syncscan = false;
+	pg_atomic_init_u32(&zpscan->next_subgroup, 0);
+	return sizeof(ZLParallelScanDescData);
+}
+
+void
+zl_parallelscan_reinitialize(Relation rel, ParallelTableScanDesc pscan)
+{
+	ZLParallelScanDescData *zpscan = (ZLParallelScanDescData *) pscan;
+
+	pg_atomic_write_u32(&zpscan->next_subgroup, 0);
+}
+
+/* ---------- ANALYZE ---------- */
+
+static int
+subgroup_block_cmp(const void *a, const void *b)
+{
+	const ZLSubGroup *sa = *(ZLSubGroup *const *) a;
+	const ZLSubGroup *sb = *(ZLSubGroup *const *) b;
+
+	return sa->first_block < sb->first_block ? -1 :
+		(sa->first_block > sb->first_block ? 1 : 0);
+}
+
+/* the visible sub-group holding a block, or NULL */
+static ZLSubGroup *
+subgroup_of_block(ZLScanDesc scan, BlockNumber block)
+{
+	int			lo = 0,
+				hi = scan->nsubgroups - 1;
+
+	if (scan->by_block == NULL)
+	{
+		scan->by_block = MemoryContextAlloc(scan->context,
+											sizeof(ZLSubGroup *) * Max(scan->nsubgroups, 1));
+		for (int i = 0; i < scan->nsubgroups; i++)
+			scan->by_block[i] = &scan->subgroups[i];
+		qsort(scan->by_block, scan->nsubgroups, sizeof(ZLSubGroup *),
+			  subgroup_block_cmp);
+	}
+	while (lo <= hi)
+	{
+		int			mid = (lo + hi) / 2;
+		ZLSubGroup *sg = scan->by_block[mid];
+
+		if (block < sg->first_block)
+			hi = mid - 1;
+		else if (block >= sg->first_block + sg->blocks)
+			lo = mid + 1;
+		else
+			return sg;
+	}
+	return NULL;
+}
+
+bool
+zl_scan_analyze_next_block(TableScanDesc sscan, BlockNumber blockno,
+						   BufferAccessStrategy bstrategy)
+{
+	ZLScanDesc	scan = (ZLScanDesc) sscan;
+
+	/* the metapage and space of aborted writes hold no rows */
+	scan->current = subgroup_of_block(scan, blockno);
+	if (scan->current == NULL)
+	{
+		scan_release_buffer(scan);
+		return false;
+	}
+	scan->strategy = bstrategy;
+	scan_read_block(scan, blockno);
+	scan->strategy = NULL;
+	return true;
+}
+
+bool
+zl_scan_analyze_next_tuple(TableScanDesc sscan, TransactionId OldestXmin,
+						   double *liverows, double *deadrows,
+						   TupleTableSlot *slot)
+{
+	ZLScanDesc	scan = (ZLScanDesc) sscan;
+
+	if (BufferIsValid(scan->buffer) && scan_next_on_page(scan, slot, deadrows))
+	{
+		*liverows += 1;
+		return true;
+	}
+	scan_release_buffer(scan);
+	ExecClearTuple(slot);
+	return false;
+}

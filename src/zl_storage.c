@@ -1,0 +1,218 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_storage.c
+ *	  Pages of a zipper table: the metapage and immutable sub-group pages.
+ *
+ * Layout of the main fork
+ * -----------------------
+ * Block 0 is the metapage: magic number, format version and the storage
+ * id that keys every metadata row of this relfilenode (zl_metadata.c).  A
+ * new relfilenode (CREATE, TRUNCATE, VACUUM FULL) gets a new storage id,
+ * so metadata of an old file can never be applied to a new one.
+ *
+ * Every other block belongs to exactly one sub-group: a contiguous run of
+ * blocks appended by one writer and never modified afterwards.  Pages use
+ * the standard layout (PageInit, line pointers), so each row has a TID,
+ * and rows are stored as heap tuples with a frozen header: visibility is
+ * decided by the sub-group's metadata row, never by the tuple, and scans
+ * can hand out pinned tuples without copying them.
+ *
+ * WAL
+ * ---
+ * A page is built in local memory, then appended through shared buffers
+ * and logged as a full-page image (log_newpage_buffer) in one critical
+ * section.  Recovery and standbys therefore replay exactly the pages the
+ * primary wrote; the metadata rows that make them reachable are ordinary
+ * heap WAL.  Pages written by a transaction that aborts stay in the file
+ * but are unreachable: no committed metadata row points at them.
+ *
+ * Writers of one table are serialized by zl_write_lock_table(), so a
+ * writer's pages are consecutive; the page writer checks that it is so.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "zipper_lake.h"
+
+#include "access/htup_details.h"
+#include "access/transam.h"
+#include "access/xloginsert.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/bufpage.h"
+#include "storage/lmgr.h"
+#include "storage/smgr.h"
+#include "utils/memutils.h"
+
+typedef struct ZLMetaPageData
+{
+	uint32		magic;
+	uint32		format_version;
+	uint64		storage_id;
+} ZLMetaPageData;
+
+struct ZLPageWriter
+{
+	Relation	rel;
+	PGAlignedBlock page;		/* page being filled */
+	bool		page_has_rows;
+	BlockNumber first_block;	/* first block of this run */
+	BlockNumber next_block;		/* block the current page will get */
+};
+
+/*
+ * Write the metapage of a new (empty) fork directly through smgr; used
+ * while the relfilenode is not yet the relation's, like btbuildempty().
+ */
+void
+zl_storage_init(Relation rel, SMgrRelation srel, ForkNumber fork, uint64 storage_id)
+{
+	PGAlignedBlock buf;
+	Page		page = (Page) buf.data;
+	ZLMetaPageData *meta;
+	bool		needs_wal = RelationNeedsWAL(rel) || fork == INIT_FORKNUM;
+
+	PageInit(page, BLCKSZ, 0);
+	meta = (ZLMetaPageData *) PageGetContents(page);
+	meta->magic = ZL_MAGIC;
+	meta->format_version = ZL_FORMAT_VERSION;
+	meta->storage_id = storage_id;
+	((PageHeader) page)->pd_lower += sizeof(ZLMetaPageData);
+
+	if (needs_wal)
+		log_newpage(&srel->smgr_rnode.node, fork, ZL_METAPAGE_BLKNO, page, true);
+	PageSetChecksumInplace(page, ZL_METAPAGE_BLKNO);
+	smgrextend(srel, fork, ZL_METAPAGE_BLKNO, buf.data, true);
+
+	/*
+	 * The page bypassed shared buffers, so a checkpoint cannot flush it:
+	 * sync it now, or a crash after the next checkpoint could lose it.
+	 */
+	if (needs_wal)
+		smgrimmedsync(srel, fork);
+}
+
+/* the storage id of the relation's current relfilenode (cached) */
+uint64
+zl_storage_id(Relation rel)
+{
+	Buffer		buffer;
+	ZLMetaPageData meta;
+
+	if (rel->rd_amcache != NULL)
+		return *(uint64 *) rel->rd_amcache;
+
+	if (RelationGetNumberOfBlocks(rel) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("zipper_lake table \"%s\" has no metapage",
+						RelationGetRelationName(rel))));
+
+	buffer = ReadBuffer(rel, ZL_METAPAGE_BLKNO);
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	memcpy(&meta, PageGetContents(BufferGetPage(buffer)), sizeof(meta));
+	UnlockReleaseBuffer(buffer);
+
+	if (meta.magic != ZL_MAGIC)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("zipper_lake table \"%s\" has a bad metapage",
+						RelationGetRelationName(rel)),
+				 errdetail("Magic number is %08X, expected %08X.",
+						   meta.magic, ZL_MAGIC)));
+	if (meta.format_version != ZL_FORMAT_VERSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("zipper_lake table \"%s\" has storage format %u",
+						RelationGetRelationName(rel), meta.format_version),
+				 errdetail("This build reads format %u.", ZL_FORMAT_VERSION),
+				 errhint("Install the zipper_lake version that wrote the table.")));
+
+	rel->rd_amcache = MemoryContextAlloc(CacheMemoryContext, sizeof(uint64));
+	*(uint64 *) rel->rd_amcache = meta.storage_id;
+	return meta.storage_id;
+}
+
+ZLPageWriter *
+zl_page_writer_begin(Relation rel)
+{
+	ZLPageWriter *writer = palloc0(sizeof(ZLPageWriter));
+
+	writer->rel = rel;
+	writer->first_block = RelationGetNumberOfBlocks(rel);
+	writer->next_block = writer->first_block;
+	PageInit((Page) writer->page.data, BLCKSZ, 0);
+	return writer;
+}
+
+/* append the filled page to the relation, WAL-logged */
+static void
+page_writer_flush_page(ZLPageWriter *writer)
+{
+	Relation	rel = writer->rel;
+	Buffer		buffer;
+
+	LockRelationForExtension(rel, ExclusiveLock);
+	buffer = ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW, RBM_NORMAL, NULL);
+	UnlockRelationForExtension(rel, ExclusiveLock);
+
+	if (BufferGetBlockNumber(buffer) != writer->next_block)
+		elog(ERROR, "zipper_lake table \"%s\" was extended concurrently (block %u, expected %u)",
+			 RelationGetRelationName(rel), BufferGetBlockNumber(buffer),
+			 writer->next_block);
+
+	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+	START_CRIT_SECTION();
+	memcpy(BufferGetPage(buffer), writer->page.data, BLCKSZ);
+	MarkBufferDirty(buffer);
+	if (RelationNeedsWAL(rel))
+		log_newpage_buffer(buffer, true);
+	END_CRIT_SECTION();
+	UnlockReleaseBuffer(buffer);
+
+	writer->next_block++;
+	writer->page_has_rows = false;
+	PageInit((Page) writer->page.data, BLCKSZ, 0);
+}
+
+void
+zl_page_writer_add(ZLPageWriter *writer, HeapTuple tuple)
+{
+	Page		page = (Page) writer->page.data;
+	HeapTupleHeader stored;
+	OffsetNumber offnum;
+
+	if (tuple->t_len > MaxHeapTupleSize)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("row is too big: size %zu, maximum size %zu",
+						(size_t) tuple->t_len, (size_t) MaxHeapTupleSize)));
+
+	if (PageGetHeapFreeSpace(page) < MAXALIGN(tuple->t_len))
+		page_writer_flush_page(writer);
+
+	offnum = PageAddItem(page, (Item) tuple->t_data, tuple->t_len,
+						 InvalidOffsetNumber, false, true);
+	if (offnum == InvalidOffsetNumber)
+		elog(ERROR, "failed to add row to zipper_lake page");
+
+	/* frozen header: visibility comes from the sub-group's metadata */
+	stored = (HeapTupleHeader) PageGetItem(page, PageGetItemId(page, offnum));
+	stored->t_infomask &= ~HEAP_XACT_MASK;
+	stored->t_infomask2 &= ~HEAP2_XACT_MASK;
+	stored->t_infomask |= HEAP_XMIN_FROZEN | HEAP_XMAX_INVALID;
+	HeapTupleHeaderSetXmin(stored, FrozenTransactionId);
+	HeapTupleHeaderSetXmax(stored, InvalidTransactionId);
+	HeapTupleHeaderSetCmin(stored, FirstCommandId);
+	ItemPointerSet(&stored->t_ctid, writer->next_block, offnum);
+	writer->page_has_rows = true;
+}
+
+void
+zl_page_writer_finish(ZLPageWriter *writer, BlockNumber *first_block, int32 *blocks)
+{
+	if (writer->page_has_rows)
+		page_writer_flush_page(writer);
+	*first_block = writer->first_block;
+	*blocks = (int32) (writer->next_block - writer->first_block);
+	pfree(writer);
+}

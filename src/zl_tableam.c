@@ -1,0 +1,504 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_tableam.c
+ *	  The zipper_lake table access method: TableAmRoutine wiring.
+ *
+ * Callbacks are grouped as in heapam_handler.c.  Scans live in zl_scan.c,
+ * writes in zl_write.c, pages in zl_storage.c.  Everything a zipper table
+ * cannot do yet (UPDATE, DELETE, row locks, indexes, TID and sample scans,
+ * VACUUM FULL) raises ERRCODE_FEATURE_NOT_SUPPORTED with a hint.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "zipper_lake.h"
+
+#include "access/heapam.h"
+#include "access/heaptoast.h"
+#include "access/multixact.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "catalog/pg_am_d.h"
+#include "catalog/storage.h"
+#include "commands/vacuum.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "storage/bufmgr.h"
+#include "storage/smgr.h"
+#include "utils/snapmgr.h"
+
+PG_FUNCTION_INFO_V1(zipper_lake_tableam_handler);
+
+static void
+not_supported(const char *what, const char *hint)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("zipper_lake tables do not support %s", what),
+			 errhint("%s", hint)));
+}
+
+#define HINT_APPLY "Change a zipper table with zipper_lake.apply_changes() or zipper_lake.apply_snapshot()."
+#define HINT_SCAN "Zipper tables are read by sequential scans pruned by their period columns."
+
+/* ------------------------------------------------------------------------
+ * Slot related callbacks
+ * ------------------------------------------------------------------------
+ */
+
+static const TupleTableSlotOps *
+zl_slot_callbacks(Relation relation)
+{
+	return &TTSOpsBufferHeapTuple;
+}
+
+/* ------------------------------------------------------------------------
+ * Scans that are not supported
+ * ------------------------------------------------------------------------
+ */
+
+static void
+zl_scan_set_tidrange(TableScanDesc sscan, ItemPointer mintid, ItemPointer maxtid)
+{
+	not_supported("TID range scans", HINT_SCAN);
+}
+
+static bool
+zl_scan_getnextslot_tidrange(TableScanDesc sscan, ScanDirection direction,
+							 TupleTableSlot *slot)
+{
+	not_supported("TID range scans", HINT_SCAN);
+	return false;
+}
+
+static bool
+zl_scan_bitmap_next_block(TableScanDesc scan, struct TBMIterateResult *tbmres)
+{
+	not_supported("bitmap scans", HINT_SCAN);
+	return false;
+}
+
+static bool
+zl_scan_bitmap_next_tuple(TableScanDesc scan, struct TBMIterateResult *tbmres,
+						  TupleTableSlot *slot)
+{
+	not_supported("bitmap scans", HINT_SCAN);
+	return false;
+}
+
+static bool
+zl_scan_sample_next_block(TableScanDesc scan, struct SampleScanState *scanstate)
+{
+	not_supported("TABLESAMPLE", "Sample the table with a WHERE clause on random() instead.");
+	return false;
+}
+
+static bool
+zl_scan_sample_next_tuple(TableScanDesc scan, struct SampleScanState *scanstate,
+						  TupleTableSlot *slot)
+{
+	not_supported("TABLESAMPLE", "Sample the table with a WHERE clause on random() instead.");
+	return false;
+}
+
+/* ------------------------------------------------------------------------
+ * Index and TID access: zipper tables have no indexes
+ * ------------------------------------------------------------------------
+ */
+
+static struct IndexFetchTableData *
+zl_index_fetch_begin(Relation rel)
+{
+	not_supported("indexes", HINT_SCAN);
+	return NULL;
+}
+
+static void
+zl_index_fetch_reset(struct IndexFetchTableData *scan)
+{
+}
+
+static void
+zl_index_fetch_end(struct IndexFetchTableData *scan)
+{
+}
+
+static bool
+zl_index_fetch_tuple(struct IndexFetchTableData *scan, ItemPointer tid,
+					 Snapshot snapshot, TupleTableSlot *slot,
+					 bool *call_again, bool *all_dead)
+{
+	not_supported("indexes", HINT_SCAN);
+	return false;
+}
+
+static bool
+zl_tuple_fetch_row_version(Relation relation, ItemPointer tid,
+						   Snapshot snapshot, TupleTableSlot *slot)
+{
+	not_supported("fetching rows by TID (TID scans, row-level AFTER triggers)",
+				  HINT_SCAN);
+	return false;
+}
+
+static bool
+zl_tuple_tid_valid(TableScanDesc scan, ItemPointer tid)
+{
+	not_supported("TID scans", HINT_SCAN);
+	return false;
+}
+
+static void
+zl_tuple_get_latest_tid(TableScanDesc sscan, ItemPointer tid)
+{
+	not_supported("TID scans", HINT_SCAN);
+}
+
+static bool
+zl_tuple_satisfies_snapshot(Relation rel, TupleTableSlot *slot, Snapshot snapshot)
+{
+	not_supported("row visibility checks", HINT_SCAN);
+	return false;
+}
+
+static TransactionId
+zl_index_delete_tuples(Relation rel, TM_IndexDeleteOp *delstate)
+{
+	not_supported("indexes", HINT_SCAN);
+	return InvalidTransactionId;
+}
+
+static double
+zl_index_build_range_scan(Relation table_rel, Relation index_rel,
+						  struct IndexInfo *index_info, bool allow_sync,
+						  bool anyvisible, bool progress,
+						  BlockNumber start_blockno, BlockNumber numblocks,
+						  IndexBuildCallback callback, void *callback_state,
+						  TableScanDesc scan)
+{
+	not_supported("indexes",
+				  "Queries on the period columns are pruned by file-group metadata; no index is needed.");
+	return 0;
+}
+
+static void
+zl_index_validate_scan(Relation table_rel, Relation index_rel,
+					   struct IndexInfo *index_info, Snapshot snapshot,
+					   struct ValidateIndexState *state)
+{
+	not_supported("indexes", HINT_SCAN);
+}
+
+/* ------------------------------------------------------------------------
+ * Manipulations of physical tuples
+ * ------------------------------------------------------------------------
+ */
+
+static void
+zl_tuple_insert(Relation relation, TupleTableSlot *slot, CommandId cid,
+				int options, struct BulkInsertStateData *bistate)
+{
+	ZLWriteState *state = zl_write_state_get(relation);
+	bool		should_free;
+	HeapTuple	tuple = ExecFetchSlotHeapTuple(slot, true, &should_free);
+	HeapTuple	stored = tuple;
+
+	/* values too big for a page go to the table's TOAST relation */
+	if (HeapTupleHasExternal(tuple) || tuple->t_len > TOAST_TUPLE_THRESHOLD)
+		stored = heap_toast_insert_or_update(relation, tuple, NULL, options);
+
+	zl_write_add(state, stored);
+
+	/* the row gets its TID when its sub-group is written */
+	slot->tts_tableOid = RelationGetRelid(relation);
+	ItemPointerSetInvalid(&slot->tts_tid);
+
+	if (stored != tuple)
+		heap_freetuple(stored);
+	if (should_free)
+		heap_freetuple(tuple);
+}
+
+static void
+zl_multi_insert(Relation relation, TupleTableSlot **slots, int ntuples,
+				CommandId cid, int options, struct BulkInsertStateData *bistate)
+{
+	for (int i = 0; i < ntuples; i++)
+		zl_tuple_insert(relation, slots[i], cid, options, bistate);
+}
+
+static void
+zl_tuple_insert_speculative(Relation relation, TupleTableSlot *slot,
+							CommandId cid, int options,
+							struct BulkInsertStateData *bistate, uint32 specToken)
+{
+	not_supported("INSERT ... ON CONFLICT", HINT_APPLY);
+}
+
+static void
+zl_tuple_complete_speculative(Relation relation, TupleTableSlot *slot,
+							  uint32 specToken, bool succeeded)
+{
+	not_supported("INSERT ... ON CONFLICT", HINT_APPLY);
+}
+
+static TM_Result
+zl_tuple_delete(Relation relation, ItemPointer tid, CommandId cid,
+				Snapshot snapshot, Snapshot crosscheck, bool wait,
+				TM_FailureData *tmfd, bool changingPart)
+{
+	not_supported("DELETE", HINT_APPLY);
+	return TM_Ok;
+}
+
+static TM_Result
+zl_tuple_update(Relation relation, ItemPointer otid, TupleTableSlot *slot,
+				CommandId cid, Snapshot snapshot, Snapshot crosscheck,
+				bool wait, TM_FailureData *tmfd,
+				LockTupleMode *lockmode, bool *update_indexes)
+{
+	not_supported("UPDATE", HINT_APPLY);
+	return TM_Ok;
+}
+
+static TM_Result
+zl_tuple_lock(Relation relation, ItemPointer tid, Snapshot snapshot,
+			  TupleTableSlot *slot, CommandId cid, LockTupleMode mode,
+			  LockWaitPolicy wait_policy, uint8 flags, TM_FailureData *tmfd)
+{
+	not_supported("row locks (SELECT ... FOR UPDATE/SHARE)",
+				  "Versions are immutable; read them without a locking clause.");
+	return TM_Ok;
+}
+
+static void
+zl_finish_bulk_insert(Relation relation, int options)
+{
+	zl_write_flush_relation(RelationGetRelid(relation));
+}
+
+/* ------------------------------------------------------------------------
+ * DDL related callbacks
+ * ------------------------------------------------------------------------
+ */
+
+/* forget the metadata of the relation's present file, if it has one */
+static void
+forget_current_storage(Relation rel)
+{
+	SMgrRelation srel = RelationGetSmgr(rel);
+
+	zl_write_discard_relation(RelationGetRelid(rel));
+	if (smgrexists(srel, MAIN_FORKNUM) && smgrnblocks(srel, MAIN_FORKNUM) > 0)
+		zl_meta_forget_storage(zl_storage_id(rel));
+	if (rel->rd_amcache != NULL)
+	{
+		pfree(rel->rd_amcache);
+		rel->rd_amcache = NULL;
+	}
+}
+
+static void
+zl_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
+							 char persistence, TransactionId *freezeXid,
+							 MultiXactId *minmulti)
+{
+	SMgrRelation srel;
+
+	if (persistence == RELPERSISTENCE_UNLOGGED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("zipper_lake tables cannot be unlogged"),
+				 errhint("Create the table without UNLOGGED.")));
+
+	/* TRUNCATE (or a rewrite) replaces a file: its metadata goes with it */
+	forget_current_storage(rel);
+
+	/* rows carry frozen headers: nothing for VACUUM to freeze */
+	*freezeXid = InvalidTransactionId;
+	*minmulti = InvalidMultiXactId;
+
+	srel = RelationCreateStorage(*newrnode, persistence, true);
+	zl_storage_init(rel, srel, MAIN_FORKNUM, zl_meta_new_storage(RelationGetRelid(rel)));
+}
+
+static void
+zl_relation_nontransactional_truncate(Relation rel)
+{
+	forget_current_storage(rel);
+	RelationTruncate(rel, 0);
+	zl_storage_init(rel, RelationGetSmgr(rel), MAIN_FORKNUM,
+					zl_meta_new_storage(RelationGetRelid(rel)));
+}
+
+static void
+zl_relation_copy_data(Relation rel, const RelFileNode *newrnode)
+{
+	SMgrRelation dstrel;
+
+	/* the copy keeps the metapage, hence the storage id and its metadata */
+	zl_write_flush_relation(RelationGetRelid(rel));
+	FlushRelationBuffers(rel);
+	dstrel = RelationCreateStorage(*newrnode, rel->rd_rel->relpersistence, true);
+	RelationCopyStorage(RelationGetSmgr(rel), dstrel, MAIN_FORKNUM,
+						rel->rd_rel->relpersistence);
+	RelationDropStorage(rel);
+	smgrclose(dstrel);
+}
+
+static void
+zl_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
+							 Relation OldIndex, bool use_sort,
+							 TransactionId OldestXmin,
+							 TransactionId *xid_cutoff,
+							 MultiXactId *multi_cutoff,
+							 double *num_tuples, double *tups_vacuumed,
+							 double *tups_recently_dead)
+{
+	not_supported("VACUUM FULL or CLUSTER",
+				  "Plain VACUUM reports the space held by masked rows and aborted writes.");
+}
+
+/*
+ * VACUUM has nothing to remove row by row: masked rows and pages of aborted
+ * writes are reclaimed only by rewriting sub-groups.  Report what there is
+ * and keep pg_class statistics current.
+ */
+static void
+zl_relation_vacuum(Relation rel, struct VacuumParams *params,
+				   BufferAccessStrategy bstrategy)
+{
+	ZLSubGroup *sgs;
+	int			nsgs;
+	int64		rows = 0,
+				masked = 0,
+				reachable_blocks = 0;
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	Snapshot	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+
+	sgs = zl_meta_load_subgroups(zl_storage_id(rel), snapshot, &nsgs);
+	UnregisterSnapshot(snapshot);
+	for (int i = 0; i < nsgs; i++)
+	{
+		rows += sgs[i].row_count;
+		masked += sgs[i].masked_rows;
+		reachable_blocks += sgs[i].blocks;
+	}
+
+	ereport((params->options & VACOPT_VERBOSE) ? INFO : DEBUG2,
+			(errmsg("zipper_lake table \"%s\": %d sub-groups, " INT64_FORMAT " live rows, " INT64_FORMAT " masked rows",
+					RelationGetRelationName(rel), nsgs, rows - masked, masked),
+			 errdetail(INT64_FORMAT " of %u blocks are unreachable (written by aborted transactions).",
+					   (int64) nblocks - 1 - reachable_blocks, nblocks)));
+
+	vac_update_relstats(rel, nblocks, (double) (rows - masked), 0, false,
+						InvalidTransactionId, InvalidMultiXactId,
+						NULL, NULL, false);
+}
+
+/* ------------------------------------------------------------------------
+ * Miscellaneous callbacks
+ * ------------------------------------------------------------------------
+ */
+
+static bool
+zl_relation_needs_toast_table(Relation rel)
+{
+	return true;
+}
+
+static Oid
+zl_relation_toast_am(Relation rel)
+{
+	return HEAP_TABLE_AM_OID;
+}
+
+static void
+zl_relation_estimate_size(Relation rel, int32 *attr_widths,
+						  BlockNumber *pages, double *tuples,
+						  double *allvisfrac)
+{
+	table_block_relation_estimate_size(rel, attr_widths, pages, tuples,
+									   allvisfrac,
+									   SizeofHeapTupleHeader + sizeof(ItemIdData),
+									   BLCKSZ - SizeOfPageHeaderData);
+	*allvisfrac = 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Definition of the zipper_lake table access method
+ * ------------------------------------------------------------------------
+ */
+
+static const TableAmRoutine zl_methods = {
+	.type = T_TableAmRoutine,
+
+	.slot_callbacks = zl_slot_callbacks,
+
+	.scan_begin = zl_scan_begin,
+	.scan_end = zl_scan_end,
+	.scan_rescan = zl_scan_rescan,
+	.scan_getnextslot = zl_scan_getnextslot,
+
+	.scan_set_tidrange = zl_scan_set_tidrange,
+	.scan_getnextslot_tidrange = zl_scan_getnextslot_tidrange,
+
+	.parallelscan_estimate = zl_parallelscan_estimate,
+	.parallelscan_initialize = zl_parallelscan_initialize,
+	.parallelscan_reinitialize = zl_parallelscan_reinitialize,
+
+	.index_fetch_begin = zl_index_fetch_begin,
+	.index_fetch_reset = zl_index_fetch_reset,
+	.index_fetch_end = zl_index_fetch_end,
+	.index_fetch_tuple = zl_index_fetch_tuple,
+
+	.tuple_insert = zl_tuple_insert,
+	.tuple_insert_speculative = zl_tuple_insert_speculative,
+	.tuple_complete_speculative = zl_tuple_complete_speculative,
+	.multi_insert = zl_multi_insert,
+	.tuple_delete = zl_tuple_delete,
+	.tuple_update = zl_tuple_update,
+	.tuple_lock = zl_tuple_lock,
+	.finish_bulk_insert = zl_finish_bulk_insert,
+
+	.tuple_fetch_row_version = zl_tuple_fetch_row_version,
+	.tuple_get_latest_tid = zl_tuple_get_latest_tid,
+	.tuple_tid_valid = zl_tuple_tid_valid,
+	.tuple_satisfies_snapshot = zl_tuple_satisfies_snapshot,
+	.index_delete_tuples = zl_index_delete_tuples,
+
+	.relation_set_new_filenode = zl_relation_set_new_filenode,
+	.relation_nontransactional_truncate = zl_relation_nontransactional_truncate,
+	.relation_copy_data = zl_relation_copy_data,
+	.relation_copy_for_cluster = zl_relation_copy_for_cluster,
+	.relation_vacuum = zl_relation_vacuum,
+	.scan_analyze_next_block = zl_scan_analyze_next_block,
+	.scan_analyze_next_tuple = zl_scan_analyze_next_tuple,
+	.index_build_range_scan = zl_index_build_range_scan,
+	.index_validate_scan = zl_index_validate_scan,
+
+	.relation_size = table_block_relation_size,
+	.relation_needs_toast_table = zl_relation_needs_toast_table,
+	.relation_toast_am = zl_relation_toast_am,
+	.relation_fetch_toast_slice = NULL,
+
+	.relation_estimate_size = zl_relation_estimate_size,
+
+	.scan_bitmap_next_block = zl_scan_bitmap_next_block,
+	.scan_bitmap_next_tuple = zl_scan_bitmap_next_tuple,
+	.scan_sample_next_block = zl_scan_sample_next_block,
+	.scan_sample_next_tuple = zl_scan_sample_next_tuple
+};
+
+Datum
+zipper_lake_tableam_handler(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_POINTER(&zl_methods);
+}
+
+/* is this relation a zipper_lake table? (used by the executor hooks) */
+bool
+zl_is_zipper_relation(Relation rel)
+{
+	return rel->rd_tableam == &zl_methods;
+}

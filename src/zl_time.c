@@ -1,0 +1,214 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_time.c
+ *	  Period values, partition dates and file-group windows.
+ *
+ * Period columns may be timestamptz, timestamp or date.  Internally every
+ * value is an "instant": int64 microseconds since 2000-01-01, with
+ * DT_NOBEGIN / DT_NOEND for the infinities.  A timestamptz is its own
+ * instant and is cut into dates in the table's time zone; a timestamp is
+ * taken as a wall-clock value (time zone ignored); a date is its midnight.
+ *
+ * The partition of a version is the date of its valid_to (truncated to the
+ * partition unit), or the current partition when valid_to is the open end.
+ * Its file-group window is valid_from rounded down to the partition's group
+ * span, in local time: whole months counted from year 0, or fixed lengths
+ * counted from 2000-01-01 00:00.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "zipper_lake.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "pgtime.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/timestamp.h"
+
+static int64
+floor_div(int64 a, int64 b)
+{
+	int64		q = a / b;
+
+	if ((a % b != 0) && ((a < 0) != (b < 0)))
+		q--;
+	return q;
+}
+
+int64
+zl_datum_to_instant(Datum value, Oid typid)
+{
+	switch (typid)
+	{
+		case TIMESTAMPTZOID:
+			return DatumGetTimestampTz(value);
+		case TIMESTAMPOID:
+			return DatumGetTimestamp(value);
+		case DATEOID:
+			{
+				DateADT		d = DatumGetDateADT(value);
+
+				if (DATE_IS_NOBEGIN(d))
+					return DT_NOBEGIN;
+				if (DATE_IS_NOEND(d))
+					return DT_NOEND;
+				return (int64) d * USECS_PER_DAY;
+			}
+		default:
+			elog(ERROR, "unexpected period type %u", typid);
+	}
+	return 0;					/* keep compiler quiet */
+}
+
+Datum
+zl_instant_to_datum(int64 instant, Oid typid)
+{
+	switch (typid)
+	{
+		case TIMESTAMPTZOID:
+			return TimestampTzGetDatum(instant);
+		case TIMESTAMPOID:
+			return TimestampGetDatum(instant);
+		case DATEOID:
+			if (instant == DT_NOBEGIN)
+				return DateADTGetDatum(DATEVAL_NOBEGIN);
+			if (instant == DT_NOEND)
+				return DateADTGetDatum(DATEVAL_NOEND);
+			return DateADTGetDatum((DateADT) floor_div(instant, USECS_PER_DAY));
+		default:
+			elog(ERROR, "unexpected period type %u", typid);
+	}
+	return (Datum) 0;			/* keep compiler quiet */
+}
+
+bool
+zl_instant_is_finite(int64 instant)
+{
+	return instant != DT_NOBEGIN && instant != DT_NOEND;
+}
+
+char *
+zl_instant_to_cstring(int64 instant, Oid typid)
+{
+	switch (typid)
+	{
+		case TIMESTAMPTZOID:
+			return DatumGetCString(DirectFunctionCall1(timestamptz_out,
+													   TimestampTzGetDatum(instant)));
+		case TIMESTAMPOID:
+			return DatumGetCString(DirectFunctionCall1(timestamp_out,
+													   TimestampGetDatum(instant)));
+		default:
+			return DatumGetCString(DirectFunctionCall1(date_out,
+													   zl_instant_to_datum(instant, typid)));
+	}
+}
+
+/* wall-clock microseconds of an instant in the table's zone */
+static int64
+instant_to_local(const ZLTableOptions *opts, int64 instant)
+{
+	struct pg_tm tm;
+	fsec_t		fsec;
+	int			tz;
+	Timestamp	local;
+
+	if (opts->period_type != TIMESTAMPTZOID || opts->zone_is_utc)
+		return instant;
+	if (timestamp2tm(instant, &tz, &tm, &fsec, NULL,
+					 pg_tzset(opts->time_zone)) != 0 ||
+		tm2timestamp(&tm, fsec, NULL, &local) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp out of range")));
+	return local;
+}
+
+/* the instant at which the table's zone shows a wall-clock value */
+static int64
+local_to_instant(const ZLTableOptions *opts, int64 local)
+{
+	struct pg_tm tm;
+	fsec_t		fsec;
+	int			tz;
+	TimestampTz result;
+
+	if (opts->period_type != TIMESTAMPTZOID || opts->zone_is_utc)
+		return local;
+	if (timestamp2tm(local, NULL, &tm, &fsec, NULL, NULL) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp out of range")));
+	tz = DetermineTimeZoneOffset(&tm, pg_tzset(opts->time_zone));
+	if (tm2timestamp(&tm, fsec, &tz, &result) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp out of range")));
+	return result;
+}
+
+DateADT
+zl_partition_of(const ZLTableOptions *opts, int64 valid_to)
+{
+	int64		days;
+	int			year,
+				month,
+				day;
+
+	if (valid_to == opts->open_end)
+		return ZL_CURRENT_PARTITION;
+
+	days = floor_div(instant_to_local(opts, valid_to), USECS_PER_DAY);
+	if (opts->unit == ZL_UNIT_DAY)
+		return (DateADT) days;
+
+	j2date((int) days + POSTGRES_EPOCH_JDATE, &year, &month, &day);
+	if (opts->unit == ZL_UNIT_YEAR)
+		month = 1;
+	return (DateADT) (date2j(year, month, 1) - POSTGRES_EPOCH_JDATE);
+}
+
+int64
+zl_window_of(const ZLTableOptions *opts, DateADT partition_end, int64 valid_from)
+{
+	const ZLSpan *span = (partition_end == ZL_CURRENT_PARTITION) ?
+		&opts->current_span : &opts->history_span;
+	int64		local = instant_to_local(opts, valid_from);
+
+	if (span->months > 0)
+	{
+		struct pg_tm tm;
+		fsec_t		fsec;
+		int64		month_index;
+
+		if (timestamp2tm(local, NULL, &tm, &fsec, NULL, NULL) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+					 errmsg("timestamp out of range")));
+		month_index = (int64) tm.tm_year * MONTHS_PER_YEAR + tm.tm_mon - 1;
+		month_index = floor_div(month_index, span->months) * span->months;
+		memset(&tm, 0, sizeof(tm));
+		tm.tm_year = (int) floor_div(month_index, MONTHS_PER_YEAR);
+		tm.tm_mon = (int) (month_index - (int64) tm.tm_year * MONTHS_PER_YEAR) + 1;
+		tm.tm_mday = 1;
+		if (tm2timestamp(&tm, 0, NULL, &local) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+					 errmsg("timestamp out of range")));
+	}
+	else
+		local = floor_div(local, span->usecs) * span->usecs;
+
+	return local_to_instant(opts, local);
+}
+
+ZLSpan
+zl_span_from_interval(const Interval *interval)
+{
+	ZLSpan		span;
+
+	span.months = interval->month;
+	span.usecs = (int64) interval->day * USECS_PER_DAY + interval->time;
+	return span;
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Shared helpers for the demo and the test suite: install the Debian packages,
+# build and install the extension, run a throwaway PostgreSQL 15 cluster as an
+# unprivileged user (PostgreSQL refuses to run as root).
+
+set -euo pipefail
+
+ZL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PG_BIN=/usr/lib/postgresql/15/bin
+ZL_PGUSER=${ZL_PGUSER:-postgres}
+ZL_PORT=${ZL_PORT:-5499}
+ZL_DIR=${ZL_DIR:-/tmp/zipper_lake_cluster}
+export PGHOST=$ZL_DIR PGPORT=$ZL_PORT PGUSER=$ZL_PGUSER PGDATABASE=postgres
+
+zl_packages=(postgresql-15 postgresql-server-dev-15 postgresql-contrib make gcc
+             libipc-run-perl python3-psycopg2)
+
+zl_install_packages() {
+    local missing=()
+    for p in "${zl_packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "installing: ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+}
+
+zl_build() {
+    make -C "$ZL_ROOT" -s PG_CONFIG=$PG_BIN/pg_config
+    make -C "$ZL_ROOT" -s PG_CONFIG=$PG_BIN/pg_config install >/dev/null
+}
+
+# run a command as the unprivileged cluster user (or as is, if we are not root)
+zl_as_pguser() {
+    if [ "$(id -u)" = 0 ]; then
+        su "$ZL_PGUSER" -s /bin/bash -c "$(printf '%q ' "$@")"
+    else
+        "$@"
+    fi
+}
+
+zl_start_cluster() {
+    if [ "$(id -u)" = 0 ]; then
+        id "$ZL_PGUSER" >/dev/null 2>&1 || useradd --system --create-home "$ZL_PGUSER"
+        mkdir -p "$ZL_DIR" && chown "$ZL_PGUSER" "$ZL_DIR"
+    fi
+    if [ ! -f "$ZL_DIR/data/PG_VERSION" ]; then
+        zl_as_pguser $PG_BIN/initdb -D "$ZL_DIR/data" -A trust -U "$ZL_PGUSER" >/dev/null
+    fi
+    if ! zl_as_pguser $PG_BIN/pg_ctl -D "$ZL_DIR/data" status >/dev/null 2>&1; then
+        zl_as_pguser $PG_BIN/pg_ctl -D "$ZL_DIR/data" -w -l "$ZL_DIR/server.log" \
+            -o "-p $ZL_PORT -k $ZL_DIR -c listen_addresses= -c max_prepared_transactions=4" start >/dev/null
+    fi
+}
+
+zl_stop_cluster() {
+    zl_as_pguser $PG_BIN/pg_ctl -D "$ZL_DIR/data" -m fast stop >/dev/null 2>&1 || true
+}

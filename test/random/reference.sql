@@ -1,0 +1,407 @@
+/*
+ * test/random/reference.sql — reference implementation of zipper_lake's change
+ * semantics (SPEC §1 and apply_snapshot of SPEC §2) in plain PL/pgSQL, operating
+ * on an ordinary heap table.  The randomized comparison test
+ * (random_compare.py) applies every batch both to a zipper_lake table and to a
+ * heap table through these functions and compares the results.
+ *
+ * Design: clarity over speed.  Nothing here knows about partitions, file groups
+ * or the table access method; it is a literal transcription of the table in
+ * SPEC §1, applied one change at a time:
+ *
+ *   change at t   key's state at t                result
+ *   upsert v      inside [a,b) with value v       nothing (no-op)
+ *   upsert v      inside [a,b) with value w <> v  [a,t) keeps w (dropped if a = t), new [t,b) with v
+ *   upsert v      gap, next version starts at n   new [t,n) with v (n = 'infinity' if none)
+ *   delete        inside [a,b)                    [a,t) kept (dropped if a = t), [t,b) becomes a gap
+ *   delete        gap                             nothing
+ *   then: merge adjacent versions (x.valid_to = y.valid_from) whose value
+ *         columns are all IS NOT DISTINCT FROM equal, until none are left.
+ *
+ * apply_changes works in four steps:
+ *   1. validate and normalize the batch into temp table zl_ref_batch: key and
+ *      value columns cast to the target's types, change time as timestamptz, op
+ *      reduced to a boolean (true = upsert, false = delete; a delete's values are
+ *      irrelevant and stored as NULL), exact duplicates collapsed (DISTINCT),
+ *      two *different* changes for the same (key, time[, seq]) rejected; every
+ *      change numbered by (key, change_time, seq) order (zl_ord) and every key
+ *      numbered (zl_key_no);
+ *   2. move all versions of the affected keys out of the target into temp table
+ *      zl_ref_old (one DELETE; the target needs no index);
+ *   3. for each affected key: copy its versions into the tiny work table
+ *      zl_ref_cur, apply its changes one by one with the rules above (each a
+ *      few dynamic statements built with format(%I) from the column lists),
+ *      then append the result to zl_ref_new;
+ *   4. insert zl_ref_new back into the target.
+ * Any error aborts the statement, so a rejected batch changes nothing.
+ *
+ * Conventions and limits (all the test driver needs):
+ *   * the period columns are named valid_from / valid_to (timestamptz); the open
+ *     end is 'infinity';
+ *   * value columns = every target column except the key and period columns;
+ *     the changes table must have all of them (and the key columns and the
+ *     change-time column); the op column may be absent (= all upserts); a seq
+ *     column, when named, must exist.  NULL seq values sort last;
+ *   * value types need an equality operator (IS NOT DISTINCT FROM);
+ *   * temp tables and columns whose names start with zl_ref_ / zl_ are used
+ *     internally; the target must not have columns named like that.
+ *
+ * Read helpers are plain queries, used as such by the driver:
+ *   as of t:             SELECT * FROM tbl WHERE valid_from <= t AND valid_to > t
+ *   changes in [f, u):   SELECT * FROM tbl
+ *                        WHERE (valid_from >= f AND valid_from < u)
+ *                           OR (valid_to   >= f AND valid_to   < u)
+ *
+ * Load with:  psql -f test/random/reference.sql   (drops and recreates zl_ref)
+ */
+
+DROP SCHEMA IF EXISTS zl_ref CASCADE;
+CREATE SCHEMA zl_ref;
+
+-- Columns of a relation in attribute order with their SQL types.
+CREATE FUNCTION zl_ref.columns_of(rel regclass)
+RETURNS TABLE (col name, typ text)
+LANGUAGE sql STABLE AS $$
+    SELECT attname, format_type(atttypid, atttypmod)
+    FROM pg_attribute
+    WHERE attrelid = rel AND attnum > 0 AND NOT attisdropped
+    ORDER BY attnum
+$$;
+
+-- 'a, b, c' or, with a qualifier, 'x.a, x.b, x.c' (identifiers quoted).
+CREATE FUNCTION zl_ref.col_list(cols text[], qual text DEFAULT NULL)
+RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT coalesce(string_agg(
+               CASE WHEN qual IS NULL THEN quote_ident(c)
+                    ELSE qual || '.' || quote_ident(c) END,
+               ', ' ORDER BY i), '')
+    FROM unnest(cols) WITH ORDINALITY AS u(c, i)
+$$;
+
+-- 'x.a = y.a AND x.b = y.b' (keys are never NULL, so plain equality).
+CREATE FUNCTION zl_ref.key_match(cols text[], x text, y text)
+RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT string_agg(format('%s.%I = %s.%I', x, c, y, c), ' AND ' ORDER BY i)
+    FROM unnest(cols) WITH ORDINALITY AS u(c, i)
+$$;
+
+-- SPEC §1 op spellings: true = upsert, false = delete, NULL = unknown op.
+CREATE FUNCTION zl_ref.op_is_upsert(op text)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE
+        WHEN op IS NULL THEN true
+        WHEN lower(op) IN ('i', 'u', 'c', 'r', 'insert', 'update', 'upsert') THEN true
+        WHEN lower(op) IN ('d', 'delete') THEN false
+    END
+$$;
+
+CREATE FUNCTION zl_ref.apply_changes(
+    target regclass,
+    changes regclass,
+    key text[],
+    change_time name DEFAULT 'change_time',
+    op name DEFAULT 'op',
+    seq name DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+SET client_min_messages = warning     -- quiet DROP TABLE IF EXISTS
+AS $fn$
+DECLARE
+    tcols   text[];     -- all target columns, in attribute order
+    ttypes  text[];     -- their types
+    vcols   text[];     -- value columns: all but key and period columns
+    ccols   text[];     -- columns of the changes relation
+    has_op  boolean;
+    kl      text;       -- key column list
+    vl      text;       -- value column list
+    casts   text := ''; -- 'ch.k::int AS k, ch.name::text AS name, ...'
+    same    text;       -- "x's values IS NOT DISTINCT FROM y's values"
+    bad     record;
+    nkeys   bigint;
+    ch      record;     -- one change: zl_ord, zl_time (t), zl_upsert
+    a       timestamptz;    -- start of the version containing t
+    b       timestamptz;    -- its end
+    n       timestamptz;    -- start of the next version (upsert into a gap)
+    equal   boolean;        -- that version already has the change's value
+    inside  boolean;
+    x_from  timestamptz;
+    y_from  timestamptz;
+    y_to    timestamptz;
+    cnt     bigint;
+BEGIN
+    ---------------------------------------------------------------- columns
+    SELECT array_agg(col::text ORDER BY ord), array_agg(typ ORDER BY ord)
+      INTO tcols, ttypes
+      FROM zl_ref.columns_of(target) WITH ORDINALITY AS c(col, typ, ord);
+    SELECT array_agg(col::text) INTO ccols FROM zl_ref.columns_of(changes);
+
+    IF key IS NULL OR cardinality(key) = 0 THEN
+        RAISE EXCEPTION 'zl_ref: key must name at least one column';
+    END IF;
+    IF NOT tcols @> ARRAY['valid_from', 'valid_to'] THEN
+        RAISE EXCEPTION 'zl_ref: target % needs columns valid_from and valid_to', target;
+    END IF;
+    IF NOT tcols @> key THEN
+        RAISE EXCEPTION 'zl_ref: target % lacks a key column of %', target, key;
+    END IF;
+    SELECT array_agg(c ORDER BY i) INTO vcols
+      FROM unnest(tcols) WITH ORDINALITY AS u(c, i)
+     WHERE c <> ALL (key || ARRAY['valid_from', 'valid_to']);
+    vcols := coalesce(vcols, '{}');
+
+    IF NOT ccols @> key THEN
+        RAISE EXCEPTION 'zl_ref: changes % lacks a key column of %', changes, key;
+    END IF;
+    IF NOT ccols @> vcols THEN
+        RAISE EXCEPTION 'zl_ref: changes % lacks a value column of %', changes, vcols;
+    END IF;
+    IF NOT change_time::text = ANY (ccols) THEN
+        RAISE EXCEPTION 'zl_ref: changes % has no change-time column %', changes, change_time;
+    END IF;
+    IF seq IS NOT NULL AND NOT seq::text = ANY (ccols) THEN
+        RAISE EXCEPTION 'zl_ref: changes % has no seq column %', changes, seq;
+    END IF;
+    has_op := op IS NOT NULL AND op::text = ANY (ccols);
+
+    kl := zl_ref.col_list(key);
+    vl := zl_ref.col_list(vcols);
+    FOR i IN 1 .. cardinality(tcols) LOOP
+        IF tcols[i] = ANY (key || vcols) THEN
+            casts := casts || format('ch.%I::%s AS %I, ', tcols[i], ttypes[i], tcols[i]);
+        END IF;
+    END LOOP;
+    -- ROW() IS NOT DISTINCT FROM ROW() is true, so zero value columns work too
+    same := format('ROW(%s) IS NOT DISTINCT FROM ROW(%s)',
+                   zl_ref.col_list(vcols, 'x'), zl_ref.col_list(vcols, 'y'));
+
+    ------------------------------------------------- 1. normalize the batch
+    DROP TABLE IF EXISTS pg_temp.zl_ref_raw, pg_temp.zl_ref_batch, pg_temp.zl_ref_old,
+                         pg_temp.zl_ref_cur, pg_temp.zl_ref_new;
+
+    EXECUTE format(
+        'CREATE TEMP TABLE zl_ref_raw AS
+         SELECT %s ch.%I::timestamptz AS zl_time, %s AS zl_op, %s AS zl_seq
+         FROM %s ch',
+        casts, change_time,
+        CASE WHEN has_op THEN format('ch.%I::text', op) ELSE 'NULL::text' END,
+        CASE WHEN seq IS NULL THEN 'NULL::bigint' ELSE format('ch.%I::bigint', seq) END,
+        changes);
+
+    EXECUTE format('SELECT ROW(%s)::text AS k, zl_time FROM zl_ref_raw WHERE %s LIMIT 1',
+                   kl, (SELECT string_agg(format('%I IS NULL', c), ' OR ') FROM unnest(key) AS c))
+       INTO bad;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'zl_ref: NULL key column in change % at %', bad.k, bad.zl_time;
+    END IF;
+    EXECUTE format('SELECT ROW(%s)::text AS k, zl_time FROM zl_ref_raw
+                    WHERE zl_time IS NULL OR NOT isfinite(zl_time) LIMIT 1', kl)
+       INTO bad;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'zl_ref: change for key % has NULL or infinite change time %',
+            bad.k, coalesce(bad.zl_time::text, 'NULL');
+    END IF;
+    EXECUTE format('SELECT ROW(%s)::text AS k, zl_time, zl_op FROM zl_ref_raw
+                    WHERE zl_ref.op_is_upsert(zl_op) IS NULL LIMIT 1', kl)
+       INTO bad;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'zl_ref: change for key % at % has unknown op "%"',
+            bad.k, bad.zl_time, bad.zl_op;
+    END IF;
+
+    -- Normalized, duplicate-free changes.  A delete carries no value.
+    EXECUTE format(
+        'CREATE TEMP TABLE zl_ref_batch AS
+         SELECT row_number() OVER (ORDER BY %s, zl_time, zl_seq) AS zl_ord,
+                dense_rank() OVER (ORDER BY %s) AS zl_key_no,
+                d.*
+         FROM (SELECT DISTINCT %s, %s zl_time, zl_upsert, zl_seq
+               FROM (SELECT %s, %s zl_time, zl_ref.op_is_upsert(zl_op) AS zl_upsert, zl_seq
+                     FROM zl_ref_raw) r) d',
+        kl, kl, kl,
+        CASE WHEN vl = '' THEN '' ELSE vl || ',' END,
+        kl,
+        (SELECT coalesce(string_agg(format('CASE WHEN zl_ref.op_is_upsert(zl_op) THEN %I END AS %I', c, c) || ', ', ''), '')
+           FROM unnest(vcols) AS c));
+    EXECUTE 'CREATE INDEX ON zl_ref_batch (zl_ord)';
+    EXECUTE 'CREATE INDEX ON zl_ref_batch (zl_key_no)';
+    EXECUTE 'ANALYZE zl_ref_batch';
+
+    -- Two different changes for one key and instant need a seq to order them.
+    EXECUTE format('SELECT ROW(%s)::text AS k, zl_time FROM zl_ref_batch
+                    GROUP BY %s, zl_time, zl_seq HAVING count(*) > 1 LIMIT 1', kl, kl)
+       INTO bad;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'zl_ref: different changes for key % at % cannot be ordered%',
+            bad.k, bad.zl_time,
+            CASE WHEN seq IS NULL THEN ' (no seq column)' ELSE ' (equal seq)' END;
+    END IF;
+
+    EXECUTE 'SELECT max(zl_key_no) FROM zl_ref_batch' INTO nkeys;
+    IF nkeys IS NULL THEN       -- empty batch
+        DROP TABLE pg_temp.zl_ref_raw, pg_temp.zl_ref_batch;
+        RETURN;
+    END IF;
+
+    -------------------------------------- 2. take the affected keys' versions out
+    EXECUTE format(
+        'CREATE TEMP TABLE zl_ref_old AS
+         SELECT k.zl_key_no, t.*
+         FROM %s t JOIN (SELECT DISTINCT zl_key_no, %s FROM zl_ref_batch) k ON %s',
+        target, kl, zl_ref.key_match(key, 't', 'k'));
+    EXECUTE 'CREATE INDEX ON zl_ref_old (zl_key_no)';
+    EXECUTE 'ANALYZE zl_ref_old';
+    EXECUTE format(
+        'DELETE FROM %s t USING (SELECT DISTINCT %s FROM zl_ref_batch) k WHERE %s',
+        target, kl, zl_ref.key_match(key, 't', 'k'));
+
+    EXECUTE format('CREATE TEMP TABLE zl_ref_cur AS SELECT * FROM %s WITH NO DATA', target);
+    EXECUTE format('CREATE TEMP TABLE zl_ref_new AS SELECT * FROM %s WITH NO DATA', target);
+
+    ----------------------------------------------------- 3. key by key, change by change
+    -- (every statement on the temp tables is dynamic: their columns differ from
+    -- call to call, and no target column can clash with a PL/pgSQL variable)
+    FOR k IN 1 .. nkeys LOOP
+        EXECUTE format('INSERT INTO zl_ref_cur SELECT %s FROM zl_ref_old WHERE zl_key_no = $1',
+                       zl_ref.col_list(tcols))
+          USING k;
+
+        -- the rules below assume a well-formed history
+        EXECUTE 'SELECT count(*) FROM zl_ref_cur x JOIN zl_ref_cur y
+                   ON x.ctid <> y.ctid AND x.valid_from < y.valid_to AND y.valid_from < x.valid_to'
+           INTO cnt;
+        EXECUTE 'SELECT $1 + count(*) FROM zl_ref_cur WHERE NOT valid_from < valid_to'
+           INTO cnt USING cnt;
+        IF cnt > 0 THEN
+            RAISE EXCEPTION 'zl_ref: target % has overlapping or empty versions', target;
+        END IF;
+
+        FOR ch IN EXECUTE 'SELECT zl_ord, zl_time, zl_upsert FROM zl_ref_batch
+                           WHERE zl_key_no = $1 ORDER BY zl_ord' USING k
+        LOOP
+            -- the version containing t, if any, and whether it equals the change
+            EXECUTE format(
+                'SELECT x.valid_from, x.valid_to, %s
+                 FROM zl_ref_cur x, zl_ref_batch y
+                 WHERE y.zl_ord = $1 AND x.valid_from <= $2 AND x.valid_to > $2', same)
+              INTO a, b, equal
+              USING ch.zl_ord, ch.zl_time;
+            GET DIAGNOSTICS cnt = ROW_COUNT;
+            inside := cnt > 0;
+
+            IF ch.zl_upsert AND inside AND equal THEN
+                CONTINUE;                               -- no-op
+            END IF;
+
+            IF inside THEN
+                -- upsert with another value, or delete: [a,t) kept, dropped if a = t
+                IF a = ch.zl_time THEN
+                    EXECUTE 'DELETE FROM zl_ref_cur WHERE valid_from = $1' USING a;
+                ELSE
+                    EXECUTE 'UPDATE zl_ref_cur SET valid_to = $2 WHERE valid_from = $1'
+                      USING a, ch.zl_time;
+                END IF;
+                n := b;                                 -- an upsert fills [t,b)
+            ELSIF ch.zl_upsert THEN
+                -- gap: an upsert fills [t, next version's start or infinity)
+                EXECUTE 'SELECT coalesce(min(valid_from), ''infinity'')
+                         FROM zl_ref_cur WHERE valid_from > $1'
+                  INTO n USING ch.zl_time;
+            ELSE
+                CONTINUE;                               -- delete in a gap: nothing
+            END IF;
+
+            IF ch.zl_upsert THEN
+                EXECUTE format(
+                    'INSERT INTO zl_ref_cur (%s, valid_from, valid_to)
+                     SELECT %s, $2, $3 FROM zl_ref_batch WHERE zl_ord = $1',
+                    zl_ref.col_list(key || vcols), zl_ref.col_list(key || vcols))
+                  USING ch.zl_ord, ch.zl_time, n;
+            END IF;
+
+            -- merge adjacent versions with equal values until none are left
+            LOOP
+                EXECUTE format(
+                    'SELECT x.valid_from, y.valid_from, y.valid_to
+                     FROM zl_ref_cur x JOIN zl_ref_cur y ON x.valid_to = y.valid_from
+                     WHERE %s LIMIT 1', same)
+                  INTO x_from, y_from, y_to;
+                GET DIAGNOSTICS cnt = ROW_COUNT;
+                EXIT WHEN cnt = 0;
+                EXECUTE 'DELETE FROM zl_ref_cur WHERE valid_from = $1' USING y_from;
+                EXECUTE 'UPDATE zl_ref_cur SET valid_to = $2 WHERE valid_from = $1'
+                  USING x_from, y_to;
+            END LOOP;
+        END LOOP;
+
+        EXECUTE 'INSERT INTO zl_ref_new SELECT * FROM zl_ref_cur';
+        EXECUTE 'DELETE FROM zl_ref_cur';
+    END LOOP;
+
+    ---------------------------------------------------------- 4. put them back
+    EXECUTE format('INSERT INTO %s SELECT * FROM zl_ref_new', target);
+
+    DROP TABLE pg_temp.zl_ref_raw, pg_temp.zl_ref_batch, pg_temp.zl_ref_old,
+               pg_temp.zl_ref_cur, pg_temp.zl_ref_new;
+END
+$fn$;
+
+COMMENT ON FUNCTION zl_ref.apply_changes(regclass, regclass, text[], name, name, name) IS
+'reference implementation of SPEC §1 on a heap table (test use only)';
+
+/*
+ * apply_snapshot: SPEC §2.  Every snapshot row becomes an upsert at
+ * snapshot_time (rows equal to the key's state there are no-ops by §1); when
+ * deletes is true, every key that has an open version (valid_to = 'infinity')
+ * and is missing from the snapshot gets a delete at snapshot_time.  The result
+ * goes through apply_changes, so validation is the same.
+ */
+CREATE FUNCTION zl_ref.apply_snapshot(
+    target regclass,
+    snapshot regclass,
+    key text[],
+    snapshot_time timestamptz,
+    deletes boolean DEFAULT true)
+RETURNS void
+LANGUAGE plpgsql
+SET client_min_messages = warning     -- quiet DROP TABLE IF EXISTS
+AS $fn$
+DECLARE
+    tcols  text[];
+    vcols  text[];
+    kl     text;
+BEGIN
+    SELECT array_agg(col::text) INTO tcols FROM zl_ref.columns_of(target);
+    SELECT array_agg(c) INTO vcols FROM unnest(tcols) AS c
+     WHERE c <> ALL (key || ARRAY['valid_from', 'valid_to']);
+    vcols := coalesce(vcols, '{}');
+    kl := zl_ref.col_list(key);
+
+    DROP TABLE IF EXISTS pg_temp.zl_ref_snapshot_changes;
+    -- the snapshot's own column types; apply_changes casts them to the target's
+    EXECUTE format(
+        'CREATE TEMP TABLE zl_ref_snapshot_changes AS
+         SELECT %s, $1 AS zl_ref_change_time, %L::text AS zl_ref_op FROM %s',
+        zl_ref.col_list(key || vcols), 'U', snapshot)
+      USING snapshot_time;
+
+    IF deletes THEN
+        EXECUTE format(
+            'INSERT INTO zl_ref_snapshot_changes (%s, zl_ref_change_time, zl_ref_op)
+             SELECT %s, $1, %L FROM (SELECT %s FROM %s WHERE valid_to = %L
+                                     EXCEPT
+                                     SELECT %s FROM %s) missing',
+            kl, kl, 'D', kl, target, 'infinity', kl, snapshot)
+          USING snapshot_time;
+    END IF;
+
+    PERFORM zl_ref.apply_changes(target, 'pg_temp.zl_ref_snapshot_changes'::regclass, key,
+                                 change_time => 'zl_ref_change_time', op => 'zl_ref_op');
+    DROP TABLE pg_temp.zl_ref_snapshot_changes;
+END
+$fn$;
+
+COMMENT ON FUNCTION zl_ref.apply_snapshot(regclass, regclass, text[], timestamptz, boolean) IS
+'reference implementation of apply_snapshot (SPEC §2) on a heap table (test use only)';
