@@ -10,7 +10,8 @@ OBJS = \
 	src/zl_scan.o \
 	src/zl_time.o \
 	src/zl_register.o \
-	src/zl_inspect.o
+	src/zl_inspect.o \
+	src/zl_apply.o
 
 DATA = $(wildcard sql/install/zipper_lake--*.sql)
 

@@ -196,4 +196,10 @@ extern bool zl_scan_analyze_next_tuple(TableScanDesc scan,
 									   TupleTableSlot *slot);
 extern Snapshot zl_metadata_snapshot(Snapshot scan_snapshot);
 
+typedef void (*ZLRowCallback) (void *arg, const ZLSubGroup *sg, int32 position,
+							   HeapTuple tuple);
+extern void zl_read_subgroup_rows(Relation rel, const ZLSubGroup *sg,
+								  bool include_masked, ZLRowCallback callback,
+								  void *arg);
+
 #endif							/* ZIPPER_LAKE_H */

@@ -282,6 +282,43 @@ zl_scan_getnextslot(TableScanDesc sscan, ScanDirection direction, TupleTableSlot
 	}
 }
 
+/* ---------- whole sub-groups, for writers and checks ---------- */
+
+/*
+ * Call back for every row of a sub-group (masked ones only when asked),
+ * in storage order.  The tuple points into a pinned page: copy what must
+ * outlive the call.
+ */
+void
+zl_read_subgroup_rows(Relation rel, const ZLSubGroup *sg, bool include_masked,
+					  ZLRowCallback callback, void *arg)
+{
+	for (BlockNumber block = sg->first_block; block < sg->first_block + sg->blocks; block++)
+	{
+		Buffer		buffer = ReadBuffer(rel, block);
+		Page		page = BufferGetPage(buffer);
+		OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+
+		CHECK_FOR_INTERRUPTS();
+		for (OffsetNumber offset = FirstOffsetNumber; offset <= maxoff; offset++)
+		{
+			ItemId		itemid = PageGetItemId(page, offset);
+			int32		position = (int32) row_position(sg, block, offset);
+			HeapTupleData tuple;
+
+			if (!ItemIdIsNormal(itemid) ||
+				(!include_masked && ZL_ROW_MASKED(sg, position)))
+				continue;
+			tuple.t_data = (HeapTupleHeader) PageGetItem(page, itemid);
+			tuple.t_len = ItemIdGetLength(itemid);
+			tuple.t_tableOid = RelationGetRelid(rel);
+			ItemPointerSet(&tuple.t_self, block, offset);
+			callback(arg, sg, position, &tuple);
+		}
+		ReleaseBuffer(buffer);
+	}
+}
+
 /* ---------- parallel scans ---------- */
 
 Size

@@ -3,7 +3,7 @@
 # build and install the extension, run a throwaway PostgreSQL 15 cluster as an
 # unprivileged user (PostgreSQL refuses to run as root).
 
-set -euo pipefail
+# callers choose their own shell options (set -e etc.)
 
 ZL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PG_BIN=/usr/lib/postgresql/15/bin

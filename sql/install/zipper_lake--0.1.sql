@@ -350,3 +350,30 @@ REVOKE ALL ON FUNCTION zipper_lake._drop_metadata() FROM PUBLIC;
 
 CREATE EVENT TRIGGER zipper_lake_drop_metadata ON sql_drop
     EXECUTE FUNCTION zipper_lake._drop_metadata();
+
+-- ---------------------------------------------------------------------------
+-- Applying changes (see src/zl_apply.c)
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION zipper_lake.apply_changes(
+    tbl regclass,
+    changes regclass,
+    change_time name DEFAULT 'change_time',
+    op name DEFAULT 'op',
+    seq name DEFAULT NULL)
+RETURNS TABLE (changes bigint, inserted bigint, closed bigint, deleted bigint,
+               unchanged bigint, late bigint)
+AS 'MODULE_PATHNAME', 'zipper_lake_apply_changes'
+LANGUAGE C
+SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION zipper_lake.apply_snapshot(
+    tbl regclass,
+    snapshot regclass,
+    snapshot_time timestamptz,
+    deletes boolean DEFAULT true)
+RETURNS TABLE (changes bigint, inserted bigint, closed bigint, deleted bigint,
+               unchanged bigint, late bigint)
+AS 'MODULE_PATHNAME', 'zipper_lake_apply_snapshot'
+LANGUAGE C
+SET search_path = pg_catalog, pg_temp;

@@ -254,7 +254,6 @@ class Generator:
         self.hours = hours
         self.window = 6                 # in-order batches cover [wm, wm + window]
         self.wm = 0                     # newest instant applied so far
-        self.next_new_key = args.keys + 1
 
     def hour(self, late):
         hi = min(self.hours - 1, self.wm + self.window)
@@ -284,7 +283,7 @@ class Generator:
         has_seq = rng.random() < 0.3
         has_op = rng.random() >= 0.07
         out = []
-        by_slot = {}                        # (id, hour) -> changes there
+        first_at = {}                       # (id, hour) -> first change there
         used_seq = set()
         while len(out) < args.batch_size:
             if out and rng.random() < 0.08:                 # identical duplicate
@@ -309,10 +308,10 @@ class Generator:
                     seq = rng.randint(1, 10 * args.batch_size)
                 used_seq.add(seq)
             c = Change(key, name, amount, hour, op, seq)
-            if not has_seq and (key, hour) in by_slot:
+            if not has_seq and (key, hour) in first_at:
                 # without seq only an identical duplicate may share the instant
-                c = by_slot[(key, hour)][0]
-            by_slot.setdefault((key, hour), []).append(c)
+                c = first_at[(key, hour)]
+            first_at.setdefault((key, hour), c)
             out.append(c)
         rng.shuffle(out)
         return out, has_op, has_seq
@@ -490,7 +489,7 @@ class SeedRun:
             self.timeline.apply(key, hour, up, vals)
 
     # ---- checks
-    def check(self, what_batch):
+    def check(self):
         db = self.db
         expected = self.model.rows()
 
@@ -637,7 +636,7 @@ class SeedRun:
                 try:
                     self.apply_model(changes)
                     self.apply_snapshot(rows, hour, deletes)
-                    self.check(bno)
+                    self.check()
                 except (Failure, psycopg2.Error) as err:
                     self.report(bno, kind, changes, err, before)
                     return False
@@ -652,7 +651,7 @@ class SeedRun:
                 kind += ", %s%s%s" % (how, ", seq" if has_seq else "", "" if has_op else ", no op column")
                 self.apply_model(changes)
                 self.apply_changes(has_seq)
-                self.check(bno)
+                self.check()
                 if rng.random() < 0.08:                  # re-applying changes nothing
                     kind += ", re-applied"
                     state = self.model.rows()
@@ -667,7 +666,7 @@ class SeedRun:
                         raise Failure("re-applying the batch changed the model (SPEC says "
                                       "it is idempotent)", missing, extra, "before", "after")
                     self.apply_changes(has_seq)
-                    self.check(bno)
+                    self.check()
                     self.counts["re-applied"] += 1
             except (Failure, psycopg2.Error) as err:
                 self.report(bno, kind, changes, err, before)
@@ -699,10 +698,10 @@ def parse_seeds(text):
 
 def main():
     p = argparse.ArgumentParser(description="randomized comparison of zipper_lake against a reference")
-    p.add_argument("--seeds", help="count N (seeds 1..N), list a,b,c or range a-b (default 3; --scale 10)")
+    p.add_argument("--seeds", help="count N (seeds 1..N), list a,b,c or range a-b (default 3; --scale 5)")
     p.add_argument("--seed", type=int, help="run exactly this one seed")
     p.add_argument("--keys", type=int, help="key space size (default 12; --scale 300)")
-    p.add_argument("--batches", type=int, help="batches per seed (default 15; --scale 40)")
+    p.add_argument("--batches", type=int, help="batches per seed (default 15; --scale 30)")
     p.add_argument("--batch-size", type=int, help="changes per batch (default 30; --scale 2000)")
     p.add_argument("--mode", choices=["inorder", "late", "mixed"], default="mixed")
     p.add_argument("--reference-only", action="store_true",
@@ -714,9 +713,9 @@ def main():
     args = p.parse_args()
 
     big = args.scale
-    seeds = [args.seed] if args.seed is not None else parse_seeds(args.seeds or ("10" if big else "3"))
+    seeds = [args.seed] if args.seed is not None else parse_seeds(args.seeds or ("5" if big else "3"))
     args.keys = args.keys or (300 if big else 12)
-    args.batches = args.batches or (40 if big else 15)
+    args.batches = args.batches or (30 if big else 15)
     args.batch_size = args.batch_size or (2000 if big else 30)
 
     db = Db()

@@ -1,0 +1,1103 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_apply.c
+ *	  apply_changes() and apply_snapshot(): event-time change batches.
+ *
+ * The contract is SPEC §1: per key, changes are applied in (change_time,
+ * seq) order, each editing the key's versions (split, close, replace,
+ * delete, or nothing for a no-op), and adjacent equal versions are merged
+ * after each change.  This file does that with the patent's write path:
+ *
+ *  1. Read the batch (as the caller, so its privileges apply), validate
+ *     every change, and group the changes by key in a hash table; each
+ *     key's changes are sorted by (change_time, seq, arrival).  Identical
+ *     duplicates collapse; conflicting ones are an error.
+ *  2. Under the table's writer lock, with the latest snapshot, scan the
+ *     current partition and pick up the open version of every batch key.
+ *  3. Only keys whose earliest change is at or before their open version's
+ *     start (late changes, new or deleted keys) need history: scan just
+ *     the partitions whose end date can hold a valid_to >= that change
+ *     time, and keep versions ending at or after it.
+ *  4. Replay each key's changes over the versions found, in memory.
+ *  5. A stored version that did not survive unchanged is masked (one
+ *     append-only mask row per sub-group); every version that is new or
+ *     changed is handed to the write state, which places it — closed
+ *     versions into the history partition of their end date, open ones
+ *     into the current partition's file groups with rollover — and
+ *     writes sorted sub-groups.
+ *
+ * Everything happens in the caller's transaction: an error anywhere, or a
+ * rollback, leaves nothing visible.  Writers of a table serialize on its
+ * writer lock, taken before reading the current versions; readers are
+ * never blocked and see all of a batch or none of it.
+ *
+ * Counts returned: changes (rows read), inserted (versions begun by an
+ * upsert), closed (open versions that got an end by an upsert or delete),
+ * deleted (deletes that ended or removed a version), unchanged (no-op
+ * upserts and deletes in a gap), late (changes before the start of the
+ * key's newest version at the time they were applied).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "zipper_lake.h"
+
+#include "access/heaptoast.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "parser/parse_coerce.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/typcache.h"
+
+PG_FUNCTION_INFO_V1(zipper_lake_apply_changes);
+PG_FUNCTION_INFO_V1(zipper_lake_apply_snapshot);
+
+typedef enum ChangeOp
+{
+	OP_UPSERT,
+	OP_DELETE
+} ChangeOp;
+
+typedef struct Change
+{
+	int64		time;
+	bool		has_seq;
+	int64		seq;
+	uint32		arrival;
+	ChangeOp	op;
+	Datum	   *values;			/* a full target row; period slots unused */
+	bool	   *isnull;
+} Change;
+
+/* a version as stored: where it is, so it can be masked */
+typedef struct StoredVersion
+{
+	int			subgroup_index;
+	int32		position;
+	bool		survives;
+} StoredVersion;
+
+typedef struct Version
+{
+	int64		from;
+	int64		to;
+	Datum	   *values;
+	bool	   *isnull;
+	StoredVersion *stored;		/* the stored row this still is, or NULL */
+} Version;
+
+typedef struct KeyState
+{
+	uint32		hash;
+	Datum	   *values;			/* row holding the key (batch or stored) */
+	bool	   *isnull;
+	Change	  **changes;
+	int			nchanges;
+	int			maxchanges;
+	Version    *versions;		/* sorted by from */
+	int			nversions;
+	int			maxversions;
+	bool		has_current;
+	int64		min_time;
+} KeyState;
+
+typedef struct ApplyCounts
+{
+	int64		changes;
+	int64		inserted;
+	int64		closed;
+	int64		deleted;
+	int64		unchanged;
+	int64		late;
+} ApplyCounts;
+
+/* everything one application needs */
+typedef struct ApplyContext
+{
+	Relation	rel;
+	TupleDesc	tupdesc;
+	ZLTableOptions opts;
+	const char *source_name;	/* for messages */
+
+	/* per key column: hash and equality; per value column: equality */
+	FmgrInfo   *key_hash;
+	FmgrInfo   *key_eq;
+	Oid		   *key_collation;
+	int			nvalue_cols;
+	AttrNumber *value_attnums;
+	FmgrInfo   *value_eq;		/* fn_oid InvalidOid: compare images */
+	Oid		   *value_collation;
+
+	/* keys of the batch: open addressing over keys[] */
+	KeyState  **keys;
+	int			nkeys;
+	int			maxkeys;
+	int		   *buckets;		/* index into keys, -1 = empty */
+	int			nbuckets;
+
+	/* stored versions found */
+	ZLSubGroup *subgroups;
+	int			nsubgroups;
+	StoredVersion **stored;
+	int			nstored;
+	int			maxstored;
+
+	/* apply_snapshot: delete open keys missing from the batch at this time */
+	bool		delete_missing;
+	int64		delete_time;
+
+	ApplyCounts counts;
+} ApplyContext;
+
+/* ---------- small helpers ---------- */
+
+static bool
+is_key_attnum(const ZLTableOptions *opts, AttrNumber attnum)
+{
+	for (int i = 0; i < opts->nkeys; i++)
+		if (opts->key_attnums[i] == attnum)
+			return true;
+	return false;
+}
+
+static void
+grow_array(void **array, int *max, int needed, Size elemsize)
+{
+	if (needed <= *max)
+		return;
+	*max = Max(needed, Max(16, *max * 2));
+	*array = *array ? repalloc_huge(*array, (Size) *max * elemsize)
+		: palloc_extended((Size) *max * elemsize, MCXT_ALLOC_HUGE);
+}
+
+static char *
+describe_key_values(ApplyContext *ac, Datum *values, bool *isnull)
+{
+	HeapTuple	tuple = heap_form_tuple(ac->tupdesc, values, isnull);
+
+	return zl_describe_key(&ac->opts, ac->tupdesc, tuple);
+}
+
+static char *
+time_text(ApplyContext *ac, int64 instant)
+{
+	return zl_instant_to_cstring(instant, ac->opts.period_type);
+}
+
+/* ---------- key hashing ---------- */
+
+static void
+prepare_comparisons(ApplyContext *ac)
+{
+	const ZLTableOptions *opts = &ac->opts;
+	int			n = 0;
+
+	ac->key_hash = palloc0(sizeof(FmgrInfo) * opts->nkeys);
+	ac->key_eq = palloc0(sizeof(FmgrInfo) * opts->nkeys);
+	ac->key_collation = palloc0(sizeof(Oid) * opts->nkeys);
+	for (int i = 0; i < opts->nkeys; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(ac->tupdesc, opts->key_attnums[i] - 1);
+		TypeCacheEntry *tc = lookup_type_cache(att->atttypid,
+											   TYPECACHE_HASH_PROC_FINFO |
+											   TYPECACHE_EQ_OPR_FINFO);
+
+		if (!OidIsValid(tc->hash_proc_finfo.fn_oid) || !OidIsValid(tc->eq_opr_finfo.fn_oid))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("key column \"%s\" of type %s cannot be hashed",
+							NameStr(att->attname), format_type_be(att->atttypid)),
+					 errhint("Key columns need a type with hash and equality support.")));
+		fmgr_info_copy(&ac->key_hash[i], &tc->hash_proc_finfo, CurrentMemoryContext);
+		fmgr_info_copy(&ac->key_eq[i], &tc->eq_opr_finfo, CurrentMemoryContext);
+		ac->key_collation[i] = att->attcollation;
+	}
+
+	ac->value_attnums = palloc(sizeof(AttrNumber) * ac->tupdesc->natts);
+	ac->value_eq = palloc0(sizeof(FmgrInfo) * ac->tupdesc->natts);
+	ac->value_collation = palloc0(sizeof(Oid) * ac->tupdesc->natts);
+	for (int i = 0; i < ac->tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(ac->tupdesc, i);
+		TypeCacheEntry *tc;
+
+		if (att->attisdropped || is_key_attnum(opts, att->attnum) ||
+			att->attnum == opts->from_attnum || att->attnum == opts->to_attnum)
+			continue;
+		tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR_FINFO);
+		if (OidIsValid(tc->eq_opr_finfo.fn_oid))
+			fmgr_info_copy(&ac->value_eq[n], &tc->eq_opr_finfo, CurrentMemoryContext);
+		ac->value_collation[n] = att->attcollation;
+		ac->value_attnums[n++] = att->attnum;
+	}
+	ac->nvalue_cols = n;
+}
+
+static uint32
+hash_key(ApplyContext *ac, Datum *values)
+{
+	uint32		hash = 0;
+
+	for (int i = 0; i < ac->opts.nkeys; i++)
+	{
+		AttrNumber	attnum = ac->opts.key_attnums[i];
+		uint32		h = DatumGetUInt32(FunctionCall1Coll(&ac->key_hash[i],
+														 ac->key_collation[i],
+														 values[attnum - 1]));
+
+		hash = hash_combine(hash, h);
+	}
+	return hash;
+}
+
+static bool
+keys_equal(ApplyContext *ac, Datum *a, Datum *b)
+{
+	for (int i = 0; i < ac->opts.nkeys; i++)
+	{
+		AttrNumber	attnum = ac->opts.key_attnums[i];
+
+		if (!DatumGetBool(FunctionCall2Coll(&ac->key_eq[i], ac->key_collation[i],
+											a[attnum - 1], b[attnum - 1])))
+			return false;
+	}
+	return true;
+}
+
+static void
+key_table_insert_bucket(ApplyContext *ac, int keyindex)
+{
+	int			mask = ac->nbuckets - 1;
+	int			b = ac->keys[keyindex]->hash & mask;
+
+	while (ac->buckets[b] >= 0)
+		b = (b + 1) & mask;
+	ac->buckets[b] = keyindex;
+}
+
+/* find the key of a row; with create, add it when missing */
+static KeyState *
+key_lookup(ApplyContext *ac, Datum *values, bool *isnull, bool create)
+{
+	uint32		hash = hash_key(ac, values);
+	int			mask = ac->nbuckets - 1;
+	KeyState   *ks;
+
+	for (int b = hash & mask; ac->buckets[b] >= 0; b = (b + 1) & mask)
+	{
+		ks = ac->keys[ac->buckets[b]];
+		if (ks->hash == hash && keys_equal(ac, ks->values, values))
+			return ks;
+	}
+	if (!create)
+		return NULL;
+
+	/* keep the table at most half full */
+	if ((ac->nkeys + 1) * 2 > ac->nbuckets)
+	{
+		ac->nbuckets *= 2;
+		pfree(ac->buckets);
+		ac->buckets = palloc_extended(sizeof(int) * ac->nbuckets, MCXT_ALLOC_HUGE);
+		memset(ac->buckets, -1, sizeof(int) * ac->nbuckets);
+		for (int k = 0; k < ac->nkeys; k++)
+			key_table_insert_bucket(ac, k);
+	}
+	ks = palloc0(sizeof(KeyState));
+	ks->hash = hash;
+	ks->values = values;
+	ks->isnull = isnull;
+	grow_array((void **) &ac->keys, &ac->maxkeys, ac->nkeys + 1, sizeof(KeyState *));
+	ac->keys[ac->nkeys] = ks;
+	key_table_insert_bucket(ac, ac->nkeys);
+	ac->nkeys++;
+	return ks;
+}
+
+/* ---------- value comparison (IS NOT DISTINCT FROM on value columns) ---------- */
+
+static bool
+values_equal(ApplyContext *ac, Datum *a, bool *anull, Datum *b, bool *bnull)
+{
+	for (int i = 0; i < ac->nvalue_cols; i++)
+	{
+		int			col = ac->value_attnums[i] - 1;
+		Form_pg_attribute att = TupleDescAttr(ac->tupdesc, col);
+
+		if (anull[col] || bnull[col])
+		{
+			if (anull[col] != bnull[col])
+				return false;
+			continue;
+		}
+		if (OidIsValid(ac->value_eq[i].fn_oid))
+		{
+			if (!DatumGetBool(FunctionCall2Coll(&ac->value_eq[i], ac->value_collation[i],
+												a[col], b[col])))
+				return false;
+		}
+		else if (!datum_image_eq(a[col], b[col], att->attbyval, att->attlen))
+			return false;
+	}
+	return true;
+}
+
+/* ---------- reading and validating the batch ---------- */
+
+static const char *
+column_source_type(Oid relid, const char *column, Oid *typid, ApplyContext *ac,
+				   bool required)
+{
+	AttrNumber	attnum = get_attnum(relid, column);
+
+	if (attnum == InvalidAttrNumber || attnum < 0)
+	{
+		if (!required)
+			return NULL;
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" is missing from changes \"%s\"",
+						column, ac->source_name),
+				 errdetail("Zipper table \"%s\" needs its key and value columns and the change-time column in every batch.",
+						   RelationGetRelationName(ac->rel)),
+				 errhint("Add the column to the changes, or name the right column in the call.")));
+	}
+	*typid = get_atttype(relid, attnum);
+	return column;
+}
+
+static void
+append_cast(StringInfo sql, ApplyContext *ac, Oid source_relid, const char *column,
+			Oid target_type, bool required)
+{
+	Oid			source_type;
+
+	if (column_source_type(source_relid, column, &source_type, ac, required) == NULL)
+	{
+		appendStringInfo(sql, "NULL::%s", format_type_be_qualified(target_type));
+		return;
+	}
+	if (!can_coerce_type(1, &source_type, &target_type, COERCION_ASSIGNMENT))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" of changes \"%s\" cannot be assigned to the zipper table",
+						column, ac->source_name),
+				 errdetail("Column \"%s\" has type %s, the zipper table needs %s.",
+						   column, format_type_be(source_type), format_type_be(target_type)),
+				 errhint("Cast the column in a view over the changes.")));
+	appendStringInfo(sql, "CAST(%s AS %s)", quote_identifier(column),
+					 format_type_be_qualified(target_type));
+}
+
+static ChangeOp
+parse_op(ApplyContext *ac, const char *op, Change *c)
+{
+	static const char *const upserts[] = {"i", "u", "c", "r", "insert", "update", "upsert"};
+	static const char *const deletes[] = {"d", "delete"};
+
+	if (op == NULL)
+		return OP_UPSERT;
+	for (int i = 0; i < lengthof(upserts); i++)
+		if (pg_strcasecmp(op, upserts[i]) == 0)
+			return OP_UPSERT;
+	for (int i = 0; i < lengthof(deletes); i++)
+		if (pg_strcasecmp(op, deletes[i]) == 0)
+			return OP_DELETE;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown change operation \"%s\"", op),
+			 errdetail("Change for key %s at %s has op \"%s\".",
+					   describe_key_values(ac, c->values, c->isnull),
+					   time_text(ac, c->time), op),
+			 errhint("Use I, U, c, u, r, insert, update or upsert for upserts and D or delete for deletes.")));
+	return OP_UPSERT;			/* keep compiler quiet */
+}
+
+static void
+check_change(ApplyContext *ac, Change *c, bool time_null, const char *time_column)
+{
+	for (int i = 0; i < ac->opts.nkeys; i++)
+	{
+		AttrNumber	attnum = ac->opts.key_attnums[i];
+
+		if (c->isnull[attnum - 1])
+			ereport(ERROR,
+					(errcode(ERRCODE_NOT_NULL_VIOLATION),
+					 errmsg("null value in key column \"%s\" of changes \"%s\"",
+							NameStr(TupleDescAttr(ac->tupdesc, attnum - 1)->attname),
+							ac->source_name),
+					 errdetail("Change at %s has key %s.",
+							   time_null ? "null time" : time_text(ac, c->time),
+							   describe_key_values(ac, c->values, c->isnull)),
+					 errhint("Every change needs a complete key; nothing was applied.")));
+	}
+	if (time_null)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("null change time in column \"%s\" of changes \"%s\"",
+						time_column, ac->source_name),
+				 errdetail("Change for key %s has no time.",
+						   describe_key_values(ac, c->values, c->isnull)),
+				 errhint("Every change needs the time it happened in the source; nothing was applied.")));
+	if (!zl_instant_is_finite(c->time) || c->time >= ac->opts.open_end)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("change time %s is not before the open end %s",
+						time_text(ac, c->time), time_text(ac, ac->opts.open_end)),
+				 errdetail("Change for key %s in column \"%s\" of changes \"%s\".",
+						   describe_key_values(ac, c->values, c->isnull),
+						   time_column, ac->source_name),
+				 errhint("Change times must be finite and before the table's open end; nothing was applied.")));
+}
+
+static void
+add_change(KeyState *ks, Change *c)
+{
+	grow_array((void **) &ks->changes, &ks->maxchanges, ks->nchanges + 1, sizeof(Change *));
+	ks->changes[ks->nchanges++] = c;
+}
+
+/*
+ * Read the batch.  time_column NULL means apply_snapshot: every row is an
+ * upsert at snapshot_time.
+ */
+static void
+read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
+		   const char *op_column, const char *seq_column, int64 snapshot_time)
+{
+	StringInfoData sql;
+	TupleDesc	tupdesc = ac->tupdesc;
+	int			ncols = tupdesc->natts;
+	bool		has_op = false;
+	bool		has_seq = seq_column != NULL;
+	Oid			dummy;
+	MemoryContext batch_context = CurrentMemoryContext;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT ");
+	for (int i = 0; i < ncols; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+		if (i > 0)
+			appendStringInfoString(&sql, ", ");
+		if (att->attisdropped || att->attnum == ac->opts.from_attnum ||
+			att->attnum == ac->opts.to_attnum)
+			appendStringInfoString(&sql, "NULL");
+		else
+			append_cast(&sql, ac, source_relid, NameStr(att->attname), att->atttypid, true);
+	}
+	if (time_column != NULL)
+	{
+		appendStringInfoString(&sql, ", ");
+		append_cast(&sql, ac, source_relid, time_column, ac->opts.period_type, true);
+		has_op = op_column != NULL &&
+			column_source_type(source_relid, op_column, &dummy, ac, false) != NULL;
+		appendStringInfoString(&sql, ", ");
+		if (has_op)
+			appendStringInfo(&sql, "CAST(%s AS pg_catalog.text)", quote_identifier(op_column));
+		else
+			appendStringInfoString(&sql, "NULL");
+		appendStringInfoString(&sql, ", ");
+		if (has_seq)
+			append_cast(&sql, ac, source_relid, seq_column, INT8OID, true);
+		else
+			appendStringInfoString(&sql, "NULL");
+	}
+	appendStringInfo(&sql, " FROM %s",
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(source_relid)),
+												get_rel_name(source_relid)));
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute(sql.data, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "reading changes failed: %s", sql.data);
+
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		HeapTuple	row = SPI_tuptable->vals[r];
+		MemoryContext old = MemoryContextSwitchTo(batch_context);
+		Change	   *c = palloc0(sizeof(Change));
+		bool		time_null = false;
+		HeapTuple	flat;
+		KeyState   *ks;
+
+		/* values must not point into the source's TOAST */
+		flat = toast_flatten_tuple(row, SPI_tuptable->tupdesc);
+		c->values = palloc(sizeof(Datum) * (ncols + 3));
+		c->isnull = palloc(sizeof(bool) * (ncols + 3));
+		heap_deform_tuple(flat, SPI_tuptable->tupdesc, c->values, c->isnull);
+		c->arrival = (uint32) r;
+		if (time_column != NULL)
+		{
+			time_null = c->isnull[ncols];
+			if (!time_null)
+				c->time = zl_datum_to_instant(c->values[ncols], ac->opts.period_type);
+			check_change(ac, c, time_null, time_column);
+			c->op = parse_op(ac, c->isnull[ncols + 1] ? NULL :
+							 TextDatumGetCString(c->values[ncols + 1]), c);
+			c->has_seq = has_seq && !c->isnull[ncols + 2];
+			c->seq = c->has_seq ? DatumGetInt64(c->values[ncols + 2]) : 0;
+		}
+		else
+		{
+			c->time = snapshot_time;
+			c->op = OP_UPSERT;
+			check_change(ac, c, false, "snapshot_time");
+		}
+		ks = key_lookup(ac, c->values, c->isnull, true);
+		add_change(ks, c);
+		ac->counts.changes++;
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+}
+
+static int
+change_cmp(const void *a, const void *b)
+{
+	const Change *ca = *(Change *const *) a;
+	const Change *cb = *(Change *const *) b;
+
+	if (ca->time != cb->time)
+		return ca->time < cb->time ? -1 : 1;
+	if (ca->has_seq != cb->has_seq)
+		return ca->has_seq ? 1 : -1;
+	if (ca->seq != cb->seq)
+		return ca->seq < cb->seq ? -1 : 1;
+	return ca->arrival < cb->arrival ? -1 : (ca->arrival > cb->arrival);
+}
+
+/*
+ * Sort each key's changes; collapse identical duplicates and refuse
+ * conflicting ones (same key and time, no seq to order them).
+ */
+static void
+order_changes(ApplyContext *ac)
+{
+	for (int k = 0; k < ac->nkeys; k++)
+	{
+		KeyState   *ks = ac->keys[k];
+		int			kept = 0;
+
+		qsort(ks->changes, ks->nchanges, sizeof(Change *), change_cmp);
+		for (int i = 0; i < ks->nchanges; i++)
+		{
+			Change	   *c = ks->changes[i];
+			Change	   *prev = kept > 0 ? ks->changes[kept - 1] : NULL;
+
+			if (prev != NULL && prev->time == c->time &&
+				prev->has_seq == c->has_seq && prev->seq == c->seq)
+			{
+				bool		same = prev->op == c->op &&
+					(c->op == OP_DELETE ||
+					 values_equal(ac, prev->values, prev->isnull, c->values, c->isnull));
+
+				if (same)
+				{
+					ac->counts.unchanged++;
+					continue;
+				}
+				ereport(ERROR,
+						(errcode(ERRCODE_CARDINALITY_VIOLATION),
+						 errmsg("conflicting changes for key %s at %s",
+								describe_key_values(ac, c->values, c->isnull),
+								time_text(ac, c->time)),
+						 errdetail("Two different changes have the same key and time%s, so their order is undefined.",
+								   c->has_seq ? " and seq" : ""),
+						 errhint("Add a seq column that orders them and pass seq => 'column'; nothing was applied.")));
+			}
+			ks->changes[kept++] = c;
+		}
+		ks->nchanges = kept;
+		ks->min_time = kept > 0 ? ks->changes[0]->time : 0;
+	}
+}
+
+/* ---------- finding stored versions ---------- */
+
+static void
+add_version(KeyState *ks, int64 from, int64 to, Datum *values, bool *isnull,
+			StoredVersion *stored)
+{
+	Version    *v;
+
+	grow_array((void **) &ks->versions, &ks->maxversions, ks->nversions + 1, sizeof(Version));
+	v = &ks->versions[ks->nversions++];
+	v->from = from;
+	v->to = to;
+	v->values = values;
+	v->isnull = isnull;
+	v->stored = stored;
+}
+
+typedef struct CollectArg
+{
+	ApplyContext *ac;
+	int			subgroup_index;
+	bool		current;
+} CollectArg;
+
+static void
+collect_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
+{
+	CollectArg *ca = arg;
+	ApplyContext *ac = ca->ac;
+	int			natts = ac->tupdesc->natts;
+	Datum		keyvals[INDEX_MAX_KEYS];
+	Datum	   *probe;
+	bool		isnull;
+	KeyState   *ks;
+	int64		from,
+				to;
+	Datum	   *values;
+	bool	   *nulls;
+	StoredVersion *stored;
+
+	/* probe with the key columns only: a row of datums, the rest unset */
+	probe = palloc(sizeof(Datum) * natts);
+	for (int i = 0; i < ac->opts.nkeys; i++)
+	{
+		AttrNumber	attnum = ac->opts.key_attnums[i];
+
+		keyvals[i] = heap_getattr(tuple, attnum, ac->tupdesc, &isnull);
+		probe[attnum - 1] = keyvals[i];
+	}
+	ks = key_lookup(ac, probe, NULL, false);
+	to = zl_datum_to_instant(heap_getattr(tuple, ac->opts.to_attnum, ac->tupdesc, &isnull),
+							 ac->opts.period_type);
+	if (ks == NULL && ca->current && ac->delete_missing)
+	{
+		/* apply_snapshot: an open key missing from the snapshot */
+		Change	   *c = palloc0(sizeof(Change));
+		HeapTuple	copy = heap_copytuple(tuple);
+
+		c->values = palloc(sizeof(Datum) * natts);
+		c->isnull = palloc(sizeof(bool) * natts);
+		heap_deform_tuple(copy, ac->tupdesc, c->values, c->isnull);
+		c->time = ac->delete_time;
+		c->op = OP_DELETE;
+		ks = key_lookup(ac, c->values, c->isnull, true);
+		add_change(ks, c);
+		ks->min_time = c->time;
+	}
+	pfree(probe);
+	if (ks == NULL || ks->nchanges == 0)
+		return;
+	if (!ca->current && (ks->has_current && ks->versions[0].from < ks->min_time))
+		return;					/* history not needed for this key */
+	if (!ca->current && to < ks->min_time)
+		return;
+
+	tuple = heap_copytuple(tuple);
+	values = palloc(sizeof(Datum) * natts);
+	nulls = palloc(sizeof(bool) * natts);
+	heap_deform_tuple(tuple, ac->tupdesc, values, nulls);
+	from = zl_datum_to_instant(values[ac->opts.from_attnum - 1], ac->opts.period_type);
+
+	stored = palloc0(sizeof(StoredVersion));
+	stored->subgroup_index = ca->subgroup_index;
+	stored->position = position;
+	grow_array((void **) &ac->stored, &ac->maxstored, ac->nstored + 1, sizeof(StoredVersion *));
+	ac->stored[ac->nstored++] = stored;
+
+	add_version(ks, from, to, values, nulls, stored);
+	if (ca->current)
+		ks->has_current = true;
+}
+
+static int
+version_cmp(const void *a, const void *b)
+{
+	const Version *va = a;
+	const Version *vb = b;
+
+	return va->from < vb->from ? -1 : (va->from > vb->from ? 1 : 0);
+}
+
+static void
+find_stored_versions(ApplyContext *ac, Snapshot snapshot)
+{
+	CollectArg	arg = {ac, 0, true};
+	int64		history_from = PG_INT64_MAX;
+	DateADT		first_partition;
+
+	ac->subgroups = zl_meta_load_subgroups(zl_storage_id(ac->rel), snapshot,
+										   &ac->nsubgroups);
+
+	/* the current partition: every open version of a batch key */
+	for (int i = 0; i < ac->nsubgroups; i++)
+	{
+		const ZLSubGroup *sg = &ac->subgroups[i];
+
+		if (!sg->placed)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("zipper table \"%s\" has unplaced rows",
+							RelationGetRelationName(ac->rel)),
+					 errhint("Rows loaded before registration are placed when the table is registered.")));
+		if (sg->partition_end != ZL_CURRENT_PARTITION || sg->masked_rows == sg->row_count)
+			continue;
+		arg.subgroup_index = i;
+		zl_read_subgroup_rows(ac->rel, sg, false, collect_row, &arg);
+	}
+
+	/* keys whose changes reach back to or before their open version */
+	for (int k = 0; k < ac->nkeys; k++)
+	{
+		KeyState   *ks = ac->keys[k];
+
+		if (ks->nchanges > 0 &&
+			(!ks->has_current || ks->min_time <= ks->versions[0].from))
+			history_from = Min(history_from, ks->min_time);
+	}
+	if (history_from == PG_INT64_MAX)
+		return;
+
+	/* history: only partitions that can hold a valid_to >= history_from */
+	first_partition = zl_partition_of(&ac->opts, history_from);
+	arg.current = false;
+	for (int i = 0; i < ac->nsubgroups; i++)
+	{
+		const ZLSubGroup *sg = &ac->subgroups[i];
+
+		if (sg->partition_end == ZL_CURRENT_PARTITION ||
+			sg->partition_end < first_partition ||
+			sg->masked_rows == sg->row_count)
+			continue;
+		arg.subgroup_index = i;
+		zl_read_subgroup_rows(ac->rel, sg, false, collect_row, &arg);
+	}
+}
+
+/* ---------- replaying changes ---------- */
+
+static void
+insert_version_at(KeyState *ks, int index, int64 from, int64 to,
+				  Datum *values, bool *isnull)
+{
+	add_version(ks, 0, 0, NULL, NULL, NULL);	/* make room */
+	memmove(&ks->versions[index + 1], &ks->versions[index],
+			sizeof(Version) * (ks->nversions - 1 - index));
+	ks->versions[index].from = from;
+	ks->versions[index].to = to;
+	ks->versions[index].values = values;
+	ks->versions[index].isnull = isnull;
+	ks->versions[index].stored = NULL;
+}
+
+static void
+remove_version_at(KeyState *ks, int index)
+{
+	memmove(&ks->versions[index], &ks->versions[index + 1],
+			sizeof(Version) * (ks->nversions - 1 - index));
+	ks->nversions--;
+}
+
+static void
+coalesce_versions(ApplyContext *ac, KeyState *ks)
+{
+	for (int i = 0; i + 1 < ks->nversions;)
+	{
+		Version    *v = &ks->versions[i];
+		Version    *next = &ks->versions[i + 1];
+
+		if (v->to == next->from &&
+			values_equal(ac, v->values, v->isnull, next->values, next->isnull))
+		{
+			v->to = next->to;
+			v->stored = NULL;
+			remove_version_at(ks, i + 1);
+		}
+		else
+			i++;
+	}
+}
+
+static void
+apply_one(ApplyContext *ac, KeyState *ks, Change *c)
+{
+	int64		t = c->time;
+	int			inside = -1;
+	int			next = ks->nversions;
+
+	for (int i = 0; i < ks->nversions; i++)
+	{
+		if (ks->versions[i].from <= t && t < ks->versions[i].to)
+			inside = i;
+		if (ks->versions[i].from > t)
+		{
+			next = i;
+			break;
+		}
+	}
+	if (ks->nversions > 0 && t < ks->versions[ks->nversions - 1].from)
+		ac->counts.late++;
+
+	if (c->op == OP_UPSERT)
+	{
+		if (inside >= 0)
+		{
+			Version    *v = &ks->versions[inside];
+
+			if (values_equal(ac, v->values, v->isnull, c->values, c->isnull))
+			{
+				ac->counts.unchanged++;
+				return;
+			}
+			if (v->from == t)
+			{
+				/* same instant: the new value replaces the version's */
+				v->values = c->values;
+				v->isnull = c->isnull;
+				v->stored = NULL;
+			}
+			else
+			{
+				int64		end = v->to;
+
+				if (end == ac->opts.open_end)
+					ac->counts.closed++;
+				v->to = t;
+				v->stored = NULL;
+				insert_version_at(ks, inside + 1, t, end, c->values, c->isnull);
+			}
+		}
+		else
+			insert_version_at(ks, next, t,
+							  next < ks->nversions ? ks->versions[next].from : ac->opts.open_end,
+							  c->values, c->isnull);
+		ac->counts.inserted++;
+	}
+	else
+	{
+		if (inside < 0)
+		{
+			ac->counts.unchanged++;
+			return;
+		}
+		if (ks->versions[inside].to == ac->opts.open_end)
+			ac->counts.closed++;
+		if (ks->versions[inside].from == t)
+			remove_version_at(ks, inside);
+		else
+		{
+			ks->versions[inside].to = t;
+			ks->versions[inside].stored = NULL;
+		}
+		ac->counts.deleted++;
+	}
+	coalesce_versions(ac, ks);
+}
+
+/* ---------- writing the outcome ---------- */
+
+static void
+write_version(ApplyContext *ac, ZLWriteState *state, Version *v)
+{
+	Datum	   *values = palloc(sizeof(Datum) * ac->tupdesc->natts);
+	HeapTuple	tuple;
+
+	memcpy(values, v->values, sizeof(Datum) * ac->tupdesc->natts);
+	values[ac->opts.from_attnum - 1] = zl_instant_to_datum(v->from, ac->opts.period_type);
+	values[ac->opts.to_attnum - 1] = zl_instant_to_datum(v->to, ac->opts.period_type);
+	v->isnull[ac->opts.from_attnum - 1] = false;
+	v->isnull[ac->opts.to_attnum - 1] = false;
+	tuple = heap_form_tuple(ac->tupdesc, values, v->isnull);
+	if (tuple->t_len > TOAST_TUPLE_THRESHOLD)
+		tuple = heap_toast_insert_or_update(ac->rel, tuple, NULL, 0);
+	zl_write_add(state, tuple);
+	heap_freetuple(tuple);
+	pfree(values);
+}
+
+static int
+stored_cmp(const void *a, const void *b)
+{
+	const StoredVersion *sa = *(StoredVersion *const *) a;
+	const StoredVersion *sb = *(StoredVersion *const *) b;
+
+	if (sa->subgroup_index != sb->subgroup_index)
+		return sa->subgroup_index < sb->subgroup_index ? -1 : 1;
+	return sa->position < sb->position ? -1 : (sa->position > sb->position);
+}
+
+/* one mask row per sub-group that lost versions */
+static void
+write_masks(ApplyContext *ac, uint64 storage_id)
+{
+	int32	   *positions = palloc(sizeof(int32) * Max(ac->nstored, 1));
+	int			n = 0;
+
+	qsort(ac->stored, ac->nstored, sizeof(StoredVersion *), stored_cmp);
+	for (int i = 0; i < ac->nstored; i++)
+	{
+		StoredVersion *s = ac->stored[i];
+
+		if (!s->survives)
+			positions[n++] = s->position;
+		if (n > 0 && (i + 1 == ac->nstored ||
+					  ac->stored[i + 1]->subgroup_index != s->subgroup_index))
+		{
+			zl_meta_insert_mask(storage_id, ac->subgroups[s->subgroup_index].subgroup_id,
+								positions, n);
+			n = 0;
+		}
+	}
+	pfree(positions);
+}
+
+static void
+apply_batch(ApplyContext *ac)
+{
+	uint64		storage_id = zl_storage_id(ac->rel);
+	ZLWriteState *state;
+	Snapshot	snapshot;
+
+	order_changes(ac);
+
+	/* serialize with other writers, then read what they committed */
+	zl_write_flush_relation(RelationGetRelid(ac->rel));
+	zl_write_lock_table(storage_id);
+	CommandCounterIncrement();
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	find_stored_versions(ac, snapshot);
+	UnregisterSnapshot(snapshot);
+
+	state = zl_write_state_get(ac->rel);
+	for (int k = 0; k < ac->nkeys; k++)
+	{
+		KeyState   *ks = ac->keys[k];
+
+		qsort(ks->versions, ks->nversions, sizeof(Version), version_cmp);
+		for (int i = 0; i < ks->nchanges; i++)
+			apply_one(ac, ks, ks->changes[i]);
+		for (int i = 0; i < ks->nversions; i++)
+		{
+			if (ks->versions[i].stored != NULL)
+				ks->versions[i].stored->survives = true;
+			else
+				write_version(ac, state, &ks->versions[i]);
+		}
+	}
+	write_masks(ac, storage_id);
+	zl_write_flush_relation(RelationGetRelid(ac->rel));
+}
+
+/* ---------- SQL entry points ---------- */
+
+static void
+apply_begin(ApplyContext *ac, Oid relid, Oid source_relid)
+{
+	AclResult	aclresult;
+
+	memset(ac, 0, sizeof(*ac));
+	ac->rel = zl_open_zipper_table(relid, RowExclusiveLock);
+	ac->tupdesc = RelationGetDescr(ac->rel);
+	ac->source_name = get_rel_name(source_relid);
+	if (ac->source_name == NULL)
+		elog(ERROR, "cache lookup failed for relation %u", source_relid);
+
+	aclresult = pg_class_aclcheck(relid, GetUserId(), ACL_INSERT | ACL_UPDATE);
+	if (aclresult == ACLCHECK_OK &&
+		pg_class_aclmask(relid, GetUserId(), ACL_INSERT | ACL_UPDATE, ACLMASK_ALL) !=
+		(ACL_INSERT | ACL_UPDATE))
+		aclresult = ACLCHECK_NO_PRIV;
+	if (aclresult != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to apply changes to table \"%s\"",
+						RelationGetRelationName(ac->rel)),
+				 errhint("Applying changes needs INSERT and UPDATE privileges on the zipper table.")));
+
+	if (!zl_meta_load_options(ac->rel, &ac->opts))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" is not registered", RelationGetRelationName(ac->rel)),
+				 errhint("Register it with zipper_lake.register().")));
+	prepare_comparisons(ac);
+	ac->nbuckets = 1024;
+	ac->buckets = palloc(sizeof(int) * ac->nbuckets);
+	memset(ac->buckets, -1, sizeof(int) * ac->nbuckets);
+}
+
+static Datum
+apply_result(FunctionCallInfo fcinfo, ApplyContext *ac)
+{
+	TupleDesc	tupdesc;
+	Datum		values[6];
+	bool		nulls[6] = {0};
+
+	table_close(ac->rel, NoLock);
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = Int64GetDatum(ac->counts.changes);
+	values[1] = Int64GetDatum(ac->counts.inserted);
+	values[2] = Int64GetDatum(ac->counts.closed);
+	values[3] = Int64GetDatum(ac->counts.deleted);
+	values[4] = Int64GetDatum(ac->counts.unchanged);
+	values[5] = Int64GetDatum(ac->counts.late);
+	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
+}
+
+static char *
+name_arg(FunctionCallInfo fcinfo, int argno)
+{
+	return PG_ARGISNULL(argno) ? NULL : pstrdup(NameStr(*PG_GETARG_NAME(argno)));
+}
+
+Datum
+zipper_lake_apply_changes(PG_FUNCTION_ARGS)
+{
+	ApplyContext ac;
+	char	   *time_column = name_arg(fcinfo, 2);
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || time_column == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("table, changes and change_time must not be null"),
+				 errhint("Pass the zipper table, the relation holding the changes and its change-time column.")));
+	apply_begin(&ac, PG_GETARG_OID(0), PG_GETARG_OID(1));
+	read_batch(&ac, PG_GETARG_OID(1), time_column, name_arg(fcinfo, 3),
+			   name_arg(fcinfo, 4), 0);
+	apply_batch(&ac);
+	return apply_result(fcinfo, &ac);
+}
+
+Datum
+zipper_lake_apply_snapshot(PG_FUNCTION_ARGS)
+{
+	ApplyContext ac;
+	int64		snapshot_time;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("table, snapshot, snapshot_time and deletes must not be null"),
+				 errhint("Pass the zipper table, the relation holding the image and the time it was taken.")));
+	apply_begin(&ac, PG_GETARG_OID(0), PG_GETARG_OID(1));
+
+	/* snapshot_time arrives as timestamptz: take it in the column's terms */
+	snapshot_time = PG_GETARG_TIMESTAMPTZ(2);
+	if (ac.opts.period_type != TIMESTAMPTZOID && zl_instant_is_finite(snapshot_time))
+		snapshot_time = zl_datum_to_instant(DirectFunctionCall1(ac.opts.period_type == DATEOID ?
+																timestamptz_date : timestamptz_timestamp,
+																TimestampTzGetDatum(snapshot_time)),
+											ac.opts.period_type);
+	ac.delete_missing = PG_GETARG_BOOL(3);
+	ac.delete_time = snapshot_time;
+	read_batch(&ac, PG_GETARG_OID(1), NULL, NULL, NULL, snapshot_time);
+	apply_batch(&ac);
+	return apply_result(fcinfo, &ac);
+}

@@ -1,0 +1,191 @@
+# pg_dump / pg_restore of zipper_lake tables.
+#
+# A dump must carry the registrations (zipper_lake.registration is an
+# extension configuration table) and the rows; restoring it into a new
+# database must give the same rows, the same registrations (compared by
+# table name: the oids differ), a clean verify(), and only placed
+# sub-groups: rows that pg_restore loads before the registration row are
+# written unplaced and must be placed when the registration arrives.
+# Restored once normally and once with --single-transaction.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('main');
+$node->init(extra => ['--data-checksums']);
+$node->append_conf('postgresql.conf', "timezone = 'UTC'");    # for the expected output
+$node->start;
+
+my @tables = ('acct', 'rate', 'acct_hist');
+
+$node->safe_psql('postgres', q(
+CREATE EXTENSION zipper_lake;
+
+-- non-default options everywhere
+CREATE TABLE acct (id int, name text, balance numeric,
+                   valid_from timestamptz NOT NULL,
+                   valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('acct', key => ARRAY['id'],
+    partition_unit => 'month', history_group_span => '7 days',
+    current_group_span => '2 days', max_subgroups => 4,
+    open_end => '9999-12-31 00:00+00', time_zone => 'Asia/Shanghai');
+
+-- defaults, a two-column key and other period column names
+CREATE TABLE rate (ccy text, venue text, rate numeric,
+                   vf timestamptz NOT NULL, vt timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('rate', key => ARRAY['ccy', 'venue'],
+                            valid_from => 'vf', valid_to => 'vt');
+
+-- derived from a heap table with a primary key
+CREATE TABLE acct_src (id int PRIMARY KEY, owner text NOT NULL, note text);
+SELECT zipper_lake.create_table('acct_hist', 'acct_src');
+));
+
+# --- data -------------------------------------------------------------------
+# acct: three versions per key (two closed, one open until 9999-12-31), in
+# two INSERT statements so that the current partition rolls over
+$node->safe_psql('postgres', q(
+INSERT INTO acct
+SELECT id, 'n' || id || '-' || v, id * 10 + v,
+       start + (v - 1) * interval '11 days',
+       CASE WHEN v = 3 THEN timestamptz '9999-12-31 00:00+00'
+            ELSE start + v * interval '11 days' END
+  FROM (SELECT id, timestamptz '2023-11-20 00:00+00'
+                    + (id % 120) * interval '1 day' + (id % 24) * interval '1 hour' AS start
+          FROM generate_series(1, 1500) id) k,
+       generate_series(1, 3) v;
+));
+$node->safe_psql('postgres', q(
+INSERT INTO acct
+SELECT id, 'm' || id, NULL, timestamptz '2024-02-01 00:00+00' + (id % 10) * interval '1 day',
+       '9999-12-31 00:00+00'
+  FROM generate_series(2001, 2400) id;
+));
+my $copy = "COPY rate FROM STDIN;\n";
+for my $c (1 .. 12)
+{
+	for my $venue ('LDN', 'NYC')
+	{
+		for my $d (0 .. 39)
+		{
+			$copy .= sprintf("C%02d\t%s\t%.3f\t%s\t%s\n", $c, $venue, $c + $d / 1000,
+				day($d), $d == 39 ? 'infinity' : day($d + 1));
+		}
+	}
+}
+$node->safe_psql('postgres', $copy . "\\.\n");
+$node->safe_psql('postgres', q(
+INSERT INTO acct_src SELECT g, 'owner' || g, CASE WHEN g % 3 = 0 THEN NULL ELSE 'note' END
+  FROM generate_series(1, 300) g;
+INSERT INTO acct_hist
+SELECT id, owner, note, timestamptz '2024-03-01 00:00+00' + (id % 30) * interval '1 day',
+       'infinity'
+  FROM acct_src;
+INSERT INTO acct_hist
+SELECT id, 'former' || id, NULL, timestamptz '2024-01-01 00:00+00' + (id % 30) * interval '1 day',
+       timestamptz '2024-03-01 00:00+00' + (id % 30) * interval '1 day'
+  FROM acct_src WHERE id <= 100;
+));
+
+sub day
+{
+	my ($d) = @_;
+	my @t = gmtime(1704067200 + $d * 86400);    # 2024-01-01 UTC
+	return sprintf('%04d-%02d-%02d 00:00:00+00', $t[5] + 1900, $t[4] + 1, $t[3]);
+}
+
+# --- what must survive -------------------------------------------------------
+sub content
+{
+	my ($db, $tbl) = @_;
+	return $node->safe_psql($db, qq(
+SELECT count(*) || ' ' || md5(string_agg(t::text, ',' ORDER BY t::text)) FROM $tbl t));
+}
+
+sub registrations
+{
+	my ($db) = @_;
+	return $node->safe_psql($db, q(
+SELECT tbl::text, key, valid_from, valid_to, partition_unit, history_group_span,
+       current_group_span, max_subgroups, open_end, time_zone
+  FROM zipper_lake.registration ORDER BY tbl::text));
+}
+
+# rows per (partition, window): the same placement rules give the same cells,
+# whatever the number of sub-groups
+sub placement
+{
+	my ($db, $tbl) = @_;
+	return $node->safe_psql($db, qq(
+SELECT partition_end || ' ' || window_start || ' ' || sum(row_count - masked_rows)
+  FROM zipper_lake.inspect('$tbl')
+ GROUP BY partition_end, window_start ORDER BY partition_end, window_start));
+}
+
+my %before = map { $_ => content('postgres', $_) } @tables;
+my %placement = map { $_ => placement('postgres', $_) } @tables;
+my $registrations = registrations('postgres');
+
+like($before{acct}, qr/^4900 /, 'acct loaded');
+like($before{rate}, qr/^960 /, 'rate loaded');
+like($before{acct_hist}, qr/^400 /, 'acct_hist loaded');
+like($registrations, qr/^acct\|\{id\}\|valid_from\|valid_to\|month\|7 days\|2 days\|4\|9999-12-31 00:00:00\+00\|Asia\/Shanghai$/m,
+	'acct is registered with its non-default options');
+like($registrations, qr/^acct_hist\|\{id\}\|/m, 'create_table() registered acct_hist');
+for my $tbl (@tables)
+{
+	is($node->safe_psql('postgres', qq(SELECT * FROM zipper_lake.verify('$tbl'))),
+		'', "$tbl: verify is clean in the original database");
+}
+
+# --- dump and restore ----------------------------------------------------------
+my $dump = $node->basedir . '/zl.dump';
+$node->command_ok(
+	[ 'pg_dump', '-Fc', '-f', $dump, '-d', $node->connstr('postgres') ],
+	'pg_dump -Fc');
+
+my %variants = (
+	restored => [],
+	restored_single => ['--single-transaction'],
+);
+for my $db (sort keys %variants)
+{
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	$node->command_ok(
+		[ 'pg_restore', '--exit-on-error', @{ $variants{$db} },
+			'-d', $node->connstr($db), $dump ],
+		"pg_restore @{ $variants{$db} } into $db");
+
+	is(registrations($db), $registrations, "$db: same registrations");
+	for my $tbl (@tables)
+	{
+		is(content($db, $tbl), $before{$tbl}, "$db: $tbl has the same rows");
+		is($node->safe_psql($db, qq(SELECT * FROM zipper_lake.verify('$tbl'))),
+			'', "$db: verify of $tbl is clean");
+		is($node->safe_psql($db, qq(
+SELECT count(*) FILTER (WHERE partition_end IS NULL) || ' ' || (count(*) > 0)
+  FROM zipper_lake.inspect('$tbl'))),
+			'0 true', "$db: $tbl has only placed sub-groups");
+		is(placement($db, $tbl), $placement{$tbl},
+			"$db: $tbl rows are in the same partitions and windows");
+	}
+
+	# the restored tables are fully working zipper tables
+	$node->safe_psql($db, q(
+INSERT INTO acct VALUES (9001, 'new', 1, '2024-06-01 00:00+00', '9999-12-31 00:00+00');
+INSERT INTO acct_hist VALUES (9001, 'new', NULL, '2024-06-01 00:00+00', 'infinity');));
+	is($node->safe_psql($db, q(
+SELECT (SELECT count(*) FROM acct WHERE id = 9001) + (SELECT count(*) FROM acct_hist WHERE id = 9001))),
+		'2', "$db: inserts into restored tables work");
+	is($node->safe_psql($db, q{
+SELECT (SELECT count(*) FROM zipper_lake.verify('acct'))
+     + (SELECT count(*) FROM zipper_lake.verify('acct_hist'))}),
+		'0', "$db: verify is clean after new inserts");
+}
+
+$node->stop;
+done_testing();
