@@ -13,7 +13,7 @@
  * partition unit), or the current partition when valid_to is the open end.
  * Its file-group window is valid_from rounded down to the partition's group
  * span, in local time: whole months counted from year 0, or fixed lengths
- * counted from 2000-01-01 00:00.
+ * counted from Monday 2000-01-03 00:00 (so 7-day windows are ISO weeks).
  *
  *-------------------------------------------------------------------------
  */
@@ -25,6 +25,9 @@
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/timestamp.h"
+
+/* origin of fixed-length windows: Monday 2000-01-03 00:00 local time */
+#define WINDOW_ORIGIN	(2 * USECS_PER_DAY)
 
 static int64
 floor_div(int64 a, int64 b)
@@ -198,7 +201,7 @@ zl_window_of(const ZLTableOptions *opts, DateADT partition_end, int64 valid_from
 					 errmsg("timestamp out of range")));
 	}
 	else
-		local = floor_div(local, span->usecs) * span->usecs;
+		local = WINDOW_ORIGIN + floor_div(local - WINDOW_ORIGIN, span->usecs) * span->usecs;
 
 	return local_to_instant(opts, local);
 }

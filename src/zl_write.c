@@ -203,6 +203,30 @@ attname_of(TupleDesc tupdesc, AttrNumber attnum)
 	return NameStr(TupleDescAttr(tupdesc, attnum - 1)->attname);
 }
 
+/* "key (id)=(7), valid_from ..., valid_to ..." for error details */
+static char *
+describe_row(ZLWriteState *state, HeapTuple tuple)
+{
+	const ZLTableOptions *opts = &state->opts;
+	TupleDesc	tupdesc = state->tupdesc;
+	AttrNumber	period[2] = {opts->from_attnum, opts->to_attnum};
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "key %s", zl_describe_key(opts, tupdesc, tuple));
+	for (int i = 0; i < 2; i++)
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tuple, period[i], tupdesc, &isnull);
+
+		appendStringInfo(&buf, ", %s %s", attname_of(tupdesc, period[i]),
+						 isnull ? "null" :
+						 zl_instant_to_cstring(zl_datum_to_instant(d, opts->period_type),
+											   opts->period_type));
+	}
+	return buf.data;
+}
+
 /* check a row against the rules of SPEC §2 and compute its placement */
 static void
 place_row(ZLWriteState *state, HeapTuple tuple, ZLRunKey *key,
@@ -228,7 +252,7 @@ place_row(ZLWriteState *state, HeapTuple tuple, ZLRunKey *key,
 					 errmsg("null value in key column \"%s\" of zipper table \"%s\"",
 							attname_of(tupdesc, opts->key_attnums[i]),
 							get_rel_name(state->relid)),
-					 errdetail("Failing row has key %s.", zl_describe_key(opts, tupdesc, tuple)),
+					 errdetail("Failing row has %s.", describe_row(state, tuple)),
 					 errhint("Every version of a zipper table needs a complete key.")));
 	}
 
@@ -240,7 +264,7 @@ place_row(ZLWriteState *state, HeapTuple tuple, ZLRunKey *key,
 				 errmsg("null value in period column \"%s\" of zipper table \"%s\"",
 						attname_of(tupdesc, from_null ? opts->from_attnum : opts->to_attnum),
 						get_rel_name(state->relid)),
-				 errdetail("Failing row has key %s.", zl_describe_key(opts, tupdesc, tuple)),
+				 errdetail("Failing row has %s.", describe_row(state, tuple)),
 				 errhint("Open versions use the table's open end as valid_to.")));
 
 	valid_from = zl_datum_to_instant(from_datum, opts->period_type);
@@ -257,12 +281,8 @@ place_row(ZLWriteState *state, HeapTuple tuple, ZLRunKey *key,
 				(errcode(ERRCODE_CHECK_VIOLATION),
 				 errmsg("%s in zipper table \"%s\"", problem,
 						get_rel_name(state->relid)),
-				 errdetail("Failing row has key %s, %s %s, %s %s, open end %s.",
-						   zl_describe_key(opts, tupdesc, tuple),
-						   attname_of(tupdesc, opts->from_attnum),
-						   zl_instant_to_cstring(valid_from, opts->period_type),
-						   attname_of(tupdesc, opts->to_attnum),
-						   zl_instant_to_cstring(valid_to, opts->period_type),
+				 errdetail("Failing row has %s; the open end is %s.",
+						   describe_row(state, tuple),
 						   zl_instant_to_cstring(opts->open_end, opts->period_type)),
 				 errhint("A version needs a finite valid_from before its valid_to, and valid_to at most the open end.")));
 	}

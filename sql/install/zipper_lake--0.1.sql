@@ -212,17 +212,10 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION zipper_lake.create_table(
-    name text,
-    source regclass,
-    valid_from name DEFAULT 'valid_from',
-    valid_to name DEFAULT 'valid_to',
-    partition_unit text DEFAULT 'day',
-    history_group_span interval DEFAULT '1 day',
-    current_group_span interval DEFAULT '1 day',
-    max_subgroups int DEFAULT 32,
-    open_end timestamptz DEFAULT 'infinity',
-    time_zone text DEFAULT 'UTC')
+CREATE FUNCTION zipper_lake._create_table(
+    qualified_name text[], source regclass, valid_from name, valid_to name,
+    partition_unit text, history_group_span interval, current_group_span interval,
+    max_subgroups int, open_end timestamptz, time_zone text)
 RETURNS regclass
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -248,7 +241,7 @@ BEGIN
             USING ERRCODE = 'duplicate_column',
                   HINT = 'Pass other period column names with valid_from => and valid_to =>.';
     END IF;
-    SELECT string_agg(quote_ident(part), '.') INTO qualified FROM unnest(parse_ident(name)) part;
+    SELECT string_agg(quote_ident(part), '.') INTO qualified FROM unnest(qualified_name) part;
 
     EXECUTE format('CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING COMMENTS,'
                    ' %I timestamptz NOT NULL, %I timestamptz NOT NULL) USING zipper_lake',
@@ -258,6 +251,29 @@ BEGIN
         history_group_span, current_group_span, max_subgroups, open_end, time_zone);
     RETURN created;
 END
+$$;
+
+-- resolves an unqualified name in the caller's schema, then creates safely
+CREATE FUNCTION zipper_lake.create_table(
+    name text,
+    source regclass,
+    valid_from name DEFAULT 'valid_from',
+    valid_to name DEFAULT 'valid_to',
+    partition_unit text DEFAULT 'day',
+    history_group_span interval DEFAULT '1 day',
+    current_group_span interval DEFAULT '1 day',
+    max_subgroups int DEFAULT 32,
+    open_end timestamptz DEFAULT 'infinity',
+    time_zone text DEFAULT 'UTC')
+RETURNS regclass
+LANGUAGE sql
+AS $$
+    SELECT zipper_lake._create_table(
+        CASE WHEN pg_catalog.cardinality(pg_catalog.parse_ident(name)) = 1
+             THEN ARRAY[pg_catalog.current_schema()::text] || pg_catalog.parse_ident(name)
+             ELSE pg_catalog.parse_ident(name) END,
+        source, valid_from, valid_to, partition_unit, history_group_span,
+        current_group_span, max_subgroups, open_end, time_zone)
 $$;
 
 -- ---------------------------------------------------------------------------

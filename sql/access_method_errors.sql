@@ -1,0 +1,60 @@
+-- Every bad input to the access method and to registration is refused with
+-- a clear error and changes nothing.
+SET timezone = 'UTC';
+
+CREATE TABLE acct (id bigint, name text, valid_from timestamptz, valid_to timestamptz)
+  USING zipper_lake;
+CREATE TABLE heap_t (id int, valid_from timestamptz, valid_to timestamptz);
+CREATE TABLE typed (id int, valid_from timestamptz, valid_to date) USING zipper_lake;
+
+\set VERBOSITY default
+-- registration
+SELECT zipper_lake.register('heap_t', ARRAY['id']);
+SELECT zipper_lake.register('acct', ARRAY[]::text[]);
+SELECT zipper_lake.register('acct', ARRAY['id', 'id']);
+SELECT zipper_lake.register('acct', ARRAY['nope']);
+SELECT zipper_lake.register('acct', ARRAY['id'], valid_from => 'missing');
+SELECT zipper_lake.register('acct', ARRAY['id'], valid_from => 'id');
+SELECT zipper_lake.register('typed', ARRAY['id']);
+SELECT zipper_lake.register('acct', ARRAY['id'], partition_unit => 'week');
+SELECT zipper_lake.register('acct', ARRAY['id'], history_group_span => '0 days');
+SELECT zipper_lake.register('acct', ARRAY['id'], current_group_span => '1 month 2 days');
+SELECT zipper_lake.register('acct', ARRAY['id'], max_subgroups => 0);
+SELECT zipper_lake.register('acct', ARRAY['id'], time_zone => 'Mars/Olympus');
+SELECT zipper_lake.register('acct', ARRAY['id'], open_end => '-infinity');
+SELECT count(*) FROM zipper_lake.registration WHERE tbl = 'acct'::regclass;
+SELECT zipper_lake.register('acct', ARRAY['id']);
+SELECT zipper_lake.register('acct', ARRAY['id']);
+SELECT zipper_lake.create_table('nokey_hist', 'heap_t');
+CREATE TABLE has_period (id int PRIMARY KEY, valid_from timestamptz);
+SELECT zipper_lake.create_table('has_period_hist', 'has_period');
+
+-- rows
+INSERT INTO acct VALUES (1, 'ok', '2026-01-01', 'infinity');
+INSERT INTO acct VALUES (NULL, 'no key', '2026-01-01', 'infinity');
+INSERT INTO acct VALUES (2, 'empty', '2026-01-02', '2026-01-02');
+INSERT INTO acct VALUES (3, 'backwards', '2026-01-03', '2026-01-02');
+INSERT INTO acct VALUES (4, 'forever', '-infinity', 'infinity');
+INSERT INTO acct VALUES (5, 'no end', '2026-01-01', NULL);
+CREATE TABLE acct9999 (id bigint, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('acct9999', ARRAY['id'], open_end => '9999-12-31');
+INSERT INTO acct9999 VALUES (1, '2026-01-01', 'infinity');
+COPY acct FROM stdin;
+5	copy ok	2026-01-01 00:00:00+00	infinity
+\N	copy no key	2026-01-01 00:00:00+00	infinity
+\.
+-- nothing of the failed statements is there
+SELECT id, name FROM acct ORDER BY id;
+
+-- statements a zipper table refuses
+UPDATE acct SET name = 'x';
+DELETE FROM acct;
+DELETE FROM acct WHERE false;
+MERGE INTO acct a USING heap_t h ON a.id = h.id WHEN MATCHED THEN DELETE;
+SELECT * FROM acct FOR UPDATE;
+CREATE INDEX ON acct (id);
+SELECT * FROM acct TABLESAMPLE SYSTEM (50);
+SELECT * FROM acct WHERE ctid = '(1,1)';
+VACUUM FULL acct;
+CREATE UNLOGGED TABLE unlogged_z (id int) USING zipper_lake;
+SELECT id, name FROM acct ORDER BY id;
