@@ -1,6 +1,7 @@
 -- Every bad input to the access method and to registration is refused with
 -- a clear error and changes nothing.
 SET timezone = 'UTC';
+\set SHOW_CONTEXT never
 
 CREATE TABLE acct (id bigint, name text, valid_from timestamptz, valid_to timestamptz)
   USING zipper_lake;

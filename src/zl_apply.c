@@ -453,8 +453,10 @@ check_change(ApplyContext *ac, Change *c, bool time_null, const char *time_colum
 	if (!zl_instant_is_finite(c->time) || c->time >= ac->opts.open_end)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 zl_instant_is_finite(c->time) ?
 				 errmsg("change time %s is not before the open end %s",
-						time_text(ac, c->time), time_text(ac, ac->opts.open_end)),
+						time_text(ac, c->time), time_text(ac, ac->opts.open_end)) :
+				 errmsg("change time %s is not finite", time_text(ac, c->time)),
 				 errdetail("Change for key %s in column \"%s\" of changes \"%s\".",
 						   describe_key_values(ac, c->values, c->isnull),
 						   time_column, ac->source_name),
@@ -1025,6 +1027,7 @@ apply_begin(ApplyContext *ac, Oid relid, Oid source_relid)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" is not registered", RelationGetRelationName(ac->rel)),
+				 errdetail("Changes are placed by the key and period columns named at registration."),
 				 errhint("Register it with zipper_lake.register().")));
 	prepare_comparisons(ac);
 	ac->nbuckets = 1024;
@@ -1067,6 +1070,7 @@ zipper_lake_apply_changes(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("table, changes and change_time must not be null"),
+				 errdetail("Argument %s is null.", PG_ARGISNULL(0) ? "tbl" : PG_ARGISNULL(1) ? "changes" : "change_time"),
 				 errhint("Pass the zipper table, the relation holding the changes and its change-time column.")));
 	apply_begin(&ac, PG_GETARG_OID(0), PG_GETARG_OID(1));
 	read_batch(&ac, PG_GETARG_OID(1), time_column, name_arg(fcinfo, 3),
@@ -1085,6 +1089,8 @@ zipper_lake_apply_snapshot(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("table, snapshot, snapshot_time and deletes must not be null"),
+				 errdetail("Argument %s is null.", PG_ARGISNULL(0) ? "tbl" : PG_ARGISNULL(1) ? "snapshot" :
+						   PG_ARGISNULL(2) ? "snapshot_time" : "deletes"),
 				 errhint("Pass the zipper table, the relation holding the image and the time it was taken.")));
 	apply_begin(&ac, PG_GETARG_OID(0), PG_GETARG_OID(1));
 

@@ -18,6 +18,7 @@
 #include "commands/trigger.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "commands/defrem.h"
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
 
@@ -36,6 +37,8 @@ zl_open_zipper_table(Oid relid, LOCKMODE lockmode)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("table \"%s\" does not use the zipper_lake access method",
 						RelationGetRelationName(rel)),
+				 errdetail("Its access method is %s.",
+						   OidIsValid(rel->rd_rel->relam) ? get_am_name(rel->rd_rel->relam) : "none"),
 				 errhint("Create it with CREATE TABLE ... USING zipper_lake, or with zipper_lake.create_table().")));
 	return rel;
 }

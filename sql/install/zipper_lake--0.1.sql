@@ -134,6 +134,11 @@ BEGIN
                   DETAIL = format('Its access method is %s.', coalesce(am::text, 'none')),
                   HINT = 'Create it with CREATE TABLE ... USING zipper_lake, or with zipper_lake.create_table().';
     END IF;
+    IF NOT pg_has_role((SELECT relowner FROM pg_class WHERE oid = tbl), 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', tbl
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Only the owner of a table registers it.';
+    END IF;
     IF EXISTS (SELECT 1 FROM zipper_lake.registration r WHERE r.tbl = register.tbl) THEN
         RAISE EXCEPTION 'table % is already registered', tbl
             USING ERRCODE = 'duplicate_object',

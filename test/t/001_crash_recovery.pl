@@ -5,8 +5,10 @@
 # exist in WAL), rows of a transaction that was open at the crash must be
 # gone even though its pages were written and WAL-logged, verify() must be
 # clean, and the table must keep working after recovery (and after a second
-# crash).  The cluster runs with data checksums so that every page read back
-# from disk after the restart is checked.
+# crash).  A second table is created, truncated and reloaded after the last
+# checkpoint, so recovery must also rebuild its new relfilenode.  The cluster
+# runs with data checksums so that every page read back from disk after the
+# restart is checked.
 
 use strict;
 use warnings;
@@ -96,6 +98,30 @@ INSERT INTO acct
 SELECT 5000, string_agg(md5(g::text), '' ORDER BY g), '2024-02-10 08:00+00', 'infinity'
   FROM generate_series(1, 3200) g;));
 
+# a table created, loaded, truncated and reloaded after the checkpoint: its
+# relfilenodes and metapages exist only in WAL too
+$node->safe_psql('postgres', q(
+CREATE TABLE rate (ccy text, rate numeric,
+                   valid_from timestamptz NOT NULL,
+                   valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('rate', key => ARRAY['ccy']);
+INSERT INTO rate SELECT 'OLD' || g, g, '2024-01-01', 'infinity' FROM generate_series(1, 100) g;
+));
+$node->safe_psql('postgres', q(
+BEGIN;
+TRUNCATE rate;
+INSERT INTO rate SELECT 'C' || g, g + d / 100.0,
+       timestamptz '2024-01-01 00:00+00' + d * interval '1 day',
+       CASE WHEN d = 29 THEN 'infinity'
+            ELSE timestamptz '2024-01-01 00:00+00' + (d + 1) * interval '1 day' END
+  FROM generate_series(1, 10) g, generate_series(0, 29) d;
+COMMIT;
+));
+my $rate_sql = q(
+SELECT count(*) || ' ' || md5(string_agg(r::text, ',' ORDER BY r::text)) FROM rate r);
+my $rate = $node->safe_psql('postgres', $rate_sql);
+like($rate, qr/^300 /, 'rate has only its reloaded rows');
+
 my $committed = $node->safe_psql('postgres', $content_sql);
 like($committed, qr/^7601 [0-9a-f]{32}$/, 'committed load has 7601 rows');
 is($node->safe_psql('postgres', q(SELECT length(name) FROM acct WHERE id = 5000)),
@@ -146,6 +172,10 @@ is($node->safe_psql('postgres', $layout_sql), '0 0',
 	'after crash recovery: sub-groups do not overlap and lie inside the file');
 is($node->safe_psql('postgres', q(SELECT * FROM zipper_lake.verify('acct'))),
 	'', 'after crash recovery: verify is clean');
+is($node->safe_psql('postgres', $rate_sql), $rate,
+	'after crash recovery: the truncated and reloaded table has its new rows');
+is($node->safe_psql('postgres', q(SELECT count(*) FROM zipper_lake.verify('rate'))),
+	'0', 'after crash recovery: verify of the reloaded table is clean');
 cmp_ok($node->safe_psql('postgres', q(SELECT pg_relation_size('acct'))), '>=', $size_during,
 	'after crash recovery: pages of the aborted load are still in the file');
 

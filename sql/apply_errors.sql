@@ -1,0 +1,61 @@
+-- Bad input rejects the whole batch with an error naming key, time and
+-- column, and changes nothing.
+SET timezone = 'UTC';
+\set SHOW_CONTEXT never
+
+CREATE TABLE z (id int, region text, amount int,
+                valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('z', ARRAY['id', 'region']);
+CREATE TABLE good (id int, region text, amount int, change_time timestamptz, op text);
+INSERT INTO good VALUES (1, 'eu', 10, '2026-01-01', 'I');
+SELECT changes FROM zipper_lake.apply_changes('z', 'good');
+CREATE TABLE snapshot_before AS SELECT * FROM z;
+
+-- each bad batch also carries a valid change for key 2, which must not land
+CREATE TABLE bad (id int, region text, amount int, change_time timestamptz, op text, n int);
+CREATE FUNCTION try(rows text, seq name DEFAULT NULL) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    TRUNCATE bad;
+    EXECUTE 'INSERT INTO bad VALUES (2, ''us'', 20, ''2026-01-01'', ''I'', 0), ' || rows;
+    PERFORM zipper_lake.apply_changes('z', 'bad', seq => seq);
+END $$;
+
+SELECT try($$(NULL, 'eu', 1, '2026-01-02', 'U', 0)$$);
+SELECT try($$(3, NULL, 1, '2026-01-02', 'U', 0)$$);
+SELECT try($$(3, 'eu', 1, NULL, 'U', 0)$$);
+SELECT try($$(3, 'eu', 1, 'infinity', 'U', 0)$$);
+SELECT try($$(3, 'eu', 1, '-infinity', 'U', 0)$$);
+SELECT try($$(3, 'eu', 1, '2026-01-02', 'X', 0)$$);
+SELECT try($$(3, 'eu', 1, '2026-01-02', 'U', 0), (3, 'eu', 2, '2026-01-02', 'U', 0)$$);
+SELECT try($$(3, 'eu', 1, '2026-01-02', 'U', 0), (3, 'eu', 1, '2026-01-02', 'D', 0)$$);
+SELECT try($$(3, 'eu', 1, '2026-01-02', 'U', 1), (3, 'eu', 2, '2026-01-02', 'U', 1)$$, 'n');
+
+-- open end other than infinity: a change at or after it is refused
+CREATE TABLE z9 (id int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('z9', ARRAY['id'], open_end => '9999-12-31');
+CREATE TABLE late9 (id int, change_time timestamptz);
+INSERT INTO late9 VALUES (1, '9999-12-31');
+SELECT * FROM zipper_lake.apply_changes('z9', 'late9');
+
+-- columns: missing key, value, change time or seq; unassignable types
+CREATE TABLE no_key (region text, amount int, change_time timestamptz);
+SELECT * FROM zipper_lake.apply_changes('z', 'no_key');
+CREATE TABLE no_value (id int, region text, change_time timestamptz);
+SELECT * FROM zipper_lake.apply_changes('z', 'no_value');
+SELECT * FROM zipper_lake.apply_changes('z', 'good', change_time => 'happened_at');
+SELECT * FROM zipper_lake.apply_changes('z', 'good', seq => 'n');
+CREATE TABLE wrong_type (id int, region text, amount text, change_time timestamptz);
+SELECT * FROM zipper_lake.apply_changes('z', 'wrong_type');
+CREATE TABLE wrong_time (id int, region text, amount int, change_time int);
+SELECT * FROM zipper_lake.apply_changes('z', 'wrong_time');
+SELECT * FROM zipper_lake.apply_changes('z', 'good', change_time => NULL);
+
+-- targets that cannot take changes
+CREATE TABLE heap_target (id int);
+SELECT * FROM zipper_lake.apply_changes('heap_target', 'good');
+CREATE TABLE unregistered (id int, valid_from timestamptz, valid_to timestamptz) USING zipper_lake;
+SELECT * FROM zipper_lake.apply_changes('unregistered', 'good');
+
+-- nothing changed
+SELECT count(*) AS differences FROM ((TABLE z EXCEPT ALL TABLE snapshot_before) UNION ALL (TABLE snapshot_before EXCEPT ALL TABLE z)) d;
+SELECT count(*) FROM zipper_lake.inspect('z');

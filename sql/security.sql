@@ -1,0 +1,71 @@
+-- Privileges: the functions run with the caller's rights; the metadata is
+-- written only on a table owner's or writer's behalf; search_path is pinned.
+SET timezone = 'UTC';
+\set SHOW_CONTEXT never
+
+CREATE ROLE zl_owner;
+CREATE ROLE zl_reader;
+CREATE ROLE zl_writer;
+GRANT CREATE ON SCHEMA public TO zl_owner;
+
+SET ROLE zl_owner;
+CREATE TABLE owned (id int, v text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('owned', ARRAY['id']);
+INSERT INTO owned VALUES (1, 'a', '2026-01-01', 'infinity');
+CREATE TABLE owned_ch (id int, v text, change_time timestamptz);
+INSERT INTO owned_ch VALUES (1, 'b', '2026-01-02');
+GRANT SELECT ON owned TO zl_reader;
+GRANT SELECT, INSERT, UPDATE ON owned TO zl_writer;
+GRANT SELECT ON owned_ch TO zl_writer;
+RESET ROLE;
+
+-- ordinary users read but cannot write the metadata directly
+SET ROLE zl_reader;
+SELECT count(*) > 0 AS can_read FROM zipper_lake.subgroup;
+INSERT INTO zipper_lake.subgroup VALUES (0, 0, 0, 0, NULL, NULL, NULL, NULL, 0, 0, 0);
+DELETE FROM zipper_lake.mask;
+UPDATE zipper_lake.registration SET max_subgroups = 1;
+SELECT nextval('zipper_lake.id_seq');
+-- a reader can neither register, insert nor apply changes
+SELECT zipper_lake.register('owned', ARRAY['id']);
+SELECT zipper_lake._register('owned', ARRAY['id']::name[], 'valid_from', 'valid_to', 'day', '1 day', '1 day', 32, 'infinity', 'UTC');
+INSERT INTO owned VALUES (2, 'x', '2026-01-01', 'infinity');
+SELECT * FROM zipper_lake.apply_changes('owned', 'owned_ch');
+SELECT count(*) FROM owned;
+RESET ROLE;
+
+-- a writer needs INSERT and UPDATE on the table and SELECT on the changes
+SET ROLE zl_writer;
+SELECT changes, inserted, closed FROM zipper_lake.apply_changes('owned', 'owned_ch');
+INSERT INTO owned VALUES (2, 'x', '2026-01-01', 'infinity');
+SELECT id, v, valid_from, valid_to FROM owned ORDER BY id, valid_from;
+RESET ROLE;
+REVOKE UPDATE ON owned FROM zl_writer;
+SET ROLE zl_writer;
+SELECT * FROM zipper_lake.apply_changes('owned', 'owned_ch');
+RESET ROLE;
+CREATE TABLE secret_ch (id int, v text, change_time timestamptz);
+GRANT UPDATE ON owned TO zl_writer;
+SET ROLE zl_writer;
+SELECT * FROM zipper_lake.apply_changes('owned', 'secret_ch');
+RESET ROLE;
+
+-- a hostile search_path cannot redirect the extension's statements
+CREATE SCHEMA evil;
+CREATE TABLE evil.subgroup (LIKE zipper_lake.subgroup);
+CREATE FUNCTION evil.nextval(regclass) RETURNS bigint LANGUAGE sql AS 'SELECT -1::bigint';
+CREATE FUNCTION evil.count(anyelement) RETURNS bigint LANGUAGE sql AS 'SELECT -1::bigint';
+SET search_path = evil, public;
+INSERT INTO owned_ch VALUES (3, 'c', '2026-01-03');
+SELECT changes, inserted FROM zipper_lake.apply_changes('owned', 'owned_ch');
+INSERT INTO owned VALUES (4, 'd', '2026-01-04', 'infinity');
+SELECT count(*) FROM evil.subgroup;
+SELECT count(*) FROM zipper_lake.subgroup WHERE subgroup_id < 0 OR file_group < 0;
+SELECT count(*) FROM zipper_lake.verify('owned');
+RESET search_path;
+SELECT id, v FROM owned ORDER BY id, valid_from;
+
+DROP TABLE owned, owned_ch, secret_ch;
+DROP SCHEMA evil CASCADE;
+REVOKE CREATE ON SCHEMA public FROM zl_owner;
+DROP ROLE zl_owner, zl_reader, zl_writer;
