@@ -18,6 +18,9 @@ DATA = $(wildcard sql/install/zipper_lake--*.sql)
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --inputdir=. --load-extension=zipper_lake
 
+ISOLATION = $(patsubst test/isolation/specs/%.spec,%,$(sort $(wildcard test/isolation/specs/*.spec)))
+ISOLATION_OPTS = --inputdir=test/isolation --outputdir=test/isolation/output --load-extension=zipper_lake
+
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 
