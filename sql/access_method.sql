@@ -135,6 +135,16 @@ SELECT zipper_lake.register('late_reg', ARRAY['id']);
 SELECT * FROM layout('late_reg');
 SELECT * FROM late_reg ORDER BY id;
 SELECT * FROM zipper_lake.verify('late_reg');
+-- also inside the transaction that loaded them (pg_restore --single-transaction)
+CREATE TABLE late_reg2 (id int, v text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+BEGIN;
+INSERT INTO late_reg2 VALUES (1, 'a', '2026-01-01', 'infinity');
+SELECT zipper_lake.register('late_reg2', ARRAY['id']);
+INSERT INTO late_reg2 VALUES (2, 'b', '2026-01-01', '2026-01-03');
+COMMIT;
+SELECT partition_end, row_count FROM zipper_lake.inspect('late_reg2');
+SELECT * FROM zipper_lake.verify('late_reg2');
 
 -- create_table derives a zipper table from a source table
 CREATE TABLE customer_src (cid int, region text, name text, score int, PRIMARY KEY (region, cid));

@@ -135,7 +135,16 @@ zl_write_state_get(Relation rel)
 		state = lfirst(lc);
 		if (state->relid == RelationGetRelid(rel) && state->subxid == subxid &&
 			state->storage_id == storage_id)
+		{
+			/* the table may have been registered since (pg_restore does) */
+			if (!state->registered)
+			{
+				old = MemoryContextSwitchTo(state->context);
+				state->registered = zl_meta_load_options(rel, &state->opts);
+				MemoryContextSwitchTo(old);
+			}
 			return state;
+		}
 	}
 
 	zl_write_lock_table(storage_id);
@@ -508,18 +517,18 @@ zl_write_discard_relation(Oid relid)
 void
 zl_write_place_unplaced(Relation rel)
 {
-	ZLWriteState *state = zl_write_state_get(rel);
+	ZLWriteState *state;
 	Snapshot	snapshot;
 	ZLSubGroup *sgs;
 	int			nsgs;
 	TableScanDesc scan;
 	TupleTableSlot *slot;
 
+	/* rows may still wait, unplaced, in this transaction: write them first */
+	zl_write_flush_relation(RelationGetRelid(rel));
+	state = zl_write_state_get(rel);
 	if (!state->registered)
 		elog(ERROR, "table \"%s\" is not registered", RelationGetRelationName(rel));
-
-	/* rows may still wait in a write state of this statement: write them first */
-	zl_write_flush_relation(RelationGetRelid(rel));
 
 	CommandCounterIncrement();
 	snapshot = RegisterSnapshot(GetLatestSnapshot());

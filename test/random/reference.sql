@@ -193,20 +193,23 @@ BEGIN
     EXECUTE format('SELECT ROW(%s)::text AS k, zl_time FROM zl_ref_raw WHERE %s LIMIT 1',
                    kl, (SELECT string_agg(format('%I IS NULL', c), ' OR ') FROM unnest(key) AS c))
        INTO bad;
-    IF bad IS NOT NULL THEN
+    GET DIAGNOSTICS cnt = ROW_COUNT;
+    IF cnt > 0 THEN
         RAISE EXCEPTION 'zl_ref: NULL key column in change % at %', bad.k, bad.zl_time;
     END IF;
     EXECUTE format('SELECT ROW(%s)::text AS k, zl_time FROM zl_ref_raw
                     WHERE zl_time IS NULL OR NOT isfinite(zl_time) LIMIT 1', kl)
        INTO bad;
-    IF bad IS NOT NULL THEN
+    GET DIAGNOSTICS cnt = ROW_COUNT;
+    IF cnt > 0 THEN
         RAISE EXCEPTION 'zl_ref: change for key % has NULL or infinite change time %',
             bad.k, coalesce(bad.zl_time::text, 'NULL');
     END IF;
     EXECUTE format('SELECT ROW(%s)::text AS k, zl_time, zl_op FROM zl_ref_raw
                     WHERE zl_ref.op_is_upsert(zl_op) IS NULL LIMIT 1', kl)
        INTO bad;
-    IF bad IS NOT NULL THEN
+    GET DIAGNOSTICS cnt = ROW_COUNT;
+    IF cnt > 0 THEN
         RAISE EXCEPTION 'zl_ref: change for key % at % has unknown op "%"',
             bad.k, bad.zl_time, bad.zl_op;
     END IF;
@@ -233,7 +236,8 @@ BEGIN
     EXECUTE format('SELECT ROW(%s)::text AS k, zl_time FROM zl_ref_batch
                     GROUP BY %s, zl_time, zl_seq HAVING count(*) > 1 LIMIT 1', kl, kl)
        INTO bad;
-    IF bad IS NOT NULL THEN
+    GET DIAGNOSTICS cnt = ROW_COUNT;
+    IF cnt > 0 THEN
         RAISE EXCEPTION 'zl_ref: different changes for key % at % cannot be ordered%',
             bad.k, bad.zl_time,
             CASE WHEN seq IS NULL THEN ' (no seq column)' ELSE ' (equal seq)' END;
