@@ -11,7 +11,9 @@ OBJS = \
 	src/zl_time.o \
 	src/zl_register.o \
 	src/zl_inspect.o \
-	src/zl_apply.o
+	src/zl_apply.o \
+	src/zl_prune.o \
+	src/zl_read.o
 
 DATA = $(wildcard sql/install/zipper_lake--*.sql)
 

@@ -111,6 +111,43 @@ typedef struct ZLSubGroup
 #define ZL_ROW_MASKED(sg, pos) \
 	((sg)->mask != NULL && ((sg)->mask[(pos) >> 3] & (1 << ((pos) & 7))) != 0)
 
+/* ---------- pruning bounds ---------- */
+
+/*
+ * What a read wants, as inclusive instant ranges on the period columns;
+ * "either" ORs the two conditions instead of ANDing them.
+ */
+typedef struct ZLScanBounds
+{
+	bool		either;
+	int64		from_lo;
+	int64		from_hi;
+	int64		to_lo;
+	int64		to_hi;
+} ZLScanBounds;
+
+#define ZL_UNBOUNDED_LO		PG_INT64_MIN
+#define ZL_UNBOUNDED_HI		PG_INT64_MAX
+
+typedef enum ZLPruneDecision
+{
+	ZL_SKIP,
+	ZL_CHECK,
+	ZL_ALL_MATCH
+} ZLPruneDecision;
+
+typedef struct ZLPruneStats
+{
+	int			partitions_total;
+	int			partitions_kept;
+	int			file_groups_total;
+	int			file_groups_kept;
+	int			subgroups_total;
+	int			subgroups_kept;
+	int			subgroups_unchecked;	/* kept with no per-row check */
+	int64		rows_masked;	/* masked rows stepped over while reading */
+} ZLPruneStats;
+
 /* ---------- zl_time.c ---------- */
 
 extern int64 zl_datum_to_instant(Datum value, Oid typid);
@@ -120,6 +157,9 @@ extern DateADT zl_partition_of(const ZLTableOptions *opts, int64 valid_to);
 extern int64 zl_window_of(const ZLTableOptions *opts, DateADT partition_end,
 						  int64 valid_from);
 extern ZLSpan zl_span_from_interval(const Interval *span);
+extern void zl_partition_range(const ZLTableOptions *opts, DateADT partition_end,
+							   int64 *valid_to_lo, int64 *valid_to_hi);
+extern int64 zl_timestamptz_to_instant(const ZLTableOptions *opts, TimestampTz ts);
 extern char *zl_instant_to_cstring(int64 instant, Oid typid);
 
 /* ---------- zl_metadata.c ---------- */
@@ -170,6 +210,13 @@ extern void zl_write_discard_relation(Oid relid);
 extern void zl_write_place_unplaced(Relation rel);
 extern void zl_write_register_callbacks(void);
 
+/* ---------- zl_prune.c ---------- */
+
+extern bool zl_bounds_match(const ZLScanBounds *bounds, int64 from, int64 to);
+extern void zl_prune(const ZLTableOptions *opts, const ZLScanBounds *bounds,
+					 bool prune, const ZLSubGroup *sgs, int n, uint8 *decisions,
+					 ZLPruneStats *stats);
+
 /* ---------- zl_register.c ---------- */
 
 extern Relation zl_open_zipper_table(Oid relid, LOCKMODE lockmode);
@@ -195,6 +242,9 @@ extern bool zl_scan_analyze_next_tuple(TableScanDesc scan,
 									   double *liverows, double *deadrows,
 									   TupleTableSlot *slot);
 extern Snapshot zl_metadata_snapshot(Snapshot scan_snapshot);
+extern void zl_scan_set_bounds(TableScanDesc scan, const ZLTableOptions *opts,
+							   const ZLScanBounds *bounds);
+extern const ZLPruneStats *zl_scan_stats(TableScanDesc scan);
 
 typedef void (*ZLRowCallback) (void *arg, const ZLSubGroup *sg, int32 position,
 							   HeapTuple tuple);

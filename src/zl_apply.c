@@ -1095,12 +1095,7 @@ zipper_lake_apply_snapshot(PG_FUNCTION_ARGS)
 	apply_begin(&ac, PG_GETARG_OID(0), PG_GETARG_OID(1));
 
 	/* snapshot_time arrives as timestamptz: take it in the column's terms */
-	snapshot_time = PG_GETARG_TIMESTAMPTZ(2);
-	if (ac.opts.period_type != TIMESTAMPTZOID && zl_instant_is_finite(snapshot_time))
-		snapshot_time = zl_datum_to_instant(DirectFunctionCall1(ac.opts.period_type == DATEOID ?
-																timestamptz_date : timestamptz_timestamp,
-																TimestampTzGetDatum(snapshot_time)),
-											ac.opts.period_type);
+	snapshot_time = zl_timestamptz_to_instant(&ac.opts, PG_GETARG_TIMESTAMPTZ(2));
 	ac.delete_missing = PG_GETARG_BOOL(3);
 	ac.delete_time = snapshot_time;
 	read_batch(&ac, PG_GETARG_OID(1), NULL, NULL, NULL, snapshot_time);

@@ -362,12 +362,7 @@ zl_meta_load_options(Relation rel, ZLTableOptions *opts)
 		opts->zone_is_utc = (pg_strcasecmp(opts->time_zone, "UTC") == 0);
 
 		/* open_end is stored as timestamptz; read it in the column's terms */
-		if (opts->period_type != TIMESTAMPTZOID && zl_instant_is_finite(opts->open_end))
-			opts->open_end = zl_datum_to_instant(
-												 DirectFunctionCall1(opts->period_type == DATEOID ?
-																	 timestamptz_date : timestamptz_timestamp,
-																	 TimestampTzGetDatum(opts->open_end)),
-												 opts->period_type);
+		opts->open_end = zl_timestamptz_to_instant(opts, opts->open_end);
 	}
 	meta_end(&session);
 	return found;

@@ -16,9 +16,16 @@
  * positions, so any row can be checked from its TID alone (ANALYZE's
  * block sampling, TID fetches) without reading the pages before it.
  *
+ * Bounds (zl_prune.c) skip whole sub-groups, and inside a sub-group that
+ * is not known to match entirely, rows are checked one by one.  Rows of a
+ * sub-group are sorted by valid_from, so a bounded scan starts at the
+ * first block that can hold valid_from >= from_lo (binary search over the
+ * blocks' last rows) and stops at the first row past from_hi: a point
+ * lookup by (key, valid_from) reads one or two pages per sub-group kept.
+ *
  * Parallel scans share out whole sub-groups through an atomic counter in
- * shared memory; every participant loads the same list because they all
- * use the leader's snapshot.
+ * shared memory; every participant loads the same list and takes the same
+ * pruning decisions because they all use the leader's snapshot.
  *
  *-------------------------------------------------------------------------
  */
@@ -53,6 +60,7 @@ typedef struct ZLScanDescData
 	int			nsubgroups;
 	int			next_subgroup;	/* serial scans: next index to read */
 	ZLSubGroup *current;		/* sub-group being read, or NULL */
+	ZLPruneDecision current_decision;
 	BlockNumber block;			/* block being read */
 	OffsetNumber offset;		/* next line pointer on it */
 	OffsetNumber max_offset;
@@ -62,6 +70,13 @@ typedef struct ZLScanDescData
 
 	/* ANALYZE: sub-groups sorted by first block */
 	ZLSubGroup **by_block;
+
+	/* pruning (zl_prune.c); without bounds every row is returned */
+	bool		bounded;
+	ZLScanBounds bounds;
+	ZLTableOptions opts;
+	uint8	   *decisions;		/* ZLPruneDecision per sub-group */
+	ZLPruneStats stats;
 } ZLScanDescData;
 
 typedef ZLScanDescData *ZLScanDesc;
@@ -162,10 +177,41 @@ zl_scan_rescan(TableScanDesc sscan, struct ScanKeyData *key, bool set_params,
 	scan->next_subgroup = 0;
 }
 
+/*
+ * Restrict the scan to rows within bounds.  Call before the first row and
+ * again after a rescan whose bound values changed.
+ */
+void
+zl_scan_set_bounds(TableScanDesc sscan, const ZLTableOptions *opts,
+				   const ZLScanBounds *bounds)
+{
+	ZLScanDesc	scan = (ZLScanDesc) sscan;
+	MemoryContext old = MemoryContextSwitchTo(scan->context);
+
+	scan->bounded = true;
+	scan->bounds = *bounds;
+	scan->opts = *opts;
+	if (scan->decisions == NULL)
+		scan->decisions = palloc(Max(scan->nsubgroups, 1));
+	zl_prune(opts, bounds, zipper_lake_enable_pruning, scan->subgroups,
+			 scan->nsubgroups, scan->decisions, &scan->stats);
+	MemoryContextSwitchTo(old);
+}
+
+const ZLPruneStats *
+zl_scan_stats(TableScanDesc sscan)
+{
+	return &((ZLScanDesc) sscan)->stats;
+}
+
 /* does a sub-group have anything for this scan? */
 static bool
-subgroup_has_rows(const ZLSubGroup *sg)
+subgroup_has_rows(ZLScanDesc scan, int index)
 {
+	const ZLSubGroup *sg = &scan->subgroups[index];
+
+	if (scan->bounded && scan->decisions[index] == ZL_SKIP)
+		return false;
 	return sg->blocks > 0 && sg->masked_rows < sg->row_count;
 }
 
@@ -192,9 +238,10 @@ scan_next_subgroup(ZLScanDesc scan)
 			scan->current = NULL;
 			return false;
 		}
-		if (subgroup_has_rows(&scan->subgroups[index]))
+		if (subgroup_has_rows(scan, index))
 		{
 			scan->current = &scan->subgroups[index];
+			scan->current_decision = scan->bounded ? scan->decisions[index] : ZL_ALL_MATCH;
 			scan->block = scan->current->first_block;
 			return true;
 		}
@@ -218,6 +265,59 @@ row_position(const ZLSubGroup *sg, BlockNumber block, OffsetNumber offset)
 	return (int64) (block - sg->first_block) * MaxHeapTuplesPerPage + (offset - 1);
 }
 
+static int64
+tuple_instant(ZLScanDesc scan, HeapTuple tuple, AttrNumber attnum)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(tuple, attnum, RelationGetDescr(scan->base.rs_rd), &isnull);
+
+	return isnull ? PG_INT64_MIN : zl_datum_to_instant(d, scan->opts.period_type);
+}
+
+/* valid_from of the last row of a block */
+static int64
+block_last_from(ZLScanDesc scan, BlockNumber block)
+{
+	Buffer		buffer = ReadBufferExtended(scan->base.rs_rd, MAIN_FORKNUM, block,
+											RBM_NORMAL, scan->strategy);
+	Page		page = BufferGetPage(buffer);
+	ItemId		itemid = PageGetItemId(page, PageGetMaxOffsetNumber(page));
+	HeapTupleData tuple;
+	int64		from;
+
+	tuple.t_data = (HeapTupleHeader) PageGetItem(page, itemid);
+	tuple.t_len = ItemIdGetLength(itemid);
+	from = tuple_instant(scan, &tuple, scan->opts.from_attnum);
+	ReleaseBuffer(buffer);
+	return from;
+}
+
+/*
+ * First block of the current sub-group that can hold a row with
+ * valid_from >= from_lo: binary search over the blocks' last rows.
+ */
+static BlockNumber
+scan_first_block(ZLScanDesc scan)
+{
+	const ZLSubGroup *sg = scan->current;
+	BlockNumber lo = sg->first_block;
+	BlockNumber hi = sg->first_block + sg->blocks - 1;
+
+	if (scan->current_decision != ZL_CHECK || scan->bounds.either ||
+		sg->first_start >= scan->bounds.from_lo || !sg->placed)
+		return lo;
+	while (lo < hi)
+	{
+		BlockNumber mid = lo + (hi - lo) / 2;
+
+		if (block_last_from(scan, mid) < scan->bounds.from_lo)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /*
  * Next unmasked row of the current page into the slot; false at the end
  * of the page.
@@ -238,12 +338,29 @@ scan_next_on_page(ZLScanDesc scan, TupleTableSlot *slot, double *masked)
 		{
 			if (masked)
 				(*masked) += 1;
+			scan->stats.rows_masked++;
 			continue;
 		}
 		scan->tuple.t_data = (HeapTupleHeader) PageGetItem(page, itemid);
 		scan->tuple.t_len = ItemIdGetLength(itemid);
 		scan->tuple.t_tableOid = RelationGetRelid(scan->base.rs_rd);
 		ItemPointerSet(&scan->tuple.t_self, scan->block, offset);
+		if (scan->current_decision == ZL_CHECK)
+		{
+			int64		from = tuple_instant(scan, &scan->tuple, scan->opts.from_attnum);
+
+			if (!zl_bounds_match(&scan->bounds, from,
+								 tuple_instant(scan, &scan->tuple, scan->opts.to_attnum)))
+			{
+				/* sorted by valid_from: nothing later in the sub-group qualifies */
+				if (!scan->bounds.either && from > scan->bounds.from_hi)
+				{
+					scan->offset = scan->max_offset + 1;
+					scan->block = scan->current->first_block + scan->current->blocks - 1;
+				}
+				continue;
+			}
+		}
 		ExecStoreBufferHeapTuple(&scan->tuple, slot, scan->buffer);
 		return true;
 	}
@@ -272,7 +389,7 @@ zl_scan_getnextslot(TableScanDesc sscan, ScanDirection direction, TupleTableSlot
 			scan->block + 1 < scan->current->first_block + scan->current->blocks)
 			scan_read_block(scan, scan->block + 1);
 		else if (scan_next_subgroup(scan))
-			scan_read_block(scan, scan->current->first_block);
+			scan_read_block(scan, scan_first_block(scan));
 		else
 		{
 			scan_release_buffer(scan);
@@ -397,6 +514,7 @@ zl_scan_analyze_next_block(TableScanDesc sscan, BlockNumber blockno,
 
 	/* the metapage and space of aborted writes hold no rows */
 	scan->current = subgroup_of_block(scan, blockno);
+	scan->current_decision = ZL_ALL_MATCH;
 	if (scan->current == NULL)
 	{
 		scan_release_buffer(scan);

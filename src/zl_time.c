@@ -215,3 +215,48 @@ zl_span_from_interval(const Interval *interval)
 	span.usecs = (int64) interval->day * USECS_PER_DAY + interval->time;
 	return span;
 }
+
+/*
+ * The valid_to instants a history partition can hold (inclusive), or
+ * exactly the open end for the current partition.
+ */
+void
+zl_partition_range(const ZLTableOptions *opts, DateADT partition_end,
+				   int64 *valid_to_lo, int64 *valid_to_hi)
+{
+	int			year,
+				month,
+				day;
+	int64		next;
+
+	if (partition_end == ZL_CURRENT_PARTITION)
+	{
+		*valid_to_lo = *valid_to_hi = opts->open_end;
+		return;
+	}
+	j2date(partition_end + POSTGRES_EPOCH_JDATE, &year, &month, &day);
+	if (opts->unit == ZL_UNIT_DAY)
+		next = partition_end + 1;
+	else if (opts->unit == ZL_UNIT_MONTH)
+		next = date2j(month == 12 ? year + 1 : year, month == 12 ? 1 : month + 1, 1) - POSTGRES_EPOCH_JDATE;
+	else
+		next = date2j(year + 1, 1, 1) - POSTGRES_EPOCH_JDATE;
+	*valid_to_lo = local_to_instant(opts, (int64) partition_end * USECS_PER_DAY);
+	*valid_to_hi = Min(local_to_instant(opts, next * USECS_PER_DAY) - 1, opts->open_end - 1);
+}
+
+/*
+ * A timestamptz argument (as_of's time, apply_snapshot's time) in the
+ * terms of the table's period columns: timestamp and date columns take
+ * its wall-clock value in the session's zone, as a cast would.
+ */
+int64
+zl_timestamptz_to_instant(const ZLTableOptions *opts, TimestampTz ts)
+{
+	if (opts->period_type == TIMESTAMPTZOID || !zl_instant_is_finite(ts))
+		return ts;
+	return zl_datum_to_instant(DirectFunctionCall1(opts->period_type == DATEOID ?
+												   timestamptz_date : timestamptz_timestamp,
+												   TimestampTzGetDatum(ts)),
+							   opts->period_type);
+}

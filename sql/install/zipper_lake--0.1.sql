@@ -398,3 +398,22 @@ RETURNS TABLE (changes bigint, inserted bigint, closed bigint, deleted bigint,
 AS 'MODULE_PATHNAME', 'zipper_lake_apply_snapshot'
 LANGUAGE C
 SET search_path = pg_catalog, pg_temp;
+
+-- ---------------------------------------------------------------------------
+-- Reading (see src/zl_read.c); NULL::table names the table and the row type
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION zipper_lake.as_of(tbl anyelement, at timestamptz)
+RETURNS SETOF anyelement
+AS 'MODULE_PATHNAME', 'zipper_lake_as_of'
+LANGUAGE C STABLE;
+
+CREATE FUNCTION zipper_lake.current(tbl anyelement)
+RETURNS SETOF anyelement
+AS 'MODULE_PATHNAME', 'zipper_lake_current'
+LANGUAGE C STABLE;
+
+CREATE FUNCTION zipper_lake.changes(tbl anyelement, from_time timestamptz, to_time timestamptz)
+RETURNS SETOF anyelement
+AS 'MODULE_PATHNAME', 'zipper_lake_changes'
+LANGUAGE C STABLE;

@@ -1,0 +1,140 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_prune.c
+ *	  Pruning bounds: which sub-groups a read needs, and which rows.
+ *
+ * A read is described by bounds on the two period columns, as inclusive
+ * instant ranges: valid_from in [from_lo, from_hi] AND valid_to in
+ * [to_lo, to_hi] — or, for changes(), OR instead of AND.  as_of(T) is
+ * valid_from <= T AND valid_to > T; current() is valid_to = open end.
+ *
+ * Every sub-group knows two ranges without reading a page: its rows'
+ * valid_to lie in the range of its partition (the dates of that partition
+ * in the table's zone, or exactly the open end in the current partition)
+ * and their valid_from lie in [first_start, last_start].  From these:
+ *
+ *   ZL_SKIP       no row can qualify: the sub-group is not read;
+ *   ZL_ALL_MATCH  every row qualifies: rows are returned with no period
+ *                 check at all;
+ *   ZL_CHECK      rows are checked one by one.
+ *
+ * Unplaced sub-groups (rows loaded before registration) are always
+ * checked.  With zipper_lake.enable_pruning off, every sub-group is
+ * ZL_CHECK, which gives the unpruned reference answer.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "zipper_lake.h"
+
+static bool
+ranges_overlap(int64 lo1, int64 hi1, int64 lo2, int64 hi2)
+{
+	return lo1 <= hi2 && lo2 <= hi1;
+}
+
+static bool
+range_within(int64 lo, int64 hi, int64 outer_lo, int64 outer_hi)
+{
+	return outer_lo <= lo && hi <= outer_hi;
+}
+
+bool
+zl_bounds_match(const ZLScanBounds *b, int64 from, int64 to)
+{
+	bool		from_ok = b->from_lo <= from && from <= b->from_hi;
+	bool		to_ok = b->to_lo <= to && to <= b->to_hi;
+
+	return b->either ? (from_ok || to_ok) : (from_ok && to_ok);
+}
+
+static ZLPruneDecision
+decide(const ZLTableOptions *opts, const ZLScanBounds *b, const ZLSubGroup *sg)
+{
+	int64		to_lo,
+				to_hi;
+	bool		from_any,
+				from_all,
+				to_any,
+				to_all;
+
+	if (!sg->placed)
+		return ZL_CHECK;
+
+	zl_partition_range(opts, sg->partition_end, &to_lo, &to_hi);
+	to_any = ranges_overlap(to_lo, to_hi, b->to_lo, b->to_hi);
+	to_all = range_within(to_lo, to_hi, b->to_lo, b->to_hi);
+	from_any = ranges_overlap(sg->first_start, sg->last_start, b->from_lo, b->from_hi);
+	from_all = range_within(sg->first_start, sg->last_start, b->from_lo, b->from_hi);
+
+	if (b->either)
+	{
+		if (!from_any && !to_any)
+			return ZL_SKIP;
+		return (from_all || to_all) ? ZL_ALL_MATCH : ZL_CHECK;
+	}
+	if (!from_any || !to_any)
+		return ZL_SKIP;
+	return (from_all && to_all) ? ZL_ALL_MATCH : ZL_CHECK;
+}
+
+static int
+int64_cmp(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x < y ? -1 : (x > y);
+}
+
+/* number of distinct values among the first n of an array (sorted in place) */
+static int
+count_distinct(int64 *values, int n)
+{
+	int			distinct = 0;
+
+	qsort(values, n, sizeof(int64), int64_cmp);
+	for (int i = 0; i < n; i++)
+		if (i == 0 || values[i] != values[i - 1])
+			distinct++;
+	return distinct;
+}
+
+/*
+ * Decide every sub-group of a scan and count what was kept: partitions,
+ * file groups and sub-groups, each kept when anything in it is read.
+ */
+void
+zl_prune(const ZLTableOptions *opts, const ZLScanBounds *bounds, bool prune,
+		 const ZLSubGroup *sgs, int n, uint8 *decisions, ZLPruneStats *stats)
+{
+	int64	   *partitions = palloc(sizeof(int64) * Max(n, 1) * 2);
+	int64	   *file_groups = palloc(sizeof(int64) * Max(n, 1) * 2);
+	int			nkept = 0;
+
+	memset(stats, 0, sizeof(*stats));
+	for (int i = 0; i < n; i++)
+	{
+		const ZLSubGroup *sg = &sgs[i];
+		int64		partition = sg->placed ? sg->partition_end : PG_INT64_MIN;
+
+		decisions[i] = prune ? decide(opts, bounds, sg) : ZL_CHECK;
+		partitions[i] = partition;
+		file_groups[i] = sg->file_group;
+		if (decisions[i] != ZL_SKIP)
+		{
+			partitions[n + nkept] = partition;
+			file_groups[n + nkept] = sg->file_group;
+			nkept++;
+			stats->subgroups_kept++;
+			if (decisions[i] == ZL_ALL_MATCH)
+				stats->subgroups_unchecked++;
+		}
+	}
+	stats->subgroups_total = n;
+	stats->partitions_total = count_distinct(partitions, n);
+	stats->file_groups_total = count_distinct(file_groups, n);
+	stats->partitions_kept = count_distinct(partitions + n, nkept);
+	stats->file_groups_kept = count_distinct(file_groups + n, nkept);
+	pfree(partitions);
+	pfree(file_groups);
+}
