@@ -13,7 +13,8 @@ OBJS = \
 	src/zl_inspect.o \
 	src/zl_apply.o \
 	src/zl_prune.o \
-	src/zl_read.o
+	src/zl_read.o \
+	src/zl_customscan.o
 
 DATA = $(wildcard sql/install/zipper_lake--*.sql)
 

@@ -162,6 +162,10 @@ extern void zl_partition_range(const ZLTableOptions *opts, DateADT partition_end
 extern int64 zl_timestamptz_to_instant(const ZLTableOptions *opts, TimestampTz ts);
 extern char *zl_instant_to_cstring(int64 instant, Oid typid);
 
+/* ---------- zl_customscan.c ---------- */
+
+extern void zl_customscan_init(void);
+
 /* ---------- zl_metadata.c ---------- */
 
 extern uint64 zl_meta_new_storage(Oid relid);

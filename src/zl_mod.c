@@ -6,6 +6,7 @@
  * The ExecutorStart hook refuses UPDATE, DELETE and MERGE on zipper tables
  * before any row is touched; the ExecutorFinish hook flushes the rows an
  * INSERT buffered (zl_write.c) once the statement has produced them all.
+ * The planner hook for pruned scans lives in zl_customscan.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -103,4 +104,5 @@ _PG_init(void)
 	ExecutorFinish_hook = zl_ExecutorFinish;
 
 	zl_write_register_callbacks();
+	zl_customscan_init();
 }

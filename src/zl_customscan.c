@@ -1,0 +1,501 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_customscan.c
+ *	  ZipperScan: pruning for plain SQL on zipper tables.
+ *
+ * Planner
+ * -------
+ * set_rel_pathlist_hook looks at the restriction clauses of every
+ * registered zipper table.  A clause "period_column op expression", with
+ * op one of < <= = >= > of the column type's btree family (either side;
+ * BETWEEN arrives as two such clauses) and an expression without Vars of
+ * the query level or volatile functions — a constant, a parameter of a
+ * prepared statement, now() — becomes a pruning bound.  If there is one,
+ * a ZipperScan path is added, costed as the sequential scan scaled by the
+ * selectivity of the bound clauses, so the planner prefers it exactly
+ * when pruning helps.
+ *
+ * Plan
+ * ----
+ * The bound clauses go to custom_exprs (setrefs fixes their Vars, EXPLAIN
+ * shows them) with, in custom_private, which side is the column, which
+ * column and which strategy.  They leave the filter: the scan core checks
+ * them per row, or not at all in sub-groups that match entirely.  Every
+ * other clause stays in the plan's qual.
+ *
+ * Executor
+ * --------
+ * The bounds are evaluated when the scan starts (parameters are known by
+ * then) and again on rescan, then handed to the scan core (zl_scan.c,
+ * zl_prune.c).  EXPLAIN shows the bounds and how many partitions, file
+ * groups and sub-groups were kept; EXPLAIN ANALYZE adds the masked rows
+ * stepped over.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "zipper_lake.h"
+
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "commands/defrem.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/restrictinfo.h"
+#include "parser/parsetree.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+#include "utils/snapmgr.h"
+
+#define ZIPPER_SCAN_NAME "ZipperScan"
+
+static set_rel_pathlist_hook_type prev_set_rel_pathlist = NULL;
+
+/* one recognized bound: column side, column and strategy, in custom_private */
+typedef struct BoundInfo
+{
+	int			var_arg;		/* 0 or 1: which argument is the column */
+	AttrNumber	attnum;			/* from_attnum or to_attnum */
+	int			strategy;		/* BTLessStrategyNumber ... with column on the left */
+} BoundInfo;
+
+typedef struct ZipperScanState
+{
+	CustomScanState css;
+	ZLTableOptions opts;
+	List	   *bound_args;		/* ExprState of each bound's expression side */
+	List	   *bounds_info;	/* int triples from custom_private */
+	TableScanDesc scan;
+	TupleTableSlot *table_slot; /* the table's own slot type, for the scan */
+	bool		exec_params;	/* bounds use PARAM_EXEC: unknown before running */
+} ZipperScanState;
+
+static Plan *zl_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+						  List *tlist, List *clauses, List *custom_plans);
+static Node *zl_create_state(CustomScan *cscan);
+static void zl_begin(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *zl_exec(CustomScanState *node);
+static void zl_end(CustomScanState *node);
+static void zl_rescan(CustomScanState *node);
+static void zl_explain(CustomScanState *node, List *ancestors, ExplainState *es);
+
+static const CustomPathMethods zl_path_methods = {
+	.CustomName = ZIPPER_SCAN_NAME,
+	.PlanCustomPath = zl_plan_path,
+};
+
+static const CustomScanMethods zl_scan_methods = {
+	.CustomName = ZIPPER_SCAN_NAME,
+	.CreateCustomScanState = zl_create_state,
+};
+
+static const CustomExecMethods zl_exec_methods = {
+	.CustomName = ZIPPER_SCAN_NAME,
+	.BeginCustomScan = zl_begin,
+	.ExecCustomScan = zl_exec,
+	.EndCustomScan = zl_end,
+	.ReScanCustomScan = zl_rescan,
+	.ExplainCustomScan = zl_explain,
+};
+
+/* ---------- planner ---------- */
+
+static bool
+is_pseudo_constant(Node *expr)
+{
+	return !contain_var_clause(expr) && !contain_volatile_functions(expr) &&
+		!contain_subplans(expr);
+}
+
+/*
+ * Is a clause a bound on a period column?  Fills info when it is.
+ */
+static bool
+recognize_bound(Expr *clause, Index rti, const ZLTableOptions *opts, BoundInfo *info)
+{
+	OpExpr	   *op;
+	Oid			opfamily;
+	Oid			left_type,
+				right_type;
+
+	if (!IsA(clause, OpExpr) || list_length(((OpExpr *) clause)->args) != 2)
+		return false;
+	op = (OpExpr *) clause;
+
+	for (int side = 0; side < 2; side++)
+	{
+		Node	   *var = strip_implicit_coercions(list_nth(op->args, side));
+		Node	   *other = list_nth(op->args, 1 - side);
+		Oid			opno = side == 0 ? op->opno : get_commutator(op->opno);
+		int			strategy;
+
+		if (!IsA(var, Var) || ((Var *) var)->varno != rti ||
+			((Var *) var)->varlevelsup != 0 ||
+			(((Var *) var)->varattno != opts->from_attnum &&
+			 ((Var *) var)->varattno != opts->to_attnum) ||
+			!OidIsValid(opno) || !is_pseudo_constant(other))
+			continue;
+
+		/* same-type operators of the column type's btree family only */
+		op_input_types(opno, &left_type, &right_type);
+		if (left_type != opts->period_type || right_type != opts->period_type)
+			continue;
+		opfamily = get_opclass_family(GetDefaultOpClass(opts->period_type, BTREE_AM_OID));
+		strategy = get_op_opfamily_strategy(opno, opfamily);
+		if (strategy == 0)
+			continue;
+
+		info->var_arg = side;
+		info->attnum = ((Var *) var)->varattno;
+		info->strategy = strategy;
+		return true;
+	}
+	return false;
+}
+
+static Path *
+plain_seqscan_path(RelOptInfo *rel)
+{
+	ListCell   *lc;
+
+	foreach(lc, rel->pathlist)
+	{
+		Path	   *path = lfirst(lc);
+
+		if (path->pathtype == T_SeqScan && path->parallel_workers == 0)
+			return path;
+	}
+	return NULL;
+}
+
+static void
+zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rte)
+{
+	Relation	relation;
+	ZLTableOptions opts;
+	bool		zipper;
+	bool		registered = false;
+	List	   *bound_clauses = NIL;
+	List	   *private = NIL;
+	ListCell   *lc;
+	Path	   *seqscan;
+	CustomPath *cpath;
+	Selectivity selectivity;
+
+	if (prev_set_rel_pathlist)
+		prev_set_rel_pathlist(root, rel, rti, rte);
+
+	if (!zipper_lake_enable_pruning || rte->rtekind != RTE_RELATION ||
+		rte->relkind != RELKIND_RELATION || rel->reloptkind != RELOPT_BASEREL ||
+		rel->baserestrictinfo == NIL)
+		return;
+
+	relation = table_open(rte->relid, NoLock);
+	zipper = zl_is_zipper_relation(relation);
+	if (zipper)
+		registered = zl_meta_load_options(relation, &opts);
+	table_close(relation, NoLock);
+	if (!zipper || !registered)
+		return;
+
+	foreach(lc, rel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst(lc);
+		BoundInfo	info;
+
+		if (!recognize_bound(rinfo->clause, rti, &opts, &info))
+			continue;
+		bound_clauses = lappend(bound_clauses, rinfo);
+		private = lappend(private, list_make3_int(info.var_arg, info.attnum, info.strategy));
+	}
+	seqscan = plain_seqscan_path(rel);
+	if (bound_clauses == NIL || seqscan == NULL)
+		return;
+
+	selectivity = clauselist_selectivity(root, extract_actual_clauses(bound_clauses, false),
+										 rti, JOIN_INNER, NULL);
+	cpath = makeNode(CustomPath);
+	cpath->path.pathtype = T_CustomScan;
+	cpath->path.parent = rel;
+	cpath->path.pathtarget = rel->reltarget;
+	cpath->path.param_info = NULL;
+	cpath->path.rows = rel->rows;
+	cpath->path.startup_cost = seqscan->startup_cost;
+	/* pruning reads about the selected fraction; never cost more than a seq scan */
+	cpath->path.total_cost = seqscan->startup_cost +
+		(seqscan->total_cost - seqscan->startup_cost) * Min(Max(selectivity, 0.001), 0.999);
+	cpath->flags = 0;
+	cpath->custom_private = private;
+	cpath->methods = &zl_path_methods;
+	add_path(rel, &cpath->path);
+}
+
+static Plan *
+zl_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+			 List *tlist, List *clauses, List *custom_plans)
+{
+	CustomScan *cscan = makeNode(CustomScan);
+	List	   *bounds = NIL;
+	List	   *private = NIL;
+	List	   *quals = NIL;
+	ListCell   *lc;
+	ZLTableOptions opts;
+	Relation	relation = table_open(planner_rt_fetch(rel->relid, root)->relid, NoLock);
+
+	if (!zl_meta_load_options(relation, &opts))
+		elog(ERROR, "zipper table \"%s\" lost its registration during planning",
+			 RelationGetRelationName(relation));
+	table_close(relation, NoLock);
+
+	/* bound clauses are enforced by the scan; the rest stay a filter */
+	foreach(lc, clauses)
+	{
+		RestrictInfo *rinfo = lfirst(lc);
+		BoundInfo	info;
+
+		if (!rinfo->pseudoconstant &&
+			recognize_bound(rinfo->clause, rel->relid, &opts, &info))
+		{
+			bounds = lappend(bounds, rinfo->clause);
+			private = lappend(private, list_make3_int(info.var_arg, info.attnum, info.strategy));
+		}
+		else
+			quals = lappend(quals, rinfo);
+	}
+
+	cscan->scan.plan.targetlist = tlist;
+	cscan->scan.plan.qual = extract_actual_clauses(quals, false);
+	cscan->scan.scanrelid = rel->relid;
+	cscan->flags = best_path->flags;
+	cscan->custom_exprs = bounds;
+	cscan->custom_private = private;
+	cscan->methods = &zl_scan_methods;
+	return &cscan->scan.plan;
+}
+
+/* ---------- executor ---------- */
+
+static Node *
+zl_create_state(CustomScan *cscan)
+{
+	ZipperScanState *state = (ZipperScanState *) newNode(sizeof(ZipperScanState),
+														 T_CustomScanState);
+
+	state->css.methods = &zl_exec_methods;
+	state->bounds_info = cscan->custom_private;
+	return (Node *) state;
+}
+
+static bool
+contains_exec_param(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXEC)
+		return true;
+	return expression_tree_walker(node, contains_exec_param, context);
+}
+
+static void
+zl_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	ZipperScanState *state = (ZipperScanState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	ListCell   *lc;
+	int			i = 0;
+
+	if (!zl_meta_load_options(node->ss.ss_currentRelation, &state->opts))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" is not registered",
+						RelationGetRelationName(node->ss.ss_currentRelation)),
+				 errhint("The query was planned while the table was registered; plan it again.")));
+
+	state->table_slot = ExecAllocTableSlot(&estate->es_tupleTable,
+										   RelationGetDescr(node->ss.ss_currentRelation),
+										   table_slot_callbacks(node->ss.ss_currentRelation));
+	foreach(lc, cscan->custom_exprs)
+	{
+		OpExpr	   *op = lfirst(lc);
+		List	   *info = list_nth(state->bounds_info, i++);
+		Expr	   *arg = list_nth(op->args, 1 - linitial_int(info));
+
+		state->bound_args = lappend(state->bound_args, ExecInitExpr(arg, &node->ss.ps));
+		state->exec_params |= contains_exec_param((Node *) arg, NULL);
+	}
+}
+
+static void
+narrow(int64 *lo, int64 *hi, int strategy, int64 value)
+{
+	switch (strategy)
+	{
+		case BTLessStrategyNumber:
+			if (value == PG_INT64_MIN)
+				*hi = PG_INT64_MIN, *lo = PG_INT64_MAX;
+			else
+				*hi = Min(*hi, value - 1);
+			break;
+		case BTLessEqualStrategyNumber:
+			*hi = Min(*hi, value);
+			break;
+		case BTEqualStrategyNumber:
+			*lo = Max(*lo, value);
+			*hi = Min(*hi, value);
+			break;
+		case BTGreaterEqualStrategyNumber:
+			*lo = Max(*lo, value);
+			break;
+		case BTGreaterStrategyNumber:
+			if (value == PG_INT64_MAX)
+				*hi = PG_INT64_MIN, *lo = PG_INT64_MAX;
+			else
+				*lo = Max(*lo, value + 1);
+			break;
+	}
+}
+
+/* evaluate the bound expressions into scan bounds */
+static ZLScanBounds
+evaluate_bounds(ZipperScanState *state)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	ZLScanBounds b = {false, ZL_UNBOUNDED_LO, ZL_UNBOUNDED_HI,
+	ZL_UNBOUNDED_LO, ZL_UNBOUNDED_HI};
+	ListCell   *lc1,
+			   *lc2;
+
+	forboth(lc1, state->bound_args, lc2, state->bounds_info)
+	{
+		List	   *info = lfirst(lc2);
+		bool		isnull;
+		Datum		value = ExecEvalExprSwitchContext(lfirst(lc1), econtext, &isnull);
+		bool		is_from = lsecond_int(info) == state->opts.from_attnum;
+		int64	   *lo = is_from ? &b.from_lo : &b.to_lo;
+		int64	   *hi = is_from ? &b.from_hi : &b.to_hi;
+
+		if (isnull)
+		{
+			/* a comparison with NULL is never true */
+			*lo = PG_INT64_MAX;
+			*hi = PG_INT64_MIN;
+			continue;
+		}
+		narrow(lo, hi, lthird_int(info), zl_datum_to_instant(value, state->opts.period_type));
+	}
+	ResetExprContext(econtext);
+	return b;
+}
+
+static void
+start_scan(ZipperScanState *state)
+{
+	EState	   *estate = state->css.ss.ps.state;
+	ZLScanBounds bounds = evaluate_bounds(state);
+
+	state->scan = table_beginscan(state->css.ss.ss_currentRelation,
+								  estate->es_snapshot, 0, NULL);
+	zl_scan_set_bounds(state->scan, &state->opts, &bounds);
+}
+
+static TupleTableSlot *
+zl_next(ScanState *node)
+{
+	ZipperScanState *state = (ZipperScanState *) node;
+
+	if (state->scan == NULL)
+		start_scan(state);
+	if (!table_scan_getnextslot(state->scan, ForwardScanDirection, state->table_slot))
+		return NULL;
+
+	/*
+	 * A custom scan's scan slot is virtual in PostgreSQL 15: deform the
+	 * pinned tuple into it without copying (the pin is held by table_slot
+	 * until the next row).
+	 */
+	ExecForceStoreHeapTuple(ExecFetchSlotHeapTuple(state->table_slot, false, NULL),
+							node->ss_ScanTupleSlot, false);
+	return node->ss_ScanTupleSlot;
+}
+
+static bool
+zl_recheck(ScanState *node, TupleTableSlot *slot)
+{
+	return true;
+}
+
+static TupleTableSlot *
+zl_exec(CustomScanState *node)
+{
+	return ExecScan(&node->ss, zl_next, zl_recheck);
+}
+
+static void
+zl_end(CustomScanState *node)
+{
+	ZipperScanState *state = (ZipperScanState *) node;
+
+	if (state->scan != NULL)
+		table_endscan(state->scan);
+	state->scan = NULL;
+}
+
+static void
+zl_rescan(CustomScanState *node)
+{
+	/* parameters may have changed: start over with fresh bounds */
+	zl_end(node);
+	ExecScanReScan(&node->ss);
+}
+
+static void
+zl_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	ZipperScanState *state = (ZipperScanState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	List	   *context;
+	char	   *bounds;
+	const ZLPruneStats *stats;
+
+	context = set_deparse_context_plan(es->deparse_cxt, node->ss.ps.plan, ancestors);
+	bounds = deparse_expression((Node *) make_ands_explicit(cscan->custom_exprs),
+								context, es->verbose, false);
+	ExplainPropertyText("Zipper Bounds", bounds, es);
+	if (!zipper_lake_enable_pruning)
+		ExplainPropertyText("Pruning", "off", es);
+
+	/* without ANALYZE, decide now unless the bounds depend on the run */
+	if (state->scan == NULL && !state->exec_params)
+		start_scan(state);
+	if (state->scan == NULL)
+		return;
+	stats = zl_scan_stats(state->scan);
+	ExplainPropertyText("Partitions", psprintf("%d of %d", stats->partitions_kept,
+											   stats->partitions_total), es);
+	ExplainPropertyText("File Groups", psprintf("%d of %d", stats->file_groups_kept,
+												stats->file_groups_total), es);
+	ExplainPropertyText("Sub-groups", psprintf("%d of %d, %d without row checks",
+											   stats->subgroups_kept, stats->subgroups_total,
+											   stats->subgroups_unchecked), es);
+	if (es->analyze)
+		ExplainPropertyInteger("Rows Masked", NULL, stats->rows_masked, es);
+}
+
+void
+zl_customscan_init(void)
+{
+	RegisterCustomScanMethods(&zl_scan_methods);
+	prev_set_rel_pathlist = set_rel_pathlist_hook;
+	set_rel_pathlist_hook = zl_set_rel_pathlist;
+}
