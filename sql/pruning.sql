@@ -1,6 +1,7 @@
 -- Pruned reads: as_of, current, changes and plain SQL on the period columns
 -- return exactly what an unpruned scan returns, and EXPLAIN shows the pruning.
 SET timezone = 'UTC';
+\set SHOW_CONTEXT never
 
 CREATE TABLE hist (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
   USING zipper_lake;
@@ -134,20 +135,20 @@ RESET min_parallel_table_scan_size;
 RESET max_parallel_workers_per_gather;
 
 -- timestamp and date period columns prune too
-CREATE TABLE dated (id int, v int, valid_from date NOT NULL, valid_to date NOT NULL) USING zipper_lake;
-SELECT zipper_lake.register('dated', ARRAY['id']);
-INSERT INTO dated SELECT k, d, '2026-01-01'::date + d, '2026-01-01'::date + d + 1
+CREATE TABLE days_t (id int, v int, valid_from date NOT NULL, valid_to date NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('days_t', ARRAY['id']);
+INSERT INTO days_t SELECT k, d, '2026-01-01'::date + d, '2026-01-01'::date + d + 1
   FROM generate_series(1, 5) k, generate_series(0, 9) d;
-SELECT * FROM same_rows($$SELECT * FROM zipper_lake.as_of(NULL::dated, '2026-01-05 12:00')$$);
-SELECT id, v, valid_from FROM zipper_lake.as_of(NULL::dated, '2026-01-05') ORDER BY id;
-SELECT * FROM same_rows($$SELECT * FROM dated WHERE valid_from <= '2026-01-05' AND valid_to > '2026-01-05'$$);
-EXPLAIN (COSTS OFF) SELECT * FROM dated WHERE valid_to = '2026-01-03';
-CREATE TABLE stamped (id int, v int, valid_from timestamp NOT NULL, valid_to timestamp NOT NULL) USING zipper_lake;
-SELECT zipper_lake.register('stamped', ARRAY['id']);
-INSERT INTO stamped SELECT k, d, '2026-01-01'::timestamp + d * interval '1 day', '2026-01-01'::timestamp + (d + 1) * interval '1 day'
+SELECT * FROM same_rows($$SELECT * FROM zipper_lake.as_of(NULL::days_t, '2026-01-05 12:00')$$);
+SELECT id, v, valid_from FROM zipper_lake.as_of(NULL::days_t, '2026-01-05') ORDER BY id;
+SELECT * FROM same_rows($$SELECT * FROM days_t WHERE valid_from <= '2026-01-05' AND valid_to > '2026-01-05'$$);
+EXPLAIN (COSTS OFF) SELECT * FROM days_t WHERE valid_to = '2026-01-03';
+CREATE TABLE stamps_t (id int, v int, valid_from timestamp NOT NULL, valid_to timestamp NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('stamps_t', ARRAY['id']);
+INSERT INTO stamps_t SELECT k, d, '2026-01-01'::timestamp + d * interval '1 day', '2026-01-01'::timestamp + (d + 1) * interval '1 day'
   FROM generate_series(1, 5) k, generate_series(0, 9) d;
-SELECT * FROM same_rows($$SELECT * FROM stamped WHERE valid_from <= '2026-01-05' AND valid_to > '2026-01-05'$$);
-SELECT * FROM same_rows($$SELECT * FROM zipper_lake.changes(NULL::stamped, '2026-01-03', '2026-01-04')$$);
+SELECT * FROM same_rows($$SELECT * FROM stamps_t WHERE valid_from <= '2026-01-05' AND valid_to > '2026-01-05'$$);
+SELECT * FROM same_rows($$SELECT * FROM zipper_lake.changes(NULL::stamps_t, '2026-01-03', '2026-01-04')$$);
 
 -- errors
 SELECT * FROM zipper_lake.as_of(NULL::hist_heap, now());
