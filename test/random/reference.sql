@@ -108,6 +108,7 @@ CREATE FUNCTION zl_ref.apply_changes(
 RETURNS void
 LANGUAGE plpgsql
 SET client_min_messages = warning     -- quiet DROP TABLE IF EXISTS
+SET jit = off                        -- thousands of tiny queries
 AS $fn$
 DECLARE
     tcols   text[];     -- all target columns, in attribute order
@@ -341,7 +342,9 @@ BEGIN
         END LOOP;
 
         EXECUTE 'INSERT INTO zl_ref_new SELECT * FROM zl_ref_cur';
-        EXECUTE 'DELETE FROM zl_ref_cur';
+        -- TRUNCATE, not DELETE: dead rows would pile up over all keys in this
+        -- never-vacuumed temp table and make every statement above slower
+        EXECUTE 'TRUNCATE zl_ref_cur';
     END LOOP;
 
     ---------------------------------------------------------- 4. put them back
@@ -371,6 +374,7 @@ CREATE FUNCTION zl_ref.apply_snapshot(
 RETURNS void
 LANGUAGE plpgsql
 SET client_min_messages = warning     -- quiet DROP TABLE IF EXISTS
+SET jit = off                        -- thousands of tiny queries
 AS $fn$
 DECLARE
     tcols  text[];
