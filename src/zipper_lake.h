@@ -252,6 +252,7 @@ extern const ZLPruneStats *zl_scan_stats(TableScanDesc scan);
 
 typedef void (*ZLRowCallback) (void *arg, const ZLSubGroup *sg, int32 position,
 							   HeapTuple tuple);
+extern ZLSubGroup **zl_subgroups_by_block(ZLSubGroup *sgs, int n);
 extern void zl_read_subgroup_rows(Relation rel, const ZLSubGroup *sg,
 								  bool include_masked, ZLRowCallback callback,
 								  void *arg);

@@ -20,7 +20,6 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "storage/bufmgr.h"
-#include "storage/bufpage.h"
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
@@ -61,109 +60,90 @@ report(VerifyOutput *out, const char *check, const char *fmt,...)
 	tuplestore_putvalues(out->rsinfo->setResult, out->rsinfo->setDesc, values, nulls);
 }
 
-static int
-block_cmp(const void *a, const void *b)
+/* one sub-group being checked; each problem is reported once */
+typedef struct SubGroupCheck
 {
-	const ZLSubGroup *sa = *(ZLSubGroup *const *) a;
-	const ZLSubGroup *sb = *(ZLSubGroup *const *) b;
-
-	return sa->first_block < sb->first_block ? -1 :
-		(sa->first_block > sb->first_block ? 1 : 0);
-}
-
-/* problems found in one sub-group; each is reported once */
-typedef struct SubGroupFindings
-{
+	VerifyOutput *out;
+	Relation	rel;
+	const ZLTableOptions *opts;
+	int64		rows;
+	int64		prev_from;
+	int64		min_from;
+	int64		max_from;
 	bool		bad_period;
 	bool		bad_partition;
 	bool		bad_window;
 	bool		unsorted;
-} SubGroupFindings;
+} SubGroupCheck;
+
+static void
+check_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
+{
+	SubGroupCheck *c = arg;
+	const ZLTableOptions *opts = c->opts;
+	TupleDesc	tupdesc = RelationGetDescr(c->rel);
+	BlockNumber blk = ItemPointerGetBlockNumber(&tuple->t_self);
+	OffsetNumber off = ItemPointerGetOffsetNumber(&tuple->t_self);
+	bool		isnull;
+	int64		from = zl_datum_to_instant(heap_getattr(tuple, opts->from_attnum, tupdesc, &isnull),
+										   opts->period_type);
+	int64		to = zl_datum_to_instant(heap_getattr(tuple, opts->to_attnum, tupdesc, &isnull),
+										 opts->period_type);
+
+	if (from >= to && !c->bad_period)
+	{
+		c->bad_period = true;
+		report(c->out, "empty period", "Sub-group " INT64_FORMAT " row (%u,%u) with key %s has valid_from %s not before valid_to %s.",
+			   sg->subgroup_id, blk, off, zl_describe_key(opts, tupdesc, tuple),
+			   zl_instant_to_cstring(from, opts->period_type),
+			   zl_instant_to_cstring(to, opts->period_type));
+	}
+	if (zl_partition_of(opts, to) != sg->partition_end && !c->bad_partition)
+	{
+		c->bad_partition = true;
+		report(c->out, "wrong partition", "Sub-group " INT64_FORMAT " row (%u,%u) with key %s has valid_to %s outside partition %s.",
+			   sg->subgroup_id, blk, off, zl_describe_key(opts, tupdesc, tuple),
+			   zl_instant_to_cstring(to, opts->period_type),
+			   DatumGetCString(DirectFunctionCall1(date_out, DateADTGetDatum(sg->partition_end))));
+	}
+	if (zl_window_of(opts, sg->partition_end, from) != sg->window_start && !c->bad_window)
+	{
+		c->bad_window = true;
+		report(c->out, "wrong file group", "Sub-group " INT64_FORMAT " row (%u,%u) with key %s has valid_from %s outside its window.",
+			   sg->subgroup_id, blk, off, zl_describe_key(opts, tupdesc, tuple),
+			   zl_instant_to_cstring(from, opts->period_type));
+	}
+	if (c->rows > 0 && from < c->prev_from && !c->unsorted)
+	{
+		c->unsorted = true;
+		report(c->out, "unsorted sub-group", "Sub-group " INT64_FORMAT " row (%u,%u) has valid_from %s before the previous row's.",
+			   sg->subgroup_id, blk, off, zl_instant_to_cstring(from, opts->period_type));
+	}
+	if (c->rows == 0 || from < c->min_from)
+		c->min_from = from;
+	if (c->rows == 0 || from > c->max_from)
+		c->max_from = from;
+	c->prev_from = from;
+	c->rows++;
+}
 
 static void
 verify_subgroup(VerifyOutput *out, Relation rel, const ZLTableOptions *opts,
 				const ZLSubGroup *sg)
 {
-	TupleDesc	tupdesc = RelationGetDescr(rel);
-	SubGroupFindings found = {0};
-	int64		rows = 0;
-	int64		prev_from = 0,
-				min_from = 0,
-				max_from = 0;
+	SubGroupCheck c = {out, rel, opts};
 
-	for (BlockNumber blk = sg->first_block; blk < sg->first_block + sg->blocks; blk++)
-	{
-		Buffer		buffer = ReadBuffer(rel, blk);
-		Page		page = BufferGetPage(buffer);
-		OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+	/* masked rows are still stored: check and count them all */
+	zl_read_subgroup_rows(rel, sg, true, check_row, &c);
 
-		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
-		{
-			ItemId		itemid = PageGetItemId(page, off);
-			HeapTupleData tuple;
-			bool		isnull;
-			int64		from,
-						to;
-
-			if (!ItemIdIsNormal(itemid))
-				continue;
-			tuple.t_data = (HeapTupleHeader) PageGetItem(page, itemid);
-			tuple.t_len = ItemIdGetLength(itemid);
-			ItemPointerSet(&tuple.t_self, blk, off);
-			from = zl_datum_to_instant(heap_getattr(&tuple, opts->from_attnum, tupdesc, &isnull),
-									   opts->period_type);
-			to = zl_datum_to_instant(heap_getattr(&tuple, opts->to_attnum, tupdesc, &isnull),
-									 opts->period_type);
-
-			if (from >= to && !found.bad_period)
-			{
-				found.bad_period = true;
-				report(out, "empty period", "Sub-group " INT64_FORMAT " row (%u,%u) with key %s has valid_from %s not before valid_to %s.",
-					   sg->subgroup_id, blk, off, zl_describe_key(opts, tupdesc, &tuple),
-					   zl_instant_to_cstring(from, opts->period_type),
-					   zl_instant_to_cstring(to, opts->period_type));
-			}
-			if (zl_partition_of(opts, to) != sg->partition_end && !found.bad_partition)
-			{
-				found.bad_partition = true;
-				report(out, "wrong partition", "Sub-group " INT64_FORMAT " row (%u,%u) with key %s has valid_to %s outside partition %s.",
-					   sg->subgroup_id, blk, off, zl_describe_key(opts, tupdesc, &tuple),
-					   zl_instant_to_cstring(to, opts->period_type),
-					   DatumGetCString(DirectFunctionCall1(date_out, DateADTGetDatum(sg->partition_end))));
-			}
-			if (zl_window_of(opts, sg->partition_end, from) != sg->window_start &&
-				!found.bad_window)
-			{
-				found.bad_window = true;
-				report(out, "wrong file group", "Sub-group " INT64_FORMAT " row (%u,%u) with key %s has valid_from %s outside its window.",
-					   sg->subgroup_id, blk, off, zl_describe_key(opts, tupdesc, &tuple),
-					   zl_instant_to_cstring(from, opts->period_type));
-			}
-			if (rows > 0 && from < prev_from && !found.unsorted)
-			{
-				found.unsorted = true;
-				report(out, "unsorted sub-group", "Sub-group " INT64_FORMAT " row (%u,%u) has valid_from %s before the previous row's.",
-					   sg->subgroup_id, blk, off,
-					   zl_instant_to_cstring(from, opts->period_type));
-			}
-			if (rows == 0 || from < min_from)
-				min_from = from;
-			if (rows == 0 || from > max_from)
-				max_from = from;
-			prev_from = from;
-			rows++;
-		}
-		ReleaseBuffer(buffer);
-	}
-
-	if (rows != sg->row_count)
+	if (c.rows != sg->row_count)
 		report(out, "row count mismatch", "Sub-group " INT64_FORMAT " stores " INT64_FORMAT " rows, its metadata says " INT64_FORMAT ".",
-			   sg->subgroup_id, rows, sg->row_count);
-	if (rows > 0 && (min_from != sg->first_start || max_from != sg->last_start))
+			   sg->subgroup_id, c.rows, sg->row_count);
+	if (c.rows > 0 && (c.min_from != sg->first_start || c.max_from != sg->last_start))
 		report(out, "first/last start mismatch", "Sub-group " INT64_FORMAT " rows start from %s to %s, its metadata says %s to %s.",
 			   sg->subgroup_id,
-			   zl_instant_to_cstring(min_from, opts->period_type),
-			   zl_instant_to_cstring(max_from, opts->period_type),
+			   zl_instant_to_cstring(c.min_from, opts->period_type),
+			   zl_instant_to_cstring(c.max_from, opts->period_type),
 			   zl_instant_to_cstring(sg->first_start, opts->period_type),
 			   zl_instant_to_cstring(sg->last_start, opts->period_type));
 }
@@ -195,10 +175,7 @@ zipper_lake_verify_storage(PG_FUNCTION_ARGS)
 	sgs = zl_meta_load_subgroups(zl_storage_id(rel), GetActiveSnapshot(), &nsgs);
 	nblocks = RelationGetNumberOfBlocks(rel);
 
-	by_block = palloc(sizeof(ZLSubGroup *) * Max(nsgs, 1));
-	for (int i = 0; i < nsgs; i++)
-		by_block[i] = &sgs[i];
-	qsort(by_block, nsgs, sizeof(ZLSubGroup *), block_cmp);
+	by_block = zl_subgroups_by_block(sgs, nsgs);
 	for (int i = 0; i < nsgs; i++)
 	{
 		ZLSubGroup *sg = by_block[i];

@@ -475,6 +475,18 @@ subgroup_block_cmp(const void *a, const void *b)
 		(sa->first_block > sb->first_block ? 1 : 0);
 }
 
+/* pointers to the sub-groups, in block order (palloc'd) */
+ZLSubGroup **
+zl_subgroups_by_block(ZLSubGroup *sgs, int n)
+{
+	ZLSubGroup **by_block = palloc(sizeof(ZLSubGroup *) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		by_block[i] = &sgs[i];
+	qsort(by_block, n, sizeof(ZLSubGroup *), subgroup_block_cmp);
+	return by_block;
+}
+
 /* the visible sub-group holding a block, or NULL */
 static ZLSubGroup *
 subgroup_of_block(ZLScanDesc scan, BlockNumber block)
@@ -484,12 +496,10 @@ subgroup_of_block(ZLScanDesc scan, BlockNumber block)
 
 	if (scan->by_block == NULL)
 	{
-		scan->by_block = MemoryContextAlloc(scan->context,
-											sizeof(ZLSubGroup *) * Max(scan->nsubgroups, 1));
-		for (int i = 0; i < scan->nsubgroups; i++)
-			scan->by_block[i] = &scan->subgroups[i];
-		qsort(scan->by_block, scan->nsubgroups, sizeof(ZLSubGroup *),
-			  subgroup_block_cmp);
+		MemoryContext old = MemoryContextSwitchTo(scan->context);
+
+		scan->by_block = zl_subgroups_by_block(scan->subgroups, scan->nsubgroups);
+		MemoryContextSwitchTo(old);
 	}
 	while (lo <= hi)
 	{

@@ -1,0 +1,399 @@
+#!/usr/bin/env python3
+"""
+test/bench/bench_read.py -- read queries on a deep history, zipper_lake vs plain
+PostgreSQL (a heap table and a heap table partitioned by valid_to).
+
+Three tables hold the same versions:
+
+  z_hist  USING zipper_lake, registered with key id.  Built the way a zipper
+          table is kept: an initial load, then one apply_changes() per day
+          (--zipper-load insert loads the finished history with one INSERT
+          instead, to compare storage layouts).
+  h_hist  an ordinary heap SCD2 table, loaded from z_hist in valid_from order
+          (roughly the order a daily UPDATE+INSERT job appends versions), with
+          the indexes a PostgreSQL user creates: PRIMARY KEY (id, valid_from),
+          btree (valid_to), btree (valid_from); VACUUM ANALYZE'd.
+  p_hist  the same rows in a heap table PARTITIONED BY RANGE (valid_to): one
+          partition per day, one ['infinity', MAXVALUE) partition for the open
+          versions and a DEFAULT partition; same three indexes (the first one
+          non-unique: a unique index must contain the partition key).
+
+History: --keys keys (default 200,000), --days days (default 30).  Every day
+each alive key changes with probability --change-rate (default 0.9, at a
+random time of the day), 1% of keys are deleted and 1% new keys appear;
+deleted keys come back when they change again.  Default size: ~5.6M versions.
+
+Queries (each on each table, side by side; order rotated every repetition; one
+untimed warm-up run first; median of --reps runs, client wall time):
+
+  current      WHERE valid_to = 'infinity'         | zipper_lake.current(NULL::z_hist)
+  as-of recent WHERE valid_from <= X AND valid_to > X, X = yesterday noon
+                                                   | zipper_lake.as_of(NULL::z_hist, X)
+  as-of old    same, X = noon of day 2             | zipper_lake.as_of(...)
+  changes      WHERE (valid_from >= A AND valid_from < B) OR (valid_to >= A AND valid_to < B)
+               for one day in the middle           | zipper_lake.changes(NULL::z_hist, A, B)
+  point        WHERE id = k AND valid_from = t for a known version
+
+Aggregate queries return count(*) and sum(balance); the results of all tables
+and forms must agree, else the script exits with status 1.  A query that
+errors (e.g. a helper function not installed yet) prints n/a and is skipped.
+
+Ratios: heap/zipper and partitioned/zipper; > 1 means zipper_lake is faster.
+"""
+import argparse
+import statistics
+import sys
+import time
+
+import psycopg2
+
+T0 = '2024-01-01 00:00:00+00'      # day 0; the initial load lies on the day before
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument('--keys', type=int, default=200_000, help='initial keys (default 200,000)')
+    p.add_argument('--days', type=int, default=30, help='days of changes (default 30)')
+    p.add_argument('--change-rate', type=float, default=0.9,
+                   help='probability that a key changes on a given day (default 0.9)')
+    p.add_argument('--reps', type=int, default=5, help='timed repetitions per query and table (default 5)')
+    p.add_argument('--zipper-load', choices=('apply', 'insert'), default='apply',
+                   help='build z_hist by daily apply_changes (default) or one INSERT of the history')
+    p.add_argument('--reuse', action='store_true',
+                   help='reuse z_hist/h_hist/p_hist from an earlier run with the same size parameters')
+    p.add_argument('--keep', action='store_true', help='keep the tables (implied by --reuse)')
+    p.add_argument('--explain', action='store_true', help='print EXPLAIN ANALYZE of every query once')
+    p.add_argument('--host')
+    p.add_argument('--port')
+    p.add_argument('--dbname')
+    p.add_argument('--smoke', action='store_true',
+                   help='CI size: 2,000 keys, 5 days, 1 repetition; exit 1 on any disagreement')
+    a = p.parse_args()
+    if a.smoke:
+        a.keys, a.days, a.reps = 2000, 5, 1
+    if a.days < 4:
+        p.error('--days must be at least 4')
+    return a
+
+
+def connect(a):
+    kw = {}
+    for k in ('host', 'port', 'dbname'):
+        if getattr(a, k):
+            kw[k] = getattr(a, k)
+    conn = psycopg2.connect(**kw)
+    conn.autocommit = True
+    return conn
+
+
+def q(cur, sql, args=None):
+    cur.execute(sql, args)
+    return cur.fetchall() if cur.description else None
+
+
+def day(d, hours=0):
+    """SQL literal of day d (0 = T0) plus hours."""
+    return f"(timestamptz '{T0}' + interval '{d} days {hours} hours')"
+
+
+# ---------------------------------------------------------------------------
+# build
+# ---------------------------------------------------------------------------
+
+def params_key(a):
+    return f'keys={a.keys} days={a.days} change_rate={a.change_rate} zipper_load={a.zipper_load}'
+
+
+def build(conn, a):
+    cur = conn.cursor()
+    cur.execute('CREATE EXTENSION IF NOT EXISTS zipper_lake')
+    if a.reuse:
+        cur.execute("SELECT to_regclass('bench_read_params') IS NOT NULL")
+        if cur.fetchone()[0]:
+            cur.execute('SELECT params FROM bench_read_params')
+            r = cur.fetchone()
+            if r and r[0] == params_key(a) and all(
+                    q(cur, 'SELECT to_regclass(%s) IS NOT NULL', (t,))[0][0] for t in ('z_hist', 'h_hist', 'p_hist')):
+                print(f'reusing z_hist, h_hist, p_hist ({params_key(a)})')
+                return
+    cur.execute('DROP TABLE IF EXISTS z_hist, h_hist, p_hist, bench_read_params, rchanges')
+    t_all = time.perf_counter()
+    cur.execute("""
+        CREATE TABLE z_hist (id bigint, name text, balance numeric, branch int,
+                             valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+        USING zipper_lake""")
+    cur.execute("SELECT zipper_lake.register('z_hist', key => ARRAY['id'])")
+
+    new_per_day = max(1, a.keys // 100)
+    del_rate = 0.01
+    # values depend on (key, day) only; balances carry the day so that two
+    # consecutive versions of a key never have equal values
+    init_select = f"""
+        SELECT g::bigint, 'name_' || g, round((abs(hashint8(g)) % 1000000) / 100.0, 2),
+               (abs(hashint8(g + 7)) % 100)::int,
+               {day(-1)} + (abs(hashint8(g + 13)) % 86400000) * interval '1 millisecond',
+               timestamptz 'infinity'
+          FROM generate_series(1::bigint, {int(a.keys)}) g"""
+
+    def day_changes(d):
+        """SQL producing day d's changes (d >= 0)."""
+        u = f'(abs(hashint8(g * 1000003 + {d})) % 1000000) / 1000000.0'
+        return f"""
+        SELECT g::bigint AS id,
+               'name_' || g || CASE WHEN abs(hashint8(g + {d} * 7919)) % 10 = 0 THEN '_' || {d} ELSE '' END AS name,
+               ({d} + 1) * 10000 + round((abs(hashint8(g * 31 + {d})) % 1000000) / 100.0, 2) AS balance,
+               (abs(hashint8(g + 7 + CASE WHEN abs(hashint8(g - {d})) % 20 = 0 THEN {d} ELSE 0 END)) % 100)::int AS branch,
+               {day(d)} + (abs(hashint8(g * 17 + {d})) % 86400000) * interval '1 millisecond' AS change_time,
+               CASE WHEN g > {int(a.keys)} + {d} * {new_per_day} THEN 'I'
+                    WHEN {u} < {del_rate} THEN 'D' ELSE 'U' END AS op
+          FROM generate_series(1::bigint, {int(a.keys)} + ({d} + 1) * {new_per_day}) g
+         WHERE g > {int(a.keys)} + {d} * {new_per_day} OR {u} < {del_rate + a.change_rate}"""
+
+    t = time.perf_counter()
+    if a.zipper_load == 'apply':
+        cur.execute('INSERT INTO z_hist ' + init_select)
+        for d in range(a.days):
+            cur.execute('DROP TABLE IF EXISTS rchanges')
+            cur.execute('CREATE TABLE rchanges AS ' + day_changes(d))
+            cur.execute("SELECT * FROM zipper_lake.apply_changes('z_hist', 'rchanges', 'change_time', 'op')")
+            r = cur.fetchone()
+            if d % 10 == 0 or d == a.days - 1:
+                print(f'  day {d}: {dict(zip([c[0] for c in cur.description], r))}', flush=True)
+        cur.execute('DROP TABLE rchanges')
+        z_build = time.perf_counter() - t
+    else:
+        z_build = None
+
+    # the heap copies, in valid_from order
+    t = time.perf_counter()
+    cur.execute("""
+        CREATE TABLE h_hist (id bigint NOT NULL, name text, balance numeric, branch int,
+                             valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)""")
+    if a.zipper_load == 'apply':
+        cur.execute('INSERT INTO h_hist SELECT * FROM z_hist ORDER BY valid_from')
+    else:
+        # same history, computed in SQL: the events of every key in time order
+        # (the initial load and every day's changes); an upsert's version runs
+        # to the next event; deletes only end versions
+        events = ' UNION ALL '.join(
+            [f"SELECT id, name, balance, branch, change_time, 'U' AS op FROM ({init_select}) i(id, name, balance, branch, change_time, vt)"]
+            + [f'SELECT * FROM ({day_changes(d)}) c{d}' for d in range(a.days)])
+        cur.execute(f"""
+            INSERT INTO h_hist
+            SELECT id, name, balance, branch, change_time, vt FROM (
+                SELECT e.*, coalesce(lead(change_time) OVER (PARTITION BY id ORDER BY change_time),
+                                     'infinity') AS vt
+                  FROM ({events}) e) v
+             WHERE op <> 'D'
+             ORDER BY change_time""")
+        t = time.perf_counter()
+        cur.execute('INSERT INTO z_hist SELECT * FROM h_hist ORDER BY valid_from')
+        z_build = time.perf_counter() - t
+        t = time.perf_counter()
+    cur.execute('ALTER TABLE h_hist ADD PRIMARY KEY (id, valid_from)')
+    cur.execute('CREATE INDEX ON h_hist (valid_to)')
+    cur.execute('CREATE INDEX ON h_hist (valid_from)')
+    h_build = time.perf_counter() - t
+
+    t = time.perf_counter()
+    cur.execute("""
+        CREATE TABLE p_hist (id bigint NOT NULL, name text, balance numeric, branch int,
+                             valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+        PARTITION BY RANGE (valid_to)""")
+    for d in range(-1, a.days + 1):
+        cur.execute(f"""CREATE TABLE p_hist_d{d + 1:04d} PARTITION OF p_hist
+                        FOR VALUES FROM ({day(d)}) TO ({day(d + 1)})""")
+    cur.execute("CREATE TABLE p_hist_open PARTITION OF p_hist FOR VALUES FROM ('infinity') TO (MAXVALUE)")
+    cur.execute('CREATE TABLE p_hist_default PARTITION OF p_hist DEFAULT')
+    cur.execute('INSERT INTO p_hist SELECT * FROM h_hist ORDER BY valid_from')
+    cur.execute('CREATE INDEX ON p_hist (id, valid_from)')
+    cur.execute('CREATE INDEX ON p_hist (valid_to)')
+    cur.execute('CREATE INDEX ON p_hist (valid_from)')
+    p_build = time.perf_counter() - t
+
+    t = time.perf_counter()
+    cur.execute('VACUUM ANALYZE h_hist')
+    cur.execute('VACUUM ANALYZE p_hist')
+    cur.execute('ANALYZE z_hist')
+    cur.execute('CHECKPOINT')
+    print(f'built in {time.perf_counter() - t_all:.0f}s: z_hist {z_build:.1f}s ({a.zipper_load}), '
+          f'h_hist {h_build:.1f}s (copy + indexes), p_hist {p_build:.1f}s, vacuum/analyze {time.perf_counter() - t:.1f}s')
+    cur.execute('CREATE TABLE bench_read_params (params text)')
+    cur.execute('INSERT INTO bench_read_params VALUES (%s)', (params_key(a),))
+
+
+def check_tables(conn):
+    cur = conn.cursor()
+    problems = []
+    cols = 'id, name, balance, branch, valid_from, valid_to'
+    n = {t: q(cur, f'SELECT count(*) FROM {t}')[0][0] for t in ('z_hist', 'h_hist', 'p_hist')}
+    if len(set(n.values())) != 1:
+        problems.append(f'row counts differ: {n}')
+    for x, y in (('z_hist', 'h_hist'), ('h_hist', 'z_hist')):
+        d = q(cur, f'SELECT count(*) FROM (SELECT {cols} FROM {x} EXCEPT ALL SELECT {cols} FROM {y}) e')[0][0]
+        if d:
+            problems.append(f'{d} rows of {x} are missing from {y}')
+    for r in q(cur, "SELECT check_name, detail FROM zipper_lake.verify('z_hist') LIMIT 5"):
+        problems.append(f'verify: {r[0]}: {r[1]}')
+    return n['h_hist'], problems
+
+
+# ---------------------------------------------------------------------------
+# queries
+# ---------------------------------------------------------------------------
+
+def queries(conn, a):
+    cur = conn.cursor()
+    recent = day(a.days - 2, 12)
+    old = day(2, 12)
+    ca, cb = day(a.days // 2), day(a.days // 2 + 1)
+    # a known version in the middle of some key's history
+    k, t = q(cur, f"""SELECT id, valid_from FROM h_hist WHERE id = {a.keys // 2 + 1}
+                      ORDER BY valid_from OFFSET {a.days // 2} LIMIT 1""")[0]
+    t = t.isoformat()
+    agg = 'SELECT count(*), sum(balance) FROM '
+    asof = 'WHERE valid_from <= {x} AND valid_to > {x}'
+    chg = f'WHERE (valid_from >= {ca} AND valid_from < {cb}) OR (valid_to >= {ca} AND valid_to < {cb})'
+    point = f"WHERE id = {k} AND valid_from = '{t}'"
+
+    def plain(where):
+        return {tb: f'{agg}{tb} {where}' for tb in ('h_hist', 'p_hist', 'z_hist')}
+
+    fams = []
+    fams.append(('current', plain("WHERE valid_to = 'infinity'"),
+                 [('current()', f'{agg}zipper_lake.current(NULL::z_hist)')]))
+    fams.append(('as-of yesterday noon', plain(asof.format(x=recent)),
+                 [('as_of()', f'{agg}zipper_lake.as_of(NULL::z_hist, {recent})')]))
+    fams.append(('as-of day 2 noon', plain(asof.format(x=old)),
+                 [('as_of()', f'{agg}zipper_lake.as_of(NULL::z_hist, {old})')]))
+    fams.append((f'changes of day {a.days // 2}', plain(chg),
+                 [('changes()', f'{agg}zipper_lake.changes(NULL::z_hist, {ca}, {cb})')]))
+    fams.append(('point lookup', plain(point), []))
+    return fams
+
+
+def run_one(cur, sql):
+    """(seconds, result) or (None, error text)."""
+    try:
+        t = time.perf_counter()
+        cur.execute(sql)
+        r = cur.fetchall()
+        return time.perf_counter() - t, r
+    except psycopg2.Error as e:
+        return None, (e.pgerror or str(e)).strip().split('\n')[0]
+
+
+def fmt_ms(s):
+    return 'n/a' if s is None else f'{s * 1000:.1f}'
+
+
+def fmt_ratio(x, y):
+    return 'n/a' if x is None or y is None or y == 0 else f'{x / y:.2f}'
+
+
+def main():
+    a = parse_args()
+    conn = connect(a)
+    cur = conn.cursor()
+    server = q(cur, "SELECT current_setting('server_version'), current_setting('shared_buffers'),"
+                    " current_setting('work_mem'), current_setting('random_page_cost'),"
+                    " current_setting('max_parallel_workers_per_gather')")[0]
+    print(f'bench_read: keys={a.keys} days={a.days} change_rate={a.change_rate} reps={a.reps} '
+          f'zipper_load={a.zipper_load}')
+    print(f'server {server[0]}, shared_buffers={server[1]}, work_mem={server[2]}, '
+          f'random_page_cost={server[3]}, max_parallel_workers_per_gather={server[4]}')
+    build(conn, a)
+    nrows, problems = check_tables(conn)
+    if problems:
+        print('MISMATCH after build:\n  ' + '\n  '.join(problems))
+    else:
+        print(f'z_hist, h_hist, p_hist hold the same {nrows} versions; verify clean')
+    sz = {t: q(cur, f"""SELECT CASE WHEN relkind = 'p'
+                                   THEN (SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree(oid))
+                                   ELSE pg_total_relation_size(oid) END
+                          FROM pg_class WHERE oid = '{t}'::regclass""")[0][0]
+          for t in ('z_hist', 'h_hist', 'p_hist')}
+    zmeta = q(cur, """
+        SELECT coalesce((SELECT sum(pg_column_size(s.*)) FROM zipper_lake.subgroup s
+                          WHERE storage_id = zipper_lake._storage_id('z_hist')), 0)
+             + coalesce((SELECT sum(pg_column_size(m.*)) FROM zipper_lake.mask m
+                          WHERE storage_id = zipper_lake._storage_id('z_hist')), 0),
+               (SELECT count(*) FROM zipper_lake.subgroup WHERE storage_id = zipper_lake._storage_id('z_hist')),
+               (SELECT count(*) FROM zipper_lake.mask WHERE storage_id = zipper_lake._storage_id('z_hist'))""")[0]
+    print(f'sizes (pg_total_relation_size, all partitions and indexes): h_hist {sz["h_hist"] / 2**20:.1f} MB, '
+          f'p_hist {sz["p_hist"] / 2**20:.1f} MB, z_hist {sz["z_hist"] / 2**20:.1f} MB + metadata '
+          f'~{zmeta[0] / 2**20:.1f} MB ({zmeta[1]} sub-groups, {zmeta[2]} mask rows)')
+
+    fams = queries(conn, a)
+    # forms: (family, label, table, sql)
+    results = {}   # (family, label) -> list of seconds / error
+    answers = {}
+    forms = []
+    for fam, plain, extra in fams:
+        forms.append((fam, 'heap', plain['h_hist']))
+        forms.append((fam, 'partitioned', plain['p_hist']))
+        forms.append((fam, 'zipper SQL', plain['z_hist']))
+        for label, sql in extra:
+            forms.append((fam, 'zipper ' + label, sql))
+
+    if a.explain:
+        for fam, label, sql in forms:
+            print(f'\n--- EXPLAIN ANALYZE {fam} / {label}\n{sql}')
+            try:
+                cur.execute('EXPLAIN (ANALYZE, BUFFERS) ' + sql)
+                print('\n'.join(r[0] for r in cur.fetchall()))
+            except psycopg2.Error as e:
+                print('n/a: ' + (e.pgerror or str(e)).strip().split('\n')[0])
+
+    for fam, _, _ in fams:
+        fforms = [f for f in forms if f[0] == fam]
+        errors = {}
+        for rep in range(a.reps + 1):              # rep 0: warm-up, not timed
+            order = fforms[rep % len(fforms):] + fforms[:rep % len(fforms)]
+            for f in order:
+                if f[1] in errors:
+                    continue
+                s, r = run_one(cur, f[2])
+                if s is None:
+                    errors[f[1]] = r
+                    continue
+                answers.setdefault((fam, f[1]), r)
+                if rep > 0:
+                    results.setdefault((fam, f[1]), []).append(s)
+        for label, e in errors.items():
+            results[(fam, label)] = e
+
+    # agreement
+    for fam, _, _ in fams:
+        got = {lab: ans for (f, lab), ans in answers.items() if f == fam}
+        if len({repr(v) for v in got.values()}) > 1:
+            problems.append(f'{fam}: results differ: ' + '; '.join(f'{k}={v}' for k, v in got.items()))
+
+    print(f'\n=== medians of {a.reps} runs in ms (noisy machine: trust ratios, not ms); ratio > 1: zipper_lake faster')
+    print(f'{"query":<26} {"zipper form":<19} {"heap":>9} {"partitioned":>11} {"zipper":>9} {"heap/z":>7} {"part/z":>7}  result')
+    for fam, _, extra in fams:
+        hm = results.get((fam, 'heap'))
+        pm = results.get((fam, 'partitioned'))
+        hm = statistics.median(hm) if isinstance(hm, list) else None
+        pm = statistics.median(pm) if isinstance(pm, list) else None
+        for label in ['zipper SQL'] + ['zipper ' + l for l, _ in extra]:
+            zr = results.get((fam, label))
+            zm = statistics.median(zr) if isinstance(zr, list) else None
+            ans = answers.get((fam, 'heap'), [('?',)])[0]
+            note = '' if zm is not None else f'  ({zr})'
+            print(f'{fam:<26} {label[7:]:<19} {fmt_ms(hm):>9} {fmt_ms(pm):>11} {fmt_ms(zm):>9} '
+                  f'{fmt_ratio(hm, zm):>7} {fmt_ratio(pm, zm):>7}  {ans}{note}')
+
+    if not (a.keep or a.reuse):
+        cur.execute('DROP TABLE IF EXISTS z_hist, h_hist, p_hist, bench_read_params')
+    conn.close()
+    if problems:
+        print('\nFAILED:\n  ' + '\n  '.join(problems))
+        return 1
+    print('\nok: all tables and forms agree')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
