@@ -14,7 +14,8 @@ OBJS = \
 	src/zl_apply.o \
 	src/zl_prune.o \
 	src/zl_read.o \
-	src/zl_customscan.o
+	src/zl_customscan.o \
+	src/zl_keys.o
 
 DATA = $(wildcard sql/install/zipper_lake--*.sql)
 
@@ -30,3 +31,6 @@ PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initi
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# PGXS tracks no header dependencies: every object depends on the one header
+$(OBJS): src/zipper_lake.h

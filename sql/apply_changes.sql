@@ -151,6 +151,24 @@ SELECT partition_end, dense_rank() OVER (ORDER BY file_group) AS file_group,
 SELECT id, v, to_char(valid_from, 'MM-DD HH24:MI') AS f, to_char(valid_to, 'MM-DD HH24:MI') AS t
   FROM lay ORDER BY id, valid_from;  -- an empty t is the open end
 SELECT * FROM zipper_lake.verify('lay');
+-- compaction: a current sub-group more than half masked is rewritten, so
+-- none is left that way (the fully masked first sub-group is gone)
+SELECT count(*) AS over_half_masked FROM zipper_lake.inspect('lay')
+ WHERE partition_end = 'infinity' AND masked_rows * 2 > row_count;
+CREATE TABLE comp (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('comp', ARRAY['id']);
+INSERT INTO comp SELECT g, 0, '2026-03-01', 'infinity' FROM generate_series(1, 10) g;
+CREATE TABLE comp_ch (id int, v int, change_time timestamptz);
+INSERT INTO comp_ch SELECT g, 1, '2026-03-05' FROM generate_series(1, 4) g;
+SELECT changes, closed FROM zipper_lake.apply_changes('comp', 'comp_ch');
+SELECT partition_end, to_char(window_start, 'MM-DD') AS window, row_count, masked_rows
+  FROM zipper_lake.inspect('comp') ORDER BY partition_end, window_start, sub_group;
+TRUNCATE comp_ch; INSERT INTO comp_ch SELECT g, 1, '2026-03-06' FROM generate_series(5, 6) g;
+SELECT changes, closed FROM zipper_lake.apply_changes('comp', 'comp_ch');
+SELECT partition_end, to_char(window_start, 'MM-DD') AS window, row_count, masked_rows
+  FROM zipper_lake.inspect('comp') ORDER BY partition_end, window_start, sub_group;
+SELECT count(*), count(*) FILTER (WHERE valid_to = 'infinity') AS open, sum(v) FROM comp;
+SELECT * FROM zipper_lake.verify('comp');
 
 -- a composite key with text and a time zone other than UTC
 CREATE TABLE cust (region text, cid int, tier text, since date,

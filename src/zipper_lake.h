@@ -17,6 +17,7 @@
 #include "postgres.h"
 
 #include "access/htup.h"
+#include "common/hashfn.h"
 #include "access/relscan.h"
 #include "access/sdir.h"
 #include "executor/tuptable.h"
@@ -105,6 +106,7 @@ typedef struct ZLSubGroup
 	BlockNumber first_block;
 	int32		blocks;
 	int64		masked_rows;	/* distinct positions in visible masks */
+	bytea	   *key_directory;	/* current partition only (zl_keys.c); loaded on demand */
 	uint8	   *mask;			/* bit per row position, NULL if none masked */
 } ZLSubGroup;
 
@@ -166,6 +168,41 @@ extern char *zl_instant_to_cstring(int64 instant, Oid typid);
 
 extern void zl_customscan_init(void);
 
+/* ---------- zl_keys.c ---------- */
+
+typedef struct ZLKeyHasher ZLKeyHasher;
+
+/* a set of 32-bit hashes: open addressing, linear probing */
+typedef struct ZLHashSet
+{
+	uint32		size;			/* power of two */
+	uint32	   *slots;
+	bool	   *used;
+} ZLHashSet;
+
+static inline bool
+zl_hash_set_contains(const ZLHashSet *set, uint32 hash)
+{
+	uint32		mask = set->size - 1;
+
+	for (uint32 i = murmurhash32(hash) & mask; set->used[i]; i = (i + 1) & mask)
+		if (set->slots[i] == hash)
+			return true;
+	return false;
+}
+
+extern ZLKeyHasher *zl_key_hasher_create(TupleDesc tupdesc, const ZLTableOptions *opts);
+extern uint32 zl_key_hash(const ZLKeyHasher *h, const Datum *values);
+extern bool zl_keys_equal(const ZLKeyHasher *h, const Datum *a, const Datum *b);
+extern void zl_key_extract(const ZLKeyHasher *h, HeapTuple tuple, TupleDesc tupdesc,
+						   Datum *values);
+extern bytea *zl_key_directory_build(const ZLKeyHasher *h, TupleDesc tupdesc,
+									 HeapTuple *tuples, const int32 *positions, int n);
+extern int32 *zl_key_directory_probe(const bytea *dir, const ZLHashSet *set,
+									 int *npositions);
+extern ZLHashSet *zl_hash_set_create(int capacity);
+extern void zl_hash_set_add(ZLHashSet *set, uint32 hash);
+
 /* ---------- zl_metadata.c ---------- */
 
 extern uint64 zl_meta_new_storage(Oid relid);
@@ -173,12 +210,14 @@ extern void zl_meta_forget_storage(uint64 storage_id);
 extern void zl_meta_insert_registration(Datum *values);
 extern bool zl_meta_load_options(Relation rel, ZLTableOptions *opts);
 extern ZLSubGroup *zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot,
-										  int *nsubgroups);
+										  DateADT min_partition, int *nsubgroups);
+extern void zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
+										 ZLSubGroup *sgs, int nsubgroups);
 extern void zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
 									  int64 window_start, int max_subgroups,
 									  int64 *file_group, int32 *rollover_seq);
 extern int64 zl_meta_insert_subgroup(uint64 storage_id, const ZLSubGroup *sg,
-									 int32 rollover_seq);
+									 int32 rollover_seq, const bytea *key_directory);
 extern void zl_meta_delete_subgroup(uint64 storage_id, int64 subgroup_id);
 extern void zl_meta_insert_mask(uint64 storage_id, int64 subgroup_id,
 								const int32 *ordinals, int nordinals);
@@ -191,7 +230,7 @@ extern void zl_storage_init(Relation rel, SMgrRelation srel, ForkNumber fork,
 							uint64 storage_id);
 extern uint64 zl_storage_id(Relation rel);
 extern ZLPageWriter *zl_page_writer_begin(Relation rel);
-extern void zl_page_writer_add(ZLPageWriter *writer, HeapTuple tuple);
+extern int32 zl_page_writer_add(ZLPageWriter *writer, HeapTuple tuple);
 extern void zl_page_writer_finish(ZLPageWriter *writer, BlockNumber *first_block,
 								  int32 *blocks);
 
@@ -253,6 +292,9 @@ extern const ZLPruneStats *zl_scan_stats(TableScanDesc scan);
 typedef void (*ZLRowCallback) (void *arg, const ZLSubGroup *sg, int32 position,
 							   HeapTuple tuple);
 extern ZLSubGroup **zl_subgroups_by_block(ZLSubGroup *sgs, int n);
+extern void zl_read_subgroup_positions(Relation rel, const ZLSubGroup *sg,
+									   const int32 *positions, int npositions,
+									   ZLRowCallback callback, void *arg);
 extern void zl_read_subgroup_rows(Relation rel, const ZLSubGroup *sg,
 								  bool include_masked, ZLRowCallback callback,
 								  void *arg);

@@ -84,7 +84,7 @@ typedef struct Change
 /* a version as stored: where it is, so it can be masked */
 typedef struct StoredVersion
 {
-	int			subgroup_index;
+	const ZLSubGroup *sg;
 	int32		position;
 	bool		survives;
 } StoredVersion;
@@ -131,10 +131,8 @@ typedef struct ApplyContext
 	ZLTableOptions opts;
 	const char *source_name;	/* for messages */
 
-	/* per key column: hash and equality; per value column: equality */
-	FmgrInfo   *key_hash;
-	FmgrInfo   *key_eq;
-	Oid		   *key_collation;
+	/* key hashing (zl_keys.c); per value column: equality */
+	ZLKeyHasher *hasher;
 	int			nvalue_cols;
 	AttrNumber *value_attnums;
 	FmgrInfo   *value_eq;		/* fn_oid InvalidOid: compare images */
@@ -147,12 +145,18 @@ typedef struct ApplyContext
 	int		   *buckets;		/* index into keys, -1 = empty */
 	int			nbuckets;
 
+	/* sub-groups read: the current partition's, then history's */
+	ZLSubGroup *current;
+	int			ncurrent;
+	ZLSubGroup *history;
+	int			nhistory;
+
 	/* stored versions found */
-	ZLSubGroup *subgroups;
-	int			nsubgroups;
 	StoredVersion **stored;
 	int			nstored;
 	int			maxstored;
+
+	Snapshot	snapshot;		/* latest, taken under the writer lock */
 
 	/* apply_snapshot: delete open keys missing from the batch at this time */
 	bool		delete_missing;
@@ -196,7 +200,7 @@ time_text(ApplyContext *ac, int64 instant)
 	return zl_instant_to_cstring(instant, ac->opts.period_type);
 }
 
-/* ---------- key hashing ---------- */
+/* ---------- comparisons ---------- */
 
 static void
 prepare_comparisons(ApplyContext *ac)
@@ -204,27 +208,7 @@ prepare_comparisons(ApplyContext *ac)
 	const ZLTableOptions *opts = &ac->opts;
 	int			n = 0;
 
-	ac->key_hash = palloc0(sizeof(FmgrInfo) * opts->nkeys);
-	ac->key_eq = palloc0(sizeof(FmgrInfo) * opts->nkeys);
-	ac->key_collation = palloc0(sizeof(Oid) * opts->nkeys);
-	for (int i = 0; i < opts->nkeys; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(ac->tupdesc, opts->key_attnums[i] - 1);
-		TypeCacheEntry *tc = lookup_type_cache(att->atttypid,
-											   TYPECACHE_HASH_PROC_FINFO |
-											   TYPECACHE_EQ_OPR_FINFO);
-
-		if (!OidIsValid(tc->hash_proc_finfo.fn_oid) || !OidIsValid(tc->eq_opr_finfo.fn_oid))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_FUNCTION),
-					 errmsg("key column \"%s\" of type %s cannot be hashed",
-							NameStr(att->attname), format_type_be(att->atttypid)),
-					 errhint("Key columns need a type with hash and equality support.")));
-		fmgr_info_copy(&ac->key_hash[i], &tc->hash_proc_finfo, CurrentMemoryContext);
-		fmgr_info_copy(&ac->key_eq[i], &tc->eq_opr_finfo, CurrentMemoryContext);
-		ac->key_collation[i] = att->attcollation;
-	}
-
+	ac->hasher = zl_key_hasher_create(ac->tupdesc, opts);
 	ac->value_attnums = palloc(sizeof(AttrNumber) * ac->tupdesc->natts);
 	ac->value_eq = palloc0(sizeof(FmgrInfo) * ac->tupdesc->natts);
 	ac->value_collation = palloc0(sizeof(Oid) * ac->tupdesc->natts);
@@ -245,37 +229,6 @@ prepare_comparisons(ApplyContext *ac)
 	ac->nvalue_cols = n;
 }
 
-static uint32
-hash_key(ApplyContext *ac, Datum *values)
-{
-	uint32		hash = 0;
-
-	for (int i = 0; i < ac->opts.nkeys; i++)
-	{
-		AttrNumber	attnum = ac->opts.key_attnums[i];
-		uint32		h = DatumGetUInt32(FunctionCall1Coll(&ac->key_hash[i],
-														 ac->key_collation[i],
-														 values[attnum - 1]));
-
-		hash = hash_combine(hash, h);
-	}
-	return hash;
-}
-
-static bool
-keys_equal(ApplyContext *ac, Datum *a, Datum *b)
-{
-	for (int i = 0; i < ac->opts.nkeys; i++)
-	{
-		AttrNumber	attnum = ac->opts.key_attnums[i];
-
-		if (!DatumGetBool(FunctionCall2Coll(&ac->key_eq[i], ac->key_collation[i],
-											a[attnum - 1], b[attnum - 1])))
-			return false;
-	}
-	return true;
-}
-
 static void
 key_table_insert_bucket(ApplyContext *ac, int keyindex)
 {
@@ -291,14 +244,14 @@ key_table_insert_bucket(ApplyContext *ac, int keyindex)
 static KeyState *
 key_lookup(ApplyContext *ac, Datum *values, bool *isnull, bool create)
 {
-	uint32		hash = hash_key(ac, values);
+	uint32		hash = zl_key_hash(ac->hasher, values);
 	int			mask = ac->nbuckets - 1;
 	KeyState   *ks;
 
 	for (int b = hash & mask; ac->buckets[b] >= 0; b = (b + 1) & mask)
 	{
 		ks = ac->keys[ac->buckets[b]];
-		if (ks->hash == hash && keys_equal(ac, ks->values, values))
+		if (ks->hash == hash && zl_keys_equal(ac->hasher, ks->values, values))
 			return ks;
 	}
 	if (!create)
@@ -575,7 +528,7 @@ change_cmp(const void *a, const void *b)
 	if (ca->time != cb->time)
 		return ca->time < cb->time ? -1 : 1;
 	if (ca->has_seq != cb->has_seq)
-		return ca->has_seq ? 1 : -1;
+		return ca->has_seq ? -1 : 1;	/* a NULL seq sorts last */
 	if (ca->seq != cb->seq)
 		return ca->seq < cb->seq ? -1 : 1;
 	return ca->arrival < cb->arrival ? -1 : (ca->arrival > cb->arrival);
@@ -647,19 +600,36 @@ add_version(KeyState *ks, int64 from, int64 to, Datum *values, bool *isnull,
 typedef struct CollectArg
 {
 	ApplyContext *ac;
-	int			subgroup_index;
 	bool		current;
+	Datum	   *probe;			/* row-shaped array: key slots filled per row */
 } CollectArg;
 
+/* apply_snapshot: an open key missing from the snapshot gets a delete */
+static KeyState *
+add_missing_key_delete(ApplyContext *ac, HeapTuple tuple)
+{
+	int			natts = ac->tupdesc->natts;
+	Change	   *c = palloc0(sizeof(Change));
+	KeyState   *ks;
+
+	c->values = palloc(sizeof(Datum) * natts);
+	c->isnull = palloc(sizeof(bool) * natts);
+	heap_deform_tuple(heap_copytuple(tuple), ac->tupdesc, c->values, c->isnull);
+	c->time = ac->delete_time;
+	c->op = OP_DELETE;
+	ks = key_lookup(ac, c->values, c->isnull, true);
+	add_change(ks, c);
+	ks->min_time = c->time;
+	return ks;
+}
+
+/* a stored row: keep it as a version of its key if that key needs it */
 static void
 collect_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 {
 	CollectArg *ca = arg;
 	ApplyContext *ac = ca->ac;
 	int			natts = ac->tupdesc->natts;
-	Datum		keyvals[INDEX_MAX_KEYS];
-	Datum	   *probe;
-	bool		isnull;
 	KeyState   *ks;
 	int64		from,
 				to;
@@ -667,49 +637,25 @@ collect_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 	bool	   *nulls;
 	StoredVersion *stored;
 
-	/* probe with the key columns only: a row of datums, the rest unset */
-	probe = palloc(sizeof(Datum) * natts);
-	for (int i = 0; i < ac->opts.nkeys; i++)
-	{
-		AttrNumber	attnum = ac->opts.key_attnums[i];
-
-		keyvals[i] = heap_getattr(tuple, attnum, ac->tupdesc, &isnull);
-		probe[attnum - 1] = keyvals[i];
-	}
-	ks = key_lookup(ac, probe, NULL, false);
-	to = zl_datum_to_instant(heap_getattr(tuple, ac->opts.to_attnum, ac->tupdesc, &isnull),
-							 ac->opts.period_type);
+	zl_key_extract(ac->hasher, tuple, ac->tupdesc, ca->probe);
+	ks = key_lookup(ac, ca->probe, NULL, false);
 	if (ks == NULL && ca->current && ac->delete_missing)
-	{
-		/* apply_snapshot: an open key missing from the snapshot */
-		Change	   *c = palloc0(sizeof(Change));
-		HeapTuple	copy = heap_copytuple(tuple);
-
-		c->values = palloc(sizeof(Datum) * natts);
-		c->isnull = palloc(sizeof(bool) * natts);
-		heap_deform_tuple(copy, ac->tupdesc, c->values, c->isnull);
-		c->time = ac->delete_time;
-		c->op = OP_DELETE;
-		ks = key_lookup(ac, c->values, c->isnull, true);
-		add_change(ks, c);
-		ks->min_time = c->time;
-	}
-	pfree(probe);
+		ks = add_missing_key_delete(ac, tuple);
 	if (ks == NULL || ks->nchanges == 0)
 		return;
-	if (!ca->current && (ks->has_current && ks->versions[0].from < ks->min_time))
+	if (!ca->current && ks->has_current && ks->versions[0].from < ks->min_time)
 		return;					/* history not needed for this key */
+
+	values = palloc(sizeof(Datum) * natts);
+	nulls = palloc(sizeof(bool) * natts);
+	heap_deform_tuple(heap_copytuple(tuple), ac->tupdesc, values, nulls);
+	from = zl_datum_to_instant(values[ac->opts.from_attnum - 1], ac->opts.period_type);
+	to = zl_datum_to_instant(values[ac->opts.to_attnum - 1], ac->opts.period_type);
 	if (!ca->current && to < ks->min_time)
 		return;
 
-	tuple = heap_copytuple(tuple);
-	values = palloc(sizeof(Datum) * natts);
-	nulls = palloc(sizeof(bool) * natts);
-	heap_deform_tuple(tuple, ac->tupdesc, values, nulls);
-	from = zl_datum_to_instant(values[ac->opts.from_attnum - 1], ac->opts.period_type);
-
 	stored = palloc0(sizeof(StoredVersion));
-	stored->subgroup_index = ca->subgroup_index;
+	stored->sg = sg;
 	stored->position = position;
 	grow_array((void **) &ac->stored, &ac->maxstored, ac->nstored + 1, sizeof(StoredVersion *));
 	ac->stored[ac->nstored++] = stored;
@@ -720,40 +666,70 @@ collect_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 }
 
 static int
-version_cmp(const void *a, const void *b)
+int32_cmp(const void *a, const void *b)
 {
-	const Version *va = a;
-	const Version *vb = b;
+	int32		x = *(const int32 *) a;
+	int32		y = *(const int32 *) b;
 
-	return va->from < vb->from ? -1 : (va->from > vb->from ? 1 : 0);
+	return x < y ? -1 : (x > y);
+}
+
+/*
+ * The open versions of the batch's keys.  Each current sub-group's key
+ * directory names the positions whose key hash is one of the batch's;
+ * only those rows are read.  apply_snapshot with deletes needs every open
+ * key, so it reads the whole current partition.
+ */
+static void
+find_current_versions(ApplyContext *ac, CollectArg *arg)
+{
+	ZLHashSet  *hashes = zl_hash_set_create(ac->nkeys);
+
+	for (int k = 0; k < ac->nkeys; k++)
+		zl_hash_set_add(hashes, ac->keys[k]->hash);
+	if (!ac->delete_missing)
+		zl_meta_load_key_directories(zl_storage_id(ac->rel), ac->snapshot,
+									 ac->current, ac->ncurrent);
+
+	for (int i = 0; i < ac->ncurrent; i++)
+	{
+		const ZLSubGroup *sg = &ac->current[i];
+		int32	   *positions;
+		int			npositions;
+
+		if (sg->masked_rows == sg->row_count)
+			continue;
+		if (ac->delete_missing || sg->key_directory == NULL)
+		{
+			zl_read_subgroup_rows(ac->rel, sg, false, collect_row, arg);
+			continue;
+		}
+		positions = zl_key_directory_probe(sg->key_directory, hashes, &npositions);
+		if (npositions == 0)
+			continue;
+		qsort(positions, npositions, sizeof(int32), int32_cmp);
+		zl_read_subgroup_positions(ac->rel, sg, positions, npositions, collect_row, arg);
+		pfree(positions);
+	}
 }
 
 static void
-find_stored_versions(ApplyContext *ac, Snapshot snapshot)
+find_stored_versions(ApplyContext *ac)
 {
-	CollectArg	arg = {ac, 0, true};
+	uint64		storage_id = zl_storage_id(ac->rel);
+	CollectArg	arg = {ac, true, palloc0(sizeof(Datum) * ac->tupdesc->natts)};
 	int64		history_from = PG_INT64_MAX;
-	DateADT		first_partition;
 
-	ac->subgroups = zl_meta_load_subgroups(zl_storage_id(ac->rel), snapshot,
-										   &ac->nsubgroups);
-
-	/* the current partition: every open version of a batch key */
-	for (int i = 0; i < ac->nsubgroups; i++)
-	{
-		const ZLSubGroup *sg = &ac->subgroups[i];
-
-		if (!sg->placed)
+	ac->current = zl_meta_load_subgroups(storage_id, ac->snapshot, ZL_CURRENT_PARTITION,
+										 &ac->ncurrent);
+	for (int i = 0; i < ac->ncurrent; i++)
+		if (!ac->current[i].placed)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("zipper table \"%s\" has unplaced rows",
 							RelationGetRelationName(ac->rel)),
 					 errhint("Rows loaded before registration are placed when the table is registered.")));
-		if (sg->partition_end != ZL_CURRENT_PARTITION || sg->masked_rows == sg->row_count)
-			continue;
-		arg.subgroup_index = i;
-		zl_read_subgroup_rows(ac->rel, sg, false, collect_row, &arg);
-	}
+	find_current_versions(ac, &arg);
 
 	/* keys whose changes reach back to or before their open version */
 	for (int k = 0; k < ac->nkeys; k++)
@@ -768,19 +744,26 @@ find_stored_versions(ApplyContext *ac, Snapshot snapshot)
 		return;
 
 	/* history: only partitions that can hold a valid_to >= history_from */
-	first_partition = zl_partition_of(&ac->opts, history_from);
+	ac->history = zl_meta_load_subgroups(storage_id, ac->snapshot,
+										 zl_partition_of(&ac->opts, history_from),
+										 &ac->nhistory);
 	arg.current = false;
-	for (int i = 0; i < ac->nsubgroups; i++)
+	for (int i = 0; i < ac->nhistory; i++)
 	{
-		const ZLSubGroup *sg = &ac->subgroups[i];
+		const ZLSubGroup *sg = &ac->history[i];
 
-		if (sg->partition_end == ZL_CURRENT_PARTITION ||
-			sg->partition_end < first_partition ||
-			sg->masked_rows == sg->row_count)
-			continue;
-		arg.subgroup_index = i;
-		zl_read_subgroup_rows(ac->rel, sg, false, collect_row, &arg);
+		if (sg->partition_end != ZL_CURRENT_PARTITION && sg->masked_rows < sg->row_count)
+			zl_read_subgroup_rows(ac->rel, sg, false, collect_row, &arg);
 	}
+}
+
+static int
+version_cmp(const void *a, const void *b)
+{
+	const Version *va = a;
+	const Version *vb = b;
+
+	return va->from < vb->from ? -1 : (va->from > vb->from ? 1 : 0);
 }
 
 /* ---------- replaying changes ---------- */
@@ -930,14 +913,39 @@ stored_cmp(const void *a, const void *b)
 	const StoredVersion *sa = *(StoredVersion *const *) a;
 	const StoredVersion *sb = *(StoredVersion *const *) b;
 
-	if (sa->subgroup_index != sb->subgroup_index)
-		return sa->subgroup_index < sb->subgroup_index ? -1 : 1;
+	if (sa->sg->subgroup_id != sb->sg->subgroup_id)
+		return sa->sg->subgroup_id < sb->sg->subgroup_id ? -1 : 1;
 	return sa->position < sb->position ? -1 : (sa->position > sb->position);
 }
 
-/* one mask row per sub-group that lost versions */
+/* rows of a sub-group being compacted that stay: all but the dropped ones */
+typedef struct CompactArg
+{
+	ZLWriteState *state;
+	const int32 *dropped;		/* ascending */
+	int			ndropped;
+} CompactArg;
+
 static void
-write_masks(ApplyContext *ac, uint64 storage_id)
+keep_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
+{
+	CompactArg *ca = arg;
+
+	if (bsearch(&position, ca->dropped, ca->ndropped, sizeof(int32), int32_cmp) == NULL)
+		zl_write_add(ca->state, tuple);
+}
+
+/*
+ * Retire the stored versions that did not survive.  Normally one mask row
+ * per sub-group lists them.  A current-partition sub-group that would be
+ * more than half masked is compacted instead: its remaining rows are
+ * written again (into the same window) and its metadata row is deleted,
+ * masks and all.  Readers with older snapshots keep seeing the old
+ * sub-group; the current partition stays at most about twice its live
+ * size, so the cost of a batch does not grow with history.
+ */
+static void
+write_masks(ApplyContext *ac, ZLWriteState *state, uint64 storage_id)
 {
 	int32	   *positions = palloc(sizeof(int32) * Max(ac->nstored, 1));
 	int			n = 0;
@@ -946,16 +954,24 @@ write_masks(ApplyContext *ac, uint64 storage_id)
 	for (int i = 0; i < ac->nstored; i++)
 	{
 		StoredVersion *s = ac->stored[i];
+		const ZLSubGroup *sg = s->sg;
 
 		if (!s->survives)
 			positions[n++] = s->position;
-		if (n > 0 && (i + 1 == ac->nstored ||
-					  ac->stored[i + 1]->subgroup_index != s->subgroup_index))
+		if (n == 0 || (i + 1 < ac->nstored && ac->stored[i + 1]->sg == sg))
+			continue;
+
+		if (sg->partition_end == ZL_CURRENT_PARTITION &&
+			(sg->masked_rows + n) * 2 > sg->row_count)
 		{
-			zl_meta_insert_mask(storage_id, ac->subgroups[s->subgroup_index].subgroup_id,
-								positions, n);
-			n = 0;
+			CompactArg	arg = {state, positions, n};
+
+			zl_read_subgroup_rows(ac->rel, sg, false, keep_row, &arg);
+			zl_meta_delete_subgroup(storage_id, sg->subgroup_id);
 		}
+		else
+			zl_meta_insert_mask(storage_id, sg->subgroup_id, positions, n);
+		n = 0;
 	}
 	pfree(positions);
 }
@@ -965,7 +981,6 @@ apply_batch(ApplyContext *ac)
 {
 	uint64		storage_id = zl_storage_id(ac->rel);
 	ZLWriteState *state;
-	Snapshot	snapshot;
 
 	order_changes(ac);
 
@@ -973,9 +988,9 @@ apply_batch(ApplyContext *ac)
 	zl_write_flush_relation(RelationGetRelid(ac->rel));
 	zl_write_lock_table(storage_id);
 	CommandCounterIncrement();
-	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	find_stored_versions(ac, snapshot);
-	UnregisterSnapshot(snapshot);
+	ac->snapshot = RegisterSnapshot(GetLatestSnapshot());
+	find_stored_versions(ac);
+	UnregisterSnapshot(ac->snapshot);
 
 	state = zl_write_state_get(ac->rel);
 	for (int k = 0; k < ac->nkeys; k++)
@@ -993,7 +1008,7 @@ apply_batch(ApplyContext *ac)
 				write_version(ac, state, &ks->versions[i]);
 		}
 	}
-	write_masks(ac, storage_id);
+	write_masks(ac, state, storage_id);
 	zl_write_flush_relation(RelationGetRelid(ac->rel));
 }
 

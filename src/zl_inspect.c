@@ -172,7 +172,7 @@ zipper_lake_verify_storage(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	}
 
-	sgs = zl_meta_load_subgroups(zl_storage_id(rel), GetActiveSnapshot(), &nsgs);
+	sgs = zl_meta_load_subgroups(zl_storage_id(rel), GetActiveSnapshot(), DATEVAL_NOBEGIN, &nsgs);
 	nblocks = RelationGetNumberOfBlocks(rel);
 
 	by_block = zl_subgroups_by_block(sgs, nsgs);

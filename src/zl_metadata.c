@@ -53,6 +53,7 @@ typedef enum ZLMetaQuery
 	Q_LOAD_OPTIONS,
 	Q_LOAD_SUBGROUPS,
 	Q_LOAD_MASKS,
+	Q_LOAD_KEY_DIRECTORIES,
 	Q_CURRENT_FILE_GROUP,
 	Q_NEW_ID,
 	Q_INSERT_SUBGROUP,
@@ -66,7 +67,7 @@ typedef struct ZLMetaQueryDef
 {
 	const char *sql;
 	int			nargs;
-	Oid			argtypes[10];
+	Oid			argtypes[11];
 } ZLMetaQueryDef;
 
 static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
@@ -100,11 +101,18 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	[Q_LOAD_SUBGROUPS] = {
 		"SELECT subgroup_id, file_group, partition_end, window_start,"
 		" first_start, last_start, row_count, first_block, blocks"
-		" FROM zipper_lake.subgroup WHERE storage_id = $1 ORDER BY subgroup_id",
-		1, {INT8OID}
+		" FROM zipper_lake.subgroup WHERE storage_id = $1"
+		" AND (partition_end >= $2 OR partition_end IS NULL) ORDER BY subgroup_id",
+		2, {INT8OID, DATEOID}
 	},
 	[Q_LOAD_MASKS] = {
 		"SELECT subgroup_id, ordinals FROM zipper_lake.mask WHERE storage_id = $1",
+		1, {INT8OID}
+	},
+	[Q_LOAD_KEY_DIRECTORIES] = {
+		"SELECT subgroup_id, key_directory FROM zipper_lake.subgroup"
+		" WHERE storage_id = $1 AND partition_end = 'infinity'"
+		" AND key_directory IS NOT NULL",
 		1, {INT8OID}
 	},
 	[Q_CURRENT_FILE_GROUP] = {
@@ -119,11 +127,11 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	[Q_INSERT_SUBGROUP] = {
 		"INSERT INTO zipper_lake.subgroup (storage_id, subgroup_id, file_group,"
 		" rollover_seq, partition_end, window_start, first_start, last_start,"
-		" row_count, first_block, blocks)"
-		" VALUES ($1, nextval('zipper_lake.id_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+		" row_count, first_block, blocks, key_directory)"
+		" VALUES ($1, nextval('zipper_lake.id_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
 		" RETURNING subgroup_id",
-		10, {INT8OID, INT8OID, INT4OID, DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-		TIMESTAMPTZOID, INT8OID, INT8OID, INT4OID}
+		11, {INT8OID, INT8OID, INT4OID, DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+		TIMESTAMPTZOID, INT8OID, INT8OID, INT4OID, BYTEAOID}
 	},
 	[Q_DELETE_SUBGROUP] = {
 		"DELETE FROM zipper_lake.subgroup WHERE storage_id = $1 AND subgroup_id = $2",
@@ -370,15 +378,38 @@ zl_meta_load_options(Relation rel, ZLTableOptions *opts)
 
 /* ---------- sub-groups and masks ---------- */
 
+/* sub-groups are sorted by id: binary search */
+static ZLSubGroup *
+find_subgroup(ZLSubGroup *sgs, int n, int64 subgroup_id)
+{
+	int			lo = 0,
+				hi = n - 1;
+
+	while (lo <= hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (sgs[mid].subgroup_id == subgroup_id)
+			return &sgs[mid];
+		if (sgs[mid].subgroup_id < subgroup_id)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return NULL;
+}
+
 /*
- * All sub-groups of a storage visible to the snapshot, in creation order,
- * with their masks ORed together.  Masks hold row positions (zl_scan.c).
+ * The sub-groups of a storage visible to the snapshot whose partition is
+ * min_partition or later (DATEVAL_NOBEGIN: all), and the unplaced ones, in
+ * creation order, with their masks ORed together.  Masks hold row positions (zl_scan.c).
  */
 ZLSubGroup *
-zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot, int *nsubgroups)
+zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot, DateADT min_partition,
+					   int *nsubgroups)
 {
 	ZLMetaSession session;
-	Datum		values[1] = {Int64GetDatum((int64) storage_id)};
+	Datum		values[2] = {Int64GetDatum((int64) storage_id), DateADTGetDatum(min_partition)};
 	ZLSubGroup *sgs = NULL;
 	int			n;
 
@@ -410,30 +441,12 @@ zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot, int *nsubgroups)
 	meta_exec(Q_LOAD_MASKS, values, NULL, snapshot, true);
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
-		int64		subgroup_id = result_int64(r, 1);
 		bool		isnull;
 		ArrayType  *ordinals;
 		int32	   *ords;
 		int			nords;
-		ZLSubGroup *sg = NULL;
-		int			lo = 0,
-					hi = n - 1;
+		ZLSubGroup *sg = find_subgroup(sgs, n, result_int64(r, 1));
 
-		/* sub-groups are sorted by id: binary search */
-		while (lo <= hi)
-		{
-			int			mid = (lo + hi) / 2;
-
-			if (sgs[mid].subgroup_id == subgroup_id)
-			{
-				sg = &sgs[mid];
-				break;
-			}
-			if (sgs[mid].subgroup_id < subgroup_id)
-				lo = mid + 1;
-			else
-				hi = mid - 1;
-		}
 		if (sg == NULL)
 			continue;			/* mask of a sub-group this snapshot lacks */
 
@@ -452,7 +465,7 @@ zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot, int *nsubgroups)
 				ereport(ERROR,
 						(errcode(ERRCODE_DATA_CORRUPTED),
 						 errmsg("mask of sub-group " INT64_FORMAT " names position %d outside its %d blocks",
-								subgroup_id, ord, sg->blocks)));
+								sg->subgroup_id, ord, sg->blocks)));
 			if (!ZL_ROW_MASKED(sg, ord))
 			{
 				sg->mask[ord >> 3] |= (1 << (ord & 7));
@@ -464,6 +477,33 @@ zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot, int *nsubgroups)
 
 	*nsubgroups = n;
 	return sgs;
+}
+
+/* the key directories of the current partition's sub-groups (zl_keys.c) */
+void
+zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
+							 ZLSubGroup *sgs, int nsubgroups)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {Int64GetDatum((int64) storage_id)};
+
+	meta_begin(&session);
+	meta_exec(Q_LOAD_KEY_DIRECTORIES, values, NULL, snapshot, true);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		ZLSubGroup *sg = find_subgroup(sgs, nsubgroups, result_int64(r, 1));
+		bool		isnull;
+		Datum		dir;
+		MemoryContext old;
+
+		if (sg == NULL)
+			continue;
+		dir = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 2, &isnull);
+		old = MemoryContextSwitchTo(session.caller_context);
+		sg->key_directory = DatumGetByteaPCopy(dir);
+		MemoryContextSwitchTo(old);
+	}
+	meta_end(&session);
 }
 
 /*
@@ -508,11 +548,12 @@ zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
 }
 
 int64
-zl_meta_insert_subgroup(uint64 storage_id, const ZLSubGroup *sg, int32 rollover_seq)
+zl_meta_insert_subgroup(uint64 storage_id, const ZLSubGroup *sg, int32 rollover_seq,
+						const bytea *key_directory)
 {
 	ZLMetaSession session;
-	Datum		values[10];
-	char		nulls[10];
+	Datum		values[11];
+	char		nulls[11];
 	int64		subgroup_id;
 
 	memset(nulls, ' ', sizeof(nulls));
@@ -526,6 +567,9 @@ zl_meta_insert_subgroup(uint64 storage_id, const ZLSubGroup *sg, int32 rollover_
 	values[7] = Int64GetDatum(sg->row_count);
 	values[8] = Int64GetDatum((int64) sg->first_block);
 	values[9] = Int32GetDatum(sg->blocks);
+	values[10] = PointerGetDatum(key_directory);
+	if (key_directory == NULL)
+		nulls[10] = 'n';
 	if (!sg->placed)
 		nulls[3] = nulls[4] = nulls[5] = nulls[6] = 'n';
 

@@ -100,7 +100,7 @@ scan_load_subgroups(ZLScanDesc scan)
 	MemoryContext old = MemoryContextSwitchTo(scan->context);
 
 	scan->subgroups = zl_meta_load_subgroups(zl_storage_id(rel),
-											 scan->metadata_snapshot,
+											 scan->metadata_snapshot, DATEVAL_NOBEGIN,
 											 &scan->nsubgroups);
 	MemoryContextSwitchTo(old);
 }
@@ -434,6 +434,58 @@ zl_read_subgroup_rows(Relation rel, const ZLSubGroup *sg, bool include_masked,
 		}
 		ReleaseBuffer(buffer);
 	}
+}
+
+/*
+ * Call back for the rows at the given positions (ascending) of a
+ * sub-group, skipping masked ones; each page is read once.
+ */
+void
+zl_read_subgroup_positions(Relation rel, const ZLSubGroup *sg,
+						   const int32 *positions, int npositions,
+						   ZLRowCallback callback, void *arg)
+{
+	Buffer		buffer = InvalidBuffer;
+	BlockNumber current = InvalidBlockNumber;
+
+	for (int i = 0; i < npositions; i++)
+	{
+		int32		position = positions[i];
+		BlockNumber block = sg->first_block + position / MaxHeapTuplesPerPage;
+		OffsetNumber offset = (OffsetNumber) (position % MaxHeapTuplesPerPage) + 1;
+		Page		page;
+		ItemId		itemid;
+		HeapTupleData tuple;
+
+		if (ZL_ROW_MASKED(sg, position))
+			continue;
+		if (block >= sg->first_block + sg->blocks)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("key directory of sub-group " INT64_FORMAT " names position %d outside its blocks",
+							sg->subgroup_id, position)));
+		if (block != current)
+		{
+			if (BufferIsValid(buffer))
+				ReleaseBuffer(buffer);
+			buffer = ReadBuffer(rel, block);
+			current = block;
+		}
+		page = BufferGetPage(buffer);
+		if (offset > PageGetMaxOffsetNumber(page) ||
+			!ItemIdIsNormal(itemid = PageGetItemId(page, offset)))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("key directory of sub-group " INT64_FORMAT " names a missing row at position %d",
+							sg->subgroup_id, position)));
+		tuple.t_data = (HeapTupleHeader) PageGetItem(page, itemid);
+		tuple.t_len = ItemIdGetLength(itemid);
+		tuple.t_tableOid = RelationGetRelid(rel);
+		ItemPointerSet(&tuple.t_self, block, offset);
+		callback(arg, sg, position, &tuple);
+	}
+	if (BufferIsValid(buffer))
+		ReleaseBuffer(buffer);
 }
 
 /* ---------- parallel scans ---------- */

@@ -174,7 +174,8 @@ page_writer_flush_page(ZLPageWriter *writer)
 	PageInit((Page) writer->page.data, BLCKSZ, 0);
 }
 
-void
+/* add a row; returns its position in the run (see zl_scan.c) */
+int32
 zl_page_writer_add(ZLPageWriter *writer, HeapTuple tuple)
 {
 	Page		page = (Page) writer->page.data;
@@ -205,6 +206,8 @@ zl_page_writer_add(ZLPageWriter *writer, HeapTuple tuple)
 	HeapTupleHeaderSetCmin(stored, FirstCommandId);
 	ItemPointerSet(&stored->t_ctid, writer->next_block, offnum);
 	writer->page_has_rows = true;
+	return (int32) ((writer->next_block - writer->first_block) * MaxHeapTuplesPerPage +
+					(offnum - 1));
 }
 
 void

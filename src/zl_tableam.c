@@ -376,7 +376,7 @@ zl_relation_vacuum(Relation rel, struct VacuumParams *params,
 	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 	Snapshot	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 
-	sgs = zl_meta_load_subgroups(zl_storage_id(rel), snapshot, &nsgs);
+	sgs = zl_meta_load_subgroups(zl_storage_id(rel), snapshot, DATEVAL_NOBEGIN, &nsgs);
 	UnregisterSnapshot(snapshot);
 	for (int i = 0; i < nsgs; i++)
 	{

@@ -84,6 +84,7 @@ struct ZLWriteState
 	SubTransactionId subxid;
 	bool		registered;
 	ZLTableOptions opts;
+	ZLKeyHasher *hasher;		/* for key directories, once registered */
 	TupleDesc	tupdesc;
 	MemoryContext context;		/* the state itself and its options */
 	MemoryContext rows_context; /* runs and pending rows; reset by a flush */
@@ -121,6 +122,15 @@ create_runs(ZLWriteState *state)
 	state->nrows = 0;
 }
 
+/* the table's options and key hasher, if it is registered yet */
+static void
+load_registration(ZLWriteState *state, Relation rel)
+{
+	state->registered = zl_meta_load_options(rel, &state->opts);
+	if (state->registered)
+		state->hasher = zl_key_hasher_create(state->tupdesc, &state->opts);
+}
+
 ZLWriteState *
 zl_write_state_get(Relation rel)
 {
@@ -140,7 +150,7 @@ zl_write_state_get(Relation rel)
 			if (!state->registered)
 			{
 				old = MemoryContextSwitchTo(state->context);
-				state->registered = zl_meta_load_options(rel, &state->opts);
+				load_registration(state, rel);
 				MemoryContextSwitchTo(old);
 			}
 			return state;
@@ -161,8 +171,8 @@ zl_write_state_get(Relation rel)
 												"zipper_lake pending rows",
 												ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(state->context);
-	state->registered = zl_meta_load_options(rel, &state->opts);
 	state->tupdesc = CreateTupleDescCopy(RelationGetDescr(rel));
+	load_registration(state, rel);
 	create_runs(state);
 	MemoryContextSwitchTo(TopTransactionContext);
 	write_states = lappend(write_states, state);
@@ -358,6 +368,9 @@ write_subgroup(Relation rel, ZLWriteState *state, const ZLRunKey *key,
 	ZLSubGroup	sg;
 	int32		rollover_seq = 0;
 	ZLPageWriter *writer;
+	bool		current = key->placed && key->partition_end == ZL_CURRENT_PARTITION;
+	int32	   *positions = current ? palloc(sizeof(int32) * n) : NULL;
+	bytea	   *directory = NULL;
 
 	memset(&sg, 0, sizeof(sg));
 	sg.placed = key->placed;
@@ -378,10 +391,29 @@ write_subgroup(Relation rel, ZLWriteState *state, const ZLRunKey *key,
 
 	writer = zl_page_writer_begin(rel);
 	for (int i = 0; i < n; i++)
-		zl_page_writer_add(writer, rows[i].tuple);
+	{
+		int32		position = zl_page_writer_add(writer, rows[i].tuple);
+
+		if (current)
+			positions[i] = position;
+	}
 	zl_page_writer_finish(writer, &sg.first_block, &sg.blocks);
 
-	(void) zl_meta_insert_subgroup(state->storage_id, &sg, rollover_seq);
+	/* open versions get a key directory, for apply_changes (zl_keys.c) */
+	if (current)
+	{
+		HeapTuple  *tuples = palloc(sizeof(HeapTuple) * n);
+
+		for (int i = 0; i < n; i++)
+			tuples[i] = rows[i].tuple;
+		directory = zl_key_directory_build(state->hasher, state->tupdesc,
+										   tuples, positions, n);
+		pfree(tuples);
+		pfree(positions);
+	}
+	(void) zl_meta_insert_subgroup(state->storage_id, &sg, rollover_seq, directory);
+	if (directory)
+		pfree(directory);
 }
 
 static int
@@ -532,7 +564,7 @@ zl_write_place_unplaced(Relation rel)
 
 	CommandCounterIncrement();
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	sgs = zl_meta_load_subgroups(state->storage_id, snapshot, &nsgs);
+	sgs = zl_meta_load_subgroups(state->storage_id, snapshot, DATEVAL_NOBEGIN, &nsgs);
 	if (nsgs == 0)
 	{
 		UnregisterSnapshot(snapshot);

@@ -56,8 +56,11 @@ CREATE TABLE zipper_lake.subgroup (
     row_count       bigint NOT NULL,
     first_block     bigint NOT NULL,
     blocks          int NOT NULL,
+    key_directory   bytea,          -- current partition: sorted (key hash, position) pairs
     PRIMARY KEY (storage_id, subgroup_id)
 );
+-- random hashes do not compress: store out of line without trying
+ALTER TABLE zipper_lake.subgroup ALTER COLUMN key_directory SET STORAGE EXTERNAL;
 CREATE INDEX subgroup_pruning_idx
     ON zipper_lake.subgroup (storage_id, partition_end, first_start);
 CREATE INDEX subgroup_window_idx

@@ -1,0 +1,200 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_keys.c
+ *	  Key hashing and the key directory of current-partition sub-groups.
+ *
+ * apply_changes must find the open version of every key of a batch.
+ * Scanning the whole current partition for them costs as much as the
+ * partition is big, batch after batch.  So every sub-group written to the
+ * current partition also stores, in its metadata row, a key directory: the
+ * (key hash, row position) pairs of its rows sorted by hash — 8 bytes a
+ * row, immutable like the sub-group.  apply_changes reads the directories,
+ * keeps the positions whose hash is one of the batch's, and fetches just
+ * those rows (zl_scan.c), comparing the real key to weed out collisions.
+ *
+ * Hashes use the key columns' default hash functions and collations,
+ * combined in key order, so writer and reader agree.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "zipper_lake.h"
+
+#include "access/htup_details.h"
+#include "common/hashfn.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/typcache.h"
+
+struct ZLKeyHasher
+{
+	int			nkeys;
+	AttrNumber	attnums[INDEX_MAX_KEYS];
+	FmgrInfo	hash[INDEX_MAX_KEYS];
+	FmgrInfo	eq[INDEX_MAX_KEYS];
+	Oid			collation[INDEX_MAX_KEYS];
+};
+
+typedef struct ZLKeyDirEntry
+{
+	uint32		hash;
+	int32		position;
+} ZLKeyDirEntry;
+
+ZLKeyHasher *
+zl_key_hasher_create(TupleDesc tupdesc, const ZLTableOptions *opts)
+{
+	ZLKeyHasher *h = palloc0(sizeof(ZLKeyHasher));
+
+	h->nkeys = opts->nkeys;
+	for (int i = 0; i < opts->nkeys; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, opts->key_attnums[i] - 1);
+		TypeCacheEntry *tc = lookup_type_cache(att->atttypid,
+											   TYPECACHE_HASH_PROC_FINFO |
+											   TYPECACHE_EQ_OPR_FINFO);
+
+		if (!OidIsValid(tc->hash_proc_finfo.fn_oid) || !OidIsValid(tc->eq_opr_finfo.fn_oid))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("key column \"%s\" of type %s cannot be hashed",
+							NameStr(att->attname), format_type_be(att->atttypid)),
+					 errhint("Key columns need a type with hash and equality support.")));
+		h->attnums[i] = att->attnum;
+		fmgr_info_copy(&h->hash[i], &tc->hash_proc_finfo, CurrentMemoryContext);
+		fmgr_info_copy(&h->eq[i], &tc->eq_opr_finfo, CurrentMemoryContext);
+		h->collation[i] = att->attcollation;
+	}
+	return h;
+}
+
+/* hash of the key in a row-shaped array of datums (key slots only are read) */
+uint32
+zl_key_hash(const ZLKeyHasher *h, const Datum *values)
+{
+	uint32		hash = 0;
+
+	for (int i = 0; i < h->nkeys; i++)
+		hash = hash_combine(hash,
+							DatumGetUInt32(FunctionCall1Coll((FmgrInfo *) &h->hash[i],
+															 h->collation[i],
+															 values[h->attnums[i] - 1])));
+	return hash;
+}
+
+bool
+zl_keys_equal(const ZLKeyHasher *h, const Datum *a, const Datum *b)
+{
+	for (int i = 0; i < h->nkeys; i++)
+	{
+		AttrNumber	attnum = h->attnums[i];
+
+		if (!DatumGetBool(FunctionCall2Coll((FmgrInfo *) &h->eq[i], h->collation[i],
+											a[attnum - 1], b[attnum - 1])))
+			return false;
+	}
+	return true;
+}
+
+/* the key of a stored tuple into the key slots of a row-shaped array */
+void
+zl_key_extract(const ZLKeyHasher *h, HeapTuple tuple, TupleDesc tupdesc, Datum *values)
+{
+	bool		isnull;
+
+	for (int i = 0; i < h->nkeys; i++)
+		values[h->attnums[i] - 1] = heap_getattr(tuple, h->attnums[i], tupdesc, &isnull);
+}
+
+static int
+dir_entry_cmp(const void *a, const void *b)
+{
+	const ZLKeyDirEntry *x = a;
+	const ZLKeyDirEntry *y = b;
+
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	return x->position < y->position ? -1 : (x->position > y->position);
+}
+
+/* the directory of n rows, given their tuples and row positions */
+bytea *
+zl_key_directory_build(const ZLKeyHasher *h, TupleDesc tupdesc,
+					   HeapTuple *tuples, const int32 *positions, int n)
+{
+	bytea	   *dir = palloc(VARHDRSZ + sizeof(ZLKeyDirEntry) * n);
+	ZLKeyDirEntry *entries = (ZLKeyDirEntry *) VARDATA(dir);
+	Datum	   *values = palloc0(sizeof(Datum) * tupdesc->natts);
+
+	SET_VARSIZE(dir, VARHDRSZ + sizeof(ZLKeyDirEntry) * n);
+	for (int i = 0; i < n; i++)
+	{
+		zl_key_extract(h, tuples[i], tupdesc, values);
+		entries[i].hash = zl_key_hash(h, values);
+		entries[i].position = positions[i];
+	}
+	qsort(entries, n, sizeof(ZLKeyDirEntry), dir_entry_cmp);
+	pfree(values);
+	return dir;
+}
+
+/*
+ * Positions in a directory whose hash is in the set (an open-addressing
+ * table of nonzero-marked hashes, size a power of two), ascending.
+ */
+int32 *
+zl_key_directory_probe(const bytea *dir, const ZLHashSet *set, int *npositions)
+{
+	const ZLKeyDirEntry *entries = (const ZLKeyDirEntry *) VARDATA_ANY(dir);
+	int			n = (VARSIZE_ANY_EXHDR(dir)) / sizeof(ZLKeyDirEntry);
+	int32	   *found = NULL;
+	int			nfound = 0,
+				maxfound = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		if (!zl_hash_set_contains(set, entries[i].hash))
+			continue;
+		if (nfound == maxfound)
+		{
+			maxfound = Max(16, maxfound * 2);
+			found = found ? repalloc(found, sizeof(int32) * maxfound)
+				: palloc(sizeof(int32) * maxfound);
+		}
+		found[nfound++] = entries[i].position;
+	}
+	*npositions = nfound;
+	return found;
+}
+
+/* ---------- a set of 32-bit hashes ---------- */
+
+ZLHashSet *
+zl_hash_set_create(int capacity)
+{
+	ZLHashSet  *set = palloc0(sizeof(ZLHashSet));
+
+	set->size = 64;
+	while (set->size < capacity * 2)
+		set->size *= 2;
+	set->slots = palloc0(sizeof(uint32) * set->size);
+	set->used = palloc0(sizeof(bool) * set->size);
+	return set;
+}
+
+void
+zl_hash_set_add(ZLHashSet *set, uint32 hash)
+{
+	uint32		mask = set->size - 1;
+
+	for (uint32 i = murmurhash32(hash) & mask;; i = (i + 1) & mask)
+	{
+		if (!set->used[i])
+		{
+			set->used[i] = true;
+			set->slots[i] = hash;
+			return;
+		}
+		if (set->slots[i] == hash)
+			return;
+	}
+}
