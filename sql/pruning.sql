@@ -129,6 +129,11 @@ SET max_parallel_workers_per_gather = 2;
 EXPLAIN (COSTS OFF) SELECT count(*), sum(v) FROM hist WHERE v >= 0;
 SELECT count(*), sum(v) FROM hist WHERE v >= 0;
 SELECT count(*), sum(v) FROM hist_heap;
+-- and so does a parallel ZipperScan, each participant pruning alike
+EXPLAIN (COSTS OFF) SELECT count(*), sum(v) FROM hist WHERE valid_from <= '2026-03-20' AND valid_to > '2026-03-20';
+SELECT count(*), sum(v) FROM hist WHERE valid_from <= '2026-03-20' AND valid_to > '2026-03-20';
+SELECT count(*), sum(v) FROM hist_heap WHERE valid_from <= '2026-03-20' AND valid_to > '2026-03-20';
+SELECT * FROM same_rows($$SELECT * FROM hist WHERE valid_to >= '2026-03-10'$$);
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;

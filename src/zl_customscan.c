@@ -23,6 +23,10 @@
  * them per row, or not at all in sub-groups that match entirely.  Every
  * other clause stays in the plan's qual.
  *
+ * Parallel ZipperScans use the table access method's parallel scan: every
+ * participant evaluates the same bounds over the same snapshot, so all
+ * take the same pruning decisions, and they share out the sub-groups.
+ *
  * Executor
  * --------
  * The bounds are evaluated when the scan starts (parameters are known by
@@ -77,6 +81,7 @@ typedef struct ZipperScanState
 	List	   *bound_args;		/* ExprState of each bound's expression side */
 	List	   *bounds_info;	/* int triples from custom_private */
 	TableScanDesc scan;
+	ParallelTableScanDesc pscan;	/* shared scan state when parallel */
 	TupleTableSlot *table_slot; /* the table's own slot type, for the scan */
 	bool		exec_params;	/* bounds use PARAM_EXEC: unknown before running */
 } ZipperScanState;
@@ -89,6 +94,10 @@ static TupleTableSlot *zl_exec(CustomScanState *node);
 static void zl_end(CustomScanState *node);
 static void zl_rescan(CustomScanState *node);
 static void zl_explain(CustomScanState *node, List *ancestors, ExplainState *es);
+static Size zl_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);
+static void zl_initialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate);
+static void zl_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate);
+static void zl_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinate);
 
 static const CustomPathMethods zl_path_methods = {
 	.CustomName = ZIPPER_SCAN_NAME,
@@ -107,6 +116,10 @@ static const CustomExecMethods zl_exec_methods = {
 	.EndCustomScan = zl_end,
 	.ReScanCustomScan = zl_rescan,
 	.ExplainCustomScan = zl_explain,
+	.EstimateDSMCustomScan = zl_estimate_dsm,
+	.InitializeDSMCustomScan = zl_initialize_dsm,
+	.ReInitializeDSMCustomScan = zl_reinitialize_dsm,
+	.InitializeWorkerCustomScan = zl_initialize_worker,
 };
 
 /* ---------- planner ---------- */
@@ -179,6 +192,37 @@ plain_seqscan_path(RelOptInfo *rel)
 	return NULL;
 }
 
+/*
+ * A ZipperScan path: the sequential scan's cost scaled by the selectivity
+ * of the bound clauses (pruning reads about that fraction; never more than
+ * a sequential scan), split among the participants of a parallel scan.
+ */
+static Path *
+make_zipper_path(RelOptInfo *rel, Path *seqscan, Selectivity selectivity,
+				 List *private, int workers)
+{
+	CustomPath *cpath = makeNode(CustomPath);
+	double		participants = workers + (parallel_leader_participation ? 1 : 0);
+	Cost		run_cost = (seqscan->total_cost - seqscan->startup_cost) *
+		Min(Max(selectivity, 0.001), 0.999);
+
+	cpath->path.pathtype = T_CustomScan;
+	cpath->path.parent = rel;
+	cpath->path.pathtarget = rel->reltarget;
+	cpath->path.param_info = NULL;
+	cpath->path.parallel_aware = workers > 0;
+	cpath->path.parallel_safe = rel->consider_parallel;
+	cpath->path.parallel_workers = workers;
+	cpath->path.rows = workers > 0 ? clamp_row_est(rel->rows / participants) : rel->rows;
+	cpath->path.startup_cost = seqscan->startup_cost;
+	cpath->path.total_cost = seqscan->startup_cost +
+		(workers > 0 ? run_cost / participants : run_cost);
+	cpath->flags = 0;
+	cpath->custom_private = private;
+	cpath->methods = &zl_path_methods;
+	return &cpath->path;
+}
+
 static void
 zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rte)
 {
@@ -190,7 +234,6 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 	List	   *private = NIL;
 	ListCell   *lc;
 	Path	   *seqscan;
-	CustomPath *cpath;
 	Selectivity selectivity;
 
 	if (prev_set_rel_pathlist)
@@ -225,20 +268,17 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 
 	selectivity = clauselist_selectivity(root, extract_actual_clauses(bound_clauses, false),
 										 rti, JOIN_INNER, NULL);
-	cpath = makeNode(CustomPath);
-	cpath->path.pathtype = T_CustomScan;
-	cpath->path.parent = rel;
-	cpath->path.pathtarget = rel->reltarget;
-	cpath->path.param_info = NULL;
-	cpath->path.rows = rel->rows;
-	cpath->path.startup_cost = seqscan->startup_cost;
-	/* pruning reads about the selected fraction; never cost more than a seq scan */
-	cpath->path.total_cost = seqscan->startup_cost +
-		(seqscan->total_cost - seqscan->startup_cost) * Min(Max(selectivity, 0.001), 0.999);
-	cpath->flags = 0;
-	cpath->custom_private = private;
-	cpath->methods = &zl_path_methods;
-	add_path(rel, &cpath->path);
+	add_path(rel, make_zipper_path(rel, seqscan, selectivity, private, 0));
+
+	/* a parallel ZipperScan: participants share out the kept sub-groups */
+	if (rel->consider_parallel && rel->lateral_relids == NULL)
+	{
+		int			workers = compute_parallel_worker(rel, rel->pages, -1,
+													  max_parallel_workers_per_gather);
+
+		if (workers > 0)
+			add_partial_path(rel, make_zipper_path(rel, seqscan, selectivity, private, workers));
+	}
 }
 
 static Plan *
@@ -404,8 +444,9 @@ start_scan(ZipperScanState *state)
 	EState	   *estate = state->css.ss.ps.state;
 	ZLScanBounds bounds = evaluate_bounds(state);
 
-	state->scan = table_beginscan(state->css.ss.ss_currentRelation,
-								  estate->es_snapshot, 0, NULL);
+	state->scan = state->pscan ?
+		table_beginscan_parallel(state->css.ss.ss_currentRelation, state->pscan) :
+		table_beginscan(state->css.ss.ss_currentRelation, estate->es_snapshot, 0, NULL);
 	zl_scan_set_bounds(state->scan, &state->opts, &bounds);
 }
 
@@ -490,6 +531,37 @@ zl_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 											   stats->subgroups_unchecked), es);
 	if (es->analyze)
 		ExplainPropertyInteger("Rows Masked", NULL, stats->rows_masked, es);
+}
+
+/* ---------- parallel execution: the table AM's parallel scan ---------- */
+
+static Size
+zl_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
+{
+	return table_parallelscan_estimate(node->ss.ss_currentRelation,
+									   node->ss.ps.state->es_snapshot);
+}
+
+static void
+zl_initialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	ZipperScanState *state = (ZipperScanState *) node;
+
+	state->pscan = coordinate;
+	table_parallelscan_initialize(node->ss.ss_currentRelation, state->pscan,
+								  node->ss.ps.state->es_snapshot);
+}
+
+static void
+zl_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	table_parallelscan_reinitialize(node->ss.ss_currentRelation, coordinate);
+}
+
+static void
+zl_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
+{
+	((ZipperScanState *) node)->pscan = coordinate;
 }
 
 void

@@ -35,6 +35,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -326,8 +327,11 @@ zl_meta_load_options(Relation rel, ZLTableOptions *opts)
 	opts->relid = RelationGetRelid(rel);
 
 	meta_begin(&session);
-	/* read-write mode: see a registration made earlier in this statement */
-	meta_exec(Q_LOAD_OPTIONS, values, NULL, InvalidSnapshot, false);
+	/*
+	 * Read-write mode sees a registration made earlier in this statement
+	 * (the registration trigger); parallel participants must read only.
+	 */
+	meta_exec(Q_LOAD_OPTIONS, values, NULL, InvalidSnapshot, IsInParallelMode());
 	found = (SPI_processed == 1);
 	if (found)
 	{
