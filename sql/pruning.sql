@@ -93,6 +93,11 @@ SELECT * FROM same_rows($$SELECT * FROM hist WHERE valid_from > 'infinity'$$);
 SELECT * FROM same_rows($$SELECT * FROM hist WHERE valid_from <= NULL$$);
 SELECT * FROM same_rows($$SELECT * FROM hist WHERE id = 7 AND valid_from = '2026-03-02 07:00'$$);
 SELECT * FROM same_rows($$SELECT * FROM hist WHERE valid_to < '2026-03-02'$$);
+-- versions that began or ended on a day: one OR of a valid_from range and a valid_to range
+SELECT * FROM same_rows($$SELECT * FROM hist WHERE (valid_from >= '2026-03-05' AND valid_from < '2026-03-06')
+                                            OR (valid_to >= '2026-03-05' AND valid_to < '2026-03-06')$$);
+SELECT * FROM same_rows($$SELECT * FROM hist WHERE valid_from = '2026-03-05 05:00' OR valid_to <= '2026-03-02'$$);
+SELECT * FROM same_rows($$SELECT * FROM hist WHERE valid_from < '2026-03-02' OR v = 3$$);
 
 -- prepared statements: generic plans evaluate parameters at run time
 SET plan_cache_mode = force_generic_plan;
@@ -114,6 +119,10 @@ EXPLAIN (COSTS OFF) SELECT * FROM hist WHERE valid_to = 'infinity';
 EXPLAIN (COSTS OFF) SELECT * FROM hist WHERE valid_from <= '2026-03-03 12:00' AND valid_to > '2026-03-03 12:00';
 EXPLAIN (COSTS OFF) SELECT * FROM hist WHERE valid_to >= '2026-03-10' AND valid_to < '2026-03-11' AND v = 3;
 EXPLAIN (COSTS OFF) SELECT * FROM hist WHERE id = 7 AND valid_from = '2026-03-02 07:00';
+EXPLAIN (COSTS OFF) SELECT * FROM hist WHERE ((valid_from >= '2026-03-05' AND valid_from < '2026-03-06')
+                                          OR (valid_to >= '2026-03-05' AND valid_to < '2026-03-06')) AND v > 0;
+-- an OR that is not of that shape stays a filter
+EXPLAIN (COSTS OFF) SELECT * FROM hist WHERE valid_from < '2026-03-02' OR v = 3;
 EXPLAIN (COSTS OFF, ANALYZE, TIMING OFF, SUMMARY OFF) SELECT * FROM hist WHERE valid_to = 'infinity';
 -- no period predicate: a plain sequential scan
 EXPLAIN (COSTS OFF) SELECT * FROM hist WHERE v = 3;

@@ -15,6 +15,10 @@
  * selectivity of the bound clauses, so the planner prefers it exactly
  * when pruning helps.
  *
+ * Besides conjuncts, one OR of two arms is recognized — "valid_from in a
+ * range OR valid_to in a range", the changes-of-a-window shape — and turned
+ * into ORed bounds (ZLScanBounds.either).
+ *
  * Plan
  * ----
  * The bound clauses go to custom_exprs (setrefs fixes their Vars, EXPLAIN
@@ -80,6 +84,7 @@ typedef struct ZipperScanState
 	ZLTableOptions opts;
 	List	   *bound_args;		/* ExprState of each bound's expression side */
 	List	   *bounds_info;	/* int triples from custom_private */
+	bool		either;			/* the bounds of the two columns are ORed */
 	TableScanDesc scan;
 	ParallelTableScanDesc pscan;	/* shared scan state when parallel */
 	TupleTableSlot *table_slot; /* the table's own slot type, for the scan */
@@ -177,6 +182,91 @@ recognize_bound(Expr *clause, Index rti, const ZLTableOptions *opts, BoundInfo *
 	return false;
 }
 
+/*
+ * The bound clauses of a list of RestrictInfos: either every recognized
+ * conjunct ("AND" bounds), or — when there is none — one OR of two arms,
+ * each arm a conjunction of bounds on one period column, one arm per
+ * column (the "began or ended in a window" shape of changes()).  Returns
+ * the bound OpExprs, their (column side, column, strategy) triples, the
+ * RestrictInfos left over, and whether the bounds are ORed.
+ */
+typedef struct ExtractedBounds
+{
+	List	   *exprs;			/* OpExpr */
+	List	   *triples;		/* int lists (var_arg, attnum, strategy) */
+	List	   *rest;			/* RestrictInfo */
+	bool		either;
+} ExtractedBounds;
+
+static bool
+recognize_arm(Expr *arm, Index rti, const ZLTableOptions *opts,
+			  List **exprs, List **triples, AttrNumber *attnum)
+{
+	List	   *conjuncts = is_andclause(arm) ? ((BoolExpr *) arm)->args : list_make1(arm);
+	ListCell   *lc;
+
+	*attnum = InvalidAttrNumber;
+	foreach(lc, conjuncts)
+	{
+		BoundInfo	info;
+
+		if (!recognize_bound(lfirst(lc), rti, opts, &info) ||
+			(*attnum != InvalidAttrNumber && info.attnum != *attnum))
+			return false;
+		*attnum = info.attnum;
+		*exprs = lappend(*exprs, lfirst(lc));
+		*triples = lappend(*triples, list_make3_int(info.var_arg, info.attnum, info.strategy));
+	}
+	return *attnum != InvalidAttrNumber;
+}
+
+static ExtractedBounds
+extract_bounds(List *rinfos, Index rti, const ZLTableOptions *opts)
+{
+	ExtractedBounds eb = {NIL, NIL, NIL, false};
+	ListCell   *lc;
+
+	foreach(lc, rinfos)
+	{
+		RestrictInfo *rinfo = lfirst(lc);
+		BoundInfo	info;
+
+		if (!rinfo->pseudoconstant && recognize_bound(rinfo->clause, rti, opts, &info))
+		{
+			eb.exprs = lappend(eb.exprs, rinfo->clause);
+			eb.triples = lappend(eb.triples, list_make3_int(info.var_arg, info.attnum, info.strategy));
+		}
+		else
+			eb.rest = lappend(eb.rest, rinfo);
+	}
+	if (eb.exprs != NIL)
+		return eb;
+
+	foreach(lc, rinfos)
+	{
+		RestrictInfo *rinfo = lfirst(lc);
+		List	   *exprs = NIL,
+				   *triples = NIL;
+		AttrNumber	first,
+					second;
+
+		if (rinfo->pseudoconstant || !is_orclause(rinfo->clause) ||
+			list_length(((BoolExpr *) rinfo->clause)->args) != 2 ||
+			!recognize_arm(linitial(((BoolExpr *) rinfo->clause)->args), rti, opts,
+						   &exprs, &triples, &first) ||
+			!recognize_arm(lsecond(((BoolExpr *) rinfo->clause)->args), rti, opts,
+						   &exprs, &triples, &second) ||
+			first == second)
+			continue;
+		eb.exprs = exprs;
+		eb.triples = triples;
+		eb.either = true;
+		eb.rest = list_delete_ptr(list_copy(rinfos), rinfo);
+		break;
+	}
+	return eb;
+}
+
 static Path *
 plain_seqscan_path(RelOptInfo *rel)
 {
@@ -230,9 +320,8 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 	ZLTableOptions opts;
 	bool		zipper;
 	bool		registered = false;
-	List	   *bound_clauses = NIL;
-	List	   *private = NIL;
-	ListCell   *lc;
+	ExtractedBounds eb;
+	List	   *private;
 	Path	   *seqscan;
 	Selectivity selectivity;
 
@@ -252,22 +341,15 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 	if (!zipper || !registered)
 		return;
 
-	foreach(lc, rel->baserestrictinfo)
-	{
-		RestrictInfo *rinfo = lfirst(lc);
-		BoundInfo	info;
-
-		if (!recognize_bound(rinfo->clause, rti, &opts, &info))
-			continue;
-		bound_clauses = lappend(bound_clauses, rinfo);
-		private = lappend(private, list_make3_int(info.var_arg, info.attnum, info.strategy));
-	}
+	eb = extract_bounds(rel->baserestrictinfo, rti, &opts);
 	seqscan = plain_seqscan_path(rel);
-	if (bound_clauses == NIL || seqscan == NULL)
+	if (eb.exprs == NIL || seqscan == NULL)
 		return;
 
-	selectivity = clauselist_selectivity(root, extract_actual_clauses(bound_clauses, false),
-										 rti, JOIN_INNER, NULL);
+	private = list_make2(makeInteger(eb.either), eb.triples);
+	selectivity = eb.either ?
+		clause_selectivity(root, (Node *) make_orclause(eb.exprs), rti, JOIN_INNER, NULL) :
+		clauselist_selectivity(root, eb.exprs, rti, JOIN_INNER, NULL);
 	add_path(rel, make_zipper_path(rel, seqscan, selectivity, private, 0));
 
 	/* a parallel ZipperScan: participants share out the kept sub-groups */
@@ -286,10 +368,7 @@ zl_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 			 List *tlist, List *clauses, List *custom_plans)
 {
 	CustomScan *cscan = makeNode(CustomScan);
-	List	   *bounds = NIL;
-	List	   *private = NIL;
-	List	   *quals = NIL;
-	ListCell   *lc;
+	ExtractedBounds eb;
 	ZLTableOptions opts;
 	Relation	relation = table_open(planner_rt_fetch(rel->relid, root)->relid, NoLock);
 
@@ -299,27 +378,14 @@ zl_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	table_close(relation, NoLock);
 
 	/* bound clauses are enforced by the scan; the rest stay a filter */
-	foreach(lc, clauses)
-	{
-		RestrictInfo *rinfo = lfirst(lc);
-		BoundInfo	info;
-
-		if (!rinfo->pseudoconstant &&
-			recognize_bound(rinfo->clause, rel->relid, &opts, &info))
-		{
-			bounds = lappend(bounds, rinfo->clause);
-			private = lappend(private, list_make3_int(info.var_arg, info.attnum, info.strategy));
-		}
-		else
-			quals = lappend(quals, rinfo);
-	}
+	eb = extract_bounds(clauses, rel->relid, &opts);
 
 	cscan->scan.plan.targetlist = tlist;
-	cscan->scan.plan.qual = extract_actual_clauses(quals, false);
+	cscan->scan.plan.qual = extract_actual_clauses(eb.rest, false);
 	cscan->scan.scanrelid = rel->relid;
 	cscan->flags = best_path->flags;
-	cscan->custom_exprs = bounds;
-	cscan->custom_private = private;
+	cscan->custom_exprs = eb.exprs;
+	cscan->custom_private = list_make2(makeInteger(eb.either), eb.triples);
 	cscan->methods = &zl_scan_methods;
 	return &cscan->scan.plan;
 }
@@ -333,7 +399,8 @@ zl_create_state(CustomScan *cscan)
 														 T_CustomScanState);
 
 	state->css.methods = &zl_exec_methods;
-	state->bounds_info = cscan->custom_private;
+	state->either = intVal(linitial(cscan->custom_private));
+	state->bounds_info = lsecond(cscan->custom_private);
 	return (Node *) state;
 }
 
@@ -411,7 +478,7 @@ static ZLScanBounds
 evaluate_bounds(ZipperScanState *state)
 {
 	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
-	ZLScanBounds b = {false, ZL_UNBOUNDED_LO, ZL_UNBOUNDED_HI,
+	ZLScanBounds b = {state->either, ZL_UNBOUNDED_LO, ZL_UNBOUNDED_HI,
 	ZL_UNBOUNDED_LO, ZL_UNBOUNDED_HI};
 	ListCell   *lc1,
 			   *lc2;
@@ -510,8 +577,26 @@ zl_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	const ZLPruneStats *stats;
 
 	context = set_deparse_context_plan(es->deparse_cxt, node->ss.ps.plan, ancestors);
-	bounds = deparse_expression((Node *) make_ands_explicit(cscan->custom_exprs),
-								context, es->verbose, false);
+	if (state->either)
+	{
+		/* two arms, one per column, as recognized */
+		List	   *arms[2] = {NIL, NIL};
+		ListCell   *lc1,
+				   *lc2;
+
+		forboth(lc1, cscan->custom_exprs, lc2, state->bounds_info)
+		{
+			int			arm = lsecond_int((List *) lfirst(lc2)) == state->opts.from_attnum ? 0 : 1;
+
+			arms[arm] = lappend(arms[arm], lfirst(lc1));
+		}
+		bounds = deparse_expression((Node *) make_orclause(list_make2(make_ands_explicit(arms[0]),
+																	  make_ands_explicit(arms[1]))),
+									context, es->verbose, false);
+	}
+	else
+		bounds = deparse_expression((Node *) make_ands_explicit(cscan->custom_exprs),
+									context, es->verbose, false);
 	ExplainPropertyText("Zipper Bounds", bounds, es);
 	if (!zipper_lake_enable_pruning)
 		ExplainPropertyText("Pruning", "off", es);

@@ -64,8 +64,8 @@ def parse_args():
     a = p.parse_args()
     if a.smoke:
         a.keys, a.batch, a.batches, a.rounds = 2000, 200, 3, 1
-    if a.batch > a.keys // 2:
-        p.error('--batch must be at most half of --keys')
+    if a.batch * 0.9 > a.keys:
+        p.error('--batch is too large for --keys (updates and deletes need distinct alive keys)')
     return a
 
 

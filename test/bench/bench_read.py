@@ -153,15 +153,24 @@ def build(conn, a):
     t = time.perf_counter()
     if a.zipper_load == 'apply':
         cur.execute('INSERT INTO z_hist ' + init_select)
+        z_build = time.perf_counter() - t
+        per_day = []
         for d in range(a.days):
             cur.execute('DROP TABLE IF EXISTS rchanges')
             cur.execute('CREATE TABLE rchanges AS ' + day_changes(d))
+            t = time.perf_counter()
             cur.execute("SELECT * FROM zipper_lake.apply_changes('z_hist', 'rchanges', 'change_time', 'op')")
             r = cur.fetchone()
+            per_day.append(time.perf_counter() - t)
             if d % 10 == 0 or d == a.days - 1:
-                print(f'  day {d}: {dict(zip([c[0] for c in cur.description], r))}', flush=True)
+                print(f'  day {d}: apply {per_day[-1]:.2f}s {dict(zip([c[0] for c in cur.description], r))}',
+                      flush=True)
         cur.execute('DROP TABLE rchanges')
-        z_build = time.perf_counter() - t
+        z_build += sum(per_day)
+        k = 3
+        print(f'  zipper apply per day: median of first {k} days {statistics.median(per_day[:k]):.2f}s, '
+              f'of last {k} days {statistics.median(per_day[-k:]):.2f}s, growth '
+              f'{statistics.median(per_day[-k:]) / statistics.median(per_day[:k]):.2f}x (1.0 = flat)')
     else:
         z_build = None
 
@@ -270,6 +279,8 @@ def queries(conn, a):
     fams.append((f'changes of day {a.days // 2}', plain(chg),
                  [('changes()', f'{agg}zipper_lake.changes(NULL::z_hist, {ca}, {cb})')]))
     fams.append(('point lookup', plain(point), []))
+    # nothing qualifies: the fixed cost of a query (planning, metadata)
+    fams.append(('empty (prunes everything)', plain(f"WHERE valid_from = {day(-100)}"), []))
     return fams
 
 
@@ -371,7 +382,7 @@ def main():
             problems.append(f'{fam}: results differ: ' + '; '.join(f'{k}={v}' for k, v in got.items()))
 
     print(f'\n=== medians of {a.reps} runs in ms (noisy machine: trust ratios, not ms); ratio > 1: zipper_lake faster')
-    print(f'{"query":<26} {"zipper form":<19} {"heap":>9} {"partitioned":>11} {"zipper":>9} {"heap/z":>7} {"part/z":>7}  result')
+    print(f'{"query":<26} {"zipper form":<12} {"heap":>9} {"partitioned":>11} {"zipper":>9} {"heap/z":>7} {"part/z":>7}  result')
     for fam, _, extra in fams:
         hm = results.get((fam, 'heap'))
         pm = results.get((fam, 'partitioned'))
@@ -382,7 +393,7 @@ def main():
             zm = statistics.median(zr) if isinstance(zr, list) else None
             ans = answers.get((fam, 'heap'), [('?',)])[0]
             note = '' if zm is not None else f'  ({zr})'
-            print(f'{fam:<26} {label[7:]:<19} {fmt_ms(hm):>9} {fmt_ms(pm):>11} {fmt_ms(zm):>9} '
+            print(f'{fam:<26} {label[7:]:<12} {fmt_ms(hm):>9} {fmt_ms(pm):>11} {fmt_ms(zm):>9} '
                   f'{fmt_ratio(hm, zm):>7} {fmt_ratio(pm, zm):>7}  {ans}{note}')
 
     if not (a.keep or a.reuse):
