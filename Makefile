@@ -15,7 +15,8 @@ OBJS = \
 	src/zl_prune.o \
 	src/zl_read.o \
 	src/zl_customscan.o \
-	src/zl_keys.o
+	src/zl_keys.o \
+	src/zl_inline.o
 
 DATA = $(wildcard sql/install/zipper_lake--*.sql)
 

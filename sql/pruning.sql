@@ -75,6 +75,21 @@ SELECT count(*) AS mismatches FROM generate_series(0, 40) h,
                                    OR (valid_to >= x.a AND valid_to < x.b AND valid_to <> 'infinity')
                                EXCEPT ALL SELECT * FROM zipper_lake.changes(NULL::hist, x.a, x.b))) d) > 0;
 
+-- helpers in FROM are inlined into a pruned scan of the table; a volatile
+-- or NULL time argument keeps the function
+EXPLAIN (COSTS OFF) SELECT * FROM zipper_lake.as_of(NULL::hist, '2026-03-10 12:00');
+EXPLAIN (COSTS OFF) SELECT * FROM zipper_lake.current(NULL::hist) c WHERE c.v = 2;
+EXPLAIN (COSTS OFF) SELECT * FROM zipper_lake.changes(NULL::hist, '2026-03-05', '2026-03-06');
+EXPLAIN (COSTS OFF) SELECT * FROM zipper_lake.as_of(NULL::hist, clock_timestamp());
+-- inlined under an outer join, the bounds stay on the nullable side
+SELECT * FROM same_rows($$SELECT g, c.v FROM generate_series(1, 45) g
+                           LEFT JOIN zipper_lake.current(NULL::hist) c ON c.id = g$$);
+SELECT * FROM same_rows($$SELECT g, a.v FROM generate_series(1, 45) g
+                           LEFT JOIN zipper_lake.as_of(NULL::hist, '2026-03-07') a ON a.id = g AND a.v > 1$$);
+-- a lateral time argument keeps the function, and gives the same rows
+SELECT * FROM same_rows($$SELECT t, a.id, a.v FROM generate_series('2026-03-01'::timestamptz, '2026-03-31', '5 days') t,
+                           LATERAL zipper_lake.as_of(NULL::hist, t) a$$);
+
 -- the helpers compose with SQL: joins, aggregates, views
 CREATE VIEW hist_now AS SELECT * FROM zipper_lake.current(NULL::hist);
 SELECT count(*), sum(v) FROM hist_now;

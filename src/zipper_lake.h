@@ -168,6 +168,10 @@ extern char *zl_instant_to_cstring(int64 instant, Oid typid);
 
 extern void zl_customscan_init(void);
 
+/* ---------- zl_inline.c ---------- */
+
+extern void zl_inline_init(void);
+
 /* ---------- zl_keys.c ---------- */
 
 typedef struct ZLKeyHasher ZLKeyHasher;

@@ -6,7 +6,8 @@
  * The ExecutorStart hook refuses UPDATE, DELETE and MERGE on zipper tables
  * before any row is touched; the ExecutorFinish hook flushes the rows an
  * INSERT buffered (zl_write.c) once the statement has produced them all.
- * The planner hook for pruned scans lives in zl_customscan.c.
+ * The planner hooks live in zl_customscan.c (pruned scans) and
+ * zl_inline.c (read helpers inlined into scans).
  *
  *-------------------------------------------------------------------------
  */
@@ -105,4 +106,5 @@ _PG_init(void)
 
 	zl_write_register_callbacks();
 	zl_customscan_init();
+	zl_inline_init();
 }

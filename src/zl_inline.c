@@ -1,0 +1,276 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_inline.c
+ *	  Inlining the read helpers into plain scans of the table.
+ *
+ * As functions, as_of(), current() and changes() return their rows
+ * through a tuplestore (zl_read.c).  Before planning, a call in FROM
+ *
+ *     FROM zipper_lake.as_of(NULL::t, T) a
+ *
+ * is replaced by the subquery it stands for,
+ *
+ *     FROM (SELECT * FROM ONLY t WHERE valid_from <= T AND valid_to > T) a
+ *
+ * (current: valid_to = open end; changes: valid_from in [A, B) OR valid_to
+ * in [A, B) and before the open end), which the planner pulls up like any
+ * subquery: the rows stream from a ZipperScan (zl_customscan.c) with the
+ * same pruning, in parallel when worthwhile, and other quals and joins
+ * combine with it as usual.
+ *
+ * Only calls whose result is certainly the same are inlined: a timestamptz
+ * period, time arguments without Vars, sub-selects or volatile functions,
+ * and no NULL constant (the function raises an error for it).  Everything
+ * else runs the function, and so does everything with
+ * zipper_lake.enable_pruning off — which makes the function the unpruned
+ * reference the tests compare with.  The caller needs SELECT on the table
+ * either way.
+ *
+ * The hook works once the library is loaded; a session's very first
+ * statement may plan before that and run the function (preload the library
+ * with session_preload_libraries for uniform plans).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "zipper_lake.h"
+
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/planner.h"
+#include "parser/parse_type.h"
+#include "storage/lmgr.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+static planner_hook_type prev_planner = NULL;
+
+typedef enum ReadHelper
+{
+	HELPER_NONE,
+	HELPER_AS_OF,
+	HELPER_CURRENT,
+	HELPER_CHANGES
+} ReadHelper;
+
+static ReadHelper
+read_helper_of(Oid funcid)
+{
+	Oid			nspid = get_namespace_oid(ZL_SCHEMA, true);
+	char	   *name;
+
+	if (!OidIsValid(nspid) || get_func_namespace(funcid) != nspid)
+		return HELPER_NONE;
+	name = get_func_name(funcid);
+	if (strcmp(name, "as_of") == 0)
+		return HELPER_AS_OF;
+	if (strcmp(name, "current") == 0)
+		return HELPER_CURRENT;
+	if (strcmp(name, "changes") == 0)
+		return HELPER_CHANGES;
+	return HELPER_NONE;
+}
+
+/* may a time argument move into the subquery unchanged? */
+static bool
+movable_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var) || IsA(node, PlaceHolderVar) || IsA(node, Aggref) ||
+		IsA(node, GroupingFunc) || IsA(node, WindowFunc) || IsA(node, SubLink))
+		return true;
+	if (IsA(node, Const) && ((Const *) node)->constisnull)
+		return true;
+	return expression_tree_walker(node, movable_walker, context);
+}
+
+static bool
+movable(Node *arg)
+{
+	return !movable_walker(arg, NULL) && !contain_volatile_functions(arg);
+}
+
+static Expr *
+compare(AttrNumber attnum, Oid opfamily, int strategy, Expr *value)
+{
+	Oid			opno = get_opfamily_member(opfamily, TIMESTAMPTZOID, TIMESTAMPTZOID, strategy);
+	OpExpr	   *op;
+
+	if (!OidIsValid(opno))
+		elog(ERROR, "missing timestamptz operator for strategy %d", strategy);
+	op = (OpExpr *) make_opclause(opno, BOOLOID, false,
+								  (Expr *) makeVar(1, attnum, TIMESTAMPTZOID, -1, InvalidOid, 0),
+								  (Expr *) copyObject(value), InvalidOid, InvalidOid);
+	set_opfuncid(op);
+	return (Expr *) op;
+}
+
+/* the WHERE clause a helper stands for */
+static Node *
+helper_quals(ReadHelper helper, const ZLTableOptions *opts, List *args)
+{
+	Oid			opfamily = get_opclass_family(GetDefaultOpClass(TIMESTAMPTZOID, BTREE_AM_OID));
+	Expr	   *open_end = (Expr *) makeConst(TIMESTAMPTZOID, -1, InvalidOid, sizeof(TimestampTz),
+											  TimestampTzGetDatum(opts->open_end), false,
+											  FLOAT8PASSBYVAL);
+
+	switch (helper)
+	{
+		case HELPER_AS_OF:
+			return (Node *) make_andclause(list_make2(
+													  compare(opts->from_attnum, opfamily, BTLessEqualStrategyNumber, lsecond(args)),
+													  compare(opts->to_attnum, opfamily, BTGreaterStrategyNumber, lsecond(args))));
+		case HELPER_CURRENT:
+			return (Node *) compare(opts->to_attnum, opfamily, BTEqualStrategyNumber, open_end);
+		case HELPER_CHANGES:
+			return (Node *) make_orclause(list_make2(
+													 make_andclause(list_make2(
+																			   compare(opts->from_attnum, opfamily, BTGreaterEqualStrategyNumber, lsecond(args)),
+																			   compare(opts->from_attnum, opfamily, BTLessStrategyNumber, lthird(args)))),
+													 make_andclause(list_make3(
+																			   compare(opts->to_attnum, opfamily, BTGreaterEqualStrategyNumber, lsecond(args)),
+																			   compare(opts->to_attnum, opfamily, BTLessStrategyNumber, lthird(args)),
+																			   compare(opts->to_attnum, opfamily, BTLessStrategyNumber, open_end)))));
+		case HELPER_NONE:
+			break;
+	}
+	return NULL;
+}
+
+/* SELECT <every column, by position> FROM ONLY rel WHERE quals */
+static Query *
+make_subquery(Relation rel, Node *quals)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	Query	   *sub = makeNode(Query);
+	RangeTblEntry *rte = makeNode(RangeTblEntry);
+	RangeTblRef *rtr = makeNode(RangeTblRef);
+	List	   *colnames = NIL;
+
+	for (int i = 0; i < tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+		Expr	   *expr;
+
+		colnames = lappend(colnames, makeString(pstrdup(att->attisdropped ? "" : NameStr(att->attname))));
+		if (att->attisdropped)
+			expr = (Expr *) makeNullConst(INT4OID, -1, InvalidOid);
+		else
+		{
+			expr = (Expr *) makeVar(1, att->attnum, att->atttypid, att->atttypmod,
+									att->attcollation, 0);
+			rte->selectedCols = bms_add_member(rte->selectedCols,
+											   att->attnum - FirstLowInvalidHeapAttributeNumber);
+		}
+		sub->targetList = lappend(sub->targetList,
+								  makeTargetEntry(expr, att->attnum,
+												  att->attisdropped ? pstrdup("") : pstrdup(NameStr(att->attname)),
+												  false));
+	}
+
+	rte->rtekind = RTE_RELATION;
+	rte->relid = RelationGetRelid(rel);
+	rte->relkind = RELKIND_RELATION;
+	rte->rellockmode = AccessShareLock;
+	rte->inh = false;
+	rte->requiredPerms = ACL_SELECT;
+	rte->checkAsUser = InvalidOid;
+	rte->eref = makeAlias(RelationGetRelationName(rel), colnames);
+	rte->inFromCl = true;
+
+	rtr->rtindex = 1;
+	sub->commandType = CMD_SELECT;
+	sub->querySource = QSRC_ORIGINAL;
+	sub->canSetTag = true;
+	sub->rtable = list_make1(rte);
+	sub->jointree = makeFromExpr(list_make1(rtr), quals);
+	return sub;
+}
+
+/* replace a helper call in FROM by its subquery, when that is certainly the same */
+static void
+try_inline(RangeTblEntry *rte)
+{
+	RangeTblFunction *rtfunc;
+	FuncExpr   *call;
+	ReadHelper	helper;
+	Const	   *row;
+	Oid			relid;
+	Relation	rel;
+	ZLTableOptions opts;
+	bool		ok;
+	ListCell   *lc;
+
+	if (list_length(rte->functions) != 1 || rte->funcordinality)
+		return;
+	rtfunc = linitial(rte->functions);
+	if (!IsA(rtfunc->funcexpr, FuncExpr))
+		return;
+	call = (FuncExpr *) rtfunc->funcexpr;
+	helper = read_helper_of(call->funcid);
+	if (helper == HELPER_NONE || !IsA(linitial(call->args), Const))
+		return;
+	row = linitial(call->args);
+	relid = typeidTypeRelid(row->consttype);
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
+		return;
+	for_each_from(lc, call->args, 1)
+		if (!movable(lfirst(lc)))
+			return;
+
+	LockRelationOid(relid, AccessShareLock);
+	rel = table_open(relid, NoLock);
+	ok = zl_is_zipper_relation(rel) && zl_meta_load_options(rel, &opts) &&
+		opts.period_type == TIMESTAMPTZOID;
+	if (ok)
+	{
+		rte->rtekind = RTE_SUBQUERY;
+		rte->subquery = make_subquery(rel, helper_quals(helper, &opts, call->args));
+		rte->functions = NIL;
+		rte->security_barrier = false;
+	}
+	table_close(rel, NoLock);
+}
+
+static bool
+inline_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, inline_walker, context,
+								 QTW_EXAMINE_RTES_BEFORE);
+	if (IsA(node, RangeTblEntry))
+	{
+		if (((RangeTblEntry *) node)->rtekind == RTE_FUNCTION)
+			try_inline((RangeTblEntry *) node);
+		return false;
+	}
+	return expression_tree_walker(node, inline_walker, context);
+}
+
+static PlannedStmt *
+zl_planner(Query *parse, const char *query_string, int cursorOptions,
+		   ParamListInfo boundParams)
+{
+	if (zipper_lake_enable_pruning)
+		inline_walker((Node *) parse, NULL);
+	if (prev_planner)
+		return prev_planner(parse, query_string, cursorOptions, boundParams);
+	return standard_planner(parse, query_string, cursorOptions, boundParams);
+}
+
+void
+zl_inline_init(void)
+{
+	prev_planner = planner_hook;
+	planner_hook = zl_planner;
+}
