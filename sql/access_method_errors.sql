@@ -22,6 +22,7 @@ SELECT zipper_lake.register('acct', ARRAY['id'], history_group_span => '0 days')
 SELECT zipper_lake.register('acct', ARRAY['id'], current_group_span => '1 month 2 days');
 SELECT zipper_lake.register('acct', ARRAY['id'], max_subgroups => 0);
 SELECT zipper_lake.register('acct', ARRAY['id'], time_zone => 'Mars/Olympus');
+SELECT zipper_lake.register('acct', ARRAY['id'], time_zone => 'CEST');
 SELECT zipper_lake.register('acct', ARRAY['id'], open_end => '-infinity');
 SELECT count(*) FROM zipper_lake.registration WHERE tbl = 'acct'::regclass;
 SELECT zipper_lake.register('acct', ARRAY['id']);
@@ -58,4 +59,14 @@ SELECT * FROM acct TABLESAMPLE SYSTEM (50);
 SELECT * FROM acct WHERE ctid = '(1,1)';
 VACUUM FULL acct;
 CREATE UNLOGGED TABLE unlogged_z (id int) USING zipper_lake;
-SELECT id, name FROM acct ORDER BY id;
+CREATE TEMP TABLE temp_z (id int) USING zipper_lake;
+-- table rewrites would lose the placement, renames the registration
+ALTER TABLE acct ALTER COLUMN name TYPE varchar(20);
+ALTER TABLE heap_t SET ACCESS METHOD zipper_lake;
+ALTER TABLE acct RENAME COLUMN valid_from TO starts;
+ALTER TABLE acct RENAME COLUMN id TO ident;
+ALTER TABLE acct DROP COLUMN valid_to;
+ALTER TABLE acct RENAME COLUMN name TO label;
+ALTER TABLE acct ADD COLUMN note text;
+SELECT key, valid_from, valid_to FROM zipper_lake.registration WHERE tbl = 'acct'::regclass;
+SELECT id, label, note FROM acct ORDER BY id;

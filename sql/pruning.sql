@@ -183,3 +183,46 @@ SELECT * FROM same_rows($$SELECT * FROM zipper_lake.changes(NULL::stamps_t, '202
 SELECT * FROM zipper_lake.as_of(NULL::hist_heap, now());
 SELECT * FROM zipper_lake.as_of(NULL::hist, NULL);
 SELECT * FROM zipper_lake.as_of(1, now());
+
+-- edges of the time arguments
+SELECT count(*) FROM zipper_lake.as_of(NULL::hist, 'infinity');
+SELECT count(*) FROM zipper_lake.changes(NULL::hist, '-infinity', '-infinity');
+SELECT count(*) FROM zipper_lake.changes(NULL::hist, '2026-03-06', '2026-03-05');
+SELECT * FROM same_rows($$SELECT * FROM zipper_lake.changes(NULL::hist, '-infinity', '2026-03-03')$$);
+
+-- where clocks go back over midnight a local date begins twice (Havana,
+-- 2023-11-05 01:00 CDT -> 00:00 CST): pruning still finds every row
+CREATE TABLE havana (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('havana', ARRAY['id'], time_zone => 'America/Havana');
+INSERT INTO havana VALUES (1, 1, '2023-11-04 12:00+00', '2023-11-05 04:30+00'),
+                          (1, 2, '2023-11-05 04:30+00', 'infinity');
+SELECT * FROM same_rows($$SELECT * FROM zipper_lake.as_of(NULL::havana, '2023-11-05 04:45+00')$$);
+SELECT v FROM zipper_lake.as_of(NULL::havana, '2023-11-05 04:45+00');
+SELECT * FROM same_rows($$SELECT * FROM havana WHERE valid_to = '2023-11-05 04:30+00'$$);
+
+-- a lateral reference inside a subquery over a zipper table
+CREATE TABLE outer_t (x int);
+INSERT INTO outer_t VALUES (1), (2);
+SELECT * FROM same_rows($$SELECT o.x, q.y, q.id FROM outer_t o
+                           LEFT JOIN LATERAL (SELECT o.x AS y, h.id FROM hist h
+                                               WHERE h.valid_from > '2026-03-29' AND h.id < 4) q ON true$$);
+SELECT o.x, q.y FROM outer_t o
+  LEFT JOIN LATERAL (SELECT o.x AS y FROM hist h WHERE h.valid_from > '2026-03-29' AND h.id < 4) q ON true
+ ORDER BY 1, 2;
+
+-- rollover applies within one big flush too (65536 rows make a sub-group)
+CREATE TABLE big (id int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('big', ARRAY['id'], max_subgroups => 2);
+INSERT INTO big SELECT g, '2026-03-01 00:00', 'infinity' FROM generate_series(1, 140000) g;
+SELECT dense_rank() OVER (ORDER BY file_group) AS file_group, row_count FROM zipper_lake.inspect('big');
+
+-- the open end of a date table does not depend on the session's time zone
+SET timezone = 'Asia/Shanghai';
+CREATE TABLE dated_end (id int, valid_from date NOT NULL, valid_to date NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('dated_end', ARRAY['id'], open_end => '9999-12-31');
+INSERT INTO dated_end VALUES (1, '2026-01-01', '9999-12-31');
+SET timezone = 'UTC';
+INSERT INTO dated_end VALUES (2, '2026-01-01', '9999-12-31');
+SELECT partition_end, row_count FROM zipper_lake.inspect('dated_end');
+SELECT count(*) FROM dated_end WHERE valid_to = '9999-12-31';
+SELECT count(*) FROM zipper_lake.current(NULL::dated_end);

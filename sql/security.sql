@@ -19,9 +19,12 @@ GRANT SELECT, INSERT, UPDATE ON owned TO zl_writer;
 GRANT SELECT ON owned_ch TO zl_writer;
 RESET ROLE;
 
--- ordinary users read but cannot write the metadata directly
+-- ordinary users can neither read nor write the sub-group metadata directly;
+-- inspect() shows it to those who may read the table
 SET ROLE zl_reader;
-SELECT count(*) > 0 AS can_read FROM zipper_lake.subgroup;
+SELECT count(*) FROM zipper_lake.subgroup;
+SELECT partition_end, row_count FROM zipper_lake.inspect('owned');
+SELECT count(*) FROM zipper_lake.registration WHERE tbl = 'owned'::regclass;
 INSERT INTO zipper_lake.subgroup VALUES (0, 0, 0, 0, NULL, NULL, NULL, NULL, 0, 0, 0);
 DELETE FROM zipper_lake.mask;
 UPDATE zipper_lake.registration SET max_subgroups = 1;
@@ -33,6 +36,18 @@ INSERT INTO owned VALUES (2, 'x', '2026-01-01', 'infinity');
 SELECT * FROM zipper_lake.apply_changes('owned', 'owned_ch');
 SELECT count(*) FROM owned;
 RESET ROLE;
+CREATE TABLE hidden (id int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('hidden', ARRAY['id']);
+SET ROLE zl_reader;
+SELECT * FROM zipper_lake.inspect('hidden');
+SELECT * FROM zipper_lake.verify('hidden');
+SELECT * FROM zipper_lake.current(NULL::hidden);
+-- the internal trigger function is not for anyone's use
+CREATE TEMP TABLE t_trig (tbl regclass);
+CREATE TRIGGER t_trig AFTER INSERT ON t_trig FOR EACH ROW EXECUTE FUNCTION zipper_lake._place_unplaced();
+DROP TABLE t_trig;
+RESET ROLE;
+DROP TABLE hidden;
 
 -- a writer needs INSERT and UPDATE on the table and SELECT on the changes
 SET ROLE zl_writer;
@@ -49,6 +64,25 @@ GRANT UPDATE ON owned TO zl_writer;
 SET ROLE zl_writer;
 SELECT * FROM zipper_lake.apply_changes('owned', 'secret_ch');
 RESET ROLE;
+
+-- row-level security: plain SQL applies the policies; the functions, which
+-- would bypass them, refuse such tables
+CREATE TABLE guarded (id int, owner name, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('guarded', ARRAY['id']);
+INSERT INTO guarded VALUES (1, 'zl_reader', '2026-01-01', 'infinity'), (2, 'zl_owner', '2026-01-01', 'infinity');
+ALTER TABLE guarded ENABLE ROW LEVEL SECURITY;
+CREATE POLICY mine ON guarded USING (owner = current_user);
+GRANT SELECT, INSERT, UPDATE ON guarded TO zl_reader;
+CREATE TABLE guarded_ch (id int, owner name, change_time timestamptz);
+INSERT INTO guarded_ch VALUES (2, 'zl_reader', '2026-01-02');
+GRANT SELECT ON guarded_ch TO zl_reader;
+SET ROLE zl_reader;
+SELECT id, owner FROM guarded WHERE valid_to = 'infinity';
+SELECT id, owner FROM zipper_lake.current(NULL::guarded);
+SELECT id, owner FROM zipper_lake.as_of(NULL::guarded, '2026-01-05');
+SELECT * FROM zipper_lake.apply_changes('guarded', 'guarded_ch');
+RESET ROLE;
+DROP TABLE guarded, guarded_ch;
 
 -- a hostile search_path cannot redirect the extension's statements
 CREATE SCHEMA evil;

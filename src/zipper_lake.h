@@ -212,7 +212,7 @@ extern void zl_hash_set_add(ZLHashSet *set, uint32 hash);
 extern uint64 zl_meta_new_storage(Oid relid);
 extern void zl_meta_forget_storage(uint64 storage_id);
 extern void zl_meta_insert_registration(Datum *values);
-extern bool zl_meta_load_options(Relation rel, ZLTableOptions *opts);
+extern bool zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write);
 extern ZLSubGroup *zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot,
 										  DateADT min_partition, int *nsubgroups);
 extern void zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
@@ -264,9 +264,14 @@ extern void zl_prune(const ZLTableOptions *opts, const ZLScanBounds *bounds,
 					 bool prune, const ZLSubGroup *sgs, int n, uint8 *decisions,
 					 ZLPruneStats *stats);
 
+/* ---------- zl_read.c ---------- */
+
+extern void zl_refuse_row_security(Relation rel);
+
 /* ---------- zl_register.c ---------- */
 
 extern Relation zl_open_zipper_table(Oid relid, LOCKMODE lockmode);
+extern Relation zl_open_readable_zipper_table(Oid relid);
 
 /* ---------- zl_scan.c ---------- */
 

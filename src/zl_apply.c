@@ -1038,7 +1038,8 @@ apply_begin(ApplyContext *ac, Oid relid, Oid source_relid)
 						RelationGetRelationName(ac->rel)),
 				 errhint("Applying changes needs INSERT and UPDATE privileges on the zipper table.")));
 
-	if (!zl_meta_load_options(ac->rel, &ac->opts))
+	zl_refuse_row_security(ac->rel);
+	if (!zl_meta_load_options(ac->rel, &ac->opts, false))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" is not registered", RelationGetRelationName(ac->rel)),

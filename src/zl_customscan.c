@@ -288,8 +288,8 @@ plain_seqscan_path(RelOptInfo *rel)
  * a sequential scan), split among the participants of a parallel scan.
  */
 static Path *
-make_zipper_path(RelOptInfo *rel, Path *seqscan, Selectivity selectivity,
-				 List *private, int workers)
+make_zipper_path(PlannerInfo *root, RelOptInfo *rel, Path *seqscan,
+				 Selectivity selectivity, List *private, int workers)
 {
 	CustomPath *cpath = makeNode(CustomPath);
 	double		participants = workers + (parallel_leader_participation ? 1 : 0);
@@ -299,7 +299,8 @@ make_zipper_path(RelOptInfo *rel, Path *seqscan, Selectivity selectivity,
 	cpath->path.pathtype = T_CustomScan;
 	cpath->path.parent = rel;
 	cpath->path.pathtarget = rel->reltarget;
-	cpath->path.param_info = NULL;
+	/* lateral references make the scan depend on the outer rows */
+	cpath->path.param_info = get_baserel_parampathinfo(root, rel, rel->lateral_relids);
 	cpath->path.parallel_aware = workers > 0;
 	cpath->path.parallel_safe = rel->consider_parallel;
 	cpath->path.parallel_workers = workers;
@@ -336,7 +337,7 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 	relation = table_open(rte->relid, NoLock);
 	zipper = zl_is_zipper_relation(relation);
 	if (zipper)
-		registered = zl_meta_load_options(relation, &opts);
+		registered = zl_meta_load_options(relation, &opts, false);
 	table_close(relation, NoLock);
 	if (!zipper || !registered)
 		return;
@@ -350,7 +351,7 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 	selectivity = eb.either ?
 		clause_selectivity(root, (Node *) make_orclause(eb.exprs), rti, JOIN_INNER, NULL) :
 		clauselist_selectivity(root, eb.exprs, rti, JOIN_INNER, NULL);
-	add_path(rel, make_zipper_path(rel, seqscan, selectivity, private, 0));
+	add_path(rel, make_zipper_path(root, rel, seqscan, selectivity, private, 0));
 
 	/* a parallel ZipperScan: participants share out the kept sub-groups */
 	if (rel->consider_parallel && rel->lateral_relids == NULL)
@@ -359,7 +360,7 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 													  max_parallel_workers_per_gather);
 
 		if (workers > 0)
-			add_partial_path(rel, make_zipper_path(rel, seqscan, selectivity, private, workers));
+			add_partial_path(rel, make_zipper_path(root, rel, seqscan, selectivity, private, workers));
 	}
 }
 
@@ -372,7 +373,7 @@ zl_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	ZLTableOptions opts;
 	Relation	relation = table_open(planner_rt_fetch(rel->relid, root)->relid, NoLock);
 
-	if (!zl_meta_load_options(relation, &opts))
+	if (!zl_meta_load_options(relation, &opts, false))
 		elog(ERROR, "zipper table \"%s\" lost its registration during planning",
 			 RelationGetRelationName(relation));
 	table_close(relation, NoLock);
@@ -422,7 +423,7 @@ zl_begin(CustomScanState *node, EState *estate, int eflags)
 	ListCell   *lc;
 	int			i = 0;
 
-	if (!zl_meta_load_options(node->ss.ss_currentRelation, &state->opts))
+	if (!zl_meta_load_options(node->ss.ss_currentRelation, &state->opts, false))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" is not registered",
@@ -601,9 +602,15 @@ zl_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	if (!zipper_lake_enable_pruning)
 		ExplainPropertyText("Pruning", "off", es);
 
-	/* without ANALYZE, decide now unless the bounds depend on the run */
-	if (state->scan == NULL && !state->exec_params)
+	/*
+	 * Without ANALYZE, decide now unless the bounds depend on the run; the
+	 * serial stats scan never touches a parallel scan's (gone) shared state.
+	 */
+	if (state->scan == NULL && !es->analyze && !state->exec_params)
+	{
+		state->pscan = NULL;
 		start_scan(state);
+	}
 	if (state->scan == NULL)
 		return;
 	stats = zl_scan_stats(state->scan);

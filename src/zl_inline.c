@@ -20,7 +20,9 @@
  *
  * Only calls whose result is certainly the same are inlined: a timestamptz
  * period, time arguments without Vars, sub-selects or volatile functions,
- * and no NULL constant (the function raises an error for it).  Everything
+ * no NULL constant (the function raises an error for it), and no
+ * row-level security on the table (the rewriter has applied policies
+ * already; the function refuses such tables).  Everything
  * else runs the function, and so does everything with
  * zipper_lake.enable_pruning off — which makes the function the unpruned
  * reference the tests compare with.  The caller needs SELECT on the table
@@ -49,6 +51,7 @@
 #include "storage/lmgr.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 
 static planner_hook_type prev_planner = NULL;
 
@@ -228,8 +231,9 @@ try_inline(RangeTblEntry *rte)
 
 	LockRelationOid(relid, AccessShareLock);
 	rel = table_open(relid, NoLock);
-	ok = zl_is_zipper_relation(rel) && zl_meta_load_options(rel, &opts) &&
-		opts.period_type == TIMESTAMPTZOID;
+	ok = zl_is_zipper_relation(rel) && zl_meta_load_options(rel, &opts, false) &&
+		opts.period_type == TIMESTAMPTZOID &&
+		check_enable_rls(relid, InvalidOid, true) != RLS_ENABLED;
 	if (ok)
 	{
 		rte->rtekind = RTE_SUBQUERY;

@@ -11,6 +11,10 @@
  * versions of a key (overlaps, several open versions) are plain SQL in
  * zipper_lake.verify().  Each problem is reported once per sub-group.
  *
+ * zipper_lake.inspect() lists the sub-groups.  Both read the metadata on
+ * the caller's behalf after checking SELECT on the table: the metadata
+ * tables themselves are not readable by ordinary users.
+ *
  *-------------------------------------------------------------------------
  */
 #include "zipper_lake.h"
@@ -22,9 +26,11 @@
 #include "storage/bufmgr.h"
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
 PG_FUNCTION_INFO_V1(zipper_lake_verify_storage);
+PG_FUNCTION_INFO_V1(zipper_lake_inspect);
 
 typedef struct VerifyOutput
 {
@@ -162,9 +168,9 @@ zipper_lake_verify_storage(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	out.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
-	rel = zl_open_zipper_table(PG_GETARG_OID(0), AccessShareLock);
+	rel = zl_open_readable_zipper_table(PG_GETARG_OID(0));
 	zl_write_flush_relation(RelationGetRelid(rel));
-	if (!zl_meta_load_options(rel, &opts))
+	if (!zl_meta_load_options(rel, &opts, false))
 	{
 		report(&out, "unregistered table", "Table \"%s\" is not registered.",
 			   RelationGetRelationName(rel));
@@ -200,4 +206,64 @@ zipper_lake_verify_storage(PG_FUNCTION_ARGS)
 
 	table_close(rel, AccessShareLock);
 	PG_RETURN_NULL();
+}
+
+static int
+inspect_order(const void *a, const void *b)
+{
+	const ZLSubGroup *x = *(ZLSubGroup *const *) a;
+	const ZLSubGroup *y = *(ZLSubGroup *const *) b;
+
+	if (x->placed != y->placed)
+		return x->placed ? 1 : -1;	/* unplaced first */
+	if (x->partition_end != y->partition_end)
+		return x->partition_end < y->partition_end ? -1 : 1;
+	if (x->window_start != y->window_start)
+		return x->window_start < y->window_start ? -1 : 1;
+	if (x->file_group != y->file_group)
+		return x->file_group < y->file_group ? -1 : 1;
+	return x->subgroup_id < y->subgroup_id ? -1 : (x->subgroup_id > y->subgroup_id);
+}
+
+Datum
+zipper_lake_inspect(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	rel;
+	ZLSubGroup *sgs;
+	ZLSubGroup **order;
+	int			nsgs;
+
+	InitMaterializedSRF(fcinfo, 0);
+	rel = zl_open_readable_zipper_table(PG_GETARG_OID(0));
+	zl_write_flush_relation(RelationGetRelid(rel));
+	sgs = zl_meta_load_subgroups(zl_storage_id(rel), GetActiveSnapshot(),
+								 DATEVAL_NOBEGIN, &nsgs);
+	order = palloc(sizeof(ZLSubGroup *) * Max(nsgs, 1));
+	for (int i = 0; i < nsgs; i++)
+		order[i] = &sgs[i];
+	qsort(order, nsgs, sizeof(ZLSubGroup *), inspect_order);
+
+	for (int i = 0; i < nsgs; i++)
+	{
+		ZLSubGroup *sg = order[i];
+		Datum		values[10];
+		bool		nulls[10] = {0};
+
+		values[0] = DateADTGetDatum(sg->partition_end);
+		values[1] = Int64GetDatum(sg->file_group);
+		values[2] = Int64GetDatum(sg->subgroup_id);
+		values[3] = TimestampTzGetDatum(sg->window_start);
+		values[4] = TimestampTzGetDatum(sg->first_start);
+		values[5] = TimestampTzGetDatum(sg->last_start);
+		values[6] = Int64GetDatum(sg->row_count);
+		values[7] = Int64GetDatum(sg->masked_rows);
+		values[8] = Int64GetDatum((int64) sg->first_block);
+		values[9] = Int32GetDatum(sg->blocks);
+		if (!sg->placed)
+			nulls[0] = nulls[3] = nulls[4] = nulls[5] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	table_close(rel, AccessShareLock);
+	return (Datum) 0;
 }

@@ -40,7 +40,9 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "pgtime.h"
 #include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -317,7 +319,7 @@ resolve_column(Relation rel, const char *name, const char *role)
  * registered (rows written then are kept unplaced until it is).
  */
 bool
-zl_meta_load_options(Relation rel, ZLTableOptions *opts)
+zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write)
 {
 	ZLMetaSession session;
 	Datum		values[1] = {ObjectIdGetDatum(RelationGetRelid(rel))};
@@ -328,10 +330,14 @@ zl_meta_load_options(Relation rel, ZLTableOptions *opts)
 
 	meta_begin(&session);
 	/*
-	 * Read-write mode sees a registration made earlier in this statement
-	 * (the registration trigger); parallel participants must read only.
+	 * Writers hold the table's writer lock, which register() takes too:
+	 * with the latest snapshot they see a registration committed after
+	 * their transaction began, so no row of theirs goes unplaced.
 	 */
-	meta_exec(Q_LOAD_OPTIONS, values, NULL, InvalidSnapshot, IsInParallelMode());
+	if (for_write)
+		meta_exec(Q_LOAD_OPTIONS, values, NULL, GetLatestSnapshot(), true);
+	else
+		meta_exec(Q_LOAD_OPTIONS, values, NULL, InvalidSnapshot, true);
 	found = (SPI_processed == 1);
 	if (found)
 	{
@@ -372,9 +378,17 @@ zl_meta_load_options(Relation rel, ZLTableOptions *opts)
 		opts->time_zone = pstrdup(SPI_getvalue(tuple, tupdesc, 9));
 		MemoryContextSwitchTo(old);
 		opts->zone_is_utc = (pg_strcasecmp(opts->time_zone, "UTC") == 0);
+		if (pg_tzset(opts->time_zone) == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("zipper table \"%s\" has an unknown time zone \"%s\"",
+							RelationGetRelationName(rel), opts->time_zone),
+					 errhint("Time zones of zipper tables are full names from pg_timezone_names.")));
 
-		/* open_end is stored as timestamptz; read it in the column's terms */
-		opts->open_end = zl_timestamptz_to_instant(opts, opts->open_end);
+		/*
+		 * register() stores the open end of timestamp and date tables as the
+		 * wall-clock value at UTC, so it reads the same in every session.
+		 */
 	}
 	meta_end(&session);
 	return found;
@@ -531,7 +545,8 @@ zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
 
 	*rollover_seq = 0;
 	meta_begin(&session);
-	meta_exec(Q_CURRENT_FILE_GROUP, values, NULL, InvalidSnapshot, true);
+	/* read-write: see the sub-groups this flush has written already */
+	meta_exec(Q_CURRENT_FILE_GROUP, values, NULL, InvalidSnapshot, false);
 	if (SPI_processed == 1)
 	{
 		bool		isnull;

@@ -27,6 +27,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/rls.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
@@ -35,6 +36,22 @@ PG_FUNCTION_INFO_V1(zipper_lake_as_of);
 PG_FUNCTION_INFO_V1(zipper_lake_current);
 PG_FUNCTION_INFO_V1(zipper_lake_changes);
 
+/*
+ * The helpers read the table directly, where row-level security policies
+ * would not apply: refuse tables that have them in force.
+ */
+void
+zl_refuse_row_security(Relation rel)
+{
+	if (check_enable_rls(RelationGetRelid(rel), InvalidOid, true) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("zipper_lake functions do not support row-level security"),
+				 errdetail("Table \"%s\" has row-level security enabled for this user.",
+						   RelationGetRelationName(rel)),
+				 errhint("Query the table with plain SQL on its period columns, which applies the policies.")));
+}
+
 /* the zipper table named by the row type of the first argument */
 static Relation
 open_table_of_row_type(FunctionCallInfo fcinfo, ZLTableOptions *opts)
@@ -42,7 +59,6 @@ open_table_of_row_type(FunctionCallInfo fcinfo, ZLTableOptions *opts)
 	Oid			typid = get_fn_expr_argtype(fcinfo->flinfo, 0);
 	Oid			relid = OidIsValid(typid) ? typeidTypeRelid(typid) : InvalidOid;
 	Relation	rel;
-	AclResult	aclresult;
 
 	if (!OidIsValid(relid))
 		ereport(ERROR,
@@ -51,11 +67,9 @@ open_table_of_row_type(FunctionCallInfo fcinfo, ZLTableOptions *opts)
 				 errdetail("The argument has type %s.",
 						   OidIsValid(typid) ? format_type_be(typid) : "unknown"),
 				 errhint("Pass NULL::table_name.")));
-	rel = zl_open_zipper_table(relid, AccessShareLock);
-	aclresult = pg_class_aclcheck(relid, GetUserId(), ACL_SELECT);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, OBJECT_TABLE, RelationGetRelationName(rel));
-	if (!zl_meta_load_options(rel, opts))
+	rel = zl_open_readable_zipper_table(relid);
+	zl_refuse_row_security(rel);
+	if (!zl_meta_load_options(rel, opts, false))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" is not registered", RelationGetRelationName(rel)),
@@ -113,7 +127,10 @@ zipper_lake_as_of(PG_FUNCTION_ARGS)
 	ZLScanBounds b = unbounded();
 
 	b.from_hi = at;
-	b.to_lo = (at == ZL_UNBOUNDED_HI) ? at : at + 1;
+	if (at == ZL_UNBOUNDED_HI)
+		b.from_lo = ZL_UNBOUNDED_HI, b.from_hi = ZL_UNBOUNDED_LO;	/* valid_to > infinity: none */
+	else
+		b.to_lo = at + 1;
 	return return_bounded_rows(fcinfo, rel, &opts, &b);
 }
 
@@ -138,10 +155,17 @@ zipper_lake_changes(PG_FUNCTION_ARGS)
 	ZLScanBounds b;
 
 	b.either = true;
-	b.from_lo = b.to_lo = from;
-	b.from_hi = to - 1;
-	b.to_hi = Min(to, opts.open_end) - 1;	/* open versions have not ended */
-	if (from >= to)
-		b.from_lo = b.to_lo = ZL_UNBOUNDED_HI;	/* empty window */
+	if (from < to)
+	{
+		b.from_lo = b.to_lo = from;
+		b.from_hi = to - 1;
+		b.to_hi = Min(to, opts.open_end) - 1;	/* open versions have not ended */
+	}
+	else
+	{
+		/* an empty window */
+		b.from_lo = b.to_lo = ZL_UNBOUNDED_HI;
+		b.from_hi = b.to_hi = ZL_UNBOUNDED_LO;
+	}
 	return return_bounded_rows(fcinfo, rel, &opts, &b);
 }

@@ -18,6 +18,7 @@
 #include "commands/trigger.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "catalog/namespace.h"
 #include "commands/defrem.h"
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
@@ -62,6 +63,8 @@ zipper_lake_register_row(PG_FUNCTION_ARGS)
 					 errhint("Pass a value for every option or leave it at its default.")));
 		values[i] = PG_GETARG_DATUM(i);
 	}
+	/* writers of the table wait, then see the registration (zl_write.c) */
+	zl_write_lock_table(zl_storage_id(rel));
 	zl_meta_insert_registration(values);
 	table_close(rel, NoLock);
 	PG_RETURN_VOID();
@@ -80,6 +83,12 @@ zipper_lake_place_unplaced_trigger(PG_FUNCTION_ARGS)
 		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
 		elog(ERROR, "zipper_lake._place_unplaced must be an AFTER INSERT row trigger");
 
+	if (RelationGetNamespace(trigdata->tg_relation) != get_namespace_oid(ZL_SCHEMA, false) ||
+		strcmp(RelationGetRelationName(trigdata->tg_relation), "registration") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("zipper_lake._place_unplaced() only serves zipper_lake.registration"),
+				 errhint("It is an internal trigger function of the extension.")));
 	newrow = trigdata->tg_trigtuple;
 	relid = DatumGetObjectId(heap_getattr(newrow, 1, trigdata->tg_relation->rd_att, &isnull));
 	rel = zl_open_zipper_table(relid, ShareUpdateExclusiveLock);
@@ -88,10 +97,22 @@ zipper_lake_place_unplaced_trigger(PG_FUNCTION_ARGS)
 	return PointerGetDatum(newrow);
 }
 
+/* a zipper table the caller may read (inspect, verify) */
+Relation
+zl_open_readable_zipper_table(Oid relid)
+{
+	Relation	rel = zl_open_zipper_table(relid, AccessShareLock);
+	AclResult	aclresult = pg_class_aclcheck(relid, GetUserId(), ACL_SELECT);
+
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_TABLE, RelationGetRelationName(rel));
+	return rel;
+}
+
 Datum
 zipper_lake_storage_id(PG_FUNCTION_ARGS)
 {
-	Relation	rel = zl_open_zipper_table(PG_GETARG_OID(0), AccessShareLock);
+	Relation	rel = zl_open_readable_zipper_table(PG_GETARG_OID(0));
 	uint64		storage_id = zl_storage_id(rel);
 
 	table_close(rel, AccessShareLock);

@@ -19,6 +19,7 @@
 #include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/pg_am_d.h"
+#include "catalog/pg_namespace_d.h"
 #include "catalog/storage.h"
 #include "commands/vacuum.h"
 #include "executor/tuptable.h"
@@ -305,11 +306,26 @@ zl_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
 {
 	SMgrRelation srel;
 
-	if (persistence == RELPERSISTENCE_UNLOGGED)
+	if (persistence != RELPERSISTENCE_PERMANENT)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("zipper_lake tables cannot be unlogged"),
-				 errhint("Create the table without UNLOGGED.")));
+				 errmsg("zipper_lake tables cannot be %s",
+						persistence == RELPERSISTENCE_TEMP ? "temporary" : "unlogged"),
+				 errdetail("Their metadata lives in the extension's catalog tables."),
+				 errhint("Create a permanent table.")));
+
+	/*
+	 * A table rewrite (ALTER TABLE ... TYPE / SET ACCESS METHOD, VACUUM
+	 * FULL, CLUSTER) fills a transient "pg_temp_<oid>" relation whose rows
+	 * could not be placed by the original table's registration.
+	 */
+	if (strncmp(RelationGetRelationName(rel), "pg_temp_", 8) == 0 &&
+		RelationGetNamespace(rel) != PG_TOAST_NAMESPACE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("zipper_lake tables cannot be rewritten"),
+				 errdetail("ALTER TABLE forms that rewrite the table, VACUUM FULL and CLUSTER are not supported."),
+				 errhint("Create a new zipper table and copy the rows with INSERT ... SELECT.")));
 
 	/* TRUNCATE (or a rewrite) replaces a file: its metadata goes with it */
 	forget_current_storage(rel);

@@ -243,6 +243,18 @@ zl_partition_range(const ZLTableOptions *opts, DateADT partition_end,
 		next = date2j(year + 1, 1, 1) - POSTGRES_EPOCH_JDATE;
 	*valid_to_lo = local_to_instant(opts, (int64) partition_end * USECS_PER_DAY);
 	*valid_to_hi = Min(local_to_instant(opts, next * USECS_PER_DAY) - 1, opts->open_end - 1);
+
+	/*
+	 * Where clocks go back over midnight a local date begins twice, and
+	 * local_to_instant() picks one of them.  Pruning only needs a range that
+	 * holds every instant of the partition, so widen it by a day wherever
+	 * instants are cut into dates in a zone other than UTC.
+	 */
+	if (opts->period_type == TIMESTAMPTZOID && !opts->zone_is_utc)
+	{
+		*valid_to_lo -= USECS_PER_DAY;
+		*valid_to_hi = Min(*valid_to_hi + USECS_PER_DAY, opts->open_end - 1);
+	}
 }
 
 /*

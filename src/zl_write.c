@@ -126,7 +126,7 @@ create_runs(ZLWriteState *state)
 static void
 load_registration(ZLWriteState *state, Relation rel)
 {
-	state->registered = zl_meta_load_options(rel, &state->opts);
+	state->registered = zl_meta_load_options(rel, &state->opts, true);
 	if (state->registered)
 		state->hasher = zl_key_hasher_create(state->tupdesc, &state->opts);
 }
@@ -558,6 +558,7 @@ zl_write_place_unplaced(Relation rel)
 
 	/* rows may still wait, unplaced, in this transaction: write them first */
 	zl_write_flush_relation(RelationGetRelid(rel));
+	CommandCounterIncrement();	/* see the registration row just inserted */
 	state = zl_write_state_get(rel);
 	if (!state->registered)
 		elog(ERROR, "table \"%s\" is not registered", RelationGetRelationName(rel));

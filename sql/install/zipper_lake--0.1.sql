@@ -74,10 +74,12 @@ CREATE TABLE zipper_lake.mask (
 );
 CREATE INDEX mask_subgroup_idx ON zipper_lake.mask (storage_id, subgroup_id);
 
+-- registrations are configuration, readable by all; sub-group metadata holds
+-- start times of the data, so it is read through inspect(), which checks
+-- the caller's SELECT privilege on the table
 REVOKE ALL ON zipper_lake.registration, zipper_lake.storage,
               zipper_lake.subgroup, zipper_lake.mask FROM PUBLIC;
-GRANT SELECT ON zipper_lake.registration, zipper_lake.storage,
-                zipper_lake.subgroup, zipper_lake.mask TO PUBLIC;
+GRANT SELECT ON zipper_lake.registration TO PUBLIC;
 REVOKE ALL ON SEQUENCE zipper_lake.id_seq FROM PUBLIC;
 GRANT USAGE ON SCHEMA zipper_lake TO PUBLIC;
 
@@ -97,6 +99,8 @@ CREATE FUNCTION zipper_lake._place_unplaced()
 RETURNS trigger
 AS 'MODULE_PATHNAME', 'zipper_lake_place_unplaced_trigger'
 LANGUAGE C;
+
+REVOKE ALL ON FUNCTION zipper_lake._place_unplaced() FROM PUBLIC;
 
 CREATE TRIGGER registration_places_rows
     AFTER INSERT ON zipper_lake.registration
@@ -207,11 +211,18 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Use ''infinity'' or a far-future time such as ''9999-12-31''.';
     END IF;
-    IF time_zone IS NULL OR NOT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = time_zone)
-       AND NOT EXISTS (SELECT 1 FROM pg_timezone_abbrevs WHERE abbrev = time_zone) THEN
+    IF time_zone IS NULL OR NOT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = time_zone) THEN
         RAISE EXCEPTION 'invalid time zone "%"', time_zone
             USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('%s is not in pg_timezone_names (abbreviations such as CEST are not time zones).', time_zone),
                   HINT = 'Use a name from pg_timezone_names, such as ''UTC'' or ''Asia/Shanghai''.';
+    END IF;
+    -- timestamp and date tables keep the open end as its wall-clock value at
+    -- UTC, so it reads the same whatever the session's TimeZone
+    IF from_type <> 'timestamptz'::regtype AND isfinite(open_end) THEN
+        open_end := CASE WHEN from_type = 'date'::regtype
+                         THEN (open_end::date)::timestamp
+                         ELSE open_end::timestamp END AT TIME ZONE 'UTC';
     END IF;
 
     PERFORM zipper_lake._register(tbl, key::name[], valid_from, valid_to,
@@ -293,18 +304,8 @@ RETURNS TABLE (partition_end date, file_group bigint, sub_group bigint,
                window_start timestamptz, first_start timestamptz,
                last_start timestamptz, row_count bigint, masked_rows bigint,
                first_block bigint, blocks int)
-LANGUAGE sql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT s.partition_end, s.file_group, s.subgroup_id, s.window_start,
-           s.first_start, s.last_start, s.row_count,
-           (SELECT count(DISTINCT o) FROM zipper_lake.mask m, unnest(m.ordinals) o
-             WHERE m.storage_id = s.storage_id AND m.subgroup_id = s.subgroup_id),
-           s.first_block, s.blocks
-      FROM zipper_lake.subgroup s
-     WHERE s.storage_id = zipper_lake._storage_id(tbl)
-     ORDER BY s.partition_end NULLS FIRST, s.window_start, s.file_group, s.subgroup_id
-$$;
+AS 'MODULE_PATHNAME', 'zipper_lake_inspect'
+LANGUAGE C STRICT STABLE;
 
 CREATE FUNCTION zipper_lake._verify_storage(tbl regclass)
 RETURNS TABLE (check_name text, detail text)
@@ -374,6 +375,36 @@ REVOKE ALL ON FUNCTION zipper_lake._drop_metadata() FROM PUBLIC;
 
 CREATE EVENT TRIGGER zipper_lake_drop_metadata ON sql_drop
     EXECUTE FUNCTION zipper_lake._drop_metadata();
+
+-- registered key and period columns may not be renamed, dropped or retyped
+CREATE FUNCTION zipper_lake._check_registered_columns()
+RETURNS event_trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    reg zipper_lake.registration;
+    col name;
+BEGIN
+    FOR reg IN SELECT r.* FROM zipper_lake.registration r
+                 JOIN pg_event_trigger_ddl_commands() c
+                   ON c.classid = 'pg_class'::regclass AND c.objid = r.tbl LOOP
+        FOREACH col IN ARRAY reg.key || ARRAY[reg.valid_from, reg.valid_to] LOOP
+            IF NOT EXISTS (SELECT 1 FROM pg_attribute
+                            WHERE attrelid = reg.tbl AND attname = col AND NOT attisdropped) THEN
+                RAISE EXCEPTION 'column "%" of zipper table % is registered', col, reg.tbl
+                    USING ERRCODE = 'dependent_objects_still_exist',
+                          DETAIL = 'Key and period columns are named in zipper_lake.registration.',
+                          HINT = 'Keep the key and period columns as they are; add or change other columns.';
+            END IF;
+        END LOOP;
+    END LOOP;
+END
+$$;
+
+CREATE EVENT TRIGGER zipper_lake_registered_columns ON ddl_command_end
+    WHEN TAG IN ('ALTER TABLE')
+    EXECUTE FUNCTION zipper_lake._check_registered_columns();
 
 -- ---------------------------------------------------------------------------
 -- Applying changes (see src/zl_apply.c)

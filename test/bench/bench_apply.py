@@ -322,11 +322,12 @@ def main():
     cur = conn.cursor()
     server = q(cur, "SELECT current_setting('server_version'), current_setting('shared_buffers'),"
                     " current_setting('synchronous_commit'), current_setting('work_mem'),"
-                    " current_setting('random_page_cost'), current_setting('effective_cache_size')")[0]
+                    " current_setting('random_page_cost'), current_setting('effective_cache_size'),"
+                    " current_setting('jit')")[0]
     conn.commit()
     print(f'bench_apply: keys={a.keys} batch={a.batch} batches={a.batches} rounds={a.rounds} seed={a.seed}')
     print(f'server {server[0]}, shared_buffers={server[1]}, synchronous_commit={server[2]}, work_mem={server[3]}, '
-          f'random_page_cost={server[4]}, effective_cache_size={server[5]}')
+          f'random_page_cost={server[4]}, effective_cache_size={server[5]}, jit={server[6]}')
     print('ratio = heap time / zipper time (> 1: zipper_lake is faster)')
 
     failures = []

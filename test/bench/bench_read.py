@@ -309,11 +309,11 @@ def main():
     cur = conn.cursor()
     server = q(cur, "SELECT current_setting('server_version'), current_setting('shared_buffers'),"
                     " current_setting('work_mem'), current_setting('random_page_cost'),"
-                    " current_setting('max_parallel_workers_per_gather')")[0]
+                    " current_setting('max_parallel_workers_per_gather'), current_setting('jit')")[0]
     print(f'bench_read: keys={a.keys} days={a.days} change_rate={a.change_rate} reps={a.reps} '
           f'zipper_load={a.zipper_load}')
     print(f'server {server[0]}, shared_buffers={server[1]}, work_mem={server[2]}, '
-          f'random_page_cost={server[3]}, max_parallel_workers_per_gather={server[4]}')
+          f'random_page_cost={server[3]}, max_parallel_workers_per_gather={server[4]}, jit={server[5]}')
     build(conn, a)
     nrows, problems = check_tables(conn)
     if problems:
