@@ -17,7 +17,6 @@
 #include "postgres.h"
 
 #include "access/htup.h"
-#include "common/hashfn.h"
 #include "access/relscan.h"
 #include "access/sdir.h"
 #include "executor/tuptable.h"
@@ -176,25 +175,6 @@ extern void zl_inline_init(void);
 
 typedef struct ZLKeyHasher ZLKeyHasher;
 
-/* a set of 32-bit hashes: open addressing, linear probing */
-typedef struct ZLHashSet
-{
-	uint32		size;			/* power of two */
-	uint32	   *slots;
-	bool	   *used;
-} ZLHashSet;
-
-static inline bool
-zl_hash_set_contains(const ZLHashSet *set, uint32 hash)
-{
-	uint32		mask = set->size - 1;
-
-	for (uint32 i = murmurhash32(hash) & mask; set->used[i]; i = (i + 1) & mask)
-		if (set->slots[i] == hash)
-			return true;
-	return false;
-}
-
 extern ZLKeyHasher *zl_key_hasher_create(TupleDesc tupdesc, const ZLTableOptions *opts);
 extern uint32 zl_key_hash(const ZLKeyHasher *h, const Datum *values);
 extern bool zl_keys_equal(const ZLKeyHasher *h, const Datum *a, const Datum *b);
@@ -202,10 +182,8 @@ extern void zl_key_extract(const ZLKeyHasher *h, HeapTuple tuple, TupleDesc tupd
 						   Datum *values);
 extern bytea *zl_key_directory_build(const ZLKeyHasher *h, TupleDesc tupdesc,
 									 HeapTuple *tuples, const int32 *positions, int n);
-extern int32 *zl_key_directory_probe(const bytea *dir, const ZLHashSet *set,
-									 int *npositions);
-extern ZLHashSet *zl_hash_set_create(int capacity);
-extern void zl_hash_set_add(ZLHashSet *set, uint32 hash);
+extern int32 *zl_key_directory_probe(const bytea *dir, const uint32 *hashes,
+									 int nhashes, int *npositions);
 
 /* ---------- zl_metadata.c ---------- */
 

@@ -666,6 +666,15 @@ collect_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 }
 
 static int
+uint32_cmp(const void *a, const void *b)
+{
+	uint32		x = *(const uint32 *) a;
+	uint32		y = *(const uint32 *) b;
+
+	return x < y ? -1 : (x > y);
+}
+
+static int
 int32_cmp(const void *a, const void *b)
 {
 	int32		x = *(const int32 *) a;
@@ -683,10 +692,16 @@ int32_cmp(const void *a, const void *b)
 static void
 find_current_versions(ApplyContext *ac, CollectArg *arg)
 {
-	ZLHashSet  *hashes = zl_hash_set_create(ac->nkeys);
+	uint32	   *hashes = palloc(sizeof(uint32) * Max(ac->nkeys, 1));
+	int			nhashes = 0;
 
+	/* the batch's key hashes, sorted and distinct, like the directories */
 	for (int k = 0; k < ac->nkeys; k++)
-		zl_hash_set_add(hashes, ac->keys[k]->hash);
+		hashes[k] = ac->keys[k]->hash;
+	qsort(hashes, ac->nkeys, sizeof(uint32), uint32_cmp);
+	for (int k = 0; k < ac->nkeys; k++)
+		if (nhashes == 0 || hashes[nhashes - 1] != hashes[k])
+			hashes[nhashes++] = hashes[k];
 	if (!ac->delete_missing)
 		zl_meta_load_key_directories(zl_storage_id(ac->rel), ac->snapshot,
 									 ac->current, ac->ncurrent);
@@ -704,7 +719,7 @@ find_current_versions(ApplyContext *ac, CollectArg *arg)
 			zl_read_subgroup_rows(ac->rel, sg, false, collect_row, arg);
 			continue;
 		}
-		positions = zl_key_directory_probe(sg->key_directory, hashes, &npositions);
+		positions = zl_key_directory_probe(sg->key_directory, hashes, nhashes, &npositions);
 		if (npositions == 0)
 			continue;
 		qsort(positions, npositions, sizeof(int32), int32_cmp);

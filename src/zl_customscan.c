@@ -87,7 +87,6 @@ typedef struct ZipperScanState
 	bool		either;			/* the bounds of the two columns are ORed */
 	TableScanDesc scan;
 	ParallelTableScanDesc pscan;	/* shared scan state when parallel */
-	TupleTableSlot *table_slot; /* the table's own slot type, for the scan */
 	bool		exec_params;	/* bounds use PARAM_EXEC: unknown before running */
 } ZipperScanState;
 
@@ -430,9 +429,16 @@ zl_begin(CustomScanState *node, EState *estate, int eflags)
 						RelationGetRelationName(node->ss.ss_currentRelation)),
 				 errhint("The query was planned while the table was registered; plan it again.")));
 
-	state->table_slot = ExecAllocTableSlot(&estate->es_tupleTable,
-										   RelationGetDescr(node->ss.ss_currentRelation),
-										   table_slot_callbacks(node->ss.ss_currentRelation));
+	/*
+	 * PostgreSQL 15 gives a custom scan a virtual scan slot.  Replace it by
+	 * the table's own (buffer heap tuple) slot and build the projection and
+	 * filter again for it, so rows stay pinned tuples deformed only as far
+	 * as the query needs (what PostgreSQL 16's CustomScanState.slotOps does).
+	 */
+	ExecInitScanTupleSlot(estate, &node->ss, RelationGetDescr(node->ss.ss_currentRelation),
+						  table_slot_callbacks(node->ss.ss_currentRelation));
+	ExecAssignScanProjectionInfoWithVarno(&node->ss, cscan->scan.scanrelid);
+	node->ss.ps.qual = ExecInitQual(cscan->scan.plan.qual, &node->ss.ps);
 	foreach(lc, cscan->custom_exprs)
 	{
 		OpExpr	   *op = lfirst(lc);
@@ -525,17 +531,9 @@ zl_next(ScanState *node)
 
 	if (state->scan == NULL)
 		start_scan(state);
-	if (!table_scan_getnextslot(state->scan, ForwardScanDirection, state->table_slot))
-		return NULL;
-
-	/*
-	 * A custom scan's scan slot is virtual in PostgreSQL 15: deform the
-	 * pinned tuple into it without copying (the pin is held by table_slot
-	 * until the next row).
-	 */
-	ExecForceStoreHeapTuple(ExecFetchSlotHeapTuple(state->table_slot, false, NULL),
-							node->ss_ScanTupleSlot, false);
-	return node->ss_ScanTupleSlot;
+	if (table_scan_getnextslot(state->scan, ForwardScanDirection, node->ss_ScanTupleSlot))
+		return node->ss_ScanTupleSlot;
+	return NULL;
 }
 
 static bool

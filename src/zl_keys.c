@@ -137,64 +137,57 @@ zl_key_directory_build(const ZLKeyHasher *h, TupleDesc tupdesc,
 	return dir;
 }
 
+/* first index in entries[lo, hi) whose hash is >= hash */
+static int
+lower_bound(const ZLKeyDirEntry *entries, int lo, int hi, uint32 hash)
+{
+	while (lo < hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (entries[mid].hash < hash)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /*
- * Positions in a directory whose hash is in the set (an open-addressing
- * table of nonzero-marked hashes, size a power of two), ascending.
+ * Positions in a directory whose hash is one of the given ones (sorted,
+ * distinct).  Both sides are sorted by hash: few hashes are looked up by
+ * binary search, many are merged with the directory in one pass.
  */
 int32 *
-zl_key_directory_probe(const bytea *dir, const ZLHashSet *set, int *npositions)
+zl_key_directory_probe(const bytea *dir, const uint32 *hashes, int nhashes,
+					   int *npositions)
 {
 	const ZLKeyDirEntry *entries = (const ZLKeyDirEntry *) VARDATA_ANY(dir);
 	int			n = (VARSIZE_ANY_EXHDR(dir)) / sizeof(ZLKeyDirEntry);
+	bool		search = (int64) nhashes * 16 < n;
 	int32	   *found = NULL;
 	int			nfound = 0,
 				maxfound = 0;
+	int			e = 0;
 
-	for (int i = 0; i < n; i++)
+	for (int h = 0; h < nhashes && e < n; h++)
 	{
-		if (!zl_hash_set_contains(set, entries[i].hash))
-			continue;
-		if (nfound == maxfound)
+		if (search)
+			e = lower_bound(entries, e, n, hashes[h]);
+		else
+			while (e < n && entries[e].hash < hashes[h])
+				e++;
+		for (; e < n && entries[e].hash == hashes[h]; e++)
 		{
-			maxfound = Max(16, maxfound * 2);
-			found = found ? repalloc(found, sizeof(int32) * maxfound)
-				: palloc(sizeof(int32) * maxfound);
+			if (nfound == maxfound)
+			{
+				maxfound = Max(16, maxfound * 2);
+				found = found ? repalloc(found, sizeof(int32) * maxfound)
+					: palloc(sizeof(int32) * maxfound);
+			}
+			found[nfound++] = entries[e].position;
 		}
-		found[nfound++] = entries[i].position;
 	}
 	*npositions = nfound;
 	return found;
-}
-
-/* ---------- a set of 32-bit hashes ---------- */
-
-ZLHashSet *
-zl_hash_set_create(int capacity)
-{
-	ZLHashSet  *set = palloc0(sizeof(ZLHashSet));
-
-	set->size = 64;
-	while (set->size < capacity * 2)
-		set->size *= 2;
-	set->slots = palloc0(sizeof(uint32) * set->size);
-	set->used = palloc0(sizeof(bool) * set->size);
-	return set;
-}
-
-void
-zl_hash_set_add(ZLHashSet *set, uint32 hash)
-{
-	uint32		mask = set->size - 1;
-
-	for (uint32 i = murmurhash32(hash) & mask;; i = (i + 1) & mask)
-	{
-		if (!set->used[i])
-		{
-			set->used[i] = true;
-			set->slots[i] = hash;
-			return;
-		}
-		if (set->slots[i] == hash)
-			return;
-	}
 }

@@ -404,7 +404,7 @@ zl_relation_vacuum(Relation rel, struct VacuumParams *params,
 	ereport((params->options & VACOPT_VERBOSE) ? INFO : DEBUG2,
 			(errmsg("zipper_lake table \"%s\": %d sub-groups, " INT64_FORMAT " live rows, " INT64_FORMAT " masked rows",
 					RelationGetRelationName(rel), nsgs, rows - masked, masked),
-			 errdetail(INT64_FORMAT " of %u blocks are unreachable (written by aborted transactions).",
+			 errdetail(INT64_FORMAT " of %u blocks belong to no visible sub-group (replaced by compaction, or written by aborted transactions); they are not reused yet.",
 					   (int64) nblocks - 1 - reachable_blocks, nblocks)));
 
 	vac_update_relstats(rel, nblocks, (double) (rows - masked), 0, false,

@@ -133,7 +133,10 @@ def setup(conn, a):
     conn.autocommit = True
     cur.execute('VACUUM ANALYZE h_acct')
     cur.execute('ANALYZE z_acct')
-    cur.execute('CHECKPOINT')
+    try:
+        cur.execute('CHECKPOINT')       # start the timed part with clean buffers; needs pg_checkpoint
+    except psycopg2.Error:
+        pass
     conn.autocommit = False
     return heap_load, zip_load
 
@@ -294,18 +297,45 @@ def sizes(conn):
     r['open'] = q(cur, "SELECT count(*) FROM h_acct WHERE valid_to = 'infinity'")[0][0]
     r['heap_table'] = q(cur, "SELECT pg_table_size('h_acct')")[0][0]
     r['heap_total'] = q(cur, "SELECT pg_total_relation_size('h_acct')")[0][0]
-    r['zip_total'] = q(cur, "SELECT pg_total_relation_size('z_acct')")[0][0]
-    # the zipper table's share of the extension's metadata tables (approximate:
-    # row widths, not pages)
-    r['zip_meta'] = q(cur, """
-        SELECT coalesce((SELECT sum(pg_column_size(s.*)) FROM zipper_lake.subgroup s
-                          WHERE storage_id = zipper_lake._storage_id('z_acct')), 0)
-             + coalesce((SELECT sum(pg_column_size(m.*)) FROM zipper_lake.mask m
-                          WHERE storage_id = zipper_lake._storage_id('z_acct')), 0)""")[0][0]
-    r['subgroups'] = q(cur, "SELECT count(*) FROM zipper_lake.subgroup WHERE storage_id = zipper_lake._storage_id('z_acct')")[0][0]
-    r['mask_rows'] = q(cur, "SELECT count(*) FROM zipper_lake.mask WHERE storage_id = zipper_lake._storage_id('z_acct')")[0][0]
     conn.commit()
+    r['zip'] = zipper_stats(conn, 'z_acct')
     return r
+
+
+def zipper_stats(conn, tbl):
+    """Size facts of a zipper table: file size, blocks its visible sub-groups
+    use (the rest is space of replaced sub-groups), metadata (best effort:
+    the catalog tables may not be readable)."""
+    cur = conn.cursor()
+    r = {}
+    r['total'], r['file_blocks'] = q(cur, f"SELECT pg_total_relation_size('{tbl}'), pg_relation_size('{tbl}') / 8192")[0]
+    r['subgroups'], r['live_blocks'], r['masked_rows'] = q(cur, f"""
+        SELECT count(*), coalesce(sum(blocks), 0), coalesce(sum(masked_rows), 0)
+          FROM zipper_lake.inspect('{tbl}')""")[0]
+    tx = not conn.autocommit
+    try:
+        if tx:
+            cur.execute('SAVEPOINT zl_meta')
+        r['meta'] = q(cur, f"""
+            SELECT coalesce((SELECT sum(pg_column_size(s.*)) FROM zipper_lake.subgroup s
+                              WHERE storage_id = zipper_lake._storage_id('{tbl}')), 0)
+                 + coalesce((SELECT sum(pg_column_size(m.*)) FROM zipper_lake.mask m
+                              WHERE storage_id = zipper_lake._storage_id('{tbl}')), 0)""")[0][0]
+    except psycopg2.Error:
+        if tx:
+            cur.execute('ROLLBACK TO SAVEPOINT zl_meta')
+        r['meta'] = None
+    if tx:
+        conn.commit()
+    return r
+
+
+def describe_zipper(r):
+    meta = 'n/a' if r['meta'] is None else f"~{r['meta'] / 2**20:.1f} MB"
+    dead = 1 - r['live_blocks'] / r['file_blocks'] if r['file_blocks'] else 0
+    return (f"{r['total'] / 2**20:.1f} MB + metadata {meta}; {r['subgroups']} sub-groups, "
+            f"{r['masked_rows']} masked rows; visible sub-groups use {r['live_blocks']} of "
+            f"{r['file_blocks']} blocks ({dead:.0%} of the file is space of replaced sub-groups)")
 
 
 def mb(b):
@@ -392,9 +422,9 @@ def main():
     print(f'sizes after the last round: {s["rows"]} versions, {s["open"]} open')
     print(f'  h_acct  pg_total_relation_size {mb(s["heap_total"])} (table {mb(s["heap_table"])}, '
           f'indexes {mb(s["heap_total"] - s["heap_table"])})')
-    print(f'  z_acct  pg_total_relation_size {mb(s["zip_total"])} + metadata ~{mb(s["zip_meta"])} '
-          f'({s["subgroups"]} sub-groups, {s["mask_rows"]} mask rows)')
-    print(f'  size ratio heap/zipper: {s["heap_total"] / (s["zip_total"] + s["zip_meta"]):.2f}')
+    z = s['zip']
+    print('  z_acct  pg_total_relation_size ' + describe_zipper(z))
+    print(f'  size ratio heap/zipper: {s["heap_total"] / (z["total"] + (z["meta"] or 0)):.2f}')
 
     if not a.keep:
         conn.autocommit = True

@@ -225,11 +225,50 @@ def build(conn, a):
     cur.execute('VACUUM ANALYZE h_hist')
     cur.execute('VACUUM ANALYZE p_hist')
     cur.execute('ANALYZE z_hist')
-    cur.execute('CHECKPOINT')
+    try:
+        cur.execute('CHECKPOINT')       # start the timed part with clean buffers; needs pg_checkpoint
+    except psycopg2.Error:
+        pass
     print(f'built in {time.perf_counter() - t_all:.0f}s: z_hist {z_build:.1f}s ({a.zipper_load}), '
           f'h_hist {h_build:.1f}s (copy + indexes), p_hist {p_build:.1f}s, vacuum/analyze {time.perf_counter() - t:.1f}s')
     cur.execute('CREATE TABLE bench_read_params (params text)')
     cur.execute('INSERT INTO bench_read_params VALUES (%s)', (params_key(a),))
+
+
+def zipper_stats(conn, tbl):
+    """Size facts of a zipper table: file size, blocks its visible sub-groups
+    use (the rest is space of replaced sub-groups), metadata (best effort:
+    the catalog tables may not be readable)."""
+    cur = conn.cursor()
+    r = {}
+    r['total'], r['file_blocks'] = q(cur, f"SELECT pg_total_relation_size('{tbl}'), pg_relation_size('{tbl}') / 8192")[0]
+    r['subgroups'], r['live_blocks'], r['masked_rows'] = q(cur, f"""
+        SELECT count(*), coalesce(sum(blocks), 0), coalesce(sum(masked_rows), 0)
+          FROM zipper_lake.inspect('{tbl}')""")[0]
+    tx = not conn.autocommit
+    try:
+        if tx:
+            cur.execute('SAVEPOINT zl_meta')
+        r['meta'] = q(cur, f"""
+            SELECT coalesce((SELECT sum(pg_column_size(s.*)) FROM zipper_lake.subgroup s
+                              WHERE storage_id = zipper_lake._storage_id('{tbl}')), 0)
+                 + coalesce((SELECT sum(pg_column_size(m.*)) FROM zipper_lake.mask m
+                              WHERE storage_id = zipper_lake._storage_id('{tbl}')), 0)""")[0][0]
+    except psycopg2.Error:
+        if tx:
+            cur.execute('ROLLBACK TO SAVEPOINT zl_meta')
+        r['meta'] = None
+    if tx:
+        conn.commit()
+    return r
+
+
+def describe_zipper(r):
+    meta = 'n/a' if r['meta'] is None else f"~{r['meta'] / 2**20:.1f} MB"
+    dead = 1 - r['live_blocks'] / r['file_blocks'] if r['file_blocks'] else 0
+    return (f"{r['total'] / 2**20:.1f} MB + metadata {meta}; {r['subgroups']} sub-groups, "
+            f"{r['masked_rows']} masked rows; visible sub-groups use {r['live_blocks']} of "
+            f"{r['file_blocks']} blocks ({dead:.0%} of the file is space of replaced sub-groups)")
 
 
 def check_tables(conn):
@@ -325,16 +364,12 @@ def main():
                                    ELSE pg_total_relation_size(oid) END
                           FROM pg_class WHERE oid = '{t}'::regclass""")[0][0]
           for t in ('z_hist', 'h_hist', 'p_hist')}
-    zmeta = q(cur, """
-        SELECT coalesce((SELECT sum(pg_column_size(s.*)) FROM zipper_lake.subgroup s
-                          WHERE storage_id = zipper_lake._storage_id('z_hist')), 0)
-             + coalesce((SELECT sum(pg_column_size(m.*)) FROM zipper_lake.mask m
-                          WHERE storage_id = zipper_lake._storage_id('z_hist')), 0),
-               (SELECT count(*) FROM zipper_lake.subgroup WHERE storage_id = zipper_lake._storage_id('z_hist')),
-               (SELECT count(*) FROM zipper_lake.mask WHERE storage_id = zipper_lake._storage_id('z_hist'))""")[0]
     print(f'sizes (pg_total_relation_size, all partitions and indexes): h_hist {sz["h_hist"] / 2**20:.1f} MB, '
-          f'p_hist {sz["p_hist"] / 2**20:.1f} MB, z_hist {sz["z_hist"] / 2**20:.1f} MB + metadata '
-          f'~{zmeta[0] / 2**20:.1f} MB ({zmeta[1]} sub-groups, {zmeta[2]} mask rows)')
+          f'p_hist {sz["p_hist"] / 2**20:.1f} MB')
+    zs = zipper_stats(conn, 'z_hist')
+    print('  z_hist ' + describe_zipper(zs))
+    print(f'  size ratio heap/zipper {sz["h_hist"] / (zs["total"] + (zs["meta"] or 0)):.2f}, '
+          f'partitioned/zipper {sz["p_hist"] / (zs["total"] + (zs["meta"] or 0)):.2f}')
 
     fams = queries(conn, a)
     # forms: (family, label, table, sql)
