@@ -201,8 +201,9 @@ extern void zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
 extern int64 zl_meta_insert_subgroup(uint64 storage_id, const ZLSubGroup *sg,
 									 int32 rollover_seq, const bytea *key_directory);
 extern void zl_meta_delete_subgroup(uint64 storage_id, int64 subgroup_id);
-extern void zl_meta_insert_mask(uint64 storage_id, int64 subgroup_id,
-								const int32 *ordinals, int nordinals);
+extern void zl_meta_insert_masks(uint64 storage_id, int nmasks,
+								 const int64 *subgroup_ids, int32 *const *positions,
+								 const int *npositions);
 
 /* ---------- zl_storage.c ---------- */
 

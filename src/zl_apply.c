@@ -952,7 +952,7 @@ keep_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 
 /*
  * Retire the stored versions that did not survive.  Normally one mask row
- * per sub-group lists them.  A current-partition sub-group that would be
+ * per sub-group lists them (all inserted by one statement).  A current-partition sub-group that would be
  * more than half masked is compacted instead: its remaining rows are
  * written again (into the same window) and its metadata row is deleted,
  * masks and all.  Readers with older snapshots keep seeing the old
@@ -964,6 +964,10 @@ write_masks(ApplyContext *ac, ZLWriteState *state, uint64 storage_id)
 {
 	int32	   *positions = palloc(sizeof(int32) * Max(ac->nstored, 1));
 	int			n = 0;
+	int			nmasks = 0;
+	int64	   *mask_subgroups = palloc(sizeof(int64) * Max(ac->nstored, 1));
+	int32	  **mask_positions = palloc(sizeof(int32 *) * Max(ac->nstored, 1));
+	int		   *mask_counts = palloc(sizeof(int) * Max(ac->nstored, 1));
 
 	qsort(ac->stored, ac->nstored, sizeof(StoredVersion *), stored_cmp);
 	for (int i = 0; i < ac->nstored; i++)
@@ -985,9 +989,15 @@ write_masks(ApplyContext *ac, ZLWriteState *state, uint64 storage_id)
 			zl_meta_delete_subgroup(storage_id, sg->subgroup_id);
 		}
 		else
-			zl_meta_insert_mask(storage_id, sg->subgroup_id, positions, n);
+		{
+			mask_subgroups[nmasks] = sg->subgroup_id;
+			mask_positions[nmasks] = palloc(sizeof(int32) * n);
+			memcpy(mask_positions[nmasks], positions, sizeof(int32) * n);
+			mask_counts[nmasks++] = n;
+		}
 		n = 0;
 	}
+	zl_meta_insert_masks(storage_id, nmasks, mask_subgroups, mask_positions, mask_counts);
 	pfree(positions);
 }
 

@@ -146,8 +146,9 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	},
 	[Q_INSERT_MASK] = {
 		"INSERT INTO zipper_lake.mask (storage_id, subgroup_id, ordinals)"
-		" VALUES ($1, $2, $3)",
-		3, {INT8OID, INT8OID, INT4ARRAYOID}
+		" SELECT $1, u.subgroup_id, u.ordinals::int4[]"
+		" FROM unnest($2, $3) AS u(subgroup_id, ordinals)",
+		3, {INT8OID, INT8ARRAYOID, TEXTARRAYOID}
 	},
 };
 
@@ -611,22 +612,39 @@ zl_meta_delete_subgroup(uint64 storage_id, int64 subgroup_id)
 	meta_end(&session);
 }
 
+/*
+ * Append one mask row per sub-group, all in one statement: masks[i] lists
+ * the row positions newly deleted from sub-group subgroup_ids[i].
+ */
 void
-zl_meta_insert_mask(uint64 storage_id, int64 subgroup_id,
-					const int32 *ordinals, int nordinals)
+zl_meta_insert_masks(uint64 storage_id, int nmasks, const int64 *subgroup_ids,
+					 int32 *const *positions, const int *npositions)
 {
 	ZLMetaSession session;
-	Datum	   *elems = palloc(sizeof(Datum) * nordinals);
+	Datum	   *ids = palloc(sizeof(Datum) * Max(nmasks, 1));
+	Datum	   *texts = palloc(sizeof(Datum) * Max(nmasks, 1));
 	Datum		values[3];
 
-	for (int i = 0; i < nordinals; i++)
-		elems[i] = Int32GetDatum(ordinals[i]);
+	if (nmasks == 0)
+		return;
+	for (int i = 0; i < nmasks; i++)
+	{
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		appendStringInfoChar(&buf, '{');
+		for (int k = 0; k < npositions[i]; k++)
+			appendStringInfo(&buf, k > 0 ? ",%d" : "%d", positions[i][k]);
+		appendStringInfoChar(&buf, '}');
+		ids[i] = Int64GetDatum(subgroup_ids[i]);
+		texts[i] = CStringGetTextDatum(buf.data);
+	}
 	values[0] = Int64GetDatum((int64) storage_id);
-	values[1] = Int64GetDatum(subgroup_id);
-	values[2] = PointerGetDatum(construct_array(elems, nordinals, INT4OID,
-												sizeof(int32), true, TYPALIGN_INT));
+	values[1] = PointerGetDatum(construct_array(ids, nmasks, INT8OID, sizeof(int64),
+												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	values[2] = PointerGetDatum(construct_array(texts, nmasks, TEXTOID, -1, false,
+												TYPALIGN_INT));
 	meta_begin(&session);
 	meta_exec(Q_INSERT_MASK, values, NULL, InvalidSnapshot, false);
 	meta_end(&session);
-	pfree(elems);
 }
