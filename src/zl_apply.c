@@ -12,15 +12,19 @@
  *     every change, and group the changes by key in a hash table; each
  *     key's changes are sorted by (change_time, seq, arrival).  Identical
  *     duplicates collapse; conflicting ones are an error.
- *  2. Under the table's writer lock, with the latest snapshot, scan the
- *     current partition and pick up the open version of every batch key.
+ *  2. Under the table's writer lock, with the latest snapshot, find the
+ *     open version of every batch key: the key directories of the current
+ *     partition's sub-groups (zl_keys.c) name the rows whose key hash is
+ *     one of the batch's, and only those rows are read.  (apply_snapshot
+ *     with deletes reads the whole current partition: it needs every key.)
  *  3. Only keys whose earliest change is at or before their open version's
  *     start (late changes, new or deleted keys) need history: scan just
  *     the partitions whose end date can hold a valid_to >= that change
  *     time, and keep versions ending at or after it.
  *  4. Replay each key's changes over the versions found, in memory.
  *  5. A stored version that did not survive unchanged is masked (one
- *     append-only mask row per sub-group); every version that is new or
+ *     append-only mask row per sub-group), or its sub-group compacted when
+ *     it would be more than half masked; every version that is new or
  *     changed is handed to the write state, which places it — closed
  *     versions into the history partition of their end date, open ones
  *     into the current partition's file groups with rollover — and

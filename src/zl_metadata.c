@@ -17,11 +17,15 @@
  * Access
  * ------
  * All access goes through SPI with prepared, kept plans.  Each call runs
- * as the owner of the metadata tables (ordinary users have no write
- * privilege on them: the table access method and the SQL functions check
- * the caller's rights on the zipper table instead) and with search_path
- * pinned to pg_catalog, so neither the caller's identity nor a hostile
- * search_path can reach into these statements.
+ * as the owner of the metadata tables (ordinary users may read only the
+ * registrations, and write nothing: the table access method and the SQL
+ * functions check the caller's rights on the zipper table instead) and
+ * with search_path pinned to pg_catalog, so neither the caller's identity
+ * nor a hostile search_path can reach into these statements.
+ *
+ * Current-partition sub-group rows also carry the key directory of
+ * zl_keys.c; compaction deletes a sub-group's row and its masks, which is
+ * as MVCC-safe as inserting them.
  *
  * Metadata rows use int64 instants (zl_time.c) stored in timestamptz
  * columns, whatever the type of the table's period columns.

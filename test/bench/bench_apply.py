@@ -41,6 +41,8 @@ import time
 
 import psycopg2
 
+from bench_common import connect, q, zipper_stats, describe_zipper
+
 T0 = '2024-01-01 00:00:00+00'      # first batch day; the initial load lies before it
 INIT_SPREAD_DAYS = 30              # initial valid_from spread over the 30 days before T0
 
@@ -67,21 +69,6 @@ def parse_args():
     if a.batch * 0.9 > a.keys:
         p.error('--batch is too large for --keys (updates and deletes need distinct alive keys)')
     return a
-
-
-def connect(a):
-    kw = {}
-    for k in ('host', 'port', 'dbname'):
-        if getattr(a, k):
-            kw[k] = getattr(a, k)
-    conn = psycopg2.connect(**kw)
-    conn.autocommit = False
-    return conn
-
-
-def q(cur, sql, args=None):
-    cur.execute(sql, args)
-    return cur.fetchall() if cur.description else None
 
 
 def median(xs):
@@ -302,42 +289,6 @@ def sizes(conn):
     return r
 
 
-def zipper_stats(conn, tbl):
-    """Size facts of a zipper table: file size, blocks its visible sub-groups
-    use (the rest is space of replaced sub-groups), metadata (best effort:
-    the catalog tables may not be readable)."""
-    cur = conn.cursor()
-    r = {}
-    r['total'], r['file_blocks'] = q(cur, f"SELECT pg_total_relation_size('{tbl}'), pg_relation_size('{tbl}') / 8192")[0]
-    r['subgroups'], r['live_blocks'], r['masked_rows'] = q(cur, f"""
-        SELECT count(*), coalesce(sum(blocks), 0), coalesce(sum(masked_rows), 0)
-          FROM zipper_lake.inspect('{tbl}')""")[0]
-    tx = not conn.autocommit
-    try:
-        if tx:
-            cur.execute('SAVEPOINT zl_meta')
-        r['meta'] = q(cur, f"""
-            SELECT coalesce((SELECT sum(pg_column_size(s.*)) FROM zipper_lake.subgroup s
-                              WHERE storage_id = zipper_lake._storage_id('{tbl}')), 0)
-                 + coalesce((SELECT sum(pg_column_size(m.*)) FROM zipper_lake.mask m
-                              WHERE storage_id = zipper_lake._storage_id('{tbl}')), 0)""")[0][0]
-    except psycopg2.Error:
-        if tx:
-            cur.execute('ROLLBACK TO SAVEPOINT zl_meta')
-        r['meta'] = None
-    if tx:
-        conn.commit()
-    return r
-
-
-def describe_zipper(r):
-    meta = 'n/a' if r['meta'] is None else f"~{r['meta'] / 2**20:.1f} MB"
-    dead = 1 - r['live_blocks'] / r['file_blocks'] if r['file_blocks'] else 0
-    return (f"{r['total'] / 2**20:.1f} MB + metadata {meta}; {r['subgroups']} sub-groups, "
-            f"{r['masked_rows']} masked rows; visible sub-groups use {r['live_blocks']} of "
-            f"{r['file_blocks']} blocks ({dead:.0%} of the file is space of replaced sub-groups)")
-
-
 def mb(b):
     return f'{b / 1048576:.1f} MB'
 
@@ -348,7 +299,7 @@ def mb(b):
 
 def main():
     a = parse_args()
-    conn = connect(a)
+    conn = connect(a, autocommit=False)
     cur = conn.cursor()
     server = q(cur, "SELECT current_setting('server_version'), current_setting('shared_buffers'),"
                     " current_setting('synchronous_commit'), current_setting('work_mem'),"

@@ -1,0 +1,56 @@
+"""
+test/bench/bench_common.py -- what bench_apply.py and bench_read.py share:
+connecting, running a query, and the size facts of a zipper table.
+"""
+import psycopg2
+
+
+def connect(a, autocommit):
+    kw = {}
+    for k in ('host', 'port', 'dbname'):
+        if getattr(a, k):
+            kw[k] = getattr(a, k)
+    conn = psycopg2.connect(**kw)
+    conn.autocommit = autocommit
+    return conn
+
+
+def q(cur, sql, args=None):
+    cur.execute(sql, args)
+    return cur.fetchall() if cur.description else None
+
+
+def zipper_stats(conn, tbl):
+    """Size facts of a zipper table: file size, blocks its visible sub-groups
+    use (the rest is space of replaced sub-groups), metadata (best effort:
+    the catalog tables may not be readable)."""
+    cur = conn.cursor()
+    r = {}
+    r['total'], r['file_blocks'] = q(cur, f"SELECT pg_total_relation_size('{tbl}'), pg_relation_size('{tbl}') / 8192")[0]
+    r['subgroups'], r['live_blocks'], r['masked_rows'] = q(cur, f"""
+        SELECT count(*), coalesce(sum(blocks), 0), coalesce(sum(masked_rows), 0)
+          FROM zipper_lake.inspect('{tbl}')""")[0]
+    tx = not conn.autocommit
+    try:
+        if tx:
+            cur.execute('SAVEPOINT zl_meta')
+        r['meta'] = q(cur, f"""
+            SELECT coalesce((SELECT sum(pg_column_size(s.*)) FROM zipper_lake.subgroup s
+                              WHERE storage_id = zipper_lake._storage_id('{tbl}')), 0)
+                 + coalesce((SELECT sum(pg_column_size(m.*)) FROM zipper_lake.mask m
+                              WHERE storage_id = zipper_lake._storage_id('{tbl}')), 0)""")[0][0]
+    except psycopg2.Error:
+        if tx:
+            cur.execute('ROLLBACK TO SAVEPOINT zl_meta')
+        r['meta'] = None
+    if tx:
+        conn.commit()
+    return r
+
+
+def describe_zipper(r):
+    meta = 'n/a' if r['meta'] is None else f"~{r['meta'] / 2**20:.1f} MB"
+    dead = 1 - r['live_blocks'] / r['file_blocks'] if r['file_blocks'] else 0
+    return (f"{r['total'] / 2**20:.1f} MB + metadata {meta}; {r['subgroups']} sub-groups, "
+            f"{r['masked_rows']} masked rows; visible sub-groups use {r['live_blocks']} of "
+            f"{r['file_blocks']} blocks ({dead:.0%} of the file is space of replaced sub-groups)")
