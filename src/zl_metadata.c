@@ -45,7 +45,10 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "pgtime.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -323,15 +326,89 @@ resolve_column(Relation rel, const char *name, const char *role)
  * Read the table's registration.  Returns false when the table is not
  * registered (rows written then are kept unplaced until it is).
  */
+/*
+ * Registrations read by readers, cached per backend.  Only registered
+ * tables are cached: a registration never changes (re-registering is
+ * refused, registered columns cannot be renamed or dropped) until the
+ * table is dropped, and then its relcache invalidation clears the entry.
+ * "Not registered" is never cached: a reader with an old snapshot would
+ * keep believing it after the registration's invalidation has passed.
+ */
+typedef struct OptionsCacheEntry
+{
+	Oid			relid;			/* hash key */
+	ZLTableOptions opts;
+} OptionsCacheEntry;
+
+static HTAB *options_cache = NULL;
+
+static void
+options_cache_invalidate(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	OptionsCacheEntry *entry;
+
+	if (options_cache == NULL)
+		return;
+	hash_seq_init(&status, options_cache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (OidIsValid(relid) && entry->relid != relid)
+			continue;
+		pfree(entry->opts.time_zone);
+		(void) hash_search(options_cache, &entry->relid, HASH_REMOVE, NULL);
+	}
+}
+
+static void
+options_cache_store(const ZLTableOptions *opts)
+{
+	static bool callback_registered = false;
+	OptionsCacheEntry *entry;
+
+	if (options_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(OptionsCacheEntry);
+		ctl.hcxt = CacheMemoryContext;
+		options_cache = hash_create("zipper_lake registrations", 64, &ctl,
+									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	if (!callback_registered)
+	{
+		CacheRegisterRelcacheCallback(options_cache_invalidate, (Datum) 0);
+		callback_registered = true;
+	}
+	entry = hash_search(options_cache, &opts->relid, HASH_ENTER, NULL);
+	entry->opts = *opts;
+	entry->opts.time_zone = MemoryContextStrdup(CacheMemoryContext, opts->time_zone);
+}
+
 bool
 zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write)
 {
 	ZLMetaSession session;
 	Datum		values[1] = {ObjectIdGetDatum(RelationGetRelid(rel))};
 	bool		found;
+	Oid			relid = RelationGetRelid(rel);
+
+	if (!for_write && options_cache != NULL)
+	{
+		OptionsCacheEntry *entry = hash_search(options_cache, &relid, HASH_FIND, NULL);
+
+		if (entry != NULL)
+		{
+			/* the entry may go at any invalidation: callers get their own copy */
+			*opts = entry->opts;
+			opts->time_zone = pstrdup(entry->opts.time_zone);
+			return true;
+		}
+	}
 
 	memset(opts, 0, sizeof(*opts));
-	opts->relid = RelationGetRelid(rel);
+	opts->relid = relid;
 
 	meta_begin(&session);
 	/*
@@ -396,6 +473,8 @@ zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write)
 		 */
 	}
 	meta_end(&session);
+	if (found)
+		options_cache_store(opts);
 	return found;
 }
 
