@@ -182,6 +182,9 @@ extern void zl_key_extract(const ZLKeyHasher *h, HeapTuple tuple, TupleDesc tupd
 						   Datum *values);
 extern bytea *zl_key_directory_build(const ZLKeyHasher *h, TupleDesc tupdesc,
 									 HeapTuple *tuples, const int32 *positions, int n);
+extern void zl_key_directory_cache_trim(void);
+extern bytea *zl_key_directory_cached(Oid catalog, int64 subgroup_id);
+extern bytea *zl_key_directory_remember(Oid catalog, int64 subgroup_id, Datum directory);
 extern int32 *zl_key_directory_probe(const bytea *dir, const uint32 *hashes,
 									 int nhashes, int *npositions);
 

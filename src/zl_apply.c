@@ -492,8 +492,9 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 		HeapTuple	flat;
 		KeyState   *ks;
 
-		/* values must not point into the source's TOAST */
-		flat = toast_flatten_tuple(row, SPI_tuptable->tupdesc);
+		/* values must point neither into the source's TOAST nor into SPI memory */
+		flat = HeapTupleHasExternal(row) ? toast_flatten_tuple(row, SPI_tuptable->tupdesc) :
+			heap_copytuple(row);
 		c->values = palloc(sizeof(Datum) * (ncols + 3));
 		c->isnull = palloc(sizeof(bool) * (ncols + 3));
 		heap_deform_tuple(flat, SPI_tuptable->tupdesc, c->values, c->isnull);

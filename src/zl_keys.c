@@ -13,7 +13,8 @@
  * those rows (zl_scan.c), comparing the real key to weed out collisions.
  *
  * Hashes use the key columns' default hash functions and collations,
- * combined in key order, so writer and reader agree.
+ * combined in key order, so writer and reader agree.  Directories are
+ * immutable, so each backend caches the ones it has read.
  *
  *-------------------------------------------------------------------------
  */
@@ -22,6 +23,8 @@
 #include "access/htup_details.h"
 #include "common/hashfn.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
 #include "utils/lsyscache.h"
 #include "utils/typcache.h"
 
@@ -135,6 +138,82 @@ zl_key_directory_build(const ZLKeyHasher *h, TupleDesc tupdesc,
 	qsort(entries, n, sizeof(ZLKeyDirEntry), dir_entry_cmp);
 	pfree(values);
 	return dir;
+}
+
+/* ---------- a per-backend cache of directories ---------- */
+
+/*
+ * Directories never change, so each backend keeps those it has read, keyed
+ * by the metadata catalog's OID (new with every CREATE EXTENSION, which
+ * restarts the id sequence) and the sub-group id (never reused within
+ * one).  Pointers handed out stay valid until the next load trims the
+ * cache; a load never trims while its own pointers are in use.
+ */
+#define KEY_DIRECTORY_CACHE_BYTES	((Size) 256 * 1024 * 1024)
+
+typedef struct DirCacheKey
+{
+	Oid			catalog;
+	int64		subgroup_id;
+} DirCacheKey;
+
+typedef struct DirCacheEntry
+{
+	DirCacheKey key;
+	bytea	   *directory;
+} DirCacheEntry;
+
+static HTAB *dir_cache = NULL;
+static MemoryContext dir_cache_context = NULL;
+
+void
+zl_key_directory_cache_trim(void)
+{
+	HASHCTL		ctl;
+
+	if (dir_cache != NULL &&
+		MemoryContextMemAllocated(dir_cache_context, true) < KEY_DIRECTORY_CACHE_BYTES)
+		return;
+	if (dir_cache_context == NULL)
+		dir_cache_context = AllocSetContextCreate(TopMemoryContext,
+												  "zipper_lake key directories",
+												  ALLOCSET_DEFAULT_SIZES);
+	else
+		MemoryContextReset(dir_cache_context);
+	ctl.keysize = sizeof(DirCacheKey);
+	ctl.entrysize = sizeof(DirCacheEntry);
+	ctl.hcxt = dir_cache_context;
+	dir_cache = hash_create("zipper_lake key directories", 256, &ctl,
+							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+bytea *
+zl_key_directory_cached(Oid catalog, int64 subgroup_id)
+{
+	DirCacheKey key;
+	DirCacheEntry *entry;
+
+	memset(&key, 0, sizeof(key));
+	key.catalog = catalog;
+	key.subgroup_id = subgroup_id;
+	entry = hash_search(dir_cache, &key, HASH_FIND, NULL);
+	return entry ? entry->directory : NULL;
+}
+
+bytea *
+zl_key_directory_remember(Oid catalog, int64 subgroup_id, Datum directory)
+{
+	DirCacheKey key;
+	DirCacheEntry *entry;
+	MemoryContext old = MemoryContextSwitchTo(dir_cache_context);
+
+	memset(&key, 0, sizeof(key));
+	key.catalog = catalog;
+	key.subgroup_id = subgroup_id;
+	entry = hash_search(dir_cache, &key, HASH_ENTER, NULL);
+	entry->directory = DatumGetByteaPCopy(directory);
+	MemoryContextSwitchTo(old);
+	return entry->directory;
 }
 
 /* first index in entries[lo, hi) whose hash is >= hash */

@@ -588,22 +588,25 @@ zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
 {
 	ZLMetaSession session;
 	Datum		values[1] = {Int64GetDatum((int64) storage_id)};
+	Oid			catalog = get_relname_relid("subgroup", get_namespace_oid(ZL_SCHEMA, false));
 
+	zl_key_directory_cache_trim();
 	meta_begin(&session);
 	meta_exec(Q_LOAD_KEY_DIRECTORIES, values, NULL, snapshot, true);
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
 		ZLSubGroup *sg = find_subgroup(sgs, nsubgroups, result_int64(r, 1));
 		bool		isnull;
-		Datum		dir;
-		MemoryContext old;
 
 		if (sg == NULL)
 			continue;
-		dir = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 2, &isnull);
-		old = MemoryContextSwitchTo(session.caller_context);
-		sg->key_directory = DatumGetByteaPCopy(dir);
-		MemoryContextSwitchTo(old);
+		/* immutable: fetched (and detoasted) once per backend */
+		sg->key_directory = zl_key_directory_cached(catalog, sg->subgroup_id);
+		if (sg->key_directory == NULL)
+			sg->key_directory =
+				zl_key_directory_remember(catalog, sg->subgroup_id,
+										  SPI_getbinval(SPI_tuptable->vals[r],
+														SPI_tuptable->tupdesc, 2, &isnull));
 	}
 	meta_end(&session);
 }
