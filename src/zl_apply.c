@@ -185,7 +185,7 @@ grow_array(void **array, int *max, int needed, Size elemsize)
 {
 	if (needed <= *max)
 		return;
-	*max = Max(needed, Max(16, *max * 2));
+	*max = Max(needed, Max(4, *max * 2));	/* most keys have one or two of each */
 	*array = *array ? repalloc_huge(*array, (Size) *max * elemsize)
 		: palloc_extended((Size) *max * elemsize, MCXT_ALLOC_HUGE);
 }
