@@ -66,6 +66,12 @@ ALTER TABLE heap_t SET ACCESS METHOD zipper_lake;
 ALTER TABLE acct RENAME COLUMN valid_from TO starts;
 ALTER TABLE acct RENAME COLUMN id TO ident;
 ALTER TABLE acct DROP COLUMN valid_to;
+-- also when the rename comes through an inheritance parent
+CREATE TABLE par (valid_from timestamptz);
+CREATE TABLE zc (id int, valid_to timestamptz) INHERITS (par) USING zipper_lake;
+SELECT zipper_lake.register('zc', ARRAY['id']);
+ALTER TABLE par RENAME COLUMN valid_from TO vf;
+ALTER TABLE par ALTER COLUMN valid_from TYPE timestamp;
 ALTER TABLE acct RENAME COLUMN name TO label;
 ALTER TABLE acct ADD COLUMN note text;
 SELECT key, valid_from, valid_to FROM zipper_lake.registration WHERE tbl = 'acct'::regclass;

@@ -53,8 +53,18 @@ SELECT * FROM zipper_lake.apply_changes('z', 'good', change_time => NULL);
 -- targets that cannot take changes
 CREATE TABLE heap_target (id int);
 SELECT * FROM zipper_lake.apply_changes('heap_target', 'good');
-CREATE TABLE unregistered (id int, valid_from timestamptz, valid_to timestamptz) USING zipper_lake;
+CREATE TABLE unregistered (id int, region text, amount int, valid_from timestamptz, valid_to timestamptz) USING zipper_lake;
 SELECT * FROM zipper_lake.apply_changes('unregistered', 'good');
+-- a registration that was rolled back is gone, also for this session's caches
+BEGIN;
+SELECT zipper_lake.register('unregistered', ARRAY['region']);
+SELECT count(*) FROM unregistered WHERE valid_to = 'infinity';
+ROLLBACK;
+SELECT * FROM zipper_lake.apply_changes('unregistered', 'good');
+SELECT count(*) FROM zipper_lake.registration WHERE tbl = 'unregistered'::regclass;
+-- registered key columns keep their type and collation
+ALTER TABLE z ALTER COLUMN region TYPE text COLLATE "C";
+ALTER TABLE z ALTER COLUMN amount TYPE int;
 
 -- nothing changed
 SELECT count(*) AS differences FROM ((TABLE z EXCEPT ALL TABLE snapshot_before) UNION ALL (TABLE snapshot_before EXCEPT ALL TABLE z)) d;

@@ -226,3 +226,18 @@ INSERT INTO dated_end VALUES (2, '2026-01-01', '9999-12-31');
 SELECT partition_end, row_count FROM zipper_lake.inspect('dated_end');
 SELECT count(*) FROM dated_end WHERE valid_to = '9999-12-31';
 SELECT count(*) FROM zipper_lake.current(NULL::dated_end);
+
+-- a NULL time is an error, whether the helper is inlined or not
+PREPARE at_null(timestamptz) AS SELECT count(*) FROM zipper_lake.as_of(NULL::hist, $1);
+EXECUTE at_null(NULL);
+EXECUTE at_null('2026-03-10');
+SELECT count(*) FROM zipper_lake.changes(NULL::hist, nullif(now(), now()), now());
+
+-- verify finds several open versions of a timestamp table in any session time zone
+CREATE TABLE stamped_open (id int, valid_from timestamp NOT NULL, valid_to timestamp NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('stamped_open', ARRAY['id'], open_end => '9999-12-31');
+INSERT INTO stamped_open VALUES (1, '2026-01-01', '9999-12-31'), (1, '2026-02-01', '9999-12-31');
+SELECT check_name FROM zipper_lake.verify('stamped_open');
+SET timezone = 'Asia/Shanghai';
+SELECT check_name FROM zipper_lake.verify('stamped_open');
+SET timezone = 'UTC';

@@ -82,6 +82,13 @@ SELECT id, owner FROM zipper_lake.current(NULL::guarded);
 SELECT id, owner FROM zipper_lake.as_of(NULL::guarded, '2026-01-05');
 SELECT * FROM zipper_lake.apply_changes('guarded', 'guarded_ch');
 RESET ROLE;
+-- a plan prepared by a role that bypasses the policies is not reused unchecked
+PREPARE all_current AS SELECT id, owner FROM zipper_lake.current(NULL::guarded) ORDER BY id;
+EXECUTE all_current;
+SET ROLE zl_reader;
+EXECUTE all_current;
+RESET ROLE;
+DEALLOCATE all_current;
 DROP TABLE guarded, guarded_ch;
 
 -- a hostile search_path cannot redirect the extension's statements

@@ -23,6 +23,7 @@
 #include "storage/lockdefs.h"
 #include "storage/smgr.h"
 #include "datatype/timestamp.h"
+#include "nodes/parsenodes.h"
 #include "nodes/pg_list.h"
 #include "storage/block.h"
 #include "utils/date.h"
@@ -254,6 +255,7 @@ extern void zl_refuse_row_security(Relation rel);
 
 extern Relation zl_open_zipper_table(Oid relid, LOCKMODE lockmode);
 extern Relation zl_open_readable_zipper_table(Oid relid);
+extern void zl_refuse_registered_column_retype(AlterTableStmt *stmt);
 
 /* ---------- zl_scan.c ---------- */
 

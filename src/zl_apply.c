@@ -1069,7 +1069,7 @@ apply_begin(ApplyContext *ac, Oid relid, Oid source_relid)
 				 errhint("Applying changes needs INSERT and UPDATE privileges on the zipper table.")));
 
 	zl_refuse_row_security(ac->rel);
-	if (!zl_meta_load_options(ac->rel, &ac->opts, false))
+	if (!zl_meta_load_options(ac->rel, &ac->opts, true))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" is not registered", RelationGetRelationName(ac->rel)),

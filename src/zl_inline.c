@@ -41,13 +41,16 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/planner.h"
+#include "parser/parse_func.h"
 #include "parser/parse_type.h"
+#include "utils/builtins.h"
 #include "storage/lmgr.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -148,6 +151,35 @@ helper_quals(ReadHelper helper, const ZLTableOptions *opts, List *args)
 	return NULL;
 }
 
+/*
+ * The time arguments wrapped in zipper_lake._time_arg(), which raises the
+ * function's error for a NULL instead of letting "valid_from <= NULL"
+ * quietly select nothing (parameters can be NULL at run time).
+ */
+static List *
+checked_args(ReadHelper helper, List *args)
+{
+	static const char *const names[] = {"as_of time", "start of the window", "end of the window"};
+	Oid			argtypes[2] = {TIMESTAMPTZOID, TEXTOID};
+	Oid			check = LookupFuncName(list_make2(makeString(ZL_SCHEMA), makeString("_time_arg")),
+									   2, argtypes, false);
+	List	   *checked = list_make1(linitial(args));
+	int			i = helper == HELPER_AS_OF ? 0 : 1;
+	ListCell   *lc;
+
+	for_each_from(lc, args, 1)
+	{
+		Const	   *name = makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
+									 CStringGetTextDatum(names[i++]), false, false);
+
+		checked = lappend(checked, makeFuncExpr(check, TIMESTAMPTZOID,
+												list_make2(lfirst(lc), name),
+												InvalidOid, DEFAULT_COLLATION_OID,
+												COERCE_EXPLICIT_CALL));
+	}
+	return checked;
+}
+
 /* SELECT <every column, by position> FROM ONLY rel WHERE quals */
 static Query *
 make_subquery(Relation rel, Node *quals)
@@ -231,13 +263,14 @@ try_inline(RangeTblEntry *rte)
 
 	LockRelationOid(relid, AccessShareLock);
 	rel = table_open(relid, NoLock);
+	/* no inlining under row-level security, even where it is bypassed now:
+	 * the plan could be cached and reused by another role */
 	ok = zl_is_zipper_relation(rel) && zl_meta_load_options(rel, &opts, false) &&
-		opts.period_type == TIMESTAMPTZOID &&
-		check_enable_rls(relid, InvalidOid, true) != RLS_ENABLED;
+		opts.period_type == TIMESTAMPTZOID && !rel->rd_rel->relrowsecurity;
 	if (ok)
 	{
 		rte->rtekind = RTE_SUBQUERY;
-		rte->subquery = make_subquery(rel, helper_quals(helper, &opts, call->args));
+		rte->subquery = make_subquery(rel, helper_quals(helper, &opts, checked_args(helper, call->args)));
 		rte->functions = NIL;
 		rte->security_barrier = false;
 	}

@@ -206,14 +206,15 @@ zl_key_directory_remember(Oid catalog, int64 subgroup_id, Datum directory)
 	DirCacheKey key;
 	DirCacheEntry *entry;
 	MemoryContext old = MemoryContextSwitchTo(dir_cache_context);
+	bytea	   *copy = DatumGetByteaPCopy(directory);	/* may fail: before entering */
 
 	memset(&key, 0, sizeof(key));
 	key.catalog = catalog;
 	key.subgroup_id = subgroup_id;
 	entry = hash_search(dir_cache, &key, HASH_ENTER, NULL);
-	entry->directory = DatumGetByteaPCopy(directory);
+	entry->directory = copy;
 	MemoryContextSwitchTo(old);
-	return entry->directory;
+	return copy;
 }
 
 /* first index in entries[lo, hi) whose hash is >= hash */

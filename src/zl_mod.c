@@ -6,7 +6,8 @@
  * The ExecutorStart hook refuses UPDATE, DELETE and MERGE on zipper tables
  * before any row is touched; the ExecutorFinish hook flushes the rows an
  * INSERT buffered (zl_write.c) once the statement has produced them all.
- * The planner hooks live in zl_customscan.c (pruned scans) and
+ * The ProcessUtility hook refuses retyping registered columns
+ * (zl_register.c).  The planner hooks live in zl_customscan.c (pruned scans) and
  * zl_inline.c (read helpers inlined into scans).
  *
  *-------------------------------------------------------------------------
@@ -18,6 +19,7 @@
 #include "fmgr.h"
 #include "nodes/parsenodes.h"
 #include "parser/parsetree.h"
+#include "tcop/utility.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 
@@ -27,6 +29,7 @@ bool		zipper_lake_enable_pruning = true;
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 void		_PG_init(void);
 
@@ -86,6 +89,21 @@ zl_ExecutorFinish(QueryDesc *queryDesc)
 		zl_write_flush_all();
 }
 
+static void
+zl_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+				  ProcessUtilityContext context, ParamListInfo params,
+				  QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	if (IsA(pstmt->utilityStmt, AlterTableStmt))
+		zl_refuse_registered_column_retype((AlterTableStmt *) pstmt->utilityStmt);
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+							queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+								queryEnv, dest, qc);
+}
+
 void
 _PG_init(void)
 {
@@ -103,6 +121,8 @@ _PG_init(void)
 	ExecutorStart_hook = zl_ExecutorStart;
 	prev_ExecutorFinish = ExecutorFinish_hook;
 	ExecutorFinish_hook = zl_ExecutorFinish;
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = zl_ProcessUtility;
 
 	zl_write_register_callbacks();
 	zl_customscan_init();

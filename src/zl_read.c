@@ -35,6 +35,7 @@
 PG_FUNCTION_INFO_V1(zipper_lake_as_of);
 PG_FUNCTION_INFO_V1(zipper_lake_current);
 PG_FUNCTION_INFO_V1(zipper_lake_changes);
+PG_FUNCTION_INFO_V1(zipper_lake_time_arg);
 
 /*
  * The helpers read the table directly, where row-level security policies
@@ -78,15 +79,29 @@ open_table_of_row_type(FunctionCallInfo fcinfo, ZLTableOptions *opts)
 	return rel;
 }
 
-static int64
-time_arg(FunctionCallInfo fcinfo, int argno, const ZLTableOptions *opts, const char *name)
+static void
+refuse_null_time(FunctionCallInfo fcinfo, int argno, const char *name)
 {
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("%s must not be null", name),
 				 errhint("Pass a point in time, such as now().")));
+}
+
+static int64
+time_arg(FunctionCallInfo fcinfo, int argno, const ZLTableOptions *opts, const char *name)
+{
+	refuse_null_time(fcinfo, argno, name);
 	return zl_timestamptz_to_instant(opts, PG_GETARG_TIMESTAMPTZ(argno));
+}
+
+/* zipper_lake._time_arg(t, what): t, or the helpers' error when t is NULL */
+Datum
+zipper_lake_time_arg(PG_FUNCTION_ARGS)
+{
+	refuse_null_time(fcinfo, 0, PG_ARGISNULL(1) ? "time" : text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	PG_RETURN_DATUM(PG_GETARG_DATUM(0));
 }
 
 static Datum

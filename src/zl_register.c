@@ -14,13 +14,16 @@
  */
 #include "zipper_lake.h"
 
+#include "access/relation.h"
 #include "access/table.h"
 #include "commands/trigger.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_inherits.h"
 #include "commands/defrem.h"
 #include "utils/acl.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 
 PG_FUNCTION_INFO_V1(zipper_lake_register_row);
@@ -66,6 +69,8 @@ zipper_lake_register_row(PG_FUNCTION_ARGS)
 	/* writers of the table wait, then see the registration (zl_write.c) */
 	zl_write_lock_table(zl_storage_id(rel));
 	zl_meta_insert_registration(values);
+	/* cached registrations (zl_metadata.c) follow a commit or rollback */
+	CacheInvalidateRelcache(rel);
 	table_close(rel, NoLock);
 	PG_RETURN_VOID();
 }
@@ -107,6 +112,60 @@ zl_open_readable_zipper_table(Oid relid)
 	if (aclresult != ACLCHECK_OK)
 		aclcheck_error(aclresult, OBJECT_TABLE, RelationGetRelationName(rel));
 	return rel;
+}
+
+/*
+ * ALTER TABLE ... ALTER COLUMN ... TYPE (or COLLATE) on a registered key or
+ * period column would change how keys hash and compare, or how periods
+ * read, under rows already stored and placed: refuse it, on the table and
+ * on every zipper table the command recurses to.  (Renames and drops are
+ * caught after the fact by an event trigger in the install script.)
+ */
+void
+zl_refuse_registered_column_retype(AlterTableStmt *stmt)
+{
+	Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	List	   *relids;
+	ListCell   *lc;
+
+	if (!OidIsValid(relid))
+		return;
+	relids = stmt->relation->inh ? find_all_inheritors(relid, NoLock, NULL) : list_make1_oid(relid);
+	foreach(lc, relids)
+	{
+		Relation	rel = try_relation_open(lfirst_oid(lc), NoLock);
+		ZLTableOptions opts;
+		ListCell   *lc2;
+
+		if (rel == NULL)
+			continue;
+		if (!zl_is_zipper_relation(rel) || !zl_meta_load_options(rel, &opts, false))
+		{
+			relation_close(rel, NoLock);
+			continue;
+		}
+		foreach(lc2, stmt->cmds)
+		{
+			AlterTableCmd *cmd = lfirst(lc2);
+			AttrNumber	attnum;
+			bool		registered = false;
+
+			if (cmd->subtype != AT_AlterColumnType || cmd->name == NULL)
+				continue;
+			attnum = get_attnum(RelationGetRelid(rel), cmd->name);
+			registered = attnum == opts.from_attnum || attnum == opts.to_attnum;
+			for (int i = 0; i < opts.nkeys; i++)
+				registered |= attnum == opts.key_attnums[i];
+			if (registered)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot change the type of registered column \"%s\" of zipper table \"%s\"",
+								cmd->name, RelationGetRelationName(rel)),
+						 errdetail("Stored versions are placed and their keys hashed by the column's type and collation."),
+						 errhint("Create a new zipper table with the new type and copy the rows with INSERT ... SELECT.")));
+		}
+		relation_close(rel, NoLock);
+	}
 }
 
 Datum

@@ -320,6 +320,8 @@ AS $$
 DECLARE
     reg zipper_lake.registration;
     keys text;
+    period_type regtype;
+    open_end text;
 BEGIN
     RETURN QUERY SELECT * FROM zipper_lake._verify_storage(tbl);
     SELECT * INTO reg FROM zipper_lake.registration r WHERE r.tbl = verify.tbl;
@@ -327,6 +329,13 @@ BEGIN
         RETURN;
     END IF;
     SELECT string_agg(quote_ident(k), ', ') INTO keys FROM unnest(reg.key) k;
+    -- the open end in the column's own type (register() keeps timestamp and
+    -- date open ends as their wall-clock value at UTC)
+    SELECT atttypid::regtype INTO period_type FROM pg_attribute
+     WHERE attrelid = tbl AND attname = reg.valid_to;
+    open_end := CASE WHEN period_type = 'timestamptz'::regtype
+                     THEN format('%L::timestamptz', reg.open_end)
+                     ELSE format('%L::%s', (reg.open_end AT TIME ZONE 'UTC')::text, period_type) END;
 
     RETURN QUERY EXECUTE format(
         'SELECT ''overlapping versions''::text,'
@@ -340,10 +349,9 @@ BEGIN
     RETURN QUERY EXECUTE format(
         'SELECT ''several open versions''::text,'
         '       format(''Key (%%s)=(%%s) has %%s open versions.'', %L, row(%s)::text, n)'
-        '  FROM (SELECT %s, count(*) AS n FROM %s WHERE %I = $1'
+        '  FROM (SELECT %s, count(*) AS n FROM %s WHERE %I = %s'
         '         GROUP BY %s HAVING count(*) > 1) v',
-        keys, keys, keys, tbl, reg.valid_to, keys)
-        USING reg.open_end;
+        keys, keys, keys, tbl, reg.valid_to, open_end, keys);
 END
 $$;
 
@@ -386,9 +394,13 @@ DECLARE
     reg zipper_lake.registration;
     col name;
 BEGIN
-    FOR reg IN SELECT r.* FROM zipper_lake.registration r
-                 JOIN pg_event_trigger_ddl_commands() c
-                   ON c.classid = 'pg_class'::regclass AND c.objid = r.tbl LOOP
+    -- the altered tables and, as ALTER TABLE recurses, every table inheriting from them
+    FOR reg IN WITH RECURSIVE altered(relid) AS (
+                   SELECT objid FROM pg_event_trigger_ddl_commands()
+                    WHERE classid = 'pg_class'::regclass
+                   UNION
+                   SELECT i.inhrelid FROM pg_inherits i JOIN altered a ON i.inhparent = a.relid)
+               SELECT r.* FROM zipper_lake.registration r JOIN altered a ON a.relid = r.tbl LOOP
         FOREACH col IN ARRAY reg.key || ARRAY[reg.valid_from, reg.valid_to] LOOP
             IF NOT EXISTS (SELECT 1 FROM pg_attribute
                             WHERE attrelid = reg.tbl AND attname = col AND NOT attisdropped) THEN
@@ -436,6 +448,12 @@ SET search_path = pg_catalog, pg_temp;
 -- ---------------------------------------------------------------------------
 -- Reading (see src/zl_read.c); NULL::table names the table and the row type
 -- ---------------------------------------------------------------------------
+
+-- the NULL check of the helpers' time arguments, kept when they are inlined
+CREATE FUNCTION zipper_lake._time_arg(t timestamptz, what text)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'zipper_lake_time_arg'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
 CREATE FUNCTION zipper_lake.as_of(tbl anyelement, at timestamptz)
 RETURNS SETOF anyelement
