@@ -162,10 +162,13 @@ checked_args(ReadHelper helper, List *args)
 	static const char *const names[] = {"as_of time", "start of the window", "end of the window"};
 	Oid			argtypes[2] = {TIMESTAMPTZOID, TEXTOID};
 	Oid			check = LookupFuncName(list_make2(makeString(ZL_SCHEMA), makeString("_time_arg")),
-									   2, argtypes, false);
+									   2, argtypes, true);
 	List	   *checked = list_make1(linitial(args));
 	int			i = helper == HELPER_AS_OF ? 0 : 1;
 	ListCell   *lc;
+
+	if (!OidIsValid(check))
+		return NIL;				/* an install script without it: keep the function */
 
 	for_each_from(lc, args, 1)
 	{
@@ -242,6 +245,7 @@ try_inline(RangeTblEntry *rte)
 	Relation	rel;
 	ZLTableOptions opts;
 	bool		ok;
+	List	   *args;
 	ListCell   *lc;
 
 	if (list_length(rte->functions) != 1 || rte->funcordinality)
@@ -267,10 +271,10 @@ try_inline(RangeTblEntry *rte)
 	 * the plan could be cached and reused by another role */
 	ok = zl_is_zipper_relation(rel) && zl_meta_load_options(rel, &opts, false) &&
 		opts.period_type == TIMESTAMPTZOID && !rel->rd_rel->relrowsecurity;
-	if (ok)
+	if (ok && (args = checked_args(helper, call->args)) != NIL)
 	{
 		rte->rtekind = RTE_SUBQUERY;
-		rte->subquery = make_subquery(rel, helper_quals(helper, &opts, checked_args(helper, call->args)));
+		rte->subquery = make_subquery(rel, helper_quals(helper, &opts, args));
 		rte->functions = NIL;
 		rte->security_barrier = false;
 	}
