@@ -9,7 +9,7 @@
  * is visible to a scan exactly when its row in zipper_lake.subgroup is
  * visible to the scan's snapshot, and a row of a sub-group is deleted
  * exactly when some row of zipper_lake.mask visible to that snapshot lists
- * its ordinal.  Mask rows are only ever appended (one per sub-group per
+ * its position.  Mask rows are only ever appended (one per sub-group per
  * writing statement), never updated, so a reader with an older snapshot
  * keeps seeing the rows it saw.  Rollback and crash safety of the pages
  * follow from the heap's own MVCC and WAL for these tables.
@@ -116,7 +116,7 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		2, {INT8OID, DATEOID}
 	},
 	[Q_LOAD_MASKS] = {
-		"SELECT subgroup_id, ordinals FROM zipper_lake.mask WHERE storage_id = $1",
+		"SELECT subgroup_id, positions FROM zipper_lake.mask WHERE storage_id = $1",
 		1, {INT8OID}
 	},
 	[Q_LOAD_KEY_DIRECTORIES] = {
@@ -152,9 +152,9 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		2, {INT8OID, INT8OID}
 	},
 	[Q_INSERT_MASK] = {
-		"INSERT INTO zipper_lake.mask (storage_id, subgroup_id, ordinals)"
-		" SELECT $1, u.subgroup_id, u.ordinals::int4[]"
-		" FROM unnest($2, $3) AS u(subgroup_id, ordinals)",
+		"INSERT INTO zipper_lake.mask (storage_id, subgroup_id, positions)"
+		" SELECT $1, u.subgroup_id, u.positions::int4[]"
+		" FROM unnest($2, $3) AS u(subgroup_id, positions)",
 		3, {INT8OID, INT8ARRAYOID, TEXTARRAYOID}
 	},
 };
@@ -544,33 +544,33 @@ zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot, DateADT min_partiti
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
 		bool		isnull;
-		ArrayType  *ordinals;
-		int32	   *ords;
-		int			nords;
+		ArrayType  *array;
+		int32	   *positions;
+		int			npositions;
 		ZLSubGroup *sg = find_subgroup(sgs, n, result_int64(r, 1));
 
 		if (sg == NULL)
 			continue;			/* mask of a sub-group this snapshot lacks */
 
-		ordinals = DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[r],
-													SPI_tuptable->tupdesc, 2, &isnull));
-		ords = (int32 *) ARR_DATA_PTR(ordinals);
-		nords = ArrayGetNItems(ARR_NDIM(ordinals), ARR_DIMS(ordinals));
+		array = DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[r],
+												 SPI_tuptable->tupdesc, 2, &isnull));
+		positions = (int32 *) ARR_DATA_PTR(array);
+		npositions = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));
 		if (sg->mask == NULL)
 			sg->mask = MemoryContextAllocZero(session.caller_context,
 											  ((int64) sg->blocks * MaxHeapTuplesPerPage + 7) / 8);
-		for (int k = 0; k < nords; k++)
+		for (int k = 0; k < npositions; k++)
 		{
-			int32		ord = ords[k];
+			int32		pos = positions[k];
 
-			if (ord < 0 || ord >= (int64) sg->blocks * MaxHeapTuplesPerPage)
+			if (pos < 0 || pos >= (int64) sg->blocks * MaxHeapTuplesPerPage)
 				ereport(ERROR,
 						(errcode(ERRCODE_DATA_CORRUPTED),
 						 errmsg("mask of sub-group " INT64_FORMAT " names position %d outside its %d blocks",
-								sg->subgroup_id, ord, sg->blocks)));
-			if (!ZL_ROW_MASKED(sg, ord))
+								sg->subgroup_id, pos, sg->blocks)));
+			if (!ZL_ROW_MASKED(sg, pos))
 			{
-				sg->mask[ord >> 3] |= (1 << (ord & 7));
+				sg->mask[pos >> 3] |= (1 << (pos & 7));
 				sg->masked_rows++;
 			}
 		}

@@ -70,7 +70,7 @@ CREATE INDEX subgroup_window_idx
 CREATE TABLE zipper_lake.mask (
     storage_id   bigint NOT NULL,
     subgroup_id  bigint NOT NULL,
-    ordinals     int[] NOT NULL
+    positions    int[] NOT NULL   -- row positions (see src/zl_scan.c)
 );
 CREATE INDEX mask_subgroup_idx ON zipper_lake.mask (storage_id, subgroup_id);
 
