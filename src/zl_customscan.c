@@ -287,13 +287,12 @@ plain_seqscan_path(RelOptInfo *rel)
  * a sequential scan), split among the participants of a parallel scan.
  */
 static Path *
-make_zipper_path(PlannerInfo *root, RelOptInfo *rel, Path *seqscan,
+make_zipper_path(PlannerInfo *root, RelOptInfo *rel, Cost seq_startup, Cost seq_total,
 				 Selectivity selectivity, List *private, int workers)
 {
 	CustomPath *cpath = makeNode(CustomPath);
 	double		participants = workers + (parallel_leader_participation ? 1 : 0);
-	Cost		run_cost = (seqscan->total_cost - seqscan->startup_cost) *
-		Min(Max(selectivity, 0.001), 0.999);
+	Cost		run_cost = (seq_total - seq_startup) * Min(Max(selectivity, 0.001), 0.999);
 
 	cpath->path.pathtype = T_CustomScan;
 	cpath->path.parent = rel;
@@ -304,9 +303,8 @@ make_zipper_path(PlannerInfo *root, RelOptInfo *rel, Path *seqscan,
 	cpath->path.parallel_safe = rel->consider_parallel;
 	cpath->path.parallel_workers = workers;
 	cpath->path.rows = workers > 0 ? clamp_row_est(rel->rows / participants) : rel->rows;
-	cpath->path.startup_cost = seqscan->startup_cost;
-	cpath->path.total_cost = seqscan->startup_cost +
-		(workers > 0 ? run_cost / participants : run_cost);
+	cpath->path.startup_cost = seq_startup;
+	cpath->path.total_cost = seq_startup + (workers > 0 ? run_cost / participants : run_cost);
 	cpath->flags = 0;
 	cpath->custom_private = private;
 	cpath->methods = &zl_path_methods;
@@ -323,6 +321,8 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 	ExtractedBounds eb;
 	List	   *private;
 	Path	   *seqscan;
+	Cost		seq_startup,
+				seq_total;
 	Selectivity selectivity;
 
 	if (prev_set_rel_pathlist)
@@ -350,7 +350,10 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 	selectivity = eb.either ?
 		clause_selectivity(root, (Node *) make_orclause(eb.exprs), rti, JOIN_INNER, NULL) :
 		clauselist_selectivity(root, eb.exprs, rti, JOIN_INNER, NULL);
-	add_path(rel, make_zipper_path(root, rel, seqscan, selectivity, private, 0));
+	/* add_path() may free the dominated sequential scan: keep its costs */
+	seq_startup = seqscan->startup_cost;
+	seq_total = seqscan->total_cost;
+	add_path(rel, make_zipper_path(root, rel, seq_startup, seq_total, selectivity, private, 0));
 
 	/* a parallel ZipperScan: participants share out the kept sub-groups */
 	if (rel->consider_parallel && rel->lateral_relids == NULL)
@@ -359,7 +362,8 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 													  max_parallel_workers_per_gather);
 
 		if (workers > 0)
-			add_partial_path(rel, make_zipper_path(root, rel, seqscan, selectivity, private, workers));
+			add_partial_path(rel, make_zipper_path(root, rel, seq_startup, seq_total,
+												   selectivity, private, workers));
 	}
 }
 
