@@ -242,6 +242,9 @@ extern void zl_write_register_callbacks(void);
 
 /* ---------- zl_prune.c ---------- */
 
+extern ZLScanBounds zl_bounds_init(bool either);
+extern void zl_bounds_narrow(ZLScanBounds *bounds, bool on_valid_from, int strategy,
+							 int64 value);
 extern bool zl_bounds_match(const ZLScanBounds *bounds, int64 from, int64 to);
 extern void zl_prune(const ZLTableOptions *opts, const ZLScanBounds *bounds,
 					 bool prune, const ZLSubGroup *sgs, int n, uint8 *decisions,

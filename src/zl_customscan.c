@@ -454,43 +454,12 @@ zl_begin(CustomScanState *node, EState *estate, int eflags)
 	}
 }
 
-static void
-narrow(int64 *lo, int64 *hi, int strategy, int64 value)
-{
-	switch (strategy)
-	{
-		case BTLessStrategyNumber:
-			if (value == PG_INT64_MIN)
-				*hi = PG_INT64_MIN, *lo = PG_INT64_MAX;
-			else
-				*hi = Min(*hi, value - 1);
-			break;
-		case BTLessEqualStrategyNumber:
-			*hi = Min(*hi, value);
-			break;
-		case BTEqualStrategyNumber:
-			*lo = Max(*lo, value);
-			*hi = Min(*hi, value);
-			break;
-		case BTGreaterEqualStrategyNumber:
-			*lo = Max(*lo, value);
-			break;
-		case BTGreaterStrategyNumber:
-			if (value == PG_INT64_MAX)
-				*hi = PG_INT64_MIN, *lo = PG_INT64_MAX;
-			else
-				*lo = Max(*lo, value + 1);
-			break;
-	}
-}
-
 /* evaluate the bound expressions into scan bounds */
 static ZLScanBounds
 evaluate_bounds(ZipperScanState *state)
 {
 	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
-	ZLScanBounds b = {state->either, ZL_UNBOUNDED_LO, ZL_UNBOUNDED_HI,
-	ZL_UNBOUNDED_LO, ZL_UNBOUNDED_HI};
+	ZLScanBounds b = zl_bounds_init(state->either);
 	ListCell   *lc1,
 			   *lc2;
 
@@ -500,17 +469,15 @@ evaluate_bounds(ZipperScanState *state)
 		bool		isnull;
 		Datum		value = ExecEvalExprSwitchContext(lfirst(lc1), econtext, &isnull);
 		bool		is_from = lsecond_int(info) == state->opts.from_attnum;
-		int64	   *lo = is_from ? &b.from_lo : &b.to_lo;
-		int64	   *hi = is_from ? &b.from_hi : &b.to_hi;
 
 		if (isnull)
 		{
-			/* a comparison with NULL is never true */
-			*lo = PG_INT64_MAX;
-			*hi = PG_INT64_MIN;
+			/* a comparison with NULL is never true: an empty range */
+			zl_bounds_narrow(&b, is_from, BTLessStrategyNumber, PG_INT64_MIN);
 			continue;
 		}
-		narrow(lo, hi, lthird_int(info), zl_datum_to_instant(value, state->opts.period_type));
+		zl_bounds_narrow(&b, is_from, lthird_int(info),
+						 zl_datum_to_instant(value, state->opts.period_type));
 	}
 	ResetExprContext(econtext);
 	return b;

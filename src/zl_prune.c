@@ -26,6 +26,58 @@
  */
 #include "zipper_lake.h"
 
+#include "access/stratnum.h"
+
+/* bounds that let every row through (either: OR the two columns) */
+ZLScanBounds
+zl_bounds_init(bool either)
+{
+	ZLScanBounds b = {either, ZL_UNBOUNDED_LO, ZL_UNBOUNDED_HI,
+	ZL_UNBOUNDED_LO, ZL_UNBOUNDED_HI};
+
+	return b;
+}
+
+/*
+ * Narrow one column's range by "column <strategy> value" (a btree strategy
+ * number).  Strict comparisons at the infinities empty the range instead of
+ * wrapping around.
+ */
+void
+zl_bounds_narrow(ZLScanBounds *b, bool on_valid_from, int strategy, int64 value)
+{
+	int64	   *lo = on_valid_from ? &b->from_lo : &b->to_lo;
+	int64	   *hi = on_valid_from ? &b->from_hi : &b->to_hi;
+
+	switch (strategy)
+	{
+		case BTLessStrategyNumber:
+			if (value == PG_INT64_MIN)
+				*hi = PG_INT64_MIN, *lo = PG_INT64_MAX;
+			else
+				*hi = Min(*hi, value - 1);
+			break;
+		case BTLessEqualStrategyNumber:
+			*hi = Min(*hi, value);
+			break;
+		case BTEqualStrategyNumber:
+			*lo = Max(*lo, value);
+			*hi = Min(*hi, value);
+			break;
+		case BTGreaterEqualStrategyNumber:
+			*lo = Max(*lo, value);
+			break;
+		case BTGreaterStrategyNumber:
+			if (value == PG_INT64_MAX)
+				*hi = PG_INT64_MIN, *lo = PG_INT64_MAX;
+			else
+				*lo = Max(*lo, value + 1);
+			break;
+		default:
+			elog(ERROR, "unexpected bound strategy %d", strategy);
+	}
+}
+
 static bool
 ranges_overlap(int64 lo1, int64 hi1, int64 lo2, int64 hi2)
 {

@@ -18,6 +18,7 @@
  */
 #include "zipper_lake.h"
 
+#include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "fmgr.h"
@@ -124,28 +125,16 @@ return_bounded_rows(FunctionCallInfo fcinfo, Relation rel, const ZLTableOptions 
 	return (Datum) 0;
 }
 
-static ZLScanBounds
-unbounded(void)
-{
-	ZLScanBounds b = {false, ZL_UNBOUNDED_LO, ZL_UNBOUNDED_HI,
-	ZL_UNBOUNDED_LO, ZL_UNBOUNDED_HI};
-
-	return b;
-}
-
 Datum
 zipper_lake_as_of(PG_FUNCTION_ARGS)
 {
 	ZLTableOptions opts;
 	Relation	rel = open_table_of_row_type(fcinfo, &opts);
 	int64		at = time_arg(fcinfo, 1, &opts, "as_of time");
-	ZLScanBounds b = unbounded();
+	ZLScanBounds b = zl_bounds_init(false);
 
-	b.from_hi = at;
-	if (at == ZL_UNBOUNDED_HI)
-		b.from_lo = ZL_UNBOUNDED_HI, b.from_hi = ZL_UNBOUNDED_LO;	/* valid_to > infinity: none */
-	else
-		b.to_lo = at + 1;
+	zl_bounds_narrow(&b, true, BTLessEqualStrategyNumber, at);
+	zl_bounds_narrow(&b, false, BTGreaterStrategyNumber, at);
 	return return_bounded_rows(fcinfo, rel, &opts, &b);
 }
 
@@ -154,9 +143,9 @@ zipper_lake_current(PG_FUNCTION_ARGS)
 {
 	ZLTableOptions opts;
 	Relation	rel = open_table_of_row_type(fcinfo, &opts);
-	ZLScanBounds b = unbounded();
+	ZLScanBounds b = zl_bounds_init(false);
 
-	b.to_lo = b.to_hi = opts.open_end;
+	zl_bounds_narrow(&b, false, BTEqualStrategyNumber, opts.open_end);
 	return return_bounded_rows(fcinfo, rel, &opts, &b);
 }
 
@@ -167,20 +156,12 @@ zipper_lake_changes(PG_FUNCTION_ARGS)
 	Relation	rel = open_table_of_row_type(fcinfo, &opts);
 	int64		from = time_arg(fcinfo, 1, &opts, "start of the window");
 	int64		to = time_arg(fcinfo, 2, &opts, "end of the window");
-	ZLScanBounds b;
+	ZLScanBounds b = zl_bounds_init(true);
 
-	b.either = true;
-	if (from < to)
-	{
-		b.from_lo = b.to_lo = from;
-		b.from_hi = to - 1;
-		b.to_hi = Min(to, opts.open_end) - 1;	/* open versions have not ended */
-	}
-	else
-	{
-		/* an empty window */
-		b.from_lo = b.to_lo = ZL_UNBOUNDED_HI;
-		b.from_hi = b.to_hi = ZL_UNBOUNDED_LO;
-	}
+	zl_bounds_narrow(&b, true, BTGreaterEqualStrategyNumber, from);
+	zl_bounds_narrow(&b, true, BTLessStrategyNumber, to);
+	zl_bounds_narrow(&b, false, BTGreaterEqualStrategyNumber, from);
+	zl_bounds_narrow(&b, false, BTLessStrategyNumber, to);
+	zl_bounds_narrow(&b, false, BTLessStrategyNumber, opts.open_end);	/* open versions have not ended */
 	return return_bounded_rows(fcinfo, rel, &opts, &b);
 }
