@@ -280,7 +280,6 @@ extern bool zl_scan_analyze_next_tuple(TableScanDesc scan,
 									   TransactionId OldestXmin,
 									   double *liverows, double *deadrows,
 									   TupleTableSlot *slot);
-extern Snapshot zl_metadata_snapshot(Snapshot scan_snapshot);
 extern void zl_scan_set_bounds(TableScanDesc scan, const ZLTableOptions *opts,
 							   const ZLScanBounds *bounds);
 extern const ZLPruneStats *zl_scan_stats(TableScanDesc scan);

@@ -85,8 +85,8 @@ typedef ZLScanDescData *ZLScanDesc;
  * Metadata must be read with an MVCC snapshot.  Scans with another kind
  * (or none, like ANALYZE) use the transaction's current one.
  */
-Snapshot
-zl_metadata_snapshot(Snapshot scan_snapshot)
+static Snapshot
+metadata_snapshot(Snapshot scan_snapshot)
 {
 	if (scan_snapshot != InvalidSnapshot && IsMVCCSnapshot(scan_snapshot))
 		return scan_snapshot;
@@ -128,7 +128,7 @@ zl_scan_begin(Relation rel, Snapshot snapshot, int nkeys, struct ScanKeyData *ke
 	scan->base.rs_parallel = pscan;
 	scan->buffer = InvalidBuffer;
 
-	scan->metadata_snapshot = zl_metadata_snapshot(snapshot);
+	scan->metadata_snapshot = metadata_snapshot(snapshot);
 	if (!(flags & SO_TEMP_SNAPSHOT) && snapshot != scan->metadata_snapshot)
 	{
 		scan->metadata_snapshot = RegisterSnapshot(scan->metadata_snapshot);
