@@ -241,3 +241,56 @@ SELECT check_name FROM zipper_lake.verify('stamped_open');
 SET timezone = 'Asia/Shanghai';
 SELECT check_name FROM zipper_lake.verify('stamped_open');
 SET timezone = 'UTC';
+
+-- a selective read loads the catalog rows of the sub-groups it can need,
+-- not the whole history's (EXPLAIN VERBOSE: Sub-groups Loaded)
+EXPLAIN (COSTS OFF, VERBOSE) SELECT id FROM hist WHERE id = 7 AND valid_from = '2026-03-02 07:00';
+EXPLAIN (COSTS OFF, VERBOSE) SELECT id FROM hist WHERE valid_to >= '2026-03-10' AND valid_to < '2026-03-11';
+EXPLAIN (COSTS OFF, VERBOSE) SELECT id FROM hist WHERE valid_to = 'infinity';
+EXPLAIN (COSTS OFF, VERBOSE) SELECT id FROM hist WHERE valid_from = '2026-03-05 05:00' OR valid_to <= '2026-03-02';
+SET zipper_lake.enable_pruning = off;
+EXPLAIN (COSTS OFF, VERBOSE) SELECT id FROM hist WHERE valid_to >= '2026-03-10' AND valid_to < '2026-03-11';
+RESET zipper_lake.enable_pruning;
+
+-- so every comparison at every partition edge must still find what a heap
+-- finds: month partitions in a zone with daylight saving time, and day
+-- partitions where a local date begins twice
+CREATE FUNCTION count_of(query text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+  EXECUTE query INTO n;
+  RETURN n;
+END $$;
+CREATE TABLE berlin_months (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('berlin_months', ARRAY['id'], partition_unit => 'month',
+                            time_zone => 'Europe/Berlin', max_subgroups => 2);
+-- versions that end, and versions that begin, just before, at and just after each month's start
+INSERT INTO berlin_months SELECT row_number() OVER (), 0, e - interval '3 days', e
+  FROM generate_series('2026-01-01 00:00+01'::timestamptz, '2026-07-01 00:00+02', '1 month') m,
+       unnest(ARRAY[m - interval '1 microsecond', m, m + interval '1 microsecond']) e;
+INSERT INTO berlin_months SELECT 100 + row_number() OVER (), 1, b, b + interval '2 days'
+  FROM generate_series('2026-01-01 00:00+01'::timestamptz, '2026-07-01 00:00+02', '1 month') m,
+       unnest(ARRAY[m - interval '1 microsecond', m, m + interval '1 microsecond']) b;
+INSERT INTO berlin_months SELECT 999, 2, '2025-12-20 00:00+01', 'infinity';
+CREATE TABLE berlin_months_heap AS SELECT * FROM berlin_months;
+INSERT INTO havana SELECT 2, k, t, t + interval '1 hour'
+  FROM generate_series(0, 40) k, LATERAL (SELECT '2023-11-04 20:00-04'::timestamptz + k * interval '1 hour' AS t) x;
+CREATE TABLE havana_heap AS SELECT * FROM havana;
+SELECT tbl, count(*) AS comparisons,
+       count(*) FILTER (WHERE count_of(format('SELECT count(*) FROM %I WHERE %s', tbl, cond)) <>
+                              count_of(format('SELECT count(*) FROM %I_heap WHERE %s', tbl, cond))) AS mismatches
+  FROM (SELECT 'berlin_months' AS tbl, t
+          FROM generate_series('2026-01-01 00:00+01'::timestamptz, '2026-07-01 00:00+02', '1 month') m,
+               unnest(ARRAY[m - interval '1 microsecond', m, m + interval '1 microsecond']) t
+        UNION ALL
+        SELECT 'havana', t
+          FROM generate_series('2023-11-04 23:00-04'::timestamptz, '2023-11-06 01:00-05', '30 minutes') t) times,
+       LATERAL (SELECT format('%I %s %L', col, op, t) AS cond
+                  FROM unnest(ARRAY['valid_to', 'valid_from']) col, unnest(ARRAY['<', '<=', '=', '>=', '>']) op
+                UNION ALL
+                SELECT format('valid_from <= %1$L AND valid_to > %1$L', t)
+                UNION ALL
+                SELECT format('(valid_from >= %1$L AND valid_from < %2$L) OR (valid_to >= %1$L AND valid_to < %2$L)',
+                              t, t + interval '1 day')) c
+ GROUP BY tbl ORDER BY tbl;
+SELECT count(DISTINCT partition_end) AS berlin_months_partitions FROM zipper_lake.inspect('berlin_months');

@@ -131,6 +131,22 @@ typedef struct ZLScanBounds
 #define ZL_UNBOUNDED_LO		PG_INT64_MIN
 #define ZL_UNBOUNDED_HI		PG_INT64_MAX
 
+/*
+ * Which sub-groups a bounded scan loads from the catalog: a superset of
+ * those the bounds can keep (partition_end in [min_partition,
+ * max_partition] and [first_start, last_start] meeting [from_lo, from_hi],
+ * ANDed or, with either, ORed), so that a selective read never touches the
+ * metadata of the rest of the history.
+ */
+typedef struct ZLSubGroupFilter
+{
+	bool		either;
+	DateADT		min_partition;
+	DateADT		max_partition;
+	int64		from_lo;
+	int64		from_hi;
+} ZLSubGroupFilter;
+
 typedef enum ZLPruneDecision
 {
 	ZL_SKIP,
@@ -147,6 +163,7 @@ typedef struct ZLPruneStats
 	int			subgroups_total;
 	int			subgroups_kept;
 	int			subgroups_unchecked;	/* kept with no per-row check */
+	int			subgroups_loaded;	/* read from the catalog (see zl_bounds_filter) */
 	int64		rows_masked;	/* masked rows stepped over while reading */
 } ZLPruneStats;
 
@@ -197,6 +214,11 @@ extern void zl_meta_insert_registration(Datum *values);
 extern bool zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write);
 extern ZLSubGroup *zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot,
 										  DateADT min_partition, int *nsubgroups);
+extern ZLSubGroup *zl_meta_load_filtered_subgroups(uint64 storage_id, Snapshot snapshot,
+												   const ZLSubGroupFilter *filter,
+												   int *nsubgroups);
+extern void zl_meta_count_subgroups(uint64 storage_id, Snapshot snapshot,
+									ZLPruneStats *stats);
 extern void zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
 										 ZLSubGroup *sgs, int nsubgroups);
 extern void zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
@@ -246,6 +268,8 @@ extern ZLScanBounds zl_bounds_init(bool either);
 extern void zl_bounds_narrow(ZLScanBounds *bounds, bool on_valid_from, int strategy,
 							 int64 value);
 extern bool zl_bounds_match(const ZLScanBounds *bounds, int64 from, int64 to);
+extern void zl_bounds_filter(const ZLTableOptions *opts, const ZLScanBounds *bounds,
+							 ZLSubGroupFilter *filter);
 extern void zl_prune(const ZLTableOptions *opts, const ZLScanBounds *bounds,
 					 bool prune, const ZLSubGroup *sgs, int n, uint8 *decisions,
 					 ZLPruneStats *stats);

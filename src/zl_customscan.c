@@ -37,7 +37,8 @@
  * then) and again on rescan, then handed to the scan core (zl_scan.c,
  * zl_prune.c).  EXPLAIN shows the bounds and how many partitions, file
  * groups and sub-groups were kept; EXPLAIN ANALYZE adds the masked rows
- * stepped over.
+ * stepped over, EXPLAIN VERBOSE how many sub-groups' catalog rows the scan
+ * loaded (only those its bounds can keep: zl_bounds_filter).
  *
  *-------------------------------------------------------------------------
  */
@@ -590,6 +591,8 @@ zl_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyText("Sub-groups", psprintf("%d of %d, %d without row checks",
 											   stats->subgroups_kept, stats->subgroups_total,
 											   stats->subgroups_unchecked), es);
+	if (es->verbose)
+		ExplainPropertyInteger("Sub-groups Loaded", NULL, stats->subgroups_loaded, es);
 	if (es->analyze)
 		ExplainPropertyInteger("Rows Masked", NULL, stats->rows_masked, es);
 }

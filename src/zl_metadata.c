@@ -62,7 +62,11 @@ typedef enum ZLMetaQuery
 	Q_INSERT_REGISTRATION,
 	Q_LOAD_OPTIONS,
 	Q_LOAD_SUBGROUPS,
+	Q_LOAD_SUBGROUPS_WITHIN,
+	Q_LOAD_SUBGROUPS_TOUCHING,
+	Q_COUNT_SUBGROUPS,
 	Q_LOAD_MASKS,
+	Q_LOAD_MASKS_OF,
 	Q_LOAD_KEY_DIRECTORIES,
 	Q_CURRENT_FILE_GROUP,
 	Q_NEW_ID,
@@ -115,9 +119,37 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		" AND (partition_end >= $2 OR partition_end IS NULL) ORDER BY subgroup_id",
 		2, {INT8OID, DATEOID}
 	},
+	[Q_LOAD_SUBGROUPS_WITHIN] = {
+		"SELECT subgroup_id, file_group, partition_end, window_start,"
+		" first_start, last_start, row_count, first_block, blocks"
+		" FROM zipper_lake.subgroup WHERE storage_id = $1"
+		" AND (partition_end IS NULL OR (partition_end BETWEEN $2 AND $3"
+		" AND first_start <= $5 AND last_start >= $4)) ORDER BY subgroup_id",
+		5, {INT8OID, DATEOID, DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID}
+	},
+	[Q_LOAD_SUBGROUPS_TOUCHING] = {
+		"SELECT subgroup_id, file_group, partition_end, window_start,"
+		" first_start, last_start, row_count, first_block, blocks"
+		" FROM zipper_lake.subgroup WHERE storage_id = $1"
+		" AND (partition_end IS NULL OR partition_end BETWEEN $2 AND $3"
+		" OR (first_start <= $5 AND last_start >= $4)) ORDER BY subgroup_id",
+		5, {INT8OID, DATEOID, DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID}
+	},
+	[Q_COUNT_SUBGROUPS] = {
+		"SELECT count(*), count(DISTINCT partition_end)"
+		" + (count(*) FILTER (WHERE partition_end IS NULL) > 0)::int,"
+		" count(DISTINCT file_group)"
+		" FROM zipper_lake.subgroup WHERE storage_id = $1",
+		1, {INT8OID}
+	},
 	[Q_LOAD_MASKS] = {
 		"SELECT subgroup_id, positions FROM zipper_lake.mask WHERE storage_id = $1",
 		1, {INT8OID}
+	},
+	[Q_LOAD_MASKS_OF] = {
+		"SELECT subgroup_id, positions FROM zipper_lake.mask"
+		" WHERE storage_id = $1 AND subgroup_id = ANY ($2)",
+		2, {INT8OID, INT8ARRAYOID}
 	},
 	[Q_LOAD_KEY_DIRECTORIES] = {
 		"SELECT subgroup_id, key_directory FROM zipper_lake.subgroup"
@@ -501,25 +533,15 @@ find_subgroup(ZLSubGroup *sgs, int n, int64 subgroup_id)
 	return NULL;
 }
 
-/*
- * The sub-groups of a storage visible to the snapshot whose partition is
- * min_partition or later (DATEVAL_NOBEGIN: all), and the unplaced ones, in
- * creation order, with their masks ORed together.  Masks hold row positions (zl_scan.c).
- */
-ZLSubGroup *
-zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot, DateADT min_partition,
-					   int *nsubgroups)
+/* the sub-groups of a Q_LOAD_SUBGROUPS* result, in its order */
+static ZLSubGroup *
+subgroups_of_result(MemoryContext context, int *nsubgroups)
 {
-	ZLMetaSession session;
-	Datum		values[2] = {Int64GetDatum((int64) storage_id), DateADTGetDatum(min_partition)};
+	int			n = (int) SPI_processed;
 	ZLSubGroup *sgs = NULL;
-	int			n;
 
-	meta_begin(&session);
-	meta_exec(Q_LOAD_SUBGROUPS, values, NULL, snapshot, true);
-	n = (int) SPI_processed;
 	if (n > 0)
-		sgs = MemoryContextAllocZero(session.caller_context, sizeof(ZLSubGroup) * n);
+		sgs = MemoryContextAllocZero(context, sizeof(ZLSubGroup) * n);
 	for (int i = 0; i < n; i++)
 	{
 		ZLSubGroup *sg = &sgs[i];
@@ -539,8 +561,14 @@ zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot, DateADT min_partiti
 		sg->blocks = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
 												 SPI_tuptable->tupdesc, 9, &isnull));
 	}
+	*nsubgroups = n;
+	return sgs;
+}
 
-	meta_exec(Q_LOAD_MASKS, values, NULL, snapshot, true);
+/* OR the masks of a Q_LOAD_MASKS* result into the sub-groups they belong to */
+static void
+apply_masks_of_result(MemoryContext context, ZLSubGroup *sgs, int n)
+{
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
 		bool		isnull;
@@ -557,7 +585,7 @@ zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot, DateADT min_partiti
 		positions = (int32 *) ARR_DATA_PTR(array);
 		npositions = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));
 		if (sg->mask == NULL)
-			sg->mask = MemoryContextAllocZero(session.caller_context,
+			sg->mask = MemoryContextAllocZero(context,
 											  ((int64) sg->blocks * MaxHeapTuplesPerPage + 7) / 8);
 		for (int k = 0; k < npositions; k++)
 		{
@@ -575,10 +603,82 @@ zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot, DateADT min_partiti
 			}
 		}
 	}
-	meta_end(&session);
+}
 
+/*
+ * The sub-groups of a storage visible to the snapshot whose partition is
+ * min_partition or later (DATEVAL_NOBEGIN: all), and the unplaced ones, in
+ * creation order, with their masks ORed together.  Masks hold row positions (zl_scan.c).
+ */
+ZLSubGroup *
+zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot, DateADT min_partition,
+					   int *nsubgroups)
+{
+	ZLMetaSession session;
+	Datum		values[2] = {Int64GetDatum((int64) storage_id), DateADTGetDatum(min_partition)};
+	ZLSubGroup *sgs;
+
+	meta_begin(&session);
+	meta_exec(Q_LOAD_SUBGROUPS, values, NULL, snapshot, true);
+	sgs = subgroups_of_result(session.caller_context, nsubgroups);
+	meta_exec(Q_LOAD_MASKS, values, NULL, snapshot, true);
+	apply_masks_of_result(session.caller_context, sgs, *nsubgroups);
+	meta_end(&session);
+	return sgs;
+}
+
+/*
+ * Like zl_meta_load_subgroups, but only the sub-groups that pass a filter
+ * (zl_bounds_filter) and the unplaced ones, and only their masks.
+ */
+ZLSubGroup *
+zl_meta_load_filtered_subgroups(uint64 storage_id, Snapshot snapshot,
+								const ZLSubGroupFilter *filter, int *nsubgroups)
+{
+	ZLMetaSession session;
+	Datum		values[5] = {
+		Int64GetDatum((int64) storage_id),
+		DateADTGetDatum(filter->min_partition),
+		DateADTGetDatum(filter->max_partition),
+		TimestampTzGetDatum(filter->from_lo),
+		TimestampTzGetDatum(filter->from_hi)
+	};
+	ZLSubGroup *sgs;
+	int			n;
+
+	meta_begin(&session);
+	meta_exec(filter->either ? Q_LOAD_SUBGROUPS_TOUCHING : Q_LOAD_SUBGROUPS_WITHIN,
+			  values, NULL, snapshot, true);
+	sgs = subgroups_of_result(session.caller_context, &n);
+	if (n > 0)
+	{
+		Datum	   *ids = palloc(sizeof(Datum) * n);
+
+		for (int i = 0; i < n; i++)
+			ids[i] = Int64GetDatum(sgs[i].subgroup_id);
+		values[1] = PointerGetDatum(construct_array(ids, n, INT8OID, sizeof(int64),
+													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		meta_exec(Q_LOAD_MASKS_OF, values, NULL, snapshot, true);
+		apply_masks_of_result(session.caller_context, sgs, n);
+	}
+	meta_end(&session);
 	*nsubgroups = n;
 	return sgs;
+}
+
+/* the totals of ZLPruneStats: every sub-group visible to the snapshot */
+void
+zl_meta_count_subgroups(uint64 storage_id, Snapshot snapshot, ZLPruneStats *stats)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {Int64GetDatum((int64) storage_id)};
+
+	meta_begin(&session);
+	meta_exec(Q_COUNT_SUBGROUPS, values, NULL, snapshot, true);
+	stats->subgroups_total = (int) result_int64(0, 1);
+	stats->partitions_total = (int) result_int64(0, 2);
+	stats->file_groups_total = (int) result_int64(0, 3);
+	meta_end(&session);
 }
 
 /* the key directories of the current partition's sub-groups (zl_keys.c) */

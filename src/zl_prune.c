@@ -99,6 +99,51 @@ zl_bounds_match(const ZLScanBounds *b, int64 from, int64 to)
 	return b->either ? (from_ok || to_ok) : (from_ok && to_ok);
 }
 
+/* an instant that zl_partition_of() can take a day off or add a day to */
+static bool
+within_calendar(int64 instant)
+{
+	return instant > MIN_TIMESTAMP + 2 * USECS_PER_DAY &&
+		instant < END_TIMESTAMP - 2 * USECS_PER_DAY;
+}
+
+/*
+ * The catalog filter for bounds: every sub-group decide() does not skip
+ * passes it.  The valid_to range becomes a range of partitions, widened by
+ * a day on each side because instants cut into local dates need not be in
+ * order where clocks go back (see zl_partition_range); an end that is not
+ * an ordinary instant leaves that side open.
+ */
+void
+zl_bounds_filter(const ZLTableOptions *opts, const ZLScanBounds *b, ZLSubGroupFilter *f)
+{
+	int64		to_lo = b->to_lo;
+
+	f->either = b->either;
+	f->from_lo = b->from_lo;
+	f->from_hi = b->from_hi;
+	f->min_partition = DATEVAL_NOBEGIN;
+	f->max_partition = DATEVAL_NOEND;	/* the current partition included */
+
+	/* placed versions end after they begin (zl_write.c checks it) */
+	if (!b->either && b->from_lo != ZL_UNBOUNDED_LO && b->from_lo < PG_INT64_MAX)
+		to_lo = Max(to_lo, b->from_lo + 1);
+
+	if (to_lo > b->to_hi)
+	{
+		/* nothing qualifies by valid_to: no partition passes */
+		f->min_partition = DATEVAL_NOEND;
+		f->max_partition = DATEVAL_NOBEGIN;
+		return;
+	}
+	if (to_lo >= opts->open_end)
+		f->min_partition = ZL_CURRENT_PARTITION;	/* ... and end at most there */
+	else if (within_calendar(to_lo))
+		f->min_partition = zl_partition_of(opts, to_lo - USECS_PER_DAY);
+	if (b->to_hi < opts->open_end && within_calendar(b->to_hi))
+		f->max_partition = zl_partition_of(opts, b->to_hi + USECS_PER_DAY);
+}
+
 static ZLPruneDecision
 decide(const ZLTableOptions *opts, const ZLScanBounds *b, const ZLSubGroup *sg)
 {
@@ -182,7 +227,7 @@ zl_prune(const ZLTableOptions *opts, const ZLScanBounds *bounds, bool prune,
 				stats->subgroups_unchecked++;
 		}
 	}
-	stats->subgroups_total = n;
+	stats->subgroups_total = stats->subgroups_loaded = n;
 	stats->partitions_total = count_distinct(partitions, n);
 	stats->file_groups_total = count_distinct(file_groups, n);
 	stats->partitions_kept = count_distinct(partitions + n, nkept);

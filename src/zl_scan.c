@@ -5,7 +5,10 @@
  *
  * A scan loads, with its own snapshot, the list of visible sub-groups and
  * their masks (zl_metadata.c), then walks each sub-group's block range in
- * order, skipping masked rows.  Pages are immutable once reachable, so a
+ * order, skipping masked rows.  The list is loaded when first needed: a
+ * scan given bounds first loads only the sub-groups the bounds can keep
+ * (zl_bounds_filter), so that the fixed cost of a selective read does not
+ * grow with the history; EXPLAIN's totals are then counted on request.  Pages are immutable once reachable, so a
  * pin is all a reader needs: rows are handed out as buffer heap tuples
  * without copying, and no lock of ours is taken.
  *
@@ -56,6 +59,9 @@ typedef struct ZLScanDescData
 	Snapshot	metadata_snapshot;
 	bool		unregister_snapshot;
 
+	MemoryContext metadata_context;	/* the loaded list; reset on reload */
+	bool		loaded;
+	bool		totals_pending; /* filtered load: stats totals not counted */
 	ZLSubGroup *subgroups;
 	int			nsubgroups;
 	int			next_subgroup;	/* serial scans: next index to read */
@@ -93,16 +99,38 @@ metadata_snapshot(Snapshot scan_snapshot)
 	return ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot();
 }
 
+/*
+ * Load the visible sub-groups: all of them, or (filter given) a superset
+ * of those that bounds can keep.  Every participant of a parallel scan
+ * loads the same list, in the same order, from the same snapshot.
+ */
 static void
-scan_load_subgroups(ZLScanDesc scan)
+scan_load_subgroups(ZLScanDesc scan, const ZLSubGroupFilter *filter)
 {
-	Relation	rel = scan->base.rs_rd;
-	MemoryContext old = MemoryContextSwitchTo(scan->context);
+	uint64		storage_id = zl_storage_id(scan->base.rs_rd);
+	MemoryContext old;
 
-	scan->subgroups = zl_meta_load_subgroups(zl_storage_id(rel),
-											 scan->metadata_snapshot, DATEVAL_NOBEGIN,
-											 &scan->nsubgroups);
+	MemoryContextReset(scan->metadata_context);
+	scan->decisions = NULL;
+	scan->by_block = NULL;
+	old = MemoryContextSwitchTo(scan->metadata_context);
+	if (filter != NULL)
+		scan->subgroups = zl_meta_load_filtered_subgroups(storage_id, scan->metadata_snapshot,
+														  filter, &scan->nsubgroups);
+	else
+		scan->subgroups = zl_meta_load_subgroups(storage_id, scan->metadata_snapshot,
+												 DATEVAL_NOBEGIN, &scan->nsubgroups);
 	MemoryContextSwitchTo(old);
+	scan->loaded = true;
+	scan->totals_pending = filter != NULL;
+}
+
+/* an unbounded scan reads every visible sub-group */
+static void
+scan_ensure_loaded(ZLScanDesc scan)
+{
+	if (!scan->loaded)
+		scan_load_subgroups(scan, NULL);
 }
 
 TableScanDesc
@@ -127,6 +155,8 @@ zl_scan_begin(Relation rel, Snapshot snapshot, int nkeys, struct ScanKeyData *ke
 	scan->base.rs_flags = flags;
 	scan->base.rs_parallel = pscan;
 	scan->buffer = InvalidBuffer;
+	scan->metadata_context = AllocSetContextCreate(context, "zipper_lake scan metadata",
+												   ALLOCSET_DEFAULT_SIZES);
 
 	scan->metadata_snapshot = metadata_snapshot(snapshot);
 	if (!(flags & SO_TEMP_SNAPSHOT) && snapshot != scan->metadata_snapshot)
@@ -139,7 +169,6 @@ zl_scan_begin(Relation rel, Snapshot snapshot, int nkeys, struct ScanKeyData *ke
 		RelationGetNumberOfBlocks(rel) > (BlockNumber) (NBuffers / 4))
 		scan->strategy = GetAccessStrategy(BAS_BULKREAD);
 
-	scan_load_subgroups(scan);
 	return (TableScanDesc) scan;
 }
 
@@ -179,18 +208,31 @@ zl_scan_rescan(TableScanDesc sscan, struct ScanKeyData *key, bool set_params,
 
 /*
  * Restrict the scan to rows within bounds.  Call before the first row and
- * again after a rescan whose bound values changed.
+ * again after a rescan whose bound values changed.  With pruning on, only
+ * the sub-groups that can matter are loaded (again, for new bounds); with
+ * it off, all of them, each checked row by row.
  */
 void
 zl_scan_set_bounds(TableScanDesc sscan, const ZLTableOptions *opts,
 				   const ZLScanBounds *bounds)
 {
 	ZLScanDesc	scan = (ZLScanDesc) sscan;
-	MemoryContext old = MemoryContextSwitchTo(scan->context);
+	MemoryContext old;
 
 	scan->bounded = true;
 	scan->bounds = *bounds;
 	scan->opts = *opts;
+	if (zipper_lake_enable_pruning)
+	{
+		ZLSubGroupFilter filter;
+
+		zl_bounds_filter(opts, bounds, &filter);
+		scan_load_subgroups(scan, &filter);
+	}
+	else
+		scan_ensure_loaded(scan);
+
+	old = MemoryContextSwitchTo(scan->metadata_context);
 	if (scan->decisions == NULL)
 		scan->decisions = palloc(Max(scan->nsubgroups, 1));
 	zl_prune(opts, bounds, zipper_lake_enable_pruning, scan->subgroups,
@@ -198,10 +240,22 @@ zl_scan_set_bounds(TableScanDesc sscan, const ZLTableOptions *opts,
 	MemoryContextSwitchTo(old);
 }
 
+/*
+ * What the bounds kept of the visible sub-groups, partitions and file
+ * groups.  A filtered load saw only part of them: count the totals now.
+ */
 const ZLPruneStats *
 zl_scan_stats(TableScanDesc sscan)
 {
-	return &((ZLScanDesc) sscan)->stats;
+	ZLScanDesc	scan = (ZLScanDesc) sscan;
+
+	if (scan->totals_pending)
+	{
+		zl_meta_count_subgroups(zl_storage_id(scan->base.rs_rd), scan->metadata_snapshot,
+								&scan->stats);
+		scan->totals_pending = false;
+	}
+	return &scan->stats;
 }
 
 /* does a sub-group have anything for this scan? */
@@ -219,6 +273,7 @@ subgroup_has_rows(ZLScanDesc scan, int index)
 static bool
 scan_next_subgroup(ZLScanDesc scan)
 {
+	scan_ensure_loaded(scan);
 	for (;;)
 	{
 		int			index;
@@ -543,12 +598,15 @@ zl_subgroups_by_block(ZLSubGroup *sgs, int n)
 static ZLSubGroup *
 subgroup_of_block(ZLScanDesc scan, BlockNumber block)
 {
-	int			lo = 0,
-				hi = scan->nsubgroups - 1;
+	int			lo,
+				hi;
 
+	scan_ensure_loaded(scan);
+	lo = 0;
+	hi = scan->nsubgroups - 1;
 	if (scan->by_block == NULL)
 	{
-		MemoryContext old = MemoryContextSwitchTo(scan->context);
+		MemoryContext old = MemoryContextSwitchTo(scan->metadata_context);
 
 		scan->by_block = zl_subgroups_by_block(scan->subgroups, scan->nsubgroups);
 		MemoryContextSwitchTo(old);

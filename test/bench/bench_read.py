@@ -249,7 +249,8 @@ def queries(conn, a):
     ca, cb = day(a.days // 2), day(a.days // 2 + 1)
     # a known version in the middle of some key's history
     k, t = q(cur, f"""SELECT id, valid_from FROM h_hist WHERE id = {a.keys // 2 + 1}
-                      ORDER BY valid_from OFFSET {a.days // 2} LIMIT 1""")[0]
+                      ORDER BY valid_from
+                      OFFSET (SELECT count(*) / 2 FROM h_hist WHERE id = {a.keys // 2 + 1}) LIMIT 1""")[0]
     t = t.isoformat()
     agg = 'SELECT count(*), sum(balance) FROM '
     asof = 'WHERE valid_from <= {x} AND valid_to > {x}'
