@@ -26,6 +26,10 @@
  * blocks' last rows) and stops at the first row past from_hi: a point
  * lookup by (key, valid_from) reads one or two pages per sub-group kept.
  *
+ * Kept sub-groups lie anywhere in the file, so the kernel's read-ahead of
+ * sequential reads stops at the end of each; the scan prefetches the heads
+ * of the next ones itself (scan_prefetch_next_heads).
+ *
  * Parallel scans share out whole sub-groups through an atomic counter in
  * shared memory; every participant loads the same list and takes the same
  * pruning decisions because they all use the leader's snapshot.
@@ -66,6 +70,8 @@ typedef struct ZLScanDescData
 	int			nsubgroups;
 	int			next_subgroup;	/* serial scans: next index to read */
 	ZLSubGroup *current;		/* sub-group being read, or NULL */
+	int			current_index;	/* its index in subgroups */
+	int			prefetched_index;	/* last sub-group whose head was prefetched */
 	ZLPruneDecision current_decision;
 	BlockNumber block;			/* block being read */
 	OffsetNumber offset;		/* next line pointer on it */
@@ -111,6 +117,8 @@ scan_load_subgroups(ZLScanDesc scan, const ZLSubGroupFilter *filter)
 	MemoryContext old;
 
 	MemoryContextReset(scan->metadata_context);
+	scan->current = NULL;
+	scan->prefetched_index = -1;
 	scan->decisions = NULL;
 	scan->by_block = NULL;
 	old = MemoryContextSwitchTo(scan->metadata_context);
@@ -204,6 +212,7 @@ zl_scan_rescan(TableScanDesc sscan, struct ScanKeyData *key, bool set_params,
 	scan_release_buffer(scan);
 	scan->current = NULL;
 	scan->next_subgroup = 0;
+	scan->prefetched_index = -1;
 }
 
 /*
@@ -296,6 +305,7 @@ scan_next_subgroup(ZLScanDesc scan)
 		if (subgroup_has_rows(scan, index))
 		{
 			scan->current = &scan->subgroups[index];
+			scan->current_index = index;
 			scan->current_decision = scan->bounded ? scan->decisions[index] : ZL_ALL_MATCH;
 			scan->block = scan->current->first_block;
 			return true;
@@ -312,6 +322,41 @@ scan_read_block(ZLScanDesc scan, BlockNumber block)
 	scan->block = block;
 	scan->offset = FirstOffsetNumber;
 	scan->max_offset = PageGetMaxOffsetNumber(BufferGetPage(scan->buffer));
+}
+
+/* read-ahead across sub-groups: how many, and how much of each */
+#define ZL_PREFETCH_SUBGROUPS	4
+#define ZL_PREFETCH_HEAD_BLOCKS	32
+
+/*
+ * A scan that starts a sub-group asks the kernel for the heads of the next
+ * kept ones, so that their I/O overlaps the reading of this one; inside a
+ * sub-group, reads are sequential and the kernel's own read-ahead does
+ * better than block-by-block advice.  In a parallel scan the next
+ * sub-groups go to whichever participant claims them, and the page cache
+ * they are read into is shared by all.
+ */
+static void
+scan_prefetch_next_heads(ZLScanDesc scan)
+{
+	int			next = scan->current_index;
+
+	for (int n = 0; n < ZL_PREFETCH_SUBGROUPS; n++)
+	{
+		const ZLSubGroup *sg;
+
+		do
+			next++;
+		while (next < scan->nsubgroups && !subgroup_has_rows(scan, next));
+		if (next >= scan->nsubgroups)
+			return;
+		if (next <= scan->prefetched_index)
+			continue;			/* asked for already */
+		sg = &scan->subgroups[next];
+		for (int i = 0; i < Min(sg->blocks, ZL_PREFETCH_HEAD_BLOCKS); i++)
+			(void) PrefetchBuffer(scan->base.rs_rd, MAIN_FORKNUM, sg->first_block + i);
+		scan->prefetched_index = next;
+	}
 }
 
 static inline int64
@@ -444,7 +489,10 @@ zl_scan_getnextslot(TableScanDesc sscan, ScanDirection direction, TupleTableSlot
 			scan->block + 1 < scan->current->first_block + scan->current->blocks)
 			scan_read_block(scan, scan->block + 1);
 		else if (scan_next_subgroup(scan))
+		{
+			scan_prefetch_next_heads(scan);
 			scan_read_block(scan, scan_first_block(scan));
+		}
 		else
 		{
 			scan_release_buffer(scan);

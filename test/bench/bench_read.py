@@ -38,10 +38,20 @@ Aggregate queries return count(*) and sum(balance); the results of all tables
 and forms must agree, else the script exits with status 1.  A query that
 errors (e.g. a helper function not installed yet) prints n/a and is skipped.
 
+Warm (default): everything is in shared buffers after the warm-up run; this
+compares executor work.  Cold (--restart-cmd): before every timed run the
+server is restarted (empty shared buffers), the query is EXPLAINed once (the
+catalogs, zipper_lake's metadata included, are warm, as in a running server)
+and the kernel's page cache is dropped (/proc/sys/vm/drop_caches: root), so
+the table's pages come from disk; this compares pages read, the case of a
+history bigger than memory.
+
 Ratios: heap/zipper and partitioned/zipper; > 1 means zipper_lake is faster.
 """
 import argparse
+import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -66,6 +76,9 @@ def parse_args():
                    help='reuse z_hist/h_hist/p_hist from an earlier run with the same size parameters')
     p.add_argument('--keep', action='store_true', help='keep the tables (implied by --reuse)')
     p.add_argument('--explain', action='store_true', help='print EXPLAIN ANALYZE of every query once')
+    p.add_argument('--restart-cmd', metavar='CMD',
+                   help='cold runs: shell command that restarts the server (e.g. "su postgres -c \'pg_ctl -D DATA -w restart\'"); '
+                        'the page cache is dropped too, which needs root')
     p.add_argument('--host')
     p.add_argument('--port')
     p.add_argument('--dbname')
@@ -286,6 +299,24 @@ def run_one(cur, sql):
         return None, (e.pgerror or str(e)).strip().split('\n')[0]
 
 
+def run_cold(a, sql):
+    """run_one with the table's pages on disk only: restart the server, warm
+    the catalogs by planning (EXPLAIN) the query, drop the page cache."""
+    subprocess.run(a.restart_cmd, shell=True, check=True, stdout=subprocess.DEVNULL)
+    conn = connect(a, autocommit=True)
+    cur = conn.cursor()
+    try:
+        cur.execute('EXPLAIN ' + sql)
+    except psycopg2.Error:
+        pass                            # run_one reports the error
+    os.sync()
+    with open('/proc/sys/vm/drop_caches', 'w') as f:
+        f.write('3\n')
+    r = run_one(cur, sql)
+    conn.close()
+    return r
+
+
 def fmt_ms(s):
     return 'n/a' if s is None else f'{s * 1000:.1f}'
 
@@ -352,7 +383,7 @@ def main():
             for f in order:
                 if f[1] in errors:
                     continue
-                s, r = run_one(cur, f[2])
+                s, r = run_cold(a, f[2]) if a.restart_cmd else run_one(cur, f[2])
                 if s is None:
                     errors[f[1]] = r
                     continue
@@ -368,7 +399,8 @@ def main():
         if len({repr(v) for v in got.values()}) > 1:
             problems.append(f'{fam}: results differ: ' + '; '.join(f'{k}={v}' for k, v in got.items()))
 
-    print(f'\n=== medians of {a.reps} runs in ms (noisy machine: trust ratios, not ms); ratio > 1: zipper_lake faster')
+    mode = 'COLD (restart + page cache dropped before each run)' if a.restart_cmd else 'warm'
+    print(f'\n=== {mode}: medians of {a.reps} runs in ms (noisy machine: trust ratios, not ms); ratio > 1: zipper_lake faster')
     print(f'{"query":<26} {"zipper form":<12} {"heap":>9} {"partitioned":>11} {"zipper":>9} {"heap/z":>7} {"part/z":>7}  result')
     for fam, _, extra in fams:
         hm = results.get((fam, 'heap'))
@@ -384,6 +416,9 @@ def main():
                   f'{fmt_ratio(hm, zm):>7} {fmt_ratio(pm, zm):>7}  {ans}{note}')
 
     if not (a.keep or a.reuse):
+        if a.restart_cmd:               # the first connection did not survive the restarts
+            conn = connect(a, autocommit=True)
+            cur = conn.cursor()
         cur.execute('DROP TABLE IF EXISTS z_hist, h_hist, p_hist, bench_read_params')
     conn.close()
     if problems:
