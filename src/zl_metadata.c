@@ -249,7 +249,7 @@ meta_end(ZLMetaSession *session)
 /*
  * Run one of the metadata statements.  With a snapshot, the statement
  * reads exactly what that snapshot sees (scans); without, it runs like
- * any statement of the current transaction.
+ * any statement of the current transaction, except as below.
  */
 static int
 meta_exec(ZLMetaQuery query, Datum *values, const char *nulls,
@@ -269,9 +269,19 @@ meta_exec(ZLMetaQuery query, Datum *values, const char *nulls,
 		meta_plans[query] = plan;
 	}
 
+	/*
+	 * Statements that write run for the table's writer, who holds its writer
+	 * lock: they must act on what earlier writers committed even where the
+	 * transaction's snapshot is older (REPEATABLE READ, SERIALIZABLE), or a
+	 * compaction would delete nothing and a file group be chosen from stale
+	 * counts.
+	 */
+	if (snapshot == InvalidSnapshot && !read_only && IsolationUsesXactSnapshot())
+		snapshot = GetLatestSnapshot();
+
 	if (snapshot != InvalidSnapshot)
 		rc = SPI_execute_snapshot(meta_plans[query], values, nulls,
-								  snapshot, InvalidSnapshot, true, false, 0);
+								  snapshot, InvalidSnapshot, read_only, false, 0);
 	else
 		rc = SPI_execute_plan(meta_plans[query], values, nulls, read_only, 0);
 	if (rc < 0)
