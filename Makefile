@@ -5,6 +5,7 @@ OBJS = \
 	src/zl_mod.o \
 	src/zl_tableam.o \
 	src/zl_storage.o \
+	src/zl_freespace.o \
 	src/zl_metadata.o \
 	src/zl_write.o \
 	src/zl_scan.o \

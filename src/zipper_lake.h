@@ -19,6 +19,7 @@
 #include "access/htup.h"
 #include "access/relscan.h"
 #include "access/sdir.h"
+#include "access/transam.h"
 #include "executor/tuptable.h"
 #include "storage/lockdefs.h"
 #include "storage/smgr.h"
@@ -227,6 +228,28 @@ extern void zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
 extern int64 zl_meta_insert_subgroup(uint64 storage_id, const ZLSubGroup *sg,
 									 int32 rollover_seq, const bytea *key_directory);
 extern void zl_meta_delete_subgroup(uint64 storage_id, int64 subgroup_id);
+
+/* blocks of deleted sub-groups, free once freed_by is old enough */
+typedef struct ZLFreeExtent
+{
+	BlockNumber first_block;
+	BlockNumber blocks;
+	FullTransactionId freed_by;
+} ZLFreeExtent;
+
+extern ZLFreeExtent *zl_meta_load_free_extents(uint64 storage_id, Snapshot snapshot,
+											   int *nextents);
+extern void zl_meta_take_free_extent(uint64 storage_id, BlockNumber first_block,
+									 BlockNumber blocks);
+
+/* ---------- zl_freespace.c ---------- */
+
+typedef struct ZLFreeSpace ZLFreeSpace;
+
+extern ZLFreeSpace *zl_free_space_begin(Relation rel, uint64 storage_id);
+extern bool zl_free_space_any(const ZLFreeSpace *fs);
+extern BlockNumber zl_free_space_take(ZLFreeSpace *fs, BlockNumber blocks);
+extern void zl_free_space_end(ZLFreeSpace *fs);
 extern void zl_meta_insert_masks(uint64 storage_id, int nmasks,
 								 const int64 *subgroup_ids, int32 *const *positions,
 								 const int *npositions);
@@ -238,7 +261,9 @@ typedef struct ZLPageWriter ZLPageWriter;
 extern void zl_storage_init(Relation rel, SMgrRelation srel, ForkNumber fork,
 							uint64 storage_id);
 extern uint64 zl_storage_id(Relation rel);
-extern ZLPageWriter *zl_page_writer_begin(Relation rel);
+extern ZLPageWriter *zl_page_writer_begin(Relation rel, BlockNumber first_block,
+										  BlockNumber blocks);
+extern ZLPageWriter *zl_page_counter_begin(void);
 extern int32 zl_page_writer_add(ZLPageWriter *writer, HeapTuple tuple);
 extern void zl_page_writer_finish(ZLPageWriter *writer, BlockNumber *first_block,
 								  int32 *blocks);

@@ -163,6 +163,8 @@ zipper_lake_verify_storage(PG_FUNCTION_ARGS)
 	ZLSubGroup *sgs;
 	ZLSubGroup **by_block;
 	int			nsgs;
+	ZLFreeExtent *extents;
+	int			nextents;
 	BlockNumber nblocks;
 
 	InitMaterializedSRF(fcinfo, 0);
@@ -202,6 +204,22 @@ zipper_lake_verify_storage(PG_FUNCTION_ARGS)
 			continue;
 		}
 		verify_subgroup(&out, rel, &opts, sg);
+	}
+
+	/* free extents lie in the file and outside every visible sub-group */
+	extents = zl_meta_load_free_extents(zl_storage_id(rel), GetActiveSnapshot(), &nextents);
+	for (int e = 0; e < nextents; e++)
+	{
+		BlockNumber first = extents[e].first_block;
+		BlockNumber end = first + extents[e].blocks;
+
+		if (first < 1 || end > nblocks)
+			report(&out, "free extent", "Free extent of blocks %u..%u lies outside the file of %u blocks.",
+				   first, end - 1, nblocks);
+		for (int i = 0; i < nsgs; i++)
+			if (sgs[i].first_block < end && first < sgs[i].first_block + sgs[i].blocks)
+				report(&out, "free extent", "Free extent of blocks %u..%u overlaps sub-group " INT64_FORMAT ".",
+					   first, end - 1, sgs[i].subgroup_id);
 	}
 
 	table_close(rel, AccessShareLock);

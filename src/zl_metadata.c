@@ -35,6 +35,7 @@
 #include "zipper_lake.h"
 
 #include "access/htup_details.h"
+#include "access/transam.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
@@ -72,6 +73,9 @@ typedef enum ZLMetaQuery
 	Q_NEW_ID,
 	Q_INSERT_SUBGROUP,
 	Q_DELETE_SUBGROUP,
+	Q_FORGET_FREE_EXTENTS,
+	Q_LOAD_FREE_EXTENTS,
+	Q_TAKE_FREE_EXTENT,
 	Q_DELETE_SUBGROUP_MASKS,
 	Q_INSERT_MASK,
 	Q_COUNT
@@ -176,8 +180,27 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		TIMESTAMPTZOID, INT8OID, INT8OID, INT4OID, BYTEAOID}
 	},
 	[Q_DELETE_SUBGROUP] = {
-		"DELETE FROM zipper_lake.subgroup WHERE storage_id = $1 AND subgroup_id = $2",
+		"WITH d AS (DELETE FROM zipper_lake.subgroup"
+		" WHERE storage_id = $1 AND subgroup_id = $2 RETURNING first_block, blocks)"
+		" INSERT INTO zipper_lake.free_extent (storage_id, first_block, blocks, freed_by)"
+		" SELECT $1, first_block, blocks, pg_current_xact_id() FROM d WHERE blocks > 0",
 		2, {INT8OID, INT8OID}
+	},
+	[Q_FORGET_FREE_EXTENTS] = {
+		"DELETE FROM zipper_lake.free_extent WHERE storage_id = $1", 1, {INT8OID}
+	},
+	[Q_LOAD_FREE_EXTENTS] = {
+		"SELECT first_block, blocks, freed_by::text::int8 FROM zipper_lake.free_extent"
+		" WHERE storage_id = $1 ORDER BY first_block",
+		1, {INT8OID}
+	},
+	[Q_TAKE_FREE_EXTENT] = {
+		"WITH d AS (DELETE FROM zipper_lake.free_extent"
+		" WHERE storage_id = $1 AND first_block = $2 AND blocks >= $3 RETURNING *),"
+		" rest AS (INSERT INTO zipper_lake.free_extent (storage_id, first_block, blocks, freed_by)"
+		" SELECT storage_id, first_block + $3, blocks - $3, freed_by FROM d WHERE blocks > $3)"
+		" SELECT count(*) FROM d",
+		3, {INT8OID, INT8OID, INT4OID}
 	},
 	[Q_DELETE_SUBGROUP_MASKS] = {
 		"DELETE FROM zipper_lake.mask WHERE storage_id = $1 AND subgroup_id = $2",
@@ -325,6 +348,7 @@ zl_meta_forget_storage(uint64 storage_id)
 	meta_begin(&session);
 	meta_exec(Q_FORGET_MASKS, values, NULL, InvalidSnapshot, false);
 	meta_exec(Q_FORGET_SUBGROUPS, values, NULL, InvalidSnapshot, false);
+	meta_exec(Q_FORGET_FREE_EXTENTS, values, NULL, InvalidSnapshot, false);
 	meta_exec(Q_FORGET_STORAGE, values, NULL, InvalidSnapshot, false);
 	meta_end(&session);
 }
@@ -796,6 +820,10 @@ zl_meta_insert_subgroup(uint64 storage_id, const ZLSubGroup *sg, int32 rollover_
 	return subgroup_id;
 }
 
+/*
+ * Delete a sub-group's row and masks; its blocks become a free extent that
+ * zl_freespace.c reuses once no snapshot can see the sub-group any more.
+ */
 void
 zl_meta_delete_subgroup(uint64 storage_id, int64 subgroup_id)
 {
@@ -805,6 +833,51 @@ zl_meta_delete_subgroup(uint64 storage_id, int64 subgroup_id)
 	meta_begin(&session);
 	meta_exec(Q_DELETE_SUBGROUP_MASKS, values, NULL, InvalidSnapshot, false);
 	meta_exec(Q_DELETE_SUBGROUP, values, NULL, InvalidSnapshot, false);
+	meta_end(&session);
+}
+
+/* ---------- free extents (zl_freespace.c) ---------- */
+
+/* the free extents of a storage visible to the snapshot, by first block */
+ZLFreeExtent *
+zl_meta_load_free_extents(uint64 storage_id, Snapshot snapshot, int *nextents)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {Int64GetDatum((int64) storage_id)};
+	ZLFreeExtent *extents = NULL;
+
+	meta_begin(&session);
+	meta_exec(Q_LOAD_FREE_EXTENTS, values, NULL, snapshot, true);
+	*nextents = (int) SPI_processed;
+	if (*nextents > 0)
+		extents = MemoryContextAlloc(session.caller_context, sizeof(ZLFreeExtent) * *nextents);
+	for (int i = 0; i < *nextents; i++)
+	{
+		bool		isnull;
+
+		extents[i].first_block = (BlockNumber) result_int64(i, 1);
+		extents[i].blocks = (BlockNumber) DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
+																	  SPI_tuptable->tupdesc,
+																	  2, &isnull));
+		extents[i].freed_by = FullTransactionIdFromU64((uint64) result_int64(i, 3));
+	}
+	meta_end(&session);
+	return extents;
+}
+
+/* take the first blocks of a free extent; the rest stays free */
+void
+zl_meta_take_free_extent(uint64 storage_id, BlockNumber first_block, BlockNumber blocks)
+{
+	ZLMetaSession session;
+	Datum		values[3] = {Int64GetDatum((int64) storage_id),
+		Int64GetDatum((int64) first_block), Int32GetDatum((int32) blocks)};
+
+	meta_begin(&session);
+	meta_exec(Q_TAKE_FREE_EXTENT, values, NULL, InvalidSnapshot, false);
+	if (result_int64(0, 1) != 1)
+		elog(ERROR, "free extent at block %u of storage " UINT64_FORMAT " is gone",
+			 first_block, storage_id);
 	meta_end(&session);
 }
 

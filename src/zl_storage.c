@@ -10,8 +10,12 @@
  * new relfilenode (CREATE, TRUNCATE, VACUUM FULL) gets a new storage id,
  * so metadata of an old file can never be applied to a new one.
  *
- * Every other block belongs to exactly one sub-group: a contiguous run of
- * blocks appended by one writer and never modified afterwards.  Pages use
+ * Every other block belongs to at most one sub-group: a contiguous run of
+ * blocks written by one writer and never modified while any snapshot can
+ * see that sub-group.  Runs are appended at the end of the file, or
+ * written into the blocks of a deleted sub-group that no snapshot can see
+ * any more (zl_freespace.c); a page counter tells how many blocks a run
+ * will take before it is written.  Pages use
  * the standard layout (PageInit, line pointers), so each row has a TID,
  * and rows are stored as heap tuples with a frozen header: visibility is
  * decided by the sub-group's metadata row, never by the tuple, and scans
@@ -27,7 +31,8 @@
  * but are unreachable: no committed metadata row points at them.
  *
  * Writers of one table are serialized by zl_write_lock_table(), so a
- * writer's pages are consecutive; the page writer checks that it is so.
+ * writer's appended pages are consecutive; the page writer checks that it
+ * is so, and that a run written into free blocks stays within them.
  *
  *-------------------------------------------------------------------------
  */
@@ -52,11 +57,12 @@ typedef struct ZLMetaPageData
 
 struct ZLPageWriter
 {
-	Relation	rel;
+	Relation	rel;			/* NULL: a page counter, nothing is written */
 	PGAlignedBlock page;		/* page being filled */
 	bool		page_has_rows;
 	BlockNumber first_block;	/* first block of this run */
 	BlockNumber next_block;		/* block the current page will get */
+	BlockNumber end_block;		/* free blocks end here; Invalid: append */
 };
 
 /*
@@ -132,24 +138,58 @@ zl_storage_id(Relation rel)
 	return meta.storage_id;
 }
 
+/*
+ * A writer of one run: appended at the end of the relation, or (blocks > 0)
+ * written into the free blocks [first_block, first_block + blocks), which
+ * it must fill exactly (zl_page_counter_begin() tells how many).
+ */
 ZLPageWriter *
-zl_page_writer_begin(Relation rel)
+zl_page_writer_begin(Relation rel, BlockNumber first_block, BlockNumber blocks)
 {
 	ZLPageWriter *writer = palloc0(sizeof(ZLPageWriter));
 
 	writer->rel = rel;
-	writer->first_block = RelationGetNumberOfBlocks(rel);
+	if (blocks > 0)
+	{
+		writer->first_block = first_block;
+		writer->end_block = first_block + blocks;
+	}
+	else
+	{
+		writer->first_block = RelationGetNumberOfBlocks(rel);
+		writer->end_block = InvalidBlockNumber;
+	}
 	writer->next_block = writer->first_block;
 	PageInit((Page) writer->page.data, BLCKSZ, 0);
 	return writer;
 }
 
-/* append the filled page to the relation, WAL-logged */
-static void
-page_writer_flush_page(ZLPageWriter *writer)
+/* a writer that only counts the pages its rows would fill */
+ZLPageWriter *
+zl_page_counter_begin(void)
+{
+	ZLPageWriter *counter = palloc0(sizeof(ZLPageWriter));
+
+	counter->end_block = InvalidBlockNumber;
+	PageInit((Page) counter->page.data, BLCKSZ, 0);
+	return counter;
+}
+
+/* the buffer, exclusively locked, that the next page goes to */
+static Buffer
+page_writer_next_buffer(ZLPageWriter *writer)
 {
 	Relation	rel = writer->rel;
 	Buffer		buffer;
+
+	if (writer->end_block != InvalidBlockNumber)
+	{
+		if (writer->next_block >= writer->end_block)
+			elog(ERROR, "zipper_lake run outgrew its %u free blocks at block %u",
+				 writer->end_block - writer->first_block, writer->first_block);
+		return ReadBufferExtended(rel, MAIN_FORKNUM, writer->next_block,
+								  RBM_ZERO_AND_LOCK, NULL);
+	}
 
 	LockRelationForExtension(rel, ExclusiveLock);
 	buffer = ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW, RBM_NORMAL, NULL);
@@ -159,15 +199,28 @@ page_writer_flush_page(ZLPageWriter *writer)
 		elog(ERROR, "zipper_lake table \"%s\" was extended concurrently (block %u, expected %u)",
 			 RelationGetRelationName(rel), BufferGetBlockNumber(buffer),
 			 writer->next_block);
-
 	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
-	START_CRIT_SECTION();
-	memcpy(BufferGetPage(buffer), writer->page.data, BLCKSZ);
-	MarkBufferDirty(buffer);
-	if (RelationNeedsWAL(rel))
-		log_newpage_buffer(buffer, true);
-	END_CRIT_SECTION();
-	UnlockReleaseBuffer(buffer);
+	return buffer;
+}
+
+/* write the filled page to the relation, WAL-logged (a counter just counts) */
+static void
+page_writer_flush_page(ZLPageWriter *writer)
+{
+	Relation	rel = writer->rel;
+
+	if (rel != NULL)
+	{
+		Buffer		buffer = page_writer_next_buffer(writer);
+
+		START_CRIT_SECTION();
+		memcpy(BufferGetPage(buffer), writer->page.data, BLCKSZ);
+		MarkBufferDirty(buffer);
+		if (RelationNeedsWAL(rel))
+			log_newpage_buffer(buffer, true);
+		END_CRIT_SECTION();
+		UnlockReleaseBuffer(buffer);
+	}
 
 	writer->next_block++;
 	writer->page_has_rows = false;
@@ -215,6 +268,10 @@ zl_page_writer_finish(ZLPageWriter *writer, BlockNumber *first_block, int32 *blo
 {
 	if (writer->page_has_rows)
 		page_writer_flush_page(writer);
+	if (writer->end_block != InvalidBlockNumber && writer->next_block != writer->end_block)
+		elog(ERROR, "zipper_lake run filled %u of its %u free blocks at block %u",
+			 writer->next_block - writer->first_block,
+			 writer->end_block - writer->first_block, writer->first_block);
 	*first_block = writer->first_block;
 	*blocks = (int32) (writer->next_block - writer->first_block);
 	pfree(writer);

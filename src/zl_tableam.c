@@ -372,12 +372,13 @@ zl_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 							 double *tups_recently_dead)
 {
 	not_supported("VACUUM FULL or CLUSTER",
-				  "Plain VACUUM reports the space held by masked rows and aborted writes.");
+				  "Plain VACUUM reports the space held by masked rows, deleted sub-groups and aborted writes.");
 }
 
 /*
- * VACUUM has nothing to remove row by row: masked rows and pages of aborted
- * writes are reclaimed only by rewriting sub-groups.  Report what there is
+ * VACUUM has nothing to remove row by row: masked rows go when compaction
+ * rewrites their sub-group, and the blocks of deleted sub-groups are
+ * written again by later writers (zl_freespace.c).  Report what there is
  * and keep pg_class statistics current.
  */
 static void
@@ -385,14 +386,18 @@ zl_relation_vacuum(Relation rel, struct VacuumParams *params,
 				   BufferAccessStrategy bstrategy)
 {
 	ZLSubGroup *sgs;
-	int			nsgs;
+	ZLFreeExtent *extents;
+	int			nsgs,
+				nextents;
 	int64		rows = 0,
 				masked = 0,
-				reachable_blocks = 0;
+				reachable_blocks = 0,
+				free_blocks = 0;
 	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 	Snapshot	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 
 	sgs = zl_meta_load_subgroups(zl_storage_id(rel), snapshot, DATEVAL_NOBEGIN, &nsgs);
+	extents = zl_meta_load_free_extents(zl_storage_id(rel), snapshot, &nextents);
 	UnregisterSnapshot(snapshot);
 	for (int i = 0; i < nsgs; i++)
 	{
@@ -400,12 +405,15 @@ zl_relation_vacuum(Relation rel, struct VacuumParams *params,
 		masked += sgs[i].masked_rows;
 		reachable_blocks += sgs[i].blocks;
 	}
+	for (int i = 0; i < nextents; i++)
+		free_blocks += extents[i].blocks;
 
 	ereport((params->options & VACOPT_VERBOSE) ? INFO : DEBUG2,
 			(errmsg("zipper_lake table \"%s\": %d sub-groups, " INT64_FORMAT " live rows, " INT64_FORMAT " masked rows",
 					RelationGetRelationName(rel), nsgs, rows - masked, masked),
-			 errdetail(INT64_FORMAT " of %u blocks belong to no visible sub-group (replaced by compaction, or written by aborted transactions); they are not reused yet.",
-					   (int64) nblocks - 1 - reachable_blocks, nblocks)));
+			 errdetail("%u blocks: the metapage, " INT64_FORMAT " in visible sub-groups, " INT64_FORMAT " of deleted sub-groups (written again once no snapshot can see those), " INT64_FORMAT " written by transactions that aborted.",
+					   nblocks, reachable_blocks, free_blocks,
+					   (int64) nblocks - 1 - reachable_blocks - free_blocks)));
 
 	vac_update_relstats(rel, nblocks, (double) (rows - masked), 0, false,
 						InvalidTransactionId, InvalidMultiXactId,

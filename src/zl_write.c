@@ -7,7 +7,9 @@
  * table) hands finished rows to a write state.  The state sorts them into
  * runs by placement — (partition of valid_to, window of valid_from) — and
  * a flush turns each run into sub-groups: rows sorted by valid_from,
- * appended as consecutive pages (zl_storage.c), then one metadata row
+ * written as consecutive pages (zl_storage.c) — into the blocks of a
+ * deleted sub-group if a free extent holds them (zl_freespace.c), else at
+ * the end of the file — then one metadata row
  * (zl_metadata.c) that makes them visible at commit.  A run longer than
  * ZL_MAX_SUBGROUP_ROWS becomes several sub-groups.  In the current
  * partition each sub-group joins the newest file group of its window,
@@ -362,12 +364,14 @@ pending_row_cmp(const void *a, const void *b)
 
 /* write rows[0..n) of a run as one sub-group */
 static void
-write_subgroup(Relation rel, ZLWriteState *state, const ZLRunKey *key,
-			   ZLPendingRow *rows, int n)
+write_subgroup(Relation rel, ZLWriteState *state, ZLFreeSpace *free_space,
+			   const ZLRunKey *key, ZLPendingRow *rows, int n)
 {
 	ZLSubGroup	sg;
 	int32		rollover_seq = 0;
 	ZLPageWriter *writer;
+	BlockNumber first_block = InvalidBlockNumber;
+	int32		blocks = 0;
 	bool		current = key->placed && key->partition_end == ZL_CURRENT_PARTITION;
 	int32	   *positions = current ? palloc(sizeof(int32) * n) : NULL;
 	bytea	   *directory = NULL;
@@ -389,7 +393,19 @@ write_subgroup(Relation rel, ZLWriteState *state, const ZLRunKey *key,
 	else
 		sg.file_group = 0;
 
-	writer = zl_page_writer_begin(rel);
+	/* into the blocks of a deleted sub-group if some free extent holds it */
+	if (zl_free_space_any(free_space))
+	{
+		ZLPageWriter *counter = zl_page_counter_begin();
+
+		for (int i = 0; i < n; i++)
+			(void) zl_page_writer_add(counter, rows[i].tuple);
+		zl_page_writer_finish(counter, &first_block, &blocks);
+		first_block = zl_free_space_take(free_space, blocks);
+	}
+	writer = first_block == InvalidBlockNumber ?
+		zl_page_writer_begin(rel, InvalidBlockNumber, 0) :
+		zl_page_writer_begin(rel, first_block, blocks);
 	for (int i = 0; i < n; i++)
 	{
 		int32		position = zl_page_writer_add(writer, rows[i].tuple);
@@ -437,6 +453,7 @@ flush_state(ZLWriteState *state)
 	ZLRun	   *run;
 	ZLRun	  **runs;
 	int			nruns = 0;
+	ZLFreeSpace *free_space;
 	long		total = hash_get_num_entries(state->runs);
 
 	if (total == 0)
@@ -448,6 +465,7 @@ flush_state(ZLWriteState *state)
 				 errhint("Read the table in a separate statement after writing it.")));
 
 	rel = table_open(state->relid, NoLock);
+	free_space = zl_free_space_begin(rel, state->storage_id);
 
 	/* write runs in placement order, so the layout does not depend on hashing */
 	runs = palloc(sizeof(ZLRun *) * total);
@@ -462,9 +480,10 @@ flush_state(ZLWriteState *state)
 		if (run->key.placed)
 			qsort(run->rows, run->nrows, sizeof(ZLPendingRow), pending_row_cmp);
 		for (int start = 0; start < run->nrows; start += ZL_MAX_SUBGROUP_ROWS)
-			write_subgroup(rel, state, &run->key, run->rows + start,
+			write_subgroup(rel, state, free_space, &run->key, run->rows + start,
 						   Min(ZL_MAX_SUBGROUP_ROWS, run->nrows - start));
 	}
+	zl_free_space_end(free_space);
 	table_close(rel, NoLock);
 
 	/* start over empty */

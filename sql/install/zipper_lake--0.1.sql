@@ -74,11 +74,21 @@ CREATE TABLE zipper_lake.mask (
 );
 CREATE INDEX mask_subgroup_idx ON zipper_lake.mask (storage_id, subgroup_id);
 
+-- block ranges of deleted sub-groups (see src/zl_freespace.c): reusable once
+-- no snapshot can still see the sub-group that transaction freed_by deleted
+CREATE TABLE zipper_lake.free_extent (
+    storage_id   bigint NOT NULL,
+    first_block  bigint NOT NULL,
+    blocks       int NOT NULL CHECK (blocks > 0),
+    freed_by     xid8 NOT NULL,
+    PRIMARY KEY (storage_id, first_block)
+);
+
 -- registrations are configuration, readable by all; sub-group metadata holds
 -- start times of the data, so it is read through inspect(), which checks
 -- the caller's SELECT privilege on the table
 REVOKE ALL ON zipper_lake.registration, zipper_lake.storage,
-              zipper_lake.subgroup, zipper_lake.mask FROM PUBLIC;
+              zipper_lake.subgroup, zipper_lake.mask, zipper_lake.free_extent FROM PUBLIC;
 GRANT SELECT ON zipper_lake.registration TO PUBLIC;
 REVOKE ALL ON SEQUENCE zipper_lake.id_seq FROM PUBLIC;
 GRANT USAGE ON SCHEMA zipper_lake TO PUBLIC;
@@ -374,6 +384,8 @@ BEGIN
          WHERE m.storage_id = s.storage_id AND s.relid = dropped;
         DELETE FROM zipper_lake.subgroup g USING zipper_lake.storage s
          WHERE g.storage_id = s.storage_id AND s.relid = dropped;
+        DELETE FROM zipper_lake.free_extent f USING zipper_lake.storage s
+         WHERE f.storage_id = s.storage_id AND s.relid = dropped;
         DELETE FROM zipper_lake.storage WHERE relid = dropped;
         DELETE FROM zipper_lake.registration WHERE tbl = dropped;
     END LOOP;

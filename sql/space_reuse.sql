@@ -1,0 +1,73 @@
+-- The blocks of sub-groups that compaction deleted are written again once
+-- no snapshot can see those sub-groups: a table whose current partition is
+-- rewritten every day grows by its history only.
+SET timezone = 'UTC';
+\set SHOW_CONTEXT never
+
+CREATE TABLE churn (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+SELECT zipper_lake.register('churn', ARRAY['id']);
+CREATE TABLE churn_ch (id int, v int, change_time timestamptz);
+
+-- every key changes every day, so each day compacts the previous day's
+-- current sub-group away; one transaction per day
+CREATE PROCEDURE churn_days(first_day int, last_day int, commit_each bool DEFAULT true)
+LANGUAGE plpgsql AS $$
+BEGIN
+  FOR d IN first_day..last_day LOOP
+    TRUNCATE churn_ch;
+    INSERT INTO churn_ch SELECT k, d, '2026-01-01'::timestamptz + d * interval '1 day'
+      FROM generate_series(1, 3000) k;
+    PERFORM zipper_lake.apply_changes('churn', 'churn_ch');
+    IF commit_each THEN
+      COMMIT;
+    END IF;
+  END LOOP;
+END $$;
+
+CALL churn_days(0, 3);
+SELECT pg_relation_size('churn') / 8192 AS blocks_before \gset
+CALL churn_days(4, 11);
+
+-- twelve days of versions, all there, and the layout is sound
+SELECT count(*) AS versions, count(*) FILTER (WHERE valid_to = 'infinity') AS open, min(v), max(v) FROM churn;
+SELECT * FROM zipper_lake.verify('churn');
+SELECT count(*) AS current_sub_groups FROM zipper_lake.inspect('churn') WHERE partition_end = 'infinity';
+
+-- the eight days wrote sixteen sub-groups (eight closed days of history,
+-- eight current ones), yet the file grew by about half of that: each
+-- current sub-group went into the blocks of one compacted two days before
+SELECT (pg_relation_size('churn') / 8192 - :blocks_before) AS grown,
+       (SELECT sum(blocks) FROM zipper_lake.inspect('churn')
+         WHERE partition_end BETWEEN '2026-01-04' AND '2026-01-12') AS history_written
+\gset
+SELECT :grown <= :history_written + 1 AS grew_by_history_only,
+       :grown > 0 AS history_still_appended;
+-- some sub-groups lie before the point the file had reached after day 3
+SELECT count(*) > 0 AS reused_blocks FROM zipper_lake.inspect('churn')
+ WHERE first_block < :blocks_before AND partition_end >= '2026-01-05';
+
+-- what a transaction frees waits for later transactions: three days in
+-- one transaction compact sub-groups that this transaction itself wrote
+BEGIN;
+CALL churn_days(12, 14, false);
+COMMIT;
+SELECT count(*) AS versions, count(*) FILTER (WHERE valid_to = 'infinity') AS open, min(v), max(v) FROM churn;
+SELECT * FROM zipper_lake.verify('churn');
+
+-- VACUUM VERBOSE tells the blocks apart
+VACUUM (VERBOSE, PROCESS_TOAST false) churn;
+
+-- a rolled-back writer gives the extents it took back
+BEGIN;
+CALL churn_days(15, 15, false);
+ROLLBACK;
+CALL churn_days(15, 16);
+SELECT count(*) AS versions, count(*) FILTER (WHERE valid_to = 'infinity') AS open, min(v), max(v) FROM churn;
+SELECT * FROM zipper_lake.verify('churn');
+
+-- dropping the table forgets its free extents
+SELECT zipper_lake._storage_id('churn') AS churn_storage \gset
+SELECT count(*) > 0 AS has_free_extents FROM zipper_lake.free_extent WHERE storage_id = :churn_storage;
+DROP TABLE churn;
+SELECT count(*) AS free_extents_left FROM zipper_lake.free_extent WHERE storage_id = :churn_storage;

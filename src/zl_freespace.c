@@ -1,0 +1,138 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_freespace.c
+ *	  Reusing the blocks of deleted sub-groups.
+ *
+ * Sub-groups are immutable, but they are deleted: compaction rewrites a
+ * current-partition sub-group that is mostly masked (zl_apply.c), and
+ * registration rewrites unplaced ones (zl_write.c).  Deleting a sub-group's
+ * metadata row also records its block range in zipper_lake.free_extent,
+ * with the id of the deleting transaction (zl_meta_delete_subgroup).
+ *
+ * When free blocks may be written again
+ * -------------------------------------
+ * A reader takes the list of sub-groups from its snapshot, so a reader
+ * whose snapshot predates the deletion may still read the old blocks.
+ * They may be overwritten once no snapshot can see the deleted row any
+ * more: once freed_by is older than the horizon that
+ * GlobalVisCheckRemovableFullXid() tests, the test btree uses to recycle
+ * pages.  The horizon covers this server's snapshots (of every database)
+ * and those standbys report with hot_standby_feedback.  Other queries on
+ * standbys are cancelled by a recovery conflict: before reusing an extent
+ * the writer logs a WAL record whose replay resolves conflicts with
+ * snapshots that could see a transaction (freed_by) in a relation.  Core
+ * has exactly such a record, btree's REUSE_PAGE, which modifies no page;
+ * we log it for our relation, so pg_waldump shows "Btree REUSE_PAGE"
+ * records for zipper tables.  The record precedes the full-page images of
+ * the reused blocks in WAL.
+ *
+ * How extents are taken
+ * ---------------------
+ * A flush (zl_write.c) loads the table's reusable extents once.  Each
+ * sub-group it writes knows its size in pages before writing (a page
+ * counter runs the page writer's packing over the rows), and takes the
+ * smallest free extent that holds it — its catalog row is deleted and the
+ * remainder inserted again — or is appended at the end of the file.
+ * Writers of a table are serialized (zl_write_lock_table), so no two take
+ * the same extent.  A writer that aborts gives its extents back with its
+ * catalog changes; the pages it wrote into them are unreachable, which is
+ * harmless.  Blocks appended by aborted transactions are not tracked and
+ * stay unused.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "zipper_lake.h"
+
+#include "access/nbtxlog.h"
+#include "access/xlog.h"
+#include "access/xloginsert.h"
+#include "utils/snapmgr.h"
+
+struct ZLFreeSpace
+{
+	Relation	rel;
+	uint64		storage_id;
+	ZLFreeExtent *extents;		/* reusable now */
+	int			nextents;
+};
+
+/* the free extents of a table that no snapshot can reach any more */
+ZLFreeSpace *
+zl_free_space_begin(Relation rel, uint64 storage_id)
+{
+	ZLFreeSpace *fs = palloc0(sizeof(ZLFreeSpace));
+	int			n;
+	ZLFreeExtent *all = zl_meta_load_free_extents(storage_id, GetLatestSnapshot(), &n);
+
+	fs->rel = rel;
+	fs->storage_id = storage_id;
+	fs->extents = palloc(sizeof(ZLFreeExtent) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		if (GlobalVisCheckRemovableFullXid(NULL, all[i].freed_by))
+			fs->extents[fs->nextents++] = all[i];
+	if (all)
+		pfree(all);
+	return fs;
+}
+
+bool
+zl_free_space_any(const ZLFreeSpace *fs)
+{
+	return fs->nextents > 0;
+}
+
+/*
+ * Make standbys cancel queries whose snapshots could still see what
+ * freed_by deleted, before the blocks it freed are overwritten.
+ */
+static void
+log_reuse_conflict(Relation rel, BlockNumber block, FullTransactionId freed_by)
+{
+	xl_btree_reuse_page xlrec;
+
+	if (!RelationNeedsWAL(rel) || !XLogStandbyInfoActive())
+		return;
+	xlrec.node = rel->rd_node;
+	xlrec.block = block;
+	xlrec.latestRemovedFullXid = freed_by;
+	XLogBeginInsert();
+	XLogRegisterData((char *) &xlrec, SizeOfBtreeReusePage);
+	(void) XLogInsert(RM_BTREE_ID, XLOG_BTREE_REUSE_PAGE);
+}
+
+/*
+ * Take blocks consecutive free blocks (best fit): returns the first, or
+ * InvalidBlockNumber if no free extent is large enough.
+ */
+BlockNumber
+zl_free_space_take(ZLFreeSpace *fs, BlockNumber blocks)
+{
+	int			best = -1;
+	ZLFreeExtent *extent;
+	BlockNumber first;
+
+	for (int i = 0; i < fs->nextents; i++)
+		if (fs->extents[i].blocks >= blocks &&
+			(best < 0 || fs->extents[i].blocks < fs->extents[best].blocks))
+			best = i;
+	if (best < 0 || blocks == 0)
+		return InvalidBlockNumber;
+
+	extent = &fs->extents[best];
+	first = extent->first_block;
+	zl_meta_take_free_extent(fs->storage_id, first, blocks);
+	log_reuse_conflict(fs->rel, first, extent->freed_by);
+
+	extent->first_block += blocks;
+	extent->blocks -= blocks;
+	if (extent->blocks == 0)
+		*extent = fs->extents[--fs->nextents];
+	return first;
+}
+
+void
+zl_free_space_end(ZLFreeSpace *fs)
+{
+	pfree(fs->extents);
+	pfree(fs);
+}
