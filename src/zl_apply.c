@@ -961,8 +961,9 @@ keep_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
  * more than half masked is compacted instead: its remaining rows are
  * written again (into the same window) and its metadata row is deleted,
  * masks and all.  Readers with older snapshots keep seeing the old
- * sub-group; the current partition stays at most about twice its live
- * size, so the cost of a batch does not grow with history.
+ * sub-group, whose blocks later writers reuse once none can
+ * (zl_freespace.c); the current partition stays at most about twice its
+ * live size, so the cost of a batch does not grow with history.
  */
 static void
 write_masks(ApplyContext *ac, ZLWriteState *state, uint64 storage_id)
