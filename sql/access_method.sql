@@ -145,6 +145,20 @@ INSERT INTO late_reg2 VALUES (2, 'b', '2026-01-01', '2026-01-03');
 COMMIT;
 SELECT partition_end, row_count FROM zipper_lake.inspect('late_reg2');
 SELECT * FROM zipper_lake.verify('late_reg2');
+-- and in a repeatable-read or serializable transaction
+CREATE TABLE late_reg3 (id int, v text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+INSERT INTO late_reg3 VALUES (1, 'a', '2026-01-01', 'infinity');
+SELECT zipper_lake.register('late_reg3', ARRAY['id']);
+COMMIT;
+CREATE TABLE reg_src (id int PRIMARY KEY, v text);
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT zipper_lake.create_table('late_reg4', 'reg_src');
+INSERT INTO late_reg4 VALUES (1, 'a', '2026-01-01', 'infinity');
+COMMIT;
+SELECT partition_end, row_count FROM zipper_lake.inspect('late_reg3');
+SELECT count(*) FROM late_reg4;
 
 -- create_table derives a zipper table from a source table
 CREATE TABLE customer_src (cid int, region text, name text, score int, PRIMARY KEY (region, cid));

@@ -135,9 +135,10 @@ typedef struct ZLScanBounds
 /*
  * Which sub-groups a bounded scan loads from the catalog: a superset of
  * those the bounds can keep (partition_end in [min_partition,
- * max_partition] and [first_start, last_start] meeting [from_lo, from_hi],
- * ANDed or, with either, ORed), so that a selective read never touches the
- * metadata of the rest of the history.
+ * max_partition] and [first_start, last_start] meeting [from_lo, from_hi]
+ * in a partition from from_min_partition on, ANDed or, with either, ORed),
+ * so that a selective read never touches the metadata of the rest of the
+ * history.
  */
 typedef struct ZLSubGroupFilter
 {
@@ -146,6 +147,7 @@ typedef struct ZLSubGroupFilter
 	DateADT		max_partition;
 	int64		from_lo;
 	int64		from_hi;
+	DateADT		from_min_partition; /* versions from from_lo end there or later */
 } ZLSubGroupFilter;
 
 typedef enum ZLPruneDecision

@@ -136,8 +136,9 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		" first_start, last_start, row_count, first_block, blocks"
 		" FROM zipper_lake.subgroup WHERE storage_id = $1"
 		" AND (partition_end IS NULL OR partition_end BETWEEN $2 AND $3"
-		" OR (first_start <= $5 AND last_start >= $4)) ORDER BY subgroup_id",
-		5, {INT8OID, DATEOID, DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID}
+		" OR (partition_end >= $6 AND first_start <= $5 AND last_start >= $4))"
+		" ORDER BY subgroup_id",
+		6, {INT8OID, DATEOID, DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID, DATEOID}
 	},
 	[Q_COUNT_SUBGROUPS] = {
 		"SELECT count(*), count(DISTINCT partition_end)"
@@ -293,18 +294,20 @@ meta_exec(ZLMetaQuery query, Datum *values, const char *nulls,
 	}
 
 	/*
-	 * Statements that write run for the table's writer, who holds its writer
-	 * lock: they must act on what earlier writers committed even where the
-	 * transaction's snapshot is older (REPEATABLE READ, SERIALIZABLE), or a
-	 * compaction would delete nothing and a file group be chosen from stale
-	 * counts.
+	 * Statements that write must act on what other transactions committed
+	 * even where the transaction's snapshot is older (REPEATABLE READ,
+	 * SERIALIZABLE): a writer that waited for the table's writer lock would
+	 * otherwise compact a sub-group without deleting its row, or choose a
+	 * file group from stale counts.  So they read with the latest snapshot,
+	 * and fire triggers as any statement would (registration places
+	 * unplaced rows from one).
 	 */
 	if (snapshot == InvalidSnapshot && !read_only && IsolationUsesXactSnapshot())
 		snapshot = GetLatestSnapshot();
 
 	if (snapshot != InvalidSnapshot)
 		rc = SPI_execute_snapshot(meta_plans[query], values, nulls,
-								  snapshot, InvalidSnapshot, read_only, false, 0);
+								  snapshot, InvalidSnapshot, read_only, !read_only, 0);
 	else
 		rc = SPI_execute_plan(meta_plans[query], values, nulls, read_only, 0);
 	if (rc < 0)
@@ -670,12 +673,13 @@ zl_meta_load_filtered_subgroups(uint64 storage_id, Snapshot snapshot,
 								const ZLSubGroupFilter *filter, int *nsubgroups)
 {
 	ZLMetaSession session;
-	Datum		values[5] = {
+	Datum		values[6] = {
 		Int64GetDatum((int64) storage_id),
 		DateADTGetDatum(filter->min_partition),
 		DateADTGetDatum(filter->max_partition),
 		TimestampTzGetDatum(filter->from_lo),
-		TimestampTzGetDatum(filter->from_hi)
+		TimestampTzGetDatum(filter->from_hi),
+		DateADTGetDatum(filter->from_min_partition)
 	};
 	ZLSubGroup *sgs;
 	int			n;

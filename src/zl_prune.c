@@ -114,20 +114,31 @@ within_calendar(int64 instant)
  * order where clocks go back (see zl_partition_range); an end that is not
  * an ordinary instant leaves that side open.
  */
+/* the first partition that can hold a valid_to of to_lo or later */
+static DateADT
+first_partition_from(const ZLTableOptions *opts, int64 to_lo)
+{
+	if (to_lo >= opts->open_end)
+		return ZL_CURRENT_PARTITION;	/* placed versions end at most there */
+	if (within_calendar(to_lo))
+		return zl_partition_of(opts, to_lo - USECS_PER_DAY);
+	return DATEVAL_NOBEGIN;
+}
+
 void
 zl_bounds_filter(const ZLTableOptions *opts, const ZLScanBounds *b, ZLSubGroupFilter *f)
 {
-	int64		to_lo = b->to_lo;
+	/* placed versions end after they begin (zl_write.c checks it) */
+	int64		to_lo_of_from = (b->from_lo != ZL_UNBOUNDED_LO && b->from_lo < PG_INT64_MAX) ?
+		b->from_lo + 1 : ZL_UNBOUNDED_LO;
+	int64		to_lo = b->either ? b->to_lo : Max(b->to_lo, to_lo_of_from);
 
 	f->either = b->either;
 	f->from_lo = b->from_lo;
 	f->from_hi = b->from_hi;
+	f->from_min_partition = first_partition_from(opts, to_lo_of_from);
 	f->min_partition = DATEVAL_NOBEGIN;
 	f->max_partition = DATEVAL_NOEND;	/* the current partition included */
-
-	/* placed versions end after they begin (zl_write.c checks it) */
-	if (!b->either && b->from_lo != ZL_UNBOUNDED_LO && b->from_lo < PG_INT64_MAX)
-		to_lo = Max(to_lo, b->from_lo + 1);
 
 	if (to_lo > b->to_hi)
 	{
@@ -136,10 +147,7 @@ zl_bounds_filter(const ZLTableOptions *opts, const ZLScanBounds *b, ZLSubGroupFi
 		f->max_partition = DATEVAL_NOBEGIN;
 		return;
 	}
-	if (to_lo >= opts->open_end)
-		f->min_partition = ZL_CURRENT_PARTITION;	/* ... and end at most there */
-	else if (within_calendar(to_lo))
-		f->min_partition = zl_partition_of(opts, to_lo - USECS_PER_DAY);
+	f->min_partition = first_partition_from(opts, to_lo);
 	if (b->to_hi < opts->open_end && within_calendar(b->to_hi))
 		f->max_partition = zl_partition_of(opts, b->to_hi + USECS_PER_DAY);
 }

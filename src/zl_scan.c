@@ -49,6 +49,7 @@
 #include "storage/bufpage.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/spccache.h"
 
 typedef struct ZLParallelScanDescData
 {
@@ -65,6 +66,7 @@ typedef struct ZLScanDescData
 
 	MemoryContext metadata_context;	/* the loaded list; reset on reload */
 	bool		loaded;
+	bool		filtered;		/* only what some bounds can keep */
 	bool		totals_pending; /* filtered load: stats totals not counted */
 	ZLSubGroup *subgroups;
 	int			nsubgroups;
@@ -72,6 +74,7 @@ typedef struct ZLScanDescData
 	ZLSubGroup *current;		/* sub-group being read, or NULL */
 	int			current_index;	/* its index in subgroups */
 	int			prefetched_index;	/* last sub-group whose head was prefetched */
+	int			io_concurrency; /* effective_io_concurrency of the tablespace */
 	ZLPruneDecision current_decision;
 	BlockNumber block;			/* block being read */
 	OffsetNumber offset;		/* next line pointer on it */
@@ -105,6 +108,14 @@ metadata_snapshot(Snapshot scan_snapshot)
 	return ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot();
 }
 
+static void
+scan_release_buffer(ZLScanDesc scan)
+{
+	if (BufferIsValid(scan->buffer))
+		ReleaseBuffer(scan->buffer);
+	scan->buffer = InvalidBuffer;
+}
+
 /*
  * Load the visible sub-groups: all of them, or (filter given) a superset
  * of those that bounds can keep.  Every participant of a parallel scan
@@ -116,8 +127,10 @@ scan_load_subgroups(ZLScanDesc scan, const ZLSubGroupFilter *filter)
 	uint64		storage_id = zl_storage_id(scan->base.rs_rd);
 	MemoryContext old;
 
+	scan_release_buffer(scan);
 	MemoryContextReset(scan->metadata_context);
 	scan->current = NULL;
+	scan->next_subgroup = 0;
 	scan->prefetched_index = -1;
 	scan->decisions = NULL;
 	scan->by_block = NULL;
@@ -130,6 +143,7 @@ scan_load_subgroups(ZLScanDesc scan, const ZLSubGroupFilter *filter)
 												 DATEVAL_NOBEGIN, &scan->nsubgroups);
 	MemoryContextSwitchTo(old);
 	scan->loaded = true;
+	scan->filtered = filter != NULL;
 	scan->totals_pending = filter != NULL;
 }
 
@@ -165,6 +179,7 @@ zl_scan_begin(Relation rel, Snapshot snapshot, int nkeys, struct ScanKeyData *ke
 	scan->buffer = InvalidBuffer;
 	scan->metadata_context = AllocSetContextCreate(context, "zipper_lake scan metadata",
 												   ALLOCSET_DEFAULT_SIZES);
+	scan->io_concurrency = get_tablespace_io_concurrency(rel->rd_rel->reltablespace);
 
 	scan->metadata_snapshot = metadata_snapshot(snapshot);
 	if (!(flags & SO_TEMP_SNAPSHOT) && snapshot != scan->metadata_snapshot)
@@ -178,14 +193,6 @@ zl_scan_begin(Relation rel, Snapshot snapshot, int nkeys, struct ScanKeyData *ke
 		scan->strategy = GetAccessStrategy(BAS_BULKREAD);
 
 	return (TableScanDesc) scan;
-}
-
-static void
-scan_release_buffer(ZLScanDesc scan)
-{
-	if (BufferIsValid(scan->buffer))
-		ReleaseBuffer(scan->buffer);
-	scan->buffer = InvalidBuffer;
 }
 
 void
@@ -238,8 +245,8 @@ zl_scan_set_bounds(TableScanDesc sscan, const ZLTableOptions *opts,
 		zl_bounds_filter(opts, bounds, &filter);
 		scan_load_subgroups(scan, &filter);
 	}
-	else
-		scan_ensure_loaded(scan);
+	else if (!scan->loaded || scan->filtered)
+		scan_load_subgroups(scan, NULL);
 
 	old = MemoryContextSwitchTo(scan->metadata_context);
 	if (scan->decisions == NULL)
@@ -330,17 +337,21 @@ scan_read_block(ZLScanDesc scan, BlockNumber block)
 
 /*
  * A scan that starts a sub-group asks the kernel for the heads of the next
- * kept ones, so that their I/O overlaps the reading of this one; inside a
- * sub-group, reads are sequential and the kernel's own read-ahead does
- * better than block-by-block advice.  In a parallel scan the next
- * sub-groups go to whichever participant claims them, and the page cache
- * they are read into is shared by all.
+ * kept ones it will read whole, so that their I/O overlaps the reading of
+ * this one; inside a sub-group, reads are sequential and the kernel's own
+ * read-ahead does better than block-by-block advice.  Sub-groups whose rows
+ * are checked are not prefetched: a binary search and an early stop may
+ * read only a page or two of them.  In a parallel scan the next sub-groups
+ * go to whichever participant claims them, and the page cache they are
+ * read into is shared by all.  effective_io_concurrency = 0 turns it off.
  */
 static void
 scan_prefetch_next_heads(ZLScanDesc scan)
 {
 	int			next = scan->current_index;
 
+	if (scan->io_concurrency == 0)
+		return;
 	for (int n = 0; n < ZL_PREFETCH_SUBGROUPS; n++)
 	{
 		const ZLSubGroup *sg;
@@ -350,8 +361,9 @@ scan_prefetch_next_heads(ZLScanDesc scan)
 		while (next < scan->nsubgroups && !subgroup_has_rows(scan, next));
 		if (next >= scan->nsubgroups)
 			return;
-		if (next <= scan->prefetched_index)
-			continue;			/* asked for already */
+		if (next <= scan->prefetched_index ||
+			(scan->bounded && scan->decisions[next] != ZL_ALL_MATCH))
+			continue;			/* asked for already, or may not be read whole */
 		sg = &scan->subgroups[next];
 		for (int i = 0; i < Min(sg->blocks, ZL_PREFETCH_HEAD_BLOCKS); i++)
 			(void) PrefetchBuffer(scan->base.rs_rd, MAIN_FORKNUM, sg->first_block + i);

@@ -155,6 +155,7 @@ def build(conn, a):
         cur.execute('INSERT INTO z_hist ' + init_select)
         z_build = time.perf_counter() - t
         per_day = []
+        per_change = []             # seconds per change: batches grow with the keys
         for d in range(a.days):
             cur.execute('DROP TABLE IF EXISTS rchanges')
             cur.execute('CREATE TABLE rchanges AS ' + day_changes(d))
@@ -162,6 +163,7 @@ def build(conn, a):
             cur.execute("SELECT * FROM zipper_lake.apply_changes('z_hist', 'rchanges', 'change_time', 'op')")
             r = cur.fetchone()
             per_day.append(time.perf_counter() - t)
+            per_change.append(per_day[-1] / max(1, r[0]))
             if d % 10 == 0 or d == a.days - 1:
                 print(f'  day {d}: apply {per_day[-1]:.2f}s {dict(zip([c[0] for c in cur.description], r))}',
                       flush=True)
@@ -170,7 +172,9 @@ def build(conn, a):
         k = 3
         print(f'  zipper apply per day: median of first {k} days {statistics.median(per_day[:k]):.2f}s, '
               f'of last {k} days {statistics.median(per_day[-k:]):.2f}s, growth '
-              f'{statistics.median(per_day[-k:]) / statistics.median(per_day[:k]):.2f}x (1.0 = flat)')
+              f'{statistics.median(per_day[-k:]) / statistics.median(per_day[:k]):.2f}x; per change '
+              f'{statistics.median(per_change[:k]) * 1e6:.1f} us -> {statistics.median(per_change[-k:]) * 1e6:.1f} us, growth '
+              f'{statistics.median(per_change[-k:]) / statistics.median(per_change[:k]):.2f}x (1.0 = flat)')
     else:
         z_build = None
 
