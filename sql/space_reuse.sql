@@ -66,6 +66,30 @@ CALL churn_days(15, 16);
 SELECT count(*) AS versions, count(*) FILTER (WHERE valid_to = 'infinity') AS open, min(v), max(v) FROM churn;
 SELECT * FROM zipper_lake.verify('churn');
 
+-- blocks appended by a transaction that aborted (too many rows for any free
+-- extent, so they went to the end of the file): reclaim() makes them free
+-- extents, and a later write goes into them instead of extending the file
+BEGIN;
+INSERT INTO churn SELECT 100000 + k, -1, '2027-01-01', 'infinity' FROM generate_series(1, 20000) k;
+SELECT count(*) FROM churn WHERE v = -1;
+ROLLBACK;
+SELECT pg_relation_size('churn') / 8192 AS blocks_before \gset
+SELECT zipper_lake.reclaim('churn') > 0 AS reclaimed_some;
+SELECT zipper_lake.reclaim('churn') AS reclaimed_again;
+INSERT INTO churn SELECT 100000 + k, -2, '2027-01-01', 'infinity' FROM generate_series(1, 20000) k;
+SELECT pg_relation_size('churn') / 8192 = :blocks_before AS file_did_not_grow;
+SELECT count(*), min(v) FROM churn WHERE v < 0;
+SELECT * FROM zipper_lake.verify('churn');
+-- owner only, like VACUUM
+CREATE ROLE regress_zl_reclaimer;
+GRANT SELECT, INSERT ON churn TO regress_zl_reclaimer;
+SET ROLE regress_zl_reclaimer;
+SELECT zipper_lake.reclaim('churn');
+RESET ROLE;
+DROP OWNED BY regress_zl_reclaimer;
+DROP ROLE regress_zl_reclaimer;
+SELECT zipper_lake.reclaim('churn_ch');
+
 -- dropping the table forgets its free extents
 SELECT zipper_lake._storage_id('churn') AS churn_storage \gset
 SELECT count(*) > 0 AS has_free_extents FROM zipper_lake.free_extent WHERE storage_id = :churn_storage;

@@ -36,17 +36,31 @@
  * Writers of a table are serialized (zl_write_lock_table), so no two take
  * the same extent.  A writer that aborts gives its extents back with its
  * catalog changes; the pages it wrote into them are unreachable, which is
- * harmless.  Blocks appended by aborted transactions are not tracked and
- * stay unused.
+ * harmless.
+ *
+ * Blocks appended by transactions that aborted belong to no sub-group and
+ * to no free extent.  zipper_lake.reclaim() finds them: holding the
+ * writer lock, so that no write is in progress, it records every block
+ * that no visible sub-group and no free extent covers as free.  Their
+ * freed_by is the next transaction id: nothing should be able to see
+ * those blocks, but should a snapshot older than the call reach them after
+ * all, they are not reused before it ends.
  *
  *-------------------------------------------------------------------------
  */
 #include "zipper_lake.h"
 
 #include "access/nbtxlog.h"
+#include "access/table.h"
 #include "access/xlog.h"
 #include "access/xloginsert.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "utils/acl.h"
 #include "utils/snapmgr.h"
+
+PG_FUNCTION_INFO_V1(zipper_lake_reclaim);
 
 struct ZLFreeSpace
 {
@@ -135,4 +149,82 @@ zl_free_space_end(ZLFreeSpace *fs)
 {
 	pfree(fs->extents);
 	pfree(fs);
+}
+
+static int
+extent_cmp(const void *a, const void *b)
+{
+	const ZLFreeExtent *x = a;
+	const ZLFreeExtent *y = b;
+
+	return x->first_block < y->first_block ? -1 : (x->first_block > y->first_block);
+}
+
+/*
+ * zipper_lake.reclaim(tbl): record the blocks written by aborted
+ * transactions as free extents; returns how many blocks.  Owner only, like
+ * VACUUM.
+ */
+Datum
+zipper_lake_reclaim(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	Relation	rel = zl_open_zipper_table(relid, RowExclusiveLock);
+	uint64		storage_id = zl_storage_id(rel);
+	Snapshot	snapshot;
+	ZLSubGroup *sgs;
+	ZLFreeExtent *free_extents;
+	ZLFreeExtent *used;
+	ZLFreeExtent *gaps;
+	int			nsgs,
+				nfree,
+				nused = 0,
+				ngaps = 0;
+	BlockNumber nblocks;
+	BlockNumber next = 1;		/* after the metapage */
+	int64		reclaimed = 0;
+
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, RelationGetRelationName(rel));
+
+	/* no write in progress; see everything committed before */
+	zl_write_flush_relation(relid);
+	zl_write_lock_table(storage_id);
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	sgs = zl_meta_load_subgroups(storage_id, snapshot, DATEVAL_NOBEGIN, &nsgs);
+	free_extents = zl_meta_load_free_extents(storage_id, snapshot, &nfree);
+	UnregisterSnapshot(snapshot);
+	nblocks = RelationGetNumberOfBlocks(rel);
+
+	/* every block range in use or already free, by first block */
+	used = palloc(sizeof(ZLFreeExtent) * Max(nsgs + nfree, 1));
+	for (int i = 0; i < nsgs; i++)
+		if (sgs[i].blocks > 0)
+		{
+			used[nused].first_block = sgs[i].first_block;
+			used[nused++].blocks = sgs[i].blocks;
+		}
+	for (int i = 0; i < nfree; i++)
+		used[nused++] = free_extents[i];
+	qsort(used, nused, sizeof(ZLFreeExtent), extent_cmp);
+
+	/* the blocks between them */
+	gaps = palloc(sizeof(ZLFreeExtent) * (nused + 1));
+	for (int i = 0; i <= nused; i++)
+	{
+		BlockNumber until = i < nused ? used[i].first_block : nblocks;
+
+		if (until > next)
+		{
+			gaps[ngaps].first_block = next;
+			gaps[ngaps++].blocks = until - next;
+			reclaimed += until - next;
+		}
+		if (i < nused)
+			next = Max(next, used[i].first_block + used[i].blocks);
+	}
+	zl_meta_insert_free_extents(storage_id, gaps, ngaps, ReadNextFullTransactionId());
+
+	table_close(rel, NoLock);
+	PG_RETURN_INT64(reclaimed);
 }

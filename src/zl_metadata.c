@@ -75,6 +75,7 @@ typedef enum ZLMetaQuery
 	Q_DELETE_SUBGROUP,
 	Q_FORGET_FREE_EXTENTS,
 	Q_LOAD_FREE_EXTENTS,
+	Q_INSERT_FREE_EXTENTS,
 	Q_TAKE_FREE_EXTENT,
 	Q_DELETE_SUBGROUP_MASKS,
 	Q_INSERT_MASK,
@@ -194,6 +195,12 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		"SELECT first_block, blocks, freed_by::text::int8 FROM zipper_lake.free_extent"
 		" WHERE storage_id = $1 ORDER BY first_block",
 		1, {INT8OID}
+	},
+	[Q_INSERT_FREE_EXTENTS] = {
+		"INSERT INTO zipper_lake.free_extent (storage_id, first_block, blocks, freed_by)"
+		" SELECT $1, u.first_block, u.blocks, $4::text::xid8"
+		" FROM unnest($2::int8[], $3::int4[]) AS u(first_block, blocks)",
+		4, {INT8OID, INT8ARRAYOID, INT4ARRAYOID, INT8OID}
 	},
 	[Q_TAKE_FREE_EXTENT] = {
 		"WITH d AS (DELETE FROM zipper_lake.free_extent"
@@ -867,6 +874,36 @@ zl_meta_load_free_extents(uint64 storage_id, Snapshot snapshot, int *nextents)
 	}
 	meta_end(&session);
 	return extents;
+}
+
+/* record block ranges as free, reusable once freed_by is old enough */
+void
+zl_meta_insert_free_extents(uint64 storage_id, const ZLFreeExtent *extents, int nextents,
+							FullTransactionId freed_by)
+{
+	ZLMetaSession session;
+	Datum	   *firsts;
+	Datum	   *counts;
+	Datum		values[4];
+
+	if (nextents == 0)
+		return;
+	meta_begin(&session);
+	firsts = palloc(sizeof(Datum) * nextents);
+	counts = palloc(sizeof(Datum) * nextents);
+	for (int i = 0; i < nextents; i++)
+	{
+		firsts[i] = Int64GetDatum((int64) extents[i].first_block);
+		counts[i] = Int32GetDatum((int32) extents[i].blocks);
+	}
+	values[0] = Int64GetDatum((int64) storage_id);
+	values[1] = PointerGetDatum(construct_array(firsts, nextents, INT8OID, sizeof(int64),
+												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	values[2] = PointerGetDatum(construct_array(counts, nextents, INT4OID, sizeof(int32),
+												true, TYPALIGN_INT));
+	values[3] = Int64GetDatum((int64) U64FromFullTransactionId(freed_by));
+	meta_exec(Q_INSERT_FREE_EXTENTS, values, NULL, InvalidSnapshot, false);
+	meta_end(&session);
 }
 
 /* take the first blocks of a free extent; the rest stays free */

@@ -411,7 +411,7 @@ zl_relation_vacuum(Relation rel, struct VacuumParams *params,
 	ereport((params->options & VACOPT_VERBOSE) ? INFO : DEBUG2,
 			(errmsg("zipper_lake table \"%s\": %d sub-groups, " INT64_FORMAT " live rows, " INT64_FORMAT " masked rows",
 					RelationGetRelationName(rel), nsgs, rows - masked, masked),
-			 errdetail("%u blocks: the metapage, " INT64_FORMAT " in visible sub-groups, " INT64_FORMAT " of deleted sub-groups (written again once no snapshot can see those), " INT64_FORMAT " written by transactions that aborted.",
+			 errdetail("%u blocks: the metapage, " INT64_FORMAT " in visible sub-groups, " INT64_FORMAT " of deleted sub-groups (written again once no snapshot can see those), " INT64_FORMAT " written by transactions that aborted (zipper_lake.reclaim() makes them reusable).",
 					   nblocks, reachable_blocks, free_blocks,
 					   (int64) nblocks - 1 - reachable_blocks - free_blocks)));
 

@@ -322,6 +322,12 @@ RETURNS TABLE (check_name text, detail text)
 AS 'MODULE_PATHNAME', 'zipper_lake_verify_storage'
 LANGUAGE C STRICT;
 
+-- blocks written by aborted transactions become free extents (owner only)
+CREATE FUNCTION zipper_lake.reclaim(tbl regclass)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'zipper_lake_reclaim'
+LANGUAGE C STRICT;
+
 CREATE FUNCTION zipper_lake.verify(tbl regclass)
 RETURNS TABLE (check_name text, detail text)
 LANGUAGE plpgsql
