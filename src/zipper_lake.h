@@ -251,7 +251,7 @@ extern void zl_meta_insert_free_extents(uint64 storage_id, const ZLFreeExtent *e
 typedef struct ZLFreeSpace ZLFreeSpace;
 
 extern ZLFreeSpace *zl_free_space_begin(Relation rel, uint64 storage_id);
-extern bool zl_free_space_any(const ZLFreeSpace *fs);
+extern bool zl_free_space_may_fit(const ZLFreeSpace *fs, BlockNumber min_blocks);
 extern BlockNumber zl_free_space_take(ZLFreeSpace *fs, BlockNumber blocks);
 extern void zl_free_space_end(ZLFreeSpace *fs);
 extern void zl_meta_insert_masks(uint64 storage_id, int nmasks,

@@ -15,9 +15,9 @@
  * whose snapshot predates the deletion may still read the old blocks.
  * They may be overwritten once no snapshot can see the deleted row any
  * more: once freed_by is older than the horizon that
- * GlobalVisCheckRemovableFullXid() tests, the test btree uses to recycle
- * pages.  The horizon covers this server's snapshots (of every database)
- * and those standbys report with hot_standby_feedback.  Other queries on
+ * GlobalVisCheckRemovableFullXid() tests for the table, the test btree uses
+ * to recycle pages.  The horizon covers the snapshots of this database's
+ * sessions and those that standbys report with hot_standby_feedback.  Other queries on
  * standbys are cancelled by a recovery conflict: before reusing an extent
  * the writer logs a WAL record whose replay resolves conflicts with
  * snapshots that could see a transaction (freed_by) in a relation.  Core
@@ -68,6 +68,7 @@ struct ZLFreeSpace
 	uint64		storage_id;
 	ZLFreeExtent *extents;		/* reusable now */
 	int			nextents;
+	BlockNumber largest;		/* blocks of the largest one */
 };
 
 /* the free extents of a table that no snapshot can reach any more */
@@ -82,23 +83,32 @@ zl_free_space_begin(Relation rel, uint64 storage_id)
 	fs->storage_id = storage_id;
 	fs->extents = palloc(sizeof(ZLFreeExtent) * Max(n, 1));
 	for (int i = 0; i < n; i++)
-		if (GlobalVisCheckRemovableFullXid(NULL, all[i].freed_by))
+		if (GlobalVisCheckRemovableFullXid(rel, all[i].freed_by))
+		{
 			fs->extents[fs->nextents++] = all[i];
+			fs->largest = Max(fs->largest, all[i].blocks);
+		}
 	if (all)
 		pfree(all);
 	return fs;
 }
 
+/* could a free extent hold a run of at least min_blocks pages? */
 bool
-zl_free_space_any(const ZLFreeSpace *fs)
+zl_free_space_may_fit(const ZLFreeSpace *fs, BlockNumber min_blocks)
 {
-	return fs->nextents > 0;
+	return fs->nextents > 0 && fs->largest >= min_blocks;
 }
 
 /*
  * Make standbys cancel queries whose snapshots could still see what
- * freed_by deleted, before the blocks it freed are overwritten.
+ * freed_by deleted, before the blocks it freed are overwritten.  Like
+ * btree's, the conflict is resolved for the whole database, not just this
+ * table.
  */
+#if PG_VERSION_NUM >= 160000
+#error "the btree REUSE_PAGE record changed in PostgreSQL 16: port log_reuse_conflict()"
+#endif
 static void
 log_reuse_conflict(Relation rel, BlockNumber block, FullTransactionId freed_by)
 {
@@ -141,6 +151,9 @@ zl_free_space_take(ZLFreeSpace *fs, BlockNumber blocks)
 	extent->blocks -= blocks;
 	if (extent->blocks == 0)
 		*extent = fs->extents[--fs->nextents];
+	fs->largest = 0;
+	for (int i = 0; i < fs->nextents; i++)
+		fs->largest = Max(fs->largest, fs->extents[i].blocks);
 	return first;
 }
 

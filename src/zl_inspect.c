@@ -216,6 +216,10 @@ zipper_lake_verify_storage(PG_FUNCTION_ARGS)
 		if (first < 1 || end > nblocks)
 			report(&out, "free extent", "Free extent of blocks %u..%u lies outside the file of %u blocks.",
 				   first, end - 1, nblocks);
+		/* loaded by first block */
+		if (e > 0 && extents[e - 1].first_block + extents[e - 1].blocks > first)
+			report(&out, "free extent", "Free extents at blocks %u and %u overlap.",
+				   extents[e - 1].first_block, first);
 		for (int i = 0; i < nsgs; i++)
 			if (sgs[i].first_block < end && first < sgs[i].first_block + sgs[i].blocks)
 				report(&out, "free extent", "Free extent of blocks %u..%u overlaps sub-group " INT64_FORMAT ".",

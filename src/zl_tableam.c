@@ -393,12 +393,14 @@ zl_relation_vacuum(Relation rel, struct VacuumParams *params,
 				masked = 0,
 				reachable_blocks = 0,
 				free_blocks = 0;
-	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	BlockNumber nblocks;
 	Snapshot	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 
 	sgs = zl_meta_load_subgroups(zl_storage_id(rel), snapshot, DATEVAL_NOBEGIN, &nsgs);
 	extents = zl_meta_load_free_extents(zl_storage_id(rel), snapshot, &nextents);
 	UnregisterSnapshot(snapshot);
+	/* after the snapshot: every block it knows of is in the file */
+	nblocks = RelationGetNumberOfBlocks(rel);
 	for (int i = 0; i < nsgs; i++)
 	{
 		rows += sgs[i].row_count;
@@ -411,7 +413,7 @@ zl_relation_vacuum(Relation rel, struct VacuumParams *params,
 	ereport((params->options & VACOPT_VERBOSE) ? INFO : DEBUG2,
 			(errmsg("zipper_lake table \"%s\": %d sub-groups, " INT64_FORMAT " live rows, " INT64_FORMAT " masked rows",
 					RelationGetRelationName(rel), nsgs, rows - masked, masked),
-			 errdetail("%u blocks: the metapage, " INT64_FORMAT " in visible sub-groups, " INT64_FORMAT " of deleted sub-groups (written again once no snapshot can see those), " INT64_FORMAT " written by transactions that aborted (zipper_lake.reclaim() makes them reusable).",
+			 errdetail("%u blocks: the metapage, " INT64_FORMAT " in visible sub-groups, " INT64_FORMAT " of deleted sub-groups (written again once no snapshot can see those), " INT64_FORMAT " written by transactions that aborted or are in progress (zipper_lake.reclaim() makes those of aborted ones reusable).",
 					   nblocks, reachable_blocks, free_blocks,
 					   (int64) nblocks - 1 - reachable_blocks - free_blocks)));
 

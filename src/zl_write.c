@@ -46,6 +46,7 @@
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
+#include "storage/bufpage.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
@@ -363,6 +364,18 @@ pending_row_cmp(const void *a, const void *b)
 }
 
 /* write rows[0..n) of a run as one sub-group */
+/* a lower bound of the pages rows fill (zl_page_counter_begin: exactly) */
+static BlockNumber
+pages_at_least(const ZLPendingRow *rows, int n)
+{
+	Size		bytes = 0;
+
+	for (int i = 0; i < n; i++)
+		bytes += MAXALIGN(rows[i].tuple->t_len) + sizeof(ItemIdData);
+	return (BlockNumber) ((bytes + (BLCKSZ - SizeOfPageHeaderData) - 1) /
+						  (BLCKSZ - SizeOfPageHeaderData));
+}
+
 static void
 write_subgroup(Relation rel, ZLWriteState *state, ZLFreeSpace *free_space,
 			   const ZLRunKey *key, ZLPendingRow *rows, int n)
@@ -394,7 +407,7 @@ write_subgroup(Relation rel, ZLWriteState *state, ZLFreeSpace *free_space,
 		sg.file_group = 0;
 
 	/* into the blocks of a deleted sub-group if some free extent holds it */
-	if (zl_free_space_any(free_space))
+	if (zl_free_space_may_fit(free_space, pages_at_least(rows, n)))
 	{
 		ZLPageWriter *counter = zl_page_counter_begin();
 
