@@ -90,6 +90,25 @@ DROP OWNED BY regress_zl_reclaimer;
 DROP ROLE regress_zl_reclaimer;
 SELECT zipper_lake.reclaim('churn_ch');
 
+-- free extents that touch count as one: two current sub-groups written side
+-- by side (two windows) and compacted together hold a sub-group of twice
+-- their size
+CREATE TABLE twin (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+SELECT zipper_lake.register('twin', ARRAY['id']);
+CREATE TABLE twin_ch (id int, v int, change_time timestamptz);
+INSERT INTO twin SELECT k, 1, CASE WHEN k <= 2000 THEN timestamptz '2026-01-01' ELSE '2026-01-02' END, 'infinity'
+  FROM generate_series(1, 4000) k;
+SELECT min(first_block) AS day1_first FROM zipper_lake.inspect('twin') \gset
+SELECT count(*) AS day1_sub_groups FROM zipper_lake.inspect('twin');
+INSERT INTO twin_ch SELECT k, 2, '2026-01-03' FROM generate_series(1, 4000) k;
+SELECT changes FROM zipper_lake.apply_changes('twin', 'twin_ch');
+TRUNCATE twin_ch;
+INSERT INTO twin_ch SELECT k, 3, '2026-01-04' FROM generate_series(1, 4000) k;
+SELECT changes FROM zipper_lake.apply_changes('twin', 'twin_ch');
+SELECT partition_end, row_count FROM zipper_lake.inspect('twin') WHERE first_block = :day1_first;
+SELECT * FROM zipper_lake.verify('twin');
+
 -- dropping the table forgets its free extents
 SELECT zipper_lake._storage_id('churn') AS churn_storage \gset
 SELECT count(*) > 0 AS has_free_extents FROM zipper_lake.free_extent WHERE storage_id = :churn_storage;

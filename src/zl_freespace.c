@@ -31,8 +31,9 @@
  * A flush (zl_write.c) loads the table's reusable extents once.  Each
  * sub-group it writes knows its size in pages before writing (a page
  * counter runs the page writer's packing over the rows), and takes the
- * smallest free extent that holds it — its catalog row is deleted and the
- * remainder inserted again — or is appended at the end of the file.
+ * smallest free extent that holds it — extents that touch count as one;
+ * their catalog rows are deleted and the remainder of the last inserted
+ * again — or is appended at the end of the file.
  * Writers of a table are serialized (zl_write_lock_table), so no two take
  * the same extent.  A writer that aborts gives its extents back with its
  * catalog changes; the pages it wrote into them are unreachable, which is
@@ -71,7 +72,10 @@ struct ZLFreeSpace
 	BlockNumber largest;		/* blocks of the largest one */
 };
 
-/* the free extents of a table that no snapshot can reach any more */
+/*
+ * The free extents of a table that no snapshot can reach any more, those
+ * that touch merged into one (freed_by: the newest of them).
+ */
 ZLFreeSpace *
 zl_free_space_begin(Relation rel, uint64 storage_id)
 {
@@ -82,12 +86,23 @@ zl_free_space_begin(Relation rel, uint64 storage_id)
 	fs->rel = rel;
 	fs->storage_id = storage_id;
 	fs->extents = palloc(sizeof(ZLFreeExtent) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-		if (GlobalVisCheckRemovableFullXid(rel, all[i].freed_by))
+	for (int i = 0; i < n; i++)		/* by first block */
+	{
+		ZLFreeExtent *last = fs->nextents > 0 ? &fs->extents[fs->nextents - 1] : NULL;
+
+		if (!GlobalVisCheckRemovableFullXid(rel, all[i].freed_by))
+			continue;
+		if (last && last->first_block + last->blocks == all[i].first_block)
 		{
-			fs->extents[fs->nextents++] = all[i];
-			fs->largest = Max(fs->largest, all[i].blocks);
+			last->blocks += all[i].blocks;
+			if (FullTransactionIdFollows(all[i].freed_by, last->freed_by))
+				last->freed_by = all[i].freed_by;
 		}
+		else
+			fs->extents[fs->nextents++] = all[i];
+	}
+	for (int i = 0; i < fs->nextents; i++)
+		fs->largest = Max(fs->largest, fs->extents[i].blocks);
 	if (all)
 		pfree(all);
 	return fs;

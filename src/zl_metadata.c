@@ -204,10 +204,12 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	},
 	[Q_TAKE_FREE_EXTENT] = {
 		"WITH d AS (DELETE FROM zipper_lake.free_extent"
-		" WHERE storage_id = $1 AND first_block = $2 AND blocks >= $3 RETURNING *),"
+		" WHERE storage_id = $1 AND first_block >= $2 AND first_block < $2 + $3 RETURNING *),"
 		" rest AS (INSERT INTO zipper_lake.free_extent (storage_id, first_block, blocks, freed_by)"
-		" SELECT storage_id, first_block + $3, blocks - $3, freed_by FROM d WHERE blocks > $3)"
-		" SELECT count(*) FROM d",
+		" SELECT storage_id, $2 + $3, first_block + blocks - ($2 + $3), freed_by FROM d"
+		" WHERE first_block + blocks > $2 + $3)"
+		" SELECT coalesce(sum(least(first_block + blocks, $2 + $3) - first_block), 0)::int8"
+		" FROM d",
 		3, {INT8OID, INT8OID, INT4OID}
 	},
 	[Q_DELETE_SUBGROUP_MASKS] = {
@@ -906,7 +908,10 @@ zl_meta_insert_free_extents(uint64 storage_id, const ZLFreeExtent *extents, int 
 	meta_end(&session);
 }
 
-/* take the first blocks of a free extent; the rest stays free */
+/*
+ * Take blocks free blocks from first_block on, which free extents that
+ * touch must cover; what the last of them holds beyond stays free.
+ */
 void
 zl_meta_take_free_extent(uint64 storage_id, BlockNumber first_block, BlockNumber blocks)
 {
@@ -916,9 +921,9 @@ zl_meta_take_free_extent(uint64 storage_id, BlockNumber first_block, BlockNumber
 
 	meta_begin(&session);
 	meta_exec(Q_TAKE_FREE_EXTENT, values, NULL, InvalidSnapshot, false);
-	if (result_int64(0, 1) != 1)
-		elog(ERROR, "free extent at block %u of storage " UINT64_FORMAT " is gone",
-			 first_block, storage_id);
+	if (result_int64(0, 1) != (int64) blocks)
+		elog(ERROR, "free extents of storage " UINT64_FORMAT " do not cover blocks %u..%u",
+			 storage_id, first_block, first_block + blocks - 1);
 	meta_end(&session);
 }
 
