@@ -109,7 +109,31 @@ SELECT changes FROM zipper_lake.apply_changes('twin', 'twin_ch');
 SELECT partition_end, row_count FROM zipper_lake.inspect('twin') WHERE first_block = :day1_first;
 SELECT * FROM zipper_lake.verify('twin');
 
--- dropping the table forgets its free extents
+-- a table whose batches keep growing: each day's sub-groups are larger than
+-- anything freed before, so they fill the free extents in parts instead
+CREATE TABLE grow (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+SELECT zipper_lake.register('grow', ARRAY['id']);
+CREATE TABLE grow_ch (id int, v int, change_time timestamptz);
+CREATE PROCEDURE grow_days(days int) LANGUAGE plpgsql AS $$
+BEGIN
+  FOR d IN 0..days - 1 LOOP
+    TRUNCATE grow_ch;
+    INSERT INTO grow_ch SELECT k, d, '2026-01-01'::timestamptz + d * interval '1 day'
+      FROM generate_series(1, (1500 * power(1.05, d))::int) k;
+    PERFORM zipper_lake.apply_changes('grow', 'grow_ch');
+    COMMIT;
+  END LOOP;
+END $$;
+CALL grow_days(16);
+SELECT (SELECT sum(blocks) FROM zipper_lake.free_extent
+         WHERE storage_id = zipper_lake._storage_id('grow')) * 5
+       < (SELECT sum(blocks) FROM zipper_lake.inspect('grow')) AS free_under_a_fifth;
+SELECT * FROM zipper_lake.verify('grow');
+SELECT count(*) AS versions, count(*) FILTER (WHERE valid_to = 'infinity') AS open FROM grow;
+
+-- dropping the table forgets its free extents (one more day frees one)
+CALL churn_days(17, 17);
 SELECT zipper_lake._storage_id('churn') AS churn_storage \gset
 SELECT count(*) > 0 AS has_free_extents FROM zipper_lake.free_extent WHERE storage_id = :churn_storage;
 DROP TABLE churn;

@@ -251,7 +251,7 @@ extern void zl_meta_insert_free_extents(uint64 storage_id, const ZLFreeExtent *e
 typedef struct ZLFreeSpace ZLFreeSpace;
 
 extern ZLFreeSpace *zl_free_space_begin(Relation rel, uint64 storage_id);
-extern bool zl_free_space_may_fit(const ZLFreeSpace *fs, BlockNumber min_blocks);
+extern BlockNumber zl_free_space_largest(const ZLFreeSpace *fs);
 extern BlockNumber zl_free_space_take(ZLFreeSpace *fs, BlockNumber blocks);
 extern void zl_free_space_end(ZLFreeSpace *fs);
 extern void zl_meta_insert_masks(uint64 storage_id, int nmasks,
@@ -268,6 +268,7 @@ extern uint64 zl_storage_id(Relation rel);
 extern ZLPageWriter *zl_page_writer_begin(Relation rel, BlockNumber first_block,
 										  BlockNumber blocks);
 extern ZLPageWriter *zl_page_counter_begin(void);
+extern BlockNumber zl_page_writer_pages(const ZLPageWriter *writer);
 extern int32 zl_page_writer_add(ZLPageWriter *writer, HeapTuple tuple);
 extern void zl_page_writer_finish(ZLPageWriter *writer, BlockNumber *first_block,
 								  int32 *blocks);

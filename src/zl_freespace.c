@@ -33,7 +33,11 @@
  * counter runs the page writer's packing over the rows), and takes the
  * smallest free extent that holds it — extents that touch count as one;
  * their catalog rows are deleted and the remainder of the last inserted
- * again — or is appended at the end of the file.
+ * again.  If none holds it, the largest is filled with as many of the
+ * (sorted) rows as fit, if that makes a sub-group of a useful size, and the
+ * rest goes on as further sub-groups; so a table whose batches keep
+ * growing still reuses what earlier, smaller batches freed.  Otherwise the
+ * sub-group is appended at the end of the file.
  * Writers of a table are serialized (zl_write_lock_table), so no two take
  * the same extent.  A writer that aborts gives its extents back with its
  * catalog changes; the pages it wrote into them are unreachable, which is
@@ -108,11 +112,11 @@ zl_free_space_begin(Relation rel, uint64 storage_id)
 	return fs;
 }
 
-/* could a free extent hold a run of at least min_blocks pages? */
-bool
-zl_free_space_may_fit(const ZLFreeSpace *fs, BlockNumber min_blocks)
+/* blocks of the largest free extent, 0 if none */
+BlockNumber
+zl_free_space_largest(const ZLFreeSpace *fs)
 {
-	return fs->nextents > 0 && fs->largest >= min_blocks;
+	return fs->largest;
 }
 
 /*

@@ -263,6 +263,13 @@ zl_page_writer_add(ZLPageWriter *writer, HeapTuple tuple)
 					(offnum - 1));
 }
 
+/* pages the rows added so far fill, the one being filled included */
+BlockNumber
+zl_page_writer_pages(const ZLPageWriter *writer)
+{
+	return writer->next_block - writer->first_block + (writer->page_has_rows ? 1 : 0);
+}
+
 void
 zl_page_writer_finish(ZLPageWriter *writer, BlockNumber *first_block, int32 *blocks)
 {

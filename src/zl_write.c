@@ -364,6 +364,9 @@ pending_row_cmp(const void *a, const void *b)
 }
 
 /* write rows[0..n) of a run as one sub-group */
+/* the smallest sub-group worth writing into free blocks rather than appending */
+#define ZL_MIN_REUSE_BLOCKS 8
+
 /* a lower bound of the pages rows fill (zl_page_counter_begin: exactly) */
 static BlockNumber
 pages_at_least(const ZLPendingRow *rows, int n)
@@ -376,7 +379,59 @@ pages_at_least(const ZLPendingRow *rows, int n)
 						  (BLCKSZ - SizeOfPageHeaderData));
 }
 
-static void
+/*
+ * Where the next sub-group of a run goes (zl_freespace.c): all n rows into
+ * the smallest free extent that holds them; else as many as fill the
+ * largest one, if that is at least ZL_MIN_REUSE_BLOCKS pages; else all at
+ * the end of the file (*first_block = InvalidBlockNumber).  Returns how
+ * many rows the sub-group takes.
+ */
+static int
+place_subgroup(ZLFreeSpace *free_space, const ZLPendingRow *rows, int n,
+			   BlockNumber *first_block, int32 *blocks)
+{
+	BlockNumber largest = zl_free_space_largest(free_space);
+	ZLPageWriter *counter;
+	BlockNumber pages_before = 0;
+	int			fitting = n;
+
+	*first_block = InvalidBlockNumber;
+	*blocks = 0;
+	if (largest == 0 ||
+		(largest < ZL_MIN_REUSE_BLOCKS && largest < pages_at_least(rows, n)))
+		return n;
+
+	counter = zl_page_counter_begin();
+	for (int i = 0; i < n; i++)
+	{
+		pages_before = zl_page_writer_pages(counter);
+		(void) zl_page_writer_add(counter, rows[i].tuple);
+		if (zl_page_writer_pages(counter) > largest)
+		{
+			fitting = i;		/* rows [0, i) fill pages_before pages */
+			break;
+		}
+	}
+	if (fitting == n)
+	{
+		BlockNumber unused;
+
+		zl_page_writer_finish(counter, &unused, blocks);
+	}
+	else
+	{
+		pfree(counter);
+		if (pages_before < ZL_MIN_REUSE_BLOCKS)
+			return n;
+		*blocks = (int32) pages_before;
+	}
+	*first_block = zl_free_space_take(free_space, *blocks);
+	Assert(*first_block != InvalidBlockNumber);
+	return fitting;
+}
+
+/* write one sub-group of (a prefix of) rows; returns how many rows it took */
+static int
 write_subgroup(Relation rel, ZLWriteState *state, ZLFreeSpace *free_space,
 			   const ZLRunKey *key, ZLPendingRow *rows, int n)
 {
@@ -386,8 +441,11 @@ write_subgroup(Relation rel, ZLWriteState *state, ZLFreeSpace *free_space,
 	BlockNumber first_block = InvalidBlockNumber;
 	int32		blocks = 0;
 	bool		current = key->placed && key->partition_end == ZL_CURRENT_PARTITION;
-	int32	   *positions = current ? palloc(sizeof(int32) * n) : NULL;
+	int32	   *positions;
 	bytea	   *directory = NULL;
+
+	n = place_subgroup(free_space, rows, n, &first_block, &blocks);
+	positions = current ? palloc(sizeof(int32) * n) : NULL;
 
 	memset(&sg, 0, sizeof(sg));
 	sg.placed = key->placed;
@@ -406,16 +464,6 @@ write_subgroup(Relation rel, ZLWriteState *state, ZLFreeSpace *free_space,
 	else
 		sg.file_group = 0;
 
-	/* into the blocks of a deleted sub-group if some free extent holds it */
-	if (zl_free_space_may_fit(free_space, pages_at_least(rows, n)))
-	{
-		ZLPageWriter *counter = zl_page_counter_begin();
-
-		for (int i = 0; i < n; i++)
-			(void) zl_page_writer_add(counter, rows[i].tuple);
-		zl_page_writer_finish(counter, &first_block, &blocks);
-		first_block = zl_free_space_take(free_space, blocks);
-	}
 	writer = first_block == InvalidBlockNumber ?
 		zl_page_writer_begin(rel, InvalidBlockNumber, 0) :
 		zl_page_writer_begin(rel, first_block, blocks);
@@ -443,6 +491,7 @@ write_subgroup(Relation rel, ZLWriteState *state, ZLFreeSpace *free_space,
 	(void) zl_meta_insert_subgroup(state->storage_id, &sg, rollover_seq, directory);
 	if (directory)
 		pfree(directory);
+	return n;
 }
 
 static int
@@ -492,9 +541,9 @@ flush_state(ZLWriteState *state)
 		run = runs[r];
 		if (run->key.placed)
 			qsort(run->rows, run->nrows, sizeof(ZLPendingRow), pending_row_cmp);
-		for (int start = 0; start < run->nrows; start += ZL_MAX_SUBGROUP_ROWS)
-			write_subgroup(rel, state, free_space, &run->key, run->rows + start,
-						   Min(ZL_MAX_SUBGROUP_ROWS, run->nrows - start));
+		for (int start = 0; start < run->nrows;)
+			start += write_subgroup(rel, state, free_space, &run->key, run->rows + start,
+									Min(ZL_MAX_SUBGROUP_ROWS, run->nrows - start));
 	}
 	zl_free_space_end(free_space);
 	table_close(rel, NoLock);
