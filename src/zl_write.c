@@ -381,24 +381,28 @@ pages_at_least(const ZLPendingRow *rows, int n)
 
 /*
  * Where the next sub-group of a run goes (zl_freespace.c): all n rows into
- * the smallest free extent that holds them; else as many as fill the
- * largest one, if that is at least ZL_MIN_REUSE_BLOCKS pages; else all at
- * the end of the file (*first_block = InvalidBlockNumber).  Returns how
- * many rows the sub-group takes.
+ * the smallest free extent that holds them; else, unless the run is of the
+ * current partition, as many as fill the largest one if that makes at
+ * least a quarter of the run and ZL_MIN_REUSE_BLOCKS pages; else all at the
+ * end of the file (*first_block = InvalidBlockNumber).  Returns how many
+ * rows the sub-group takes.  Current runs are never split: apply_changes
+ * probes the key directory of every current sub-group, so their number
+ * must not grow with the fragmentation of free space.
  */
 static int
-place_subgroup(ZLFreeSpace *free_space, const ZLPendingRow *rows, int n,
+place_subgroup(ZLFreeSpace *free_space, const ZLPendingRow *rows, int n, bool current,
 			   BlockNumber *first_block, int32 *blocks)
 {
 	BlockNumber largest = zl_free_space_largest(free_space);
+	BlockNumber at_least = pages_at_least(rows, n);
+	BlockNumber min_piece = current ? at_least : Max(ZL_MIN_REUSE_BLOCKS, at_least / 4);
 	ZLPageWriter *counter;
 	BlockNumber pages_before = 0;
 	int			fitting = n;
 
 	*first_block = InvalidBlockNumber;
 	*blocks = 0;
-	if (largest == 0 ||
-		(largest < ZL_MIN_REUSE_BLOCKS && largest < pages_at_least(rows, n)))
+	if (largest == 0 || largest < Min(min_piece, at_least))
 		return n;
 
 	counter = zl_page_counter_begin();
@@ -421,7 +425,7 @@ place_subgroup(ZLFreeSpace *free_space, const ZLPendingRow *rows, int n,
 	else
 	{
 		pfree(counter);
-		if (pages_before < ZL_MIN_REUSE_BLOCKS)
+		if (current || pages_before < min_piece)
 			return n;
 		*blocks = (int32) pages_before;
 	}
@@ -444,7 +448,7 @@ write_subgroup(Relation rel, ZLWriteState *state, ZLFreeSpace *free_space,
 	int32	   *positions;
 	bytea	   *directory = NULL;
 
-	n = place_subgroup(free_space, rows, n, &first_block, &blocks);
+	n = place_subgroup(free_space, rows, n, current, &first_block, &blocks);
 	positions = current ? palloc(sizeof(int32) * n) : NULL;
 
 	memset(&sg, 0, sizeof(sg));
