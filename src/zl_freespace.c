@@ -241,16 +241,20 @@ zipper_lake_reclaim(PG_FUNCTION_ARGS)
 	qsort(used, nused, sizeof(ZLFreeExtent), extent_cmp);
 
 	/* the blocks between them */
-	gaps = palloc(sizeof(ZLFreeExtent) * (nused + 1));
+	gaps = palloc(sizeof(ZLFreeExtent) * 2 * (nused + 1));
 	for (int i = 0; i <= nused; i++)
 	{
 		BlockNumber until = i < nused ? used[i].first_block : nblocks;
 
-		if (until > next)
+		/* the catalog counts blocks in int4: at most two pieces a gap */
+		while (until > next)
 		{
+			BlockNumber blocks = Min(until - next, (BlockNumber) PG_INT32_MAX);
+
 			gaps[ngaps].first_block = next;
-			gaps[ngaps++].blocks = until - next;
-			reclaimed += until - next;
+			gaps[ngaps++].blocks = blocks;
+			reclaimed += blocks;
+			next += blocks;
 		}
 		if (i < nused)
 			next = Max(next, used[i].first_block + used[i].blocks);

@@ -363,7 +363,6 @@ pending_row_cmp(const void *a, const void *b)
 	return ra->arrival < rb->arrival ? -1 : (ra->arrival > rb->arrival ? 1 : 0);
 }
 
-/* write rows[0..n) of a run as one sub-group */
 /* the smallest sub-group worth writing into free blocks rather than appending */
 #define ZL_MIN_REUSE_BLOCKS 8
 
@@ -380,28 +379,29 @@ pages_at_least(const ZLPendingRow *rows, int n)
 }
 
 /*
- * Where the next sub-group of a run goes (zl_freespace.c): all n rows into
- * the smallest free extent that holds them; else, unless the run is of the
- * current partition, as many as fill the largest one if that makes at
- * least a quarter of the run and ZL_MIN_REUSE_BLOCKS pages; else all at the
- * end of the file (*first_block = InvalidBlockNumber).  Returns how many
- * rows the sub-group takes.  Current runs are never split: apply_changes
- * probes the key directory of every current sub-group, so their number
- * must not grow with the fragmentation of free space.
+ * Where the next sub-group of the rows left of a run goes (zl_freespace.c):
+ * all n rows into the smallest free extent that holds them; else, outside
+ * the current partition, as many as fill the largest one if that makes at
+ * least min_piece pages; else all at the end of the file (*first_block =
+ * InvalidBlockNumber).  Returns how many rows the sub-group takes.  Runs of
+ * the current partition are never split: apply_changes probes the key
+ * directory of every current sub-group, so their number must not grow
+ * with the fragmentation of free space.
  */
 static int
 place_subgroup(ZLFreeSpace *free_space, const ZLPendingRow *rows, int n, bool current,
-			   BlockNumber *first_block, int32 *blocks)
+			   BlockNumber min_piece, BlockNumber *first_block, int32 *blocks)
 {
 	BlockNumber largest = zl_free_space_largest(free_space);
 	BlockNumber at_least = pages_at_least(rows, n);
-	BlockNumber min_piece = current ? at_least : Max(ZL_MIN_REUSE_BLOCKS, at_least / 4);
 	ZLPageWriter *counter;
 	BlockNumber pages_before = 0;
 	int			fitting = n;
 
 	*first_block = InvalidBlockNumber;
 	*blocks = 0;
+	if (current)
+		min_piece = at_least;
 	if (largest == 0 || largest < Min(min_piece, at_least))
 		return n;
 
@@ -434,10 +434,14 @@ place_subgroup(ZLFreeSpace *free_space, const ZLPendingRow *rows, int n, bool cu
 	return fitting;
 }
 
-/* write one sub-group of (a prefix of) rows; returns how many rows it took */
+/*
+ * Write one sub-group of (a prefix of) rows, the rest of a run, into free
+ * blocks if they hold at least min_piece of its pages; returns how many
+ * rows it took.
+ */
 static int
 write_subgroup(Relation rel, ZLWriteState *state, ZLFreeSpace *free_space,
-			   const ZLRunKey *key, ZLPendingRow *rows, int n)
+			   const ZLRunKey *key, ZLPendingRow *rows, int n, BlockNumber min_piece)
 {
 	ZLSubGroup	sg;
 	int32		rollover_seq = 0;
@@ -448,7 +452,7 @@ write_subgroup(Relation rel, ZLWriteState *state, ZLFreeSpace *free_space,
 	int32	   *positions;
 	bytea	   *directory = NULL;
 
-	n = place_subgroup(free_space, rows, n, current, &first_block, &blocks);
+	n = place_subgroup(free_space, rows, n, current, min_piece, &first_block, &blocks);
 	positions = current ? palloc(sizeof(int32) * n) : NULL;
 
 	memset(&sg, 0, sizeof(sg));
@@ -545,9 +549,18 @@ flush_state(ZLWriteState *state)
 		run = runs[r];
 		if (run->key.placed)
 			qsort(run->rows, run->nrows, sizeof(ZLPendingRow), pending_row_cmp);
-		for (int start = 0; start < run->nrows;)
-			start += write_subgroup(rel, state, free_space, &run->key, run->rows + start,
-									Min(ZL_MAX_SUBGROUP_ROWS, run->nrows - start));
+		for (int start = 0; start < run->nrows; start += ZL_MAX_SUBGROUP_ROWS)
+		{
+			ZLPendingRow *chunk = run->rows + start;
+			int			nchunk = Min(ZL_MAX_SUBGROUP_ROWS, run->nrows - start);
+
+			/* pieces in free blocks: a quarter of the chunk at least */
+			BlockNumber min_piece = Max(ZL_MIN_REUSE_BLOCKS, pages_at_least(chunk, nchunk) / 4);
+
+			for (int done = 0; done < nchunk;)
+				done += write_subgroup(rel, state, free_space, &run->key, chunk + done,
+									   nchunk - done, min_piece);
+		}
 	}
 	zl_free_space_end(free_space);
 	table_close(rel, NoLock);
