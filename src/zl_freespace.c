@@ -73,7 +73,6 @@ struct ZLFreeSpace
 	uint64		storage_id;
 	ZLFreeExtent *extents;		/* reusable now */
 	int			nextents;
-	BlockNumber largest;		/* blocks of the largest one */
 };
 
 /*
@@ -105,8 +104,6 @@ zl_free_space_begin(Relation rel, uint64 storage_id)
 		else
 			fs->extents[fs->nextents++] = all[i];
 	}
-	for (int i = 0; i < fs->nextents; i++)
-		fs->largest = Max(fs->largest, fs->extents[i].blocks);
 	if (all)
 		pfree(all);
 	return fs;
@@ -116,7 +113,11 @@ zl_free_space_begin(Relation rel, uint64 storage_id)
 BlockNumber
 zl_free_space_largest(const ZLFreeSpace *fs)
 {
-	return fs->largest;
+	BlockNumber largest = 0;
+
+	for (int i = 0; i < fs->nextents; i++)
+		largest = Max(largest, fs->extents[i].blocks);
+	return largest;
 }
 
 /*
@@ -170,9 +171,6 @@ zl_free_space_take(ZLFreeSpace *fs, BlockNumber blocks)
 	extent->blocks -= blocks;
 	if (extent->blocks == 0)
 		*extent = fs->extents[--fs->nextents];
-	fs->largest = 0;
-	for (int i = 0; i < fs->nextents; i++)
-		fs->largest = Max(fs->largest, fs->extents[i].blocks);
 	return first;
 }
 
