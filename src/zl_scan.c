@@ -6,11 +6,12 @@
  * A scan loads, with its own snapshot, the list of visible sub-groups and
  * their masks (zl_metadata.c), then walks each sub-group's block range in
  * order, skipping masked rows.  The list is loaded when first needed: a
- * scan given bounds first loads only the sub-groups the bounds can keep
+ * scan given bounds loads only the sub-groups the bounds can keep
  * (zl_bounds_filter), so that the fixed cost of a selective read does not
- * grow with the history; EXPLAIN's totals are then counted on request.  Pages are immutable once reachable, so a
- * pin is all a reader needs: rows are handed out as buffer heap tuples
- * without copying, and no lock of ours is taken.
+ * grow with the history; EXPLAIN's totals are then counted on request.
+ * Pages are immutable once reachable, so a pin is all a reader needs: rows
+ * are handed out as buffer heap tuples without copying, and no lock of
+ * ours is taken.
  *
  * Row positions
  * -------------
