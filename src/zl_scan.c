@@ -81,6 +81,8 @@ typedef struct ZLScanDescData
 	OffsetNumber offset;		/* next line pointer on it */
 	OffsetNumber max_offset;
 	Buffer		buffer;
+	bool		allow_strategy; /* SO_ALLOW_STRAT */
+	bool		strategy_chosen;	/* for the sub-groups now kept */
 	BufferAccessStrategy strategy;
 	HeapTupleData tuple;
 
@@ -144,6 +146,7 @@ scan_load_subgroups(ZLScanDesc scan, const ZLSubGroupFilter *filter)
 												 DATEVAL_NOBEGIN, &scan->nsubgroups);
 	MemoryContextSwitchTo(old);
 	scan->loaded = true;
+	scan->strategy_chosen = false;
 	scan->filtered = filter != NULL;
 	scan->totals_pending = filter != NULL;
 }
@@ -189,9 +192,7 @@ zl_scan_begin(Relation rel, Snapshot snapshot, int nkeys, struct ScanKeyData *ke
 		scan->unregister_snapshot = true;
 	}
 
-	if ((flags & SO_ALLOW_STRAT) &&
-		RelationGetNumberOfBlocks(rel) > (BlockNumber) (NBuffers / 4))
-		scan->strategy = GetAccessStrategy(BAS_BULKREAD);
+	scan->allow_strategy = (flags & SO_ALLOW_STRAT) != 0;
 
 	return (TableScanDesc) scan;
 }
@@ -221,6 +222,11 @@ zl_scan_rescan(TableScanDesc sscan, struct ScanKeyData *key, bool set_params,
 	scan->current = NULL;
 	scan->next_subgroup = 0;
 	scan->prefetched_index = -1;
+	if (set_params)
+	{
+		scan->allow_strategy = allow_strat;
+		scan->strategy_chosen = false;
+	}
 }
 
 /*
@@ -255,6 +261,7 @@ zl_scan_set_bounds(TableScanDesc sscan, const ZLTableOptions *opts,
 	zl_prune(opts, bounds, zipper_lake_enable_pruning, scan->subgroups,
 			 scan->nsubgroups, scan->decisions, &scan->stats);
 	MemoryContextSwitchTo(old);
+	scan->strategy_chosen = false;
 }
 
 /*
@@ -286,11 +293,44 @@ subgroup_has_rows(ZLScanDesc scan, int index)
 	return sg->blocks > 0 && sg->masked_rows < sg->row_count;
 }
 
+/*
+ * Like a heap sequential scan, a scan that reads more than a quarter of
+ * shared buffers goes through a small ring of them, so as not to evict
+ * everything else.  What counts is what this scan reads, not the size of
+ * the file: a pruned scan of a large table reads few pages, and caches
+ * them like an index scan would.  Chosen once the kept sub-groups are
+ * known; every participant of a parallel scan makes the same choice.
+ */
+static void
+scan_choose_strategy(ZLScanDesc scan)
+{
+	uint64		blocks = 0;
+
+	if (scan->allow_strategy)
+		for (int i = 0; i < scan->nsubgroups; i++)
+			if (subgroup_has_rows(scan, i))
+				blocks += scan->subgroups[i].blocks;
+
+	if (blocks > (uint64) (NBuffers / 4))
+	{
+		if (scan->strategy == NULL)
+			scan->strategy = GetAccessStrategy(BAS_BULKREAD);
+	}
+	else if (scan->strategy != NULL)
+	{
+		FreeAccessStrategy(scan->strategy);
+		scan->strategy = NULL;
+	}
+	scan->strategy_chosen = true;
+}
+
 /* move to the next sub-group this participant should read */
 static bool
 scan_next_subgroup(ZLScanDesc scan)
 {
 	scan_ensure_loaded(scan);
+	if (!scan->strategy_chosen)
+		scan_choose_strategy(scan);
 	for (;;)
 	{
 		int			index;
