@@ -47,6 +47,13 @@ the table's pages come from disk; this compares pages read, the case of a
 history bigger than memory.
 
 Ratios: heap/zipper and partitioned/zipper; > 1 means zipper_lake is faster.
+
+Floor: for the aggregate queries, a heap table holding exactly the answer
+rows (CREATE TABLE AS, VACUUM ANALYZE'd) is scanned with the same aggregate:
+the cost of the executor's per-row work with no row read in vain, the best any
+row store can do.  heap/floor is the most a row store can gain on the indexed
+heap; floor/z above 1 means zipper_lake reads its answer faster than a
+sequential scan of a table that holds nothing else.
 """
 import argparse
 import os
@@ -292,6 +299,21 @@ def queries(conn, a):
     return fams
 
 
+def build_floors(cur, fams):
+    """family -> aggregate over a heap table of just its answer rows (the
+    families that read rows in bulk: those with a zipper_lake helper)."""
+    floors = {}
+    for i, (fam, plain, extra) in enumerate(fams):
+        if not extra:
+            continue
+        where = plain['h_hist'].split(' h_hist ', 1)[1]
+        cur.execute(f'DROP TABLE IF EXISTS floor_{i}')
+        cur.execute(f'CREATE TABLE floor_{i} AS SELECT * FROM h_hist {where}')
+        cur.execute(f'VACUUM ANALYZE floor_{i}')
+        floors[fam] = f'SELECT count(*), sum(balance) FROM floor_{i}'
+    return floors
+
+
 def run_one(cur, sql):
     """(seconds, result) or (None, error text)."""
     try:
@@ -363,12 +385,15 @@ def main():
     results = {}   # (family, label) -> list of seconds / error
     answers = {}
     forms = []
+    floors = build_floors(cur, fams)
     for fam, plain, extra in fams:
         forms.append((fam, 'heap', plain['h_hist']))
         forms.append((fam, 'partitioned', plain['p_hist']))
         forms.append((fam, 'zipper SQL', plain['z_hist']))
         for label, sql in extra:
             forms.append((fam, 'zipper ' + label, sql))
+        if fam in floors:
+            forms.append((fam, 'floor', floors[fam]))
 
     if a.explain:
         for fam, label, sql in forms:
@@ -405,24 +430,29 @@ def main():
 
     mode = 'COLD (restart + page cache dropped before each run)' if a.restart_cmd else 'warm'
     print(f'\n=== {mode}: medians of {a.reps} runs in ms (noisy machine: trust ratios, not ms); ratio > 1: zipper_lake faster')
-    print(f'{"query":<26} {"zipper form":<12} {"heap":>9} {"partitioned":>11} {"zipper":>9} {"heap/z":>7} {"part/z":>7}  result')
+    print(f'{"query":<26} {"zipper form":<12} {"heap":>9} {"partitioned":>11} {"zipper":>9} {"heap/z":>7} {"part/z":>7}'
+          f' {"floor":>7} {"floor/z":>7} {"heap/floor":>10}  result')
     for fam, _, extra in fams:
         hm = results.get((fam, 'heap'))
         pm = results.get((fam, 'partitioned'))
+        fm = results.get((fam, 'floor'))
         hm = statistics.median(hm) if isinstance(hm, list) else None
         pm = statistics.median(pm) if isinstance(pm, list) else None
+        fm = statistics.median(fm) if isinstance(fm, list) else None
         for label in ['zipper SQL'] + ['zipper ' + l for l, _ in extra]:
             zr = results.get((fam, label))
             zm = statistics.median(zr) if isinstance(zr, list) else None
             ans = answers.get((fam, 'heap'), [('?',)])[0]
             note = '' if zm is not None else f'  ({zr})'
             print(f'{fam:<26} {label[7:]:<12} {fmt_ms(hm):>9} {fmt_ms(pm):>11} {fmt_ms(zm):>9} '
-                  f'{fmt_ratio(hm, zm):>7} {fmt_ratio(pm, zm):>7}  {ans}{note}')
+                  f'{fmt_ratio(hm, zm):>7} {fmt_ratio(pm, zm):>7} {fmt_ms(fm):>7} {fmt_ratio(fm, zm):>7} '
+                  f'{fmt_ratio(hm, fm):>10}  {ans}{note}')
 
+    if a.restart_cmd:                   # the first connection did not survive the restarts
+        conn = connect(a, autocommit=True)
+        cur = conn.cursor()
+    cur.execute('DROP TABLE IF EXISTS ' + ', '.join(f'floor_{i}' for i in range(len(fams))))
     if not (a.keep or a.reuse):
-        if a.restart_cmd:               # the first connection did not survive the restarts
-            conn = connect(a, autocommit=True)
-            cur = conn.cursor()
         cur.execute('DROP TABLE IF EXISTS z_hist, h_hist, p_hist, bench_read_params')
     conn.close()
     if problems:
