@@ -66,13 +66,28 @@ CALL churn_days(15, 16);
 SELECT count(*) AS versions, count(*) FILTER (WHERE valid_to = 'infinity') AS open, min(v), max(v) FROM churn;
 SELECT * FROM zipper_lake.verify('churn');
 
--- blocks appended by a transaction that aborted (too many rows for any free
--- extent, so they went to the end of the file): reclaim() makes them free
--- extents, and a later write goes into them instead of extending the file
+-- blocks appended by a transaction that aborted lie at the end of the
+-- file, where VACUUM gives them back to the file system (unless told not to)
+SELECT pg_relation_size('churn') / 8192 AS blocks_before \gset
 BEGIN;
 INSERT INTO churn SELECT 100000 + k, -1, '2027-01-01', 'infinity' FROM generate_series(1, 20000) k;
 SELECT count(*) FROM churn WHERE v = -1;
 ROLLBACK;
+SELECT pg_relation_size('churn') / 8192 AS blocks_aborted \gset
+SELECT :blocks_aborted > :blocks_before + 50 AS aborted_blocks_appended;
+VACUUM (TRUNCATE false) churn;
+SELECT pg_relation_size('churn') / 8192 = :blocks_aborted AS not_truncated;
+VACUUM churn;
+SELECT pg_relation_size('churn') / 8192 = :blocks_before AS truncated;
+
+-- in the middle of the file (a later write appended after them, too many
+-- rows for any free extent), reclaim() makes them free extents, and a
+-- later write goes into them instead of extending the file
+BEGIN;
+INSERT INTO churn SELECT 100000 + k, -1, '2027-01-01', 'infinity' FROM generate_series(1, 20000) k;
+ROLLBACK;
+INSERT INTO churn SELECT 200000 + k, -3, '2027-02-01', 'infinity' FROM generate_series(1, 20000) k;
+VACUUM churn;
 SELECT pg_relation_size('churn') / 8192 AS blocks_before \gset
 SELECT zipper_lake.reclaim('churn') > 0 AS reclaimed_some;
 SELECT zipper_lake.reclaim('churn') AS reclaimed_again;
@@ -80,6 +95,27 @@ INSERT INTO churn SELECT 100000 + k, -2, '2027-01-01', 'infinity' FROM generate_
 SELECT pg_relation_size('churn') / 8192 = :blocks_before AS file_did_not_grow;
 SELECT count(*), min(v) FROM churn WHERE v < 0;
 SELECT * FROM zipper_lake.verify('churn');
+
+-- free extents at the end of the file: deleting the last sub-group's rows
+-- at their valid_from leaves no history and compacts it away; reclaim()
+-- gives its extent up (a rollback gives it back) and VACUUM truncates it
+CREATE TABLE churn_del (id int, v int, change_time timestamptz, op text);
+INSERT INTO churn_del SELECT 200000 + k, NULL, '2027-02-01', 'D' FROM generate_series(1, 20000) k;
+SELECT deleted FROM zipper_lake.apply_changes('churn', 'churn_del');
+SELECT count(*) AS left_of_them FROM churn WHERE v = -3;
+SELECT max(first_block + blocks) AS last_used FROM zipper_lake.inspect('churn') \gset
+SELECT :blocks_before > :last_used + 50 AS free_extent_at_the_end;
+BEGIN;
+SELECT zipper_lake.reclaim('churn') > 0 AS reclaimed_tail;
+ROLLBACK;
+VACUUM churn;
+SELECT pg_relation_size('churn') / 8192 = :blocks_before AS referenced_extent_kept;
+SELECT zipper_lake.reclaim('churn') > 0 AS reclaimed_tail;
+VACUUM churn;
+SELECT pg_relation_size('churn') / 8192 = :last_used AS truncated_to_last_sub_group;
+SELECT count(*) AS versions, count(*) FILTER (WHERE valid_to = 'infinity') AS open FROM churn;
+SELECT * FROM zipper_lake.verify('churn');
+DROP TABLE churn_del;
 -- owner only, like VACUUM
 CREATE ROLE regress_zl_reclaimer;
 GRANT SELECT, INSERT ON churn TO regress_zl_reclaimer;

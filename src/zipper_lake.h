@@ -254,6 +254,7 @@ extern ZLFreeSpace *zl_free_space_begin(Relation rel, uint64 storage_id);
 extern BlockNumber zl_free_space_largest(const ZLFreeSpace *fs);
 extern BlockNumber zl_free_space_take(ZLFreeSpace *fs, BlockNumber blocks);
 extern void zl_free_space_end(ZLFreeSpace *fs);
+extern int64 zl_free_space_truncate(Relation rel);
 extern void zl_meta_insert_masks(uint64 storage_id, int nmasks,
 								 const int64 *subgroup_ids, int32 *const *positions,
 								 const int *npositions);
@@ -282,7 +283,7 @@ extern bool zl_is_zipper_relation(Relation rel);
 typedef struct ZLWriteState ZLWriteState;
 
 extern ZLWriteState *zl_write_state_get(Relation rel);
-extern void zl_write_lock_table(uint64 storage_id);
+extern bool zl_write_lock_table(uint64 storage_id, bool nowait);
 extern void zl_write_add(ZLWriteState *state, HeapTuple tuple);
 extern char *zl_describe_key(const ZLTableOptions *opts, TupleDesc tupdesc,
 							 HeapTuple tuple);

@@ -1017,7 +1017,7 @@ apply_batch(ApplyContext *ac)
 
 	/* serialize with other writers, then read what they committed */
 	zl_write_flush_relation(RelationGetRelid(ac->rel));
-	zl_write_lock_table(storage_id);
+	(void) zl_write_lock_table(storage_id, false);
 	CommandCounterIncrement();
 	ac->snapshot = RegisterSnapshot(GetLatestSnapshot());
 	find_stored_versions(ac);

@@ -51,6 +51,13 @@
  * those blocks, but should a snapshot older than the call reach them after
  * all, they are not reused before it ends.
  *
+ * Giving space back
+ * -----------------
+ * Blocks at the end of the file that the catalog does not refer to are
+ * truncated by VACUUM (zl_free_space_truncate); reclaim() leaves the free
+ * space it finds at the end of the file in that state rather than
+ * recording it.
+ *
  *-------------------------------------------------------------------------
  */
 #include "zipper_lake.h"
@@ -59,9 +66,11 @@
 #include "access/table.h"
 #include "access/xlog.h"
 #include "access/xloginsert.h"
+#include "catalog/storage.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
+#include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/snapmgr.h"
 
@@ -191,9 +200,51 @@ extent_cmp(const void *a, const void *b)
 }
 
 /*
+ * The block ranges that the catalog refers to, by first block: visible
+ * sub-groups and free extents (*free_extents, also by first block).  Call
+ * holding the writer lock: with no write in progress, every other block of
+ * the file after the metapage was written by a transaction that aborted,
+ * or was given up by reclaim.
+ */
+static ZLFreeExtent *
+referenced_ranges(uint64 storage_id, int *nranges, ZLFreeExtent **free_extents, int *nfree)
+{
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	int			nsgs;
+	ZLSubGroup *sgs = zl_meta_load_subgroups(storage_id, snapshot, DATEVAL_NOBEGIN, &nsgs);
+	ZLFreeExtent *ranges;
+
+	*free_extents = zl_meta_load_free_extents(storage_id, snapshot, nfree);
+	UnregisterSnapshot(snapshot);
+
+	ranges = palloc(sizeof(ZLFreeExtent) * Max(nsgs + *nfree, 1));
+	*nranges = 0;
+	for (int i = 0; i < nsgs; i++)
+		if (sgs[i].blocks > 0)
+		{
+			ranges[*nranges].first_block = sgs[i].first_block;
+			ranges[(*nranges)++].blocks = sgs[i].blocks;
+		}
+	for (int i = 0; i < *nfree; i++)
+		ranges[(*nranges)++] = (*free_extents)[i];
+	qsort(ranges, *nranges, sizeof(ZLFreeExtent), extent_cmp);
+	return ranges;
+}
+
+/*
  * zipper_lake.reclaim(tbl): record the blocks written by aborted
- * transactions as free extents; returns how many blocks.  Owner only, like
- * VACUUM.
+ * transactions as free extents; returns how many blocks it reclaimed.
+ * Owner only, like VACUUM.
+ *
+ * Free blocks at the end of the file are better given back to the file
+ * system, but truncating is not transactional and the catalog is: a
+ * reclaim that truncated and then rolled back would leave free extents
+ * past the end of the file.  So reclaim only makes such blocks
+ * unreferenced (no free extent, and it drops those of the free extents
+ * there that no snapshot can reach any more), and VACUUM, which truncates
+ * what nothing refers to, gives them back.  The conflict record it logs
+ * for those extents makes standby queries that could still see their
+ * sub-groups end before the truncation is replayed.
  */
 Datum
 zipper_lake_reclaim(PG_FUNCTION_ARGS)
@@ -201,17 +252,18 @@ zipper_lake_reclaim(PG_FUNCTION_ARGS)
 	Oid			relid = PG_GETARG_OID(0);
 	Relation	rel = zl_open_zipper_table(relid, RowExclusiveLock);
 	uint64		storage_id = zl_storage_id(rel);
-	Snapshot	snapshot;
-	ZLSubGroup *sgs;
 	ZLFreeExtent *free_extents;
 	ZLFreeExtent *used;
 	ZLFreeExtent *gaps;
-	int			nsgs,
-				nfree,
-				nused = 0,
+	int			nfree,
+				nused,
 				ngaps = 0;
+	int			last_gap,
+				last_free;
 	BlockNumber nblocks;
-	BlockNumber next = 1;		/* after the metapage */
+	BlockNumber next = ZL_METAPAGE_BLKNO + 1;
+	BlockNumber tail;
+	FullTransactionId newest = InvalidFullTransactionId;
 	int64		reclaimed = 0;
 
 	if (!pg_class_ownercheck(relid, GetUserId()))
@@ -219,24 +271,9 @@ zipper_lake_reclaim(PG_FUNCTION_ARGS)
 
 	/* no write in progress; see everything committed before */
 	zl_write_flush_relation(relid);
-	zl_write_lock_table(storage_id);
-	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	sgs = zl_meta_load_subgroups(storage_id, snapshot, DATEVAL_NOBEGIN, &nsgs);
-	free_extents = zl_meta_load_free_extents(storage_id, snapshot, &nfree);
-	UnregisterSnapshot(snapshot);
+	(void) zl_write_lock_table(storage_id, false);
+	used = referenced_ranges(storage_id, &nused, &free_extents, &nfree);
 	nblocks = RelationGetNumberOfBlocks(rel);
-
-	/* every block range in use or already free, by first block */
-	used = palloc(sizeof(ZLFreeExtent) * Max(nsgs + nfree, 1));
-	for (int i = 0; i < nsgs; i++)
-		if (sgs[i].blocks > 0)
-		{
-			used[nused].first_block = sgs[i].first_block;
-			used[nused++].blocks = sgs[i].blocks;
-		}
-	for (int i = 0; i < nfree; i++)
-		used[nused++] = free_extents[i];
-	qsort(used, nused, sizeof(ZLFreeExtent), extent_cmp);
 
 	/* the blocks between them */
 	gaps = palloc(sizeof(ZLFreeExtent) * 2 * (nused + 1));
@@ -257,8 +294,72 @@ zipper_lake_reclaim(PG_FUNCTION_ARGS)
 		if (i < nused)
 			next = Max(next, used[i].first_block + used[i].blocks);
 	}
-	zl_meta_insert_free_extents(storage_id, gaps, ngaps, ReadNextFullTransactionId());
+
+	/* the end of the file made of gaps and unreachable free extents */
+	tail = nblocks;
+	last_gap = ngaps - 1;
+	last_free = nfree - 1;
+	for (;;)
+	{
+		if (last_gap >= 0 && gaps[last_gap].first_block + gaps[last_gap].blocks == tail)
+			tail = gaps[last_gap--].first_block;
+		else if (last_free >= 0 &&
+				 free_extents[last_free].first_block + free_extents[last_free].blocks == tail &&
+				 GlobalVisCheckRemovableFullXid(rel, free_extents[last_free].freed_by))
+		{
+			const ZLFreeExtent *extent = &free_extents[last_free--];
+
+			if (!FullTransactionIdIsValid(newest) ||
+				FullTransactionIdFollows(extent->freed_by, newest))
+				newest = extent->freed_by;
+			tail = extent->first_block;
+		}
+		else
+			break;
+	}
+	if (FullTransactionIdIsValid(newest))
+		log_reuse_conflict(rel, tail, newest);
+	for (int i = last_free + 1; i < nfree; i++)
+	{
+		zl_meta_take_free_extent(storage_id, free_extents[i].first_block, free_extents[i].blocks);
+		reclaimed += free_extents[i].blocks;
+	}
+	zl_meta_insert_free_extents(storage_id, gaps, last_gap + 1, ReadNextFullTransactionId());
 
 	table_close(rel, NoLock);
 	PG_RETURN_INT64(reclaimed);
+}
+
+/*
+ * VACUUM: give the blocks at the end of the file that the catalog does not
+ * refer to back to the file system.  Those were written by transactions
+ * that aborted, or reclaim gave them up; no snapshot can read them, on
+ * this server or (after reclaim's conflict record) on a standby.  Like
+ * heap's truncation it needs an exclusive lock, which it does not wait
+ * for; it also needs the writer lock, so that no write is in progress
+ * whose blocks the catalog does not show yet.  Returns the blocks
+ * truncated, or -1 if a lock was not free.
+ */
+int64
+zl_free_space_truncate(Relation rel)
+{
+	uint64		storage_id = zl_storage_id(rel);
+	ZLFreeExtent *ranges;
+	ZLFreeExtent *free_extents;
+	int			nranges,
+				nfree;
+	BlockNumber end = ZL_METAPAGE_BLKNO + 1;
+	BlockNumber nblocks;
+
+	if (!zl_write_lock_table(storage_id, true) ||
+		!ConditionalLockRelation(rel, AccessExclusiveLock))
+		return -1;
+	ranges = referenced_ranges(storage_id, &nranges, &free_extents, &nfree);
+	for (int i = 0; i < nranges; i++)
+		end = Max(end, ranges[i].first_block + ranges[i].blocks);
+	nblocks = RelationGetNumberOfBlocks(rel);
+	if (end < nblocks)
+		RelationTruncate(rel, end);
+	UnlockRelation(rel, AccessExclusiveLock);
+	return end < nblocks ? nblocks - end : 0;
 }

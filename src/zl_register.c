@@ -67,7 +67,7 @@ zipper_lake_register_row(PG_FUNCTION_ARGS)
 		values[i] = PG_GETARG_DATUM(i);
 	}
 	/* writers of the table wait, then see the registration (zl_write.c) */
-	zl_write_lock_table(zl_storage_id(rel));
+	(void) zl_write_lock_table(zl_storage_id(rel), false);
 	zl_meta_insert_registration(values);
 	/* cached registrations (zl_metadata.c) follow a commit or rollback */
 	CacheInvalidateRelcache(rel);

@@ -378,8 +378,10 @@ zl_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 /*
  * VACUUM has nothing to remove row by row: masked rows go when compaction
  * rewrites their sub-group, and the blocks of deleted sub-groups are
- * written again by later writers (zl_freespace.c).  Report what there is
- * and keep pg_class statistics current.
+ * written again by later writers (zl_freespace.c).  It gives the blocks at
+ * the end of the file that nothing refers to back to the file system
+ * (unless TRUNCATE false), reports what there is and keeps pg_class
+ * statistics current.
  */
 static void
 zl_relation_vacuum(Relation rel, struct VacuumParams *params,
@@ -394,8 +396,20 @@ zl_relation_vacuum(Relation rel, struct VacuumParams *params,
 				reachable_blocks = 0,
 				free_blocks = 0;
 	BlockNumber nblocks;
-	Snapshot	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	int64		truncated = 0;
+	Snapshot	snapshot;
 
+	if (params->truncate != VACOPTVALUE_DISABLED)
+		truncated = zl_free_space_truncate(rel);
+	if (truncated != 0)
+		ereport((params->options & VACOPT_VERBOSE) ? INFO : DEBUG2,
+				truncated > 0 ?
+				errmsg("zipper_lake table \"%s\": truncated " INT64_FORMAT " unreferenced blocks at the end of the file",
+					   RelationGetRelationName(rel), truncated) :
+				errmsg("zipper_lake table \"%s\": did not truncate the end of the file: the table is in use",
+					   RelationGetRelationName(rel)));
+
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	sgs = zl_meta_load_subgroups(zl_storage_id(rel), snapshot, DATEVAL_NOBEGIN, &nsgs);
 	extents = zl_meta_load_free_extents(zl_storage_id(rel), snapshot, &nextents);
 	UnregisterSnapshot(snapshot);

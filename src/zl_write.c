@@ -101,14 +101,18 @@ static List *write_states = NIL;
 /* metadata statements of a flush must not flush again (ExecutorFinish hook) */
 static bool flush_in_progress = false;
 
-void
-zl_write_lock_table(uint64 storage_id)
+/*
+ * Serialize the writers of a table (and reclaim, VACUUM's truncation) until
+ * the end of the transaction; with nowait, false if another holds it.
+ */
+bool
+zl_write_lock_table(uint64 storage_id, bool nowait)
 {
 	LOCKTAG		tag;
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (storage_id >> 32),
 						 (uint32) storage_id, ZL_ADVISORY_LOCK_CLASS);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	return LockAcquire(&tag, ExclusiveLock, false, nowait) != LOCKACQUIRE_NOT_AVAIL;
 }
 
 static void
@@ -160,7 +164,7 @@ zl_write_state_get(Relation rel)
 		}
 	}
 
-	zl_write_lock_table(storage_id);
+	(void) zl_write_lock_table(storage_id, false);
 
 	old = MemoryContextSwitchTo(TopTransactionContext);
 	state = palloc0(sizeof(ZLWriteState));
