@@ -284,6 +284,7 @@ typedef struct ZLWriteState ZLWriteState;
 
 extern ZLWriteState *zl_write_state_get(Relation rel);
 extern bool zl_write_lock_table(uint64 storage_id, bool nowait);
+extern void zl_write_unlock_table(uint64 storage_id);
 extern void zl_write_add(ZLWriteState *state, HeapTuple tuple);
 extern char *zl_describe_key(const ZLTableOptions *opts, TupleDesc tupdesc,
 							 HeapTuple tuple);

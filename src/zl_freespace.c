@@ -70,8 +70,11 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
+#include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
+#include "utils/rel.h"
+#include "utils/wait_event.h"
 #include "utils/snapmgr.h"
 
 PG_FUNCTION_INFO_V1(zipper_lake_reclaim);
@@ -231,10 +234,17 @@ referenced_ranges(uint64 storage_id, int *nranges, ZLFreeExtent **free_extents, 
 	return ranges;
 }
 
+/* VACUUM truncates the table unless told not to by its vacuum_truncate */
+static bool
+vacuum_truncates(Relation rel)
+{
+	return rel->rd_options == NULL || ((StdRdOptions *) rel->rd_options)->vacuum_truncate;
+}
+
 /*
  * zipper_lake.reclaim(tbl): record the blocks written by aborted
- * transactions as free extents; returns how many blocks it reclaimed.
- * Owner only, like VACUUM.
+ * transactions as free extents; returns how many blocks it made reusable
+ * or left to VACUUM.  Owner only, like VACUUM.
  *
  * Free blocks at the end of the file are better given back to the file
  * system, but truncating is not transactional and the catalog is: a
@@ -244,7 +254,10 @@ referenced_ranges(uint64 storage_id, int *nranges, ZLFreeExtent **free_extents, 
  * there that no snapshot can reach any more), and VACUUM, which truncates
  * what nothing refers to, gives them back.  The conflict record it logs
  * for those extents makes standby queries that could still see their
- * sub-groups end before the truncation is replayed.
+ * sub-groups end before the truncation is replayed.  A table with
+ * vacuum_truncate = false gets free extents there instead.  If VACUUM
+ * cannot lock the table, the blocks wait for a later VACUUM (or, once a
+ * write appended after them, for a later reclaim).
  */
 Datum
 zipper_lake_reclaim(PG_FUNCTION_ARGS)
@@ -299,7 +312,7 @@ zipper_lake_reclaim(PG_FUNCTION_ARGS)
 	tail = nblocks;
 	last_gap = ngaps - 1;
 	last_free = nfree - 1;
-	for (;;)
+	while (vacuum_truncates(rel))
 	{
 		if (last_gap >= 0 && gaps[last_gap].first_block + gaps[last_gap].blocks == tail)
 			tail = gaps[last_gap--].first_block;
@@ -330,36 +343,94 @@ zipper_lake_reclaim(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(reclaimed);
 }
 
+/* the end of the last block range the catalog refers to (holding the writer lock) */
+static BlockNumber
+referenced_end(uint64 storage_id)
+{
+	ZLFreeExtent *free_extents;
+	int			nranges,
+				nfree;
+	ZLFreeExtent *ranges = referenced_ranges(storage_id, &nranges, &free_extents, &nfree);
+	BlockNumber end = ZL_METAPAGE_BLKNO + 1;
+
+	for (int i = 0; i < nranges; i++)
+		end = Max(end, ranges[i].first_block + ranges[i].blocks);
+	pfree(ranges);
+	if (free_extents)
+		pfree(free_extents);
+	return end;
+}
+
+/* like heap: truncate at least 1000 blocks or a sixteenth of the file */
+#define ZL_TRUNCATE_MINIMUM		1000
+#define ZL_TRUNCATE_FRACTION	16
+
+/* how long VACUUM tries for the exclusive lock, like heap's truncation */
+#define ZL_TRUNCATE_LOCK_WAIT_MS	50
+#define ZL_TRUNCATE_LOCK_TIMEOUT_MS 5000
+
+/*
+ * Blocks at the end of the file that the catalog does not refer to, or -1
+ * if a write is in progress.  The writer lock keeps the end from moving
+ * while it is measured; with keep_lock, it is held on return (unless -1).
+ */
+static int64
+unreferenced_tail(Relation rel, bool keep_lock)
+{
+	uint64		storage_id = zl_storage_id(rel);
+	BlockNumber end;
+	BlockNumber nblocks;
+
+	if (!zl_write_lock_table(storage_id, true))
+		return -1;
+	end = referenced_end(storage_id);
+	nblocks = RelationGetNumberOfBlocks(rel);
+	if (!keep_lock)
+		zl_write_unlock_table(storage_id);
+	return nblocks > end ? nblocks - end : 0;
+}
+
 /*
  * VACUUM: give the blocks at the end of the file that the catalog does not
  * refer to back to the file system.  Those were written by transactions
  * that aborted, or reclaim gave them up; no snapshot can read them, on
- * this server or (after reclaim's conflict record) on a standby.  Like
- * heap's truncation it needs an exclusive lock, which it does not wait
- * for; it also needs the writer lock, so that no write is in progress
- * whose blocks the catalog does not show yet.  Returns the blocks
- * truncated, or -1 if a lock was not free.
+ * this server or (after reclaim's conflict record) on a standby.
+ *
+ * Like heap's truncation it needs the exclusive lock, which is WAL-logged
+ * and makes standby queries on the table wait: so the tail is measured
+ * first, and the lock asked for only if the tail is worth it.  It is tried
+ * for a few seconds without queueing for it (nor blocking writers: the
+ * writer lock is not held meanwhile).  Every writer holds a lock on the
+ * table that conflicts with it until the writer ends, so with it held the
+ * writer lock is free; under both, the tail is measured again and cut off.
+ * Returns the blocks truncated, or -1 if a lock was not free.
  */
 int64
 zl_free_space_truncate(Relation rel)
 {
-	uint64		storage_id = zl_storage_id(rel);
-	ZLFreeExtent *ranges;
-	ZLFreeExtent *free_extents;
-	int			nranges,
-				nfree;
-	BlockNumber end = ZL_METAPAGE_BLKNO + 1;
-	BlockNumber nblocks;
+	int64		freeable = unreferenced_tail(rel, false);
+	int			waited_ms = 0;
 
-	if (!zl_write_lock_table(storage_id, true) ||
-		!ConditionalLockRelation(rel, AccessExclusiveLock))
-		return -1;
-	ranges = referenced_ranges(storage_id, &nranges, &free_extents, &nfree);
-	for (int i = 0; i < nranges; i++)
-		end = Max(end, ranges[i].first_block + ranges[i].blocks);
-	nblocks = RelationGetNumberOfBlocks(rel);
-	if (end < nblocks)
-		RelationTruncate(rel, end);
+	if (freeable <= 0 ||
+		(freeable < ZL_TRUNCATE_MINIMUM &&
+		 freeable < RelationGetNumberOfBlocks(rel) / ZL_TRUNCATE_FRACTION))
+		return freeable;
+
+	while (!ConditionalLockRelation(rel, AccessExclusiveLock))
+	{
+		if (waited_ms >= ZL_TRUNCATE_LOCK_TIMEOUT_MS)
+			return -1;
+		CHECK_FOR_INTERRUPTS();
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 ZL_TRUNCATE_LOCK_WAIT_MS, WAIT_EVENT_VACUUM_TRUNCATE);
+		ResetLatch(MyLatch);
+		waited_ms += ZL_TRUNCATE_LOCK_WAIT_MS;
+	}
+	freeable = unreferenced_tail(rel, true);
+	if (freeable > 0)
+		RelationTruncate(rel, RelationGetNumberOfBlocks(rel) - (BlockNumber) freeable);
+	if (freeable >= 0)
+		zl_write_unlock_table(zl_storage_id(rel));
 	UnlockRelation(rel, AccessExclusiveLock);
-	return end < nblocks ? nblocks - end : 0;
+	return freeable;
 }

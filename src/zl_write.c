@@ -101,6 +101,13 @@ static List *write_states = NIL;
 /* metadata statements of a flush must not flush again (ExecutorFinish hook) */
 static bool flush_in_progress = false;
 
+static void
+writer_lock_tag(LOCKTAG *tag, uint64 storage_id)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (storage_id >> 32),
+						 (uint32) storage_id, ZL_ADVISORY_LOCK_CLASS);
+}
+
 /*
  * Serialize the writers of a table (and reclaim, VACUUM's truncation) until
  * the end of the transaction; with nowait, false if another holds it.
@@ -110,9 +117,18 @@ zl_write_lock_table(uint64 storage_id, bool nowait)
 {
 	LOCKTAG		tag;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (storage_id >> 32),
-						 (uint32) storage_id, ZL_ADVISORY_LOCK_CLASS);
+	writer_lock_tag(&tag, storage_id);
 	return LockAcquire(&tag, ExclusiveLock, false, nowait) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/* before the end of the transaction: only for what wrote nothing */
+void
+zl_write_unlock_table(uint64 storage_id)
+{
+	LOCKTAG		tag;
+
+	writer_lock_tag(&tag, storage_id);
+	(void) LockRelease(&tag, ExclusiveLock, false);
 }
 
 static void
