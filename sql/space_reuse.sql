@@ -116,6 +116,26 @@ SELECT pg_relation_size('churn') / 8192 = :last_used AS truncated_to_last_sub_gr
 SELECT count(*) AS versions, count(*) FILTER (WHERE valid_to = 'infinity') AS open FROM churn;
 SELECT * FROM zipper_lake.verify('churn');
 DROP TABLE churn_del;
+
+-- a table that VACUUM must not truncate gets free extents at the end of its
+-- file from reclaim() instead, and reuses them
+CREATE TABLE keep (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake WITH (vacuum_truncate = false);
+SELECT zipper_lake.register('keep', ARRAY['id']);
+INSERT INTO keep SELECT k, 1, '2026-01-01', 'infinity' FROM generate_series(1, 1000) k;
+BEGIN;
+INSERT INTO keep SELECT k, 2, '2026-02-01', 'infinity' FROM generate_series(1001, 21000) k;
+ROLLBACK;
+SELECT pg_relation_size('keep') / 8192 AS blocks_before \gset
+VACUUM keep;
+SELECT pg_relation_size('keep') / 8192 = :blocks_before AS not_truncated;
+SELECT zipper_lake.reclaim('keep') > 0 AS reclaimed_tail;
+SELECT count(*) AS free_extents FROM zipper_lake.free_extent WHERE storage_id = zipper_lake._storage_id('keep');
+INSERT INTO keep SELECT k, 3, '2026-02-01', 'infinity' FROM generate_series(1001, 21000) k;
+SELECT pg_relation_size('keep') / 8192 = :blocks_before AS file_did_not_grow;
+SELECT count(*), sum(v) FROM keep;
+SELECT * FROM zipper_lake.verify('keep');
+DROP TABLE keep;
 -- owner only, like VACUUM
 CREATE ROLE regress_zl_reclaimer;
 GRANT SELECT, INSERT ON churn TO regress_zl_reclaimer;
