@@ -300,6 +300,9 @@ subgroup_has_rows(ZLScanDesc scan, int index)
  * the file: a pruned scan of a large table reads few pages, and caches
  * them like an index scan would.  Chosen once the kept sub-groups are
  * known; every participant of a parallel scan makes the same choice.
+ * Sub-groups checked row by row count whole, though a bounded one may be
+ * read only in part: an upper bound.  Freeing a ring whose buffer is still
+ * pinned is fine: the buffer stays valid, it just is no longer recycled.
  */
 static void
 scan_choose_strategy(ZLScanDesc scan)
