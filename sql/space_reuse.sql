@@ -117,6 +117,22 @@ SELECT count(*) AS versions, count(*) FILTER (WHERE valid_to = 'infinity') AS op
 SELECT * FROM zipper_lake.verify('churn');
 DROP TABLE churn_del;
 
+-- like heap, VACUUM does not take the table's exclusive lock for a tail
+-- under 1000 blocks and a sixteenth of the file
+CREATE TABLE small_tail (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+SELECT zipper_lake.register('small_tail', ARRAY['id']);
+INSERT INTO small_tail SELECT k, 1, '2026-01-01', 'infinity' FROM generate_series(1, 20000) k;
+BEGIN;
+INSERT INTO small_tail SELECT k, 2, '2026-02-01', 'infinity' FROM generate_series(20001, 20100) k;
+ROLLBACK;
+SELECT pg_relation_size('small_tail') / 8192 AS blocks_before \gset
+SELECT :blocks_before > (SELECT max(first_block + blocks) FROM zipper_lake.inspect('small_tail'))
+  AS has_unreferenced_tail;
+VACUUM small_tail;
+SELECT pg_relation_size('small_tail') / 8192 = :blocks_before AS not_truncated;
+DROP TABLE small_tail;
+
 -- a table that VACUUM must not truncate gets free extents at the end of its
 -- file from reclaim() instead, and reuses them
 CREATE TABLE keep (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
