@@ -118,7 +118,7 @@ SELECT * FROM zipper_lake.verify('churn');
 DROP TABLE churn_del;
 
 -- like heap, VACUUM does not take the table's exclusive lock for a tail
--- under 1000 blocks and a sixteenth of the file
+-- under 1000 blocks and a sixteenth of the file (nor says it truncated)
 CREATE TABLE small_tail (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
   USING zipper_lake;
 SELECT zipper_lake.register('small_tail', ARRAY['id']);
@@ -129,8 +129,12 @@ ROLLBACK;
 SELECT pg_relation_size('small_tail') / 8192 AS blocks_before \gset
 SELECT :blocks_before > (SELECT max(first_block + blocks) FROM zipper_lake.inspect('small_tail'))
   AS has_unreferenced_tail;
-VACUUM small_tail;
+VACUUM (VERBOSE, PROCESS_TOAST false) small_tail;
 SELECT pg_relation_size('small_tail') / 8192 = :blocks_before AS not_truncated;
+-- so reclaim() records such a tail as a free extent: it stays reusable
+SELECT zipper_lake.reclaim('small_tail') > 0 AS reclaimed;
+SELECT count(*) AS free_extents FROM zipper_lake.free_extent
+ WHERE storage_id = zipper_lake._storage_id('small_tail');
 DROP TABLE small_tail;
 
 -- a table that VACUUM must not truncate gets free extents at the end of its

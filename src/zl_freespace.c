@@ -231,14 +231,27 @@ referenced_ranges(uint64 storage_id, int *nranges, ZLFreeExtent **free_extents, 
 	for (int i = 0; i < *nfree; i++)
 		ranges[(*nranges)++] = (*free_extents)[i];
 	qsort(ranges, *nranges, sizeof(ZLFreeExtent), extent_cmp);
+	if (sgs)
+		pfree(sgs);
 	return ranges;
 }
 
-/* VACUUM truncates the table unless told not to by its vacuum_truncate */
+/* like heap: truncate at least 1000 blocks or a sixteenth of the file */
+#define ZL_TRUNCATE_MINIMUM		1000
+#define ZL_TRUNCATE_FRACTION	16
+
+/*
+ * Whether VACUUM truncates an unreferenced tail of that many blocks: if
+ * the table's vacuum_truncate allows it and the tail is worth the lock.
+ */
 static bool
-vacuum_truncates(Relation rel)
+vacuum_would_truncate(Relation rel, BlockNumber tail_blocks)
 {
-	return rel->rd_options == NULL || ((StdRdOptions *) rel->rd_options)->vacuum_truncate;
+	if (rel->rd_options != NULL && !((StdRdOptions *) rel->rd_options)->vacuum_truncate)
+		return false;
+	return tail_blocks > 0 &&
+		(tail_blocks >= ZL_TRUNCATE_MINIMUM ||
+		 tail_blocks >= RelationGetNumberOfBlocks(rel) / ZL_TRUNCATE_FRACTION);
 }
 
 /*
@@ -254,10 +267,11 @@ vacuum_truncates(Relation rel)
  * there that no snapshot can reach any more), and VACUUM, which truncates
  * what nothing refers to, gives them back.  The conflict record it logs
  * for those extents makes standby queries that could still see their
- * sub-groups end before the truncation is replayed.  A table with
- * vacuum_truncate = false gets free extents there instead.  If VACUUM
- * cannot lock the table, the blocks wait for a later VACUUM (or, once a
- * write appended after them, for a later reclaim).
+ * sub-groups end before the truncation is replayed.  Where VACUUM would
+ * not truncate (vacuum_truncate = false, or a tail too small to be worth
+ * its lock) they are recorded as free extents instead.  If VACUUM cannot
+ * lock the table, the blocks wait for a later VACUUM (or, once a write
+ * appended after them, for a later reclaim).
  */
 Datum
 zipper_lake_reclaim(PG_FUNCTION_ARGS)
@@ -312,7 +326,7 @@ zipper_lake_reclaim(PG_FUNCTION_ARGS)
 	tail = nblocks;
 	last_gap = ngaps - 1;
 	last_free = nfree - 1;
-	while (vacuum_truncates(rel))
+	for (;;)
 	{
 		if (last_gap >= 0 && gaps[last_gap].first_block + gaps[last_gap].blocks == tail)
 			tail = gaps[last_gap--].first_block;
@@ -329,6 +343,13 @@ zipper_lake_reclaim(PG_FUNCTION_ARGS)
 		}
 		else
 			break;
+	}
+	if (!vacuum_would_truncate(rel, nblocks - tail))
+	{
+		/* it stays in the file: record it as reusable */
+		last_gap = ngaps - 1;
+		last_free = nfree - 1;
+		newest = InvalidFullTransactionId;
 	}
 	if (FullTransactionIdIsValid(newest))
 		log_reuse_conflict(rel, tail, newest);
@@ -360,10 +381,6 @@ referenced_end(uint64 storage_id)
 		pfree(free_extents);
 	return end;
 }
-
-/* like heap: truncate at least 1000 blocks or a sixteenth of the file */
-#define ZL_TRUNCATE_MINIMUM		1000
-#define ZL_TRUNCATE_FRACTION	16
 
 /* how long VACUUM tries for the exclusive lock, like heap's truncation */
 #define ZL_TRUNCATE_LOCK_WAIT_MS	50
@@ -411,10 +428,10 @@ zl_free_space_truncate(Relation rel)
 	int64		freeable = unreferenced_tail(rel, false);
 	int			waited_ms = 0;
 
-	if (freeable <= 0 ||
-		(freeable < ZL_TRUNCATE_MINIMUM &&
-		 freeable < RelationGetNumberOfBlocks(rel) / ZL_TRUNCATE_FRACTION))
-		return freeable;
+	if (freeable < 0)
+		return -1;
+	if (!vacuum_would_truncate(rel, (BlockNumber) freeable))
+		return 0;
 
 	while (!ConditionalLockRelation(rel, AccessExclusiveLock))
 	{
