@@ -56,7 +56,7 @@
  * Blocks at the end of the file that the catalog does not refer to are
  * truncated by VACUUM (zl_free_space_truncate); reclaim() leaves the free
  * space it finds at the end of the file in that state rather than
- * recording it.
+ * recording it, where VACUUM would cut it (vacuum_would_truncate).
  *
  *-------------------------------------------------------------------------
  */
