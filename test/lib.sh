@@ -6,7 +6,10 @@
 # callers choose their own shell options (set -e etc.)
 
 ZL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PG_BIN=/usr/lib/postgresql/15/bin
+# PG_CONFIG selects the server (default: Debian's PostgreSQL 15); before the
+# packages are installed it may not exist yet, hence the fallback
+export PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+PG_BIN=$("$PG_CONFIG" --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
 ZL_PGUSER=${ZL_PGUSER:-postgres}
 ZL_PORT=${ZL_PORT:-5499}
 ZL_DIR=${ZL_DIR:-/tmp/zipper_lake_cluster}
@@ -29,8 +32,9 @@ zl_install_packages() {
 }
 
 zl_build() {
-    make -C "$ZL_ROOT" -s PG_CONFIG=$PG_BIN/pg_config
-    make -C "$ZL_ROOT" -s PG_CONFIG=$PG_BIN/pg_config install >/dev/null
+    PG_BIN=$("$PG_CONFIG" --bindir)
+    make -C "$ZL_ROOT" -s
+    make -C "$ZL_ROOT" -s install >/dev/null
 }
 
 # run a command as the unprivileged cluster user (or as is, if we are not root)

@@ -17,7 +17,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 zl_install_packages
 
-PG_LIB=/usr/lib/postgresql/15/lib
+PG_LIB=$("$PG_CONFIG" --pkglibdir)
 PERL_LIB=$PG_LIB/pgxs/src/test/perl
 [ -f "$PERL_LIB/PostgreSQL/Test/Cluster.pm" ] || { echo "missing $PERL_LIB" >&2; exit 2; }
 [ -f "$PG_LIB/zipper_lake.so" ] || { echo "zipper_lake is not installed: run zl_build first" >&2; exit 2; }
