@@ -31,7 +31,6 @@ UPDATE zipper_lake.registration SET max_subgroups = 1;
 SELECT nextval('zipper_lake.id_seq');
 -- a reader can neither register, insert nor apply changes
 SELECT zipper_lake.register('owned', ARRAY['id']);
-SELECT zipper_lake._register('owned', ARRAY['id']::name[], 'valid_from', 'valid_to', 'day', '1 day', '1 day', 32, 'infinity', 'UTC');
 INSERT INTO owned VALUES (2, 'x', '2026-01-01', 'infinity');
 SELECT * FROM zipper_lake.apply_changes('owned', 'owned_ch');
 SELECT count(*) FROM owned;

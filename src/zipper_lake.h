@@ -213,7 +213,9 @@ extern int32 *zl_key_directory_probe(const bytea *dir, const uint32 *hashes,
 
 extern uint64 zl_meta_new_storage(Oid relid);
 extern void zl_meta_forget_storage(uint64 storage_id);
+extern void zl_meta_forget_table(Oid relid);
 extern void zl_meta_insert_registration(Datum *values);
+extern bool zl_meta_time_zone_exists(const char *name);
 extern bool zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write);
 extern ZLSubGroup *zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot,
 										  DateADT min_partition, int *nsubgroups);
@@ -288,6 +290,8 @@ extern void zl_write_unlock_table(uint64 storage_id);
 extern void zl_write_add(ZLWriteState *state, HeapTuple tuple);
 extern char *zl_describe_key(const ZLTableOptions *opts, TupleDesc tupdesc,
 							 HeapTuple tuple);
+extern char *zl_describe_version(const ZLTableOptions *opts, TupleDesc tupdesc,
+								 HeapTuple tuple);
 extern void zl_write_flush_relation(Oid relid);
 extern void zl_write_flush_all(void);
 extern void zl_write_discard_relation(Oid relid);
@@ -315,6 +319,23 @@ extern void zl_refuse_row_security(Relation rel);
 extern Relation zl_open_zipper_table(Oid relid, LOCKMODE lockmode);
 extern Relation zl_open_readable_zipper_table(Oid relid);
 extern void zl_refuse_registered_column_retype(AlterTableStmt *stmt);
+extern Oid	zl_access_method_change_target(AlterTableStmt *stmt);
+extern void zl_forget_converted_table(Oid relid);
+
+/* ---------- zl_rowcheck.c ---------- */
+
+typedef struct ZLAssignment ZLAssignment;
+typedef struct ZLRowCheck ZLRowCheck;
+
+extern ZLAssignment *zl_assignment_create(int ncols);
+extern bool zl_assignment_add(ZLAssignment *a, int col, Oid source_type,
+							  int32 source_typmod, Oid target_type, int32 target_typmod);
+extern void zl_assignment_apply(ZLAssignment *a, Datum *values, bool *isnull,
+								MemoryContext memory_context);
+extern void zl_assignment_end(ZLAssignment *a);
+extern ZLRowCheck *zl_row_check_begin(Relation rel, const ZLTableOptions *opts);
+extern HeapTuple zl_row_check(ZLRowCheck *rc, HeapTuple tuple);
+extern void zl_row_check_end(ZLRowCheck *rc);
 
 /* ---------- zl_scan.c ---------- */
 

@@ -137,6 +137,8 @@ typedef struct ApplyContext
 
 	/* key hashing (zl_keys.c); per value column: equality */
 	ZLKeyHasher *hasher;
+	ZLAssignment *assignment;	/* batch columns to table columns (zl_rowcheck.c) */
+	ZLRowCheck *row_check;		/* generated columns and constraints of versions */
 	int			nvalue_cols;
 	AttrNumber *value_attnums;
 	FmgrInfo   *value_eq;		/* fn_oid InvalidOid: compare images */
@@ -221,7 +223,8 @@ prepare_comparisons(ApplyContext *ac)
 		Form_pg_attribute att = TupleDescAttr(ac->tupdesc, i);
 		TypeCacheEntry *tc;
 
-		if (att->attisdropped || is_key_attnum(opts, att->attnum) ||
+		/* generated columns follow from the others (and the period) */
+		if (att->attisdropped || att->attgenerated || is_key_attnum(opts, att->attnum) ||
 			att->attnum == opts->from_attnum || att->attnum == opts->to_attnum)
 			continue;
 		tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR_FINFO);
@@ -312,16 +315,20 @@ values_equal(ApplyContext *ac, Datum *a, bool *anull, Datum *b, bool *bnull)
 
 /* ---------- reading and validating the batch ---------- */
 
-static const char *
-column_source_type(Oid relid, const char *column, Oid *typid, ApplyContext *ac,
-				   bool required)
+/*
+ * The attribute number of a column of the changes: a column of the zipper
+ * table (argument NULL) or one an argument names; 0 if the changes have
+ * none and it is not required.
+ */
+static AttrNumber
+source_column(ApplyContext *ac, Oid relid, const char *column, const char *argument,
+			  bool required)
 {
 	AttrNumber	attnum = get_attnum(relid, column);
 
-	if (attnum == InvalidAttrNumber || attnum < 0)
-	{
-		if (!required)
-			return NULL;
+	if (attnum > 0 || !required)
+		return attnum > 0 ? attnum : InvalidAttrNumber;
+	if (argument == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
 				 errmsg("column \"%s\" is missing from changes \"%s\"",
@@ -329,32 +336,55 @@ column_source_type(Oid relid, const char *column, Oid *typid, ApplyContext *ac,
 				 errdetail("Zipper table \"%s\" needs its key and value columns and the change-time column in every batch.",
 						   RelationGetRelationName(ac->rel)),
 				 errhint("Add the column to the changes, or name the right column in the call.")));
-	}
-	*typid = get_atttype(relid, attnum);
-	return column;
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_COLUMN),
+			 errmsg("column \"%s\" is missing from changes \"%s\"", column, ac->source_name),
+			 errdetail("Argument %s names it.", argument),
+			 errhint("Name an existing column of the changes%s.",
+					 strcmp(argument, "change_time") == 0 ? "" : ", or leave the argument out")));
+	return InvalidAttrNumber;	/* keep compiler quiet */
+}
+
+/*
+ * Select column attnum of the changes as batch column col, converted to
+ * target_type(target_typmod) as INSERT would assign it (zl_rowcheck.c);
+ * false if no assignment cast exists.
+ */
+static bool
+select_assigned(ApplyContext *ac, StringInfo sql, Oid source_relid, AttrNumber attnum,
+				int col, Oid target_type, int32 target_typmod)
+{
+	Oid			source_type;
+	int32		source_typmod;
+	Oid			source_collation;
+
+	get_atttypetypmodcoll(source_relid, attnum, &source_type, &source_typmod,
+						  &source_collation);
+	appendStringInfo(sql, "%s%s", col > 0 ? ", " : "",
+					 quote_identifier(get_attname(source_relid, attnum, false)));
+	return zl_assignment_add(ac->assignment, col, source_type, source_typmod,
+							 target_type, target_typmod);
 }
 
 static void
-append_cast(StringInfo sql, ApplyContext *ac, Oid source_relid, const char *column,
-			Oid target_type, bool required)
+refuse_column_type(ApplyContext *ac, Oid source_relid, const char *column,
+				   const char *role, Oid target_type)
 {
-	Oid			source_type;
+	Oid			source_type = get_atttype(source_relid, get_attnum(source_relid, column));
 
-	if (column_source_type(source_relid, column, &source_type, ac, required) == NULL)
-	{
-		appendStringInfo(sql, "NULL::%s", format_type_be_qualified(target_type));
-		return;
-	}
-	if (!can_coerce_type(1, &source_type, &target_type, COERCION_ASSIGNMENT))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("column \"%s\" of changes \"%s\" cannot be assigned to the zipper table",
-						column, ac->source_name),
-				 errdetail("Column \"%s\" has type %s, the zipper table needs %s.",
-						   column, format_type_be(source_type), format_type_be(target_type)),
-				 errhint("Cast the column in a view over the changes.")));
-	appendStringInfo(sql, "CAST(%s AS %s)", quote_identifier(column),
-					 format_type_be_qualified(target_type));
+	ereport(ERROR,
+			(errcode(ERRCODE_DATATYPE_MISMATCH),
+			 role == NULL ?
+			 errmsg("column \"%s\" of changes \"%s\" cannot be assigned to the zipper table",
+					column, ac->source_name) :
+			 errmsg("%s column \"%s\" of changes \"%s\" has type %s",
+					role, column, ac->source_name, format_type_be(source_type)),
+			 role == NULL ?
+			 errdetail("Column \"%s\" has type %s, the zipper table needs %s.",
+					   column, format_type_be(source_type), format_type_be(target_type)) :
+			 errdetail("The %s column must be assignable to %s.",
+					   role, format_type_be(target_type)),
+			 errhint("Cast the column in a view over the changes.")));
 }
 
 static ChangeOp
@@ -427,9 +457,32 @@ add_change(KeyState *ks, Change *c)
 	ks->changes[ks->nchanges++] = c;
 }
 
+/* error context while a batch row is converted: which row of which changes */
+typedef struct BatchRowContext
+{
+	ApplyContext *ac;
+	uint64		row;
+} BatchRowContext;
+
+static void
+batch_row_error_context(void *arg)
+{
+	BatchRowContext *brc = arg;
+
+	errcontext("row " UINT64_FORMAT " of changes \"%s\" applied to zipper table \"%s\"",
+			   brc->row + 1, brc->ac->source_name, RelationGetRelationName(brc->ac->rel));
+}
+
 /*
  * Read the batch.  time_column NULL means apply_snapshot: every row is an
- * upsert at snapshot_time.
+ * upsert at snapshot_time.  op_column NULL means the column "op" if the
+ * changes have one; a named one must exist.
+ *
+ * The batch is selected as it is and every column converted to the
+ * table's type and typmod as INSERT assigns it (zl_rowcheck.c), so a
+ * char(3) key never arrives as char(1) and a varchar(n), numeric(p,s) or
+ * domain refuses what INSERT refuses.  Generated columns are not read:
+ * they are computed for every version written.
  */
 static void
 read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
@@ -438,41 +491,50 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 	StringInfoData sql;
 	TupleDesc	tupdesc = ac->tupdesc;
 	int			ncols = tupdesc->natts;
-	bool		has_op = false;
+	AttrNumber	op_attnum = InvalidAttrNumber;
 	bool		has_seq = seq_column != NULL;
-	Oid			dummy;
 	MemoryContext batch_context = CurrentMemoryContext;
+	BatchRowContext row_context = {ac, 0};
+	ErrorContextCallback callback;
 
+	ac->assignment = zl_assignment_create(ncols + 3);
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT ");
 	for (int i = 0; i < ncols; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
 
-		if (i > 0)
-			appendStringInfoString(&sql, ", ");
-		if (att->attisdropped || att->attnum == ac->opts.from_attnum ||
-			att->attnum == ac->opts.to_attnum)
-			appendStringInfoString(&sql, "NULL");
-		else
-			append_cast(&sql, ac, source_relid, NameStr(att->attname), att->atttypid, true);
+		if (att->attisdropped || att->attgenerated ||
+			att->attnum == ac->opts.from_attnum || att->attnum == ac->opts.to_attnum)
+			appendStringInfo(&sql, "%sNULL", i > 0 ? ", " : "");
+		else if (!select_assigned(ac, &sql, source_relid,
+								  source_column(ac, source_relid, NameStr(att->attname), NULL, true),
+								  i, att->atttypid, att->atttypmod))
+			refuse_column_type(ac, source_relid, NameStr(att->attname), NULL, att->atttypid);
 	}
 	if (time_column != NULL)
 	{
-		appendStringInfoString(&sql, ", ");
-		append_cast(&sql, ac, source_relid, time_column, ac->opts.period_type, true);
-		has_op = op_column != NULL &&
-			column_source_type(source_relid, op_column, &dummy, ac, false) != NULL;
-		appendStringInfoString(&sql, ", ");
-		if (has_op)
-			appendStringInfo(&sql, "CAST(%s AS pg_catalog.text)", quote_identifier(op_column));
+		if (!select_assigned(ac, &sql, source_relid,
+							 source_column(ac, source_relid, time_column, "change_time", true),
+							 ncols, ac->opts.period_type, -1))
+			refuse_column_type(ac, source_relid, time_column, "change-time",
+							   ac->opts.period_type);
+		op_attnum = source_column(ac, source_relid, op_column ? op_column : "op", "op",
+								  op_column != NULL);
+		if (op_attnum != InvalidAttrNumber)
+			appendStringInfo(&sql, ", CAST(%s AS pg_catalog.text)",
+							 quote_identifier(get_attname(source_relid, op_attnum, false)));
 		else
-			appendStringInfoString(&sql, "NULL");
-		appendStringInfoString(&sql, ", ");
+			appendStringInfoString(&sql, ", NULL");
 		if (has_seq)
-			append_cast(&sql, ac, source_relid, seq_column, INT8OID, true);
+		{
+			if (!select_assigned(ac, &sql, source_relid,
+								 source_column(ac, source_relid, seq_column, "seq", true),
+								 ncols + 2, INT8OID, -1))
+				refuse_column_type(ac, source_relid, seq_column, "seq", INT8OID);
+		}
 		else
-			appendStringInfoString(&sql, "NULL");
+			appendStringInfoString(&sql, ", NULL");
 	}
 	appendStringInfo(&sql, " FROM %s",
 					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(source_relid)),
@@ -483,6 +545,10 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 	if (SPI_execute(sql.data, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "reading changes failed: %s", sql.data);
 
+	callback.callback = batch_row_error_context;
+	callback.arg = &row_context;
+	callback.previous = error_context_stack;
+	error_context_stack = &callback;
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
 		HeapTuple	row = SPI_tuptable->vals[r];
@@ -492,12 +558,14 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 		HeapTuple	flat;
 		KeyState   *ks;
 
+		row_context.row = r;
 		/* values must point neither into the source's TOAST nor into SPI memory */
 		flat = HeapTupleHasExternal(row) ? toast_flatten_tuple(row, SPI_tuptable->tupdesc) :
 			heap_copytuple(row);
 		c->values = palloc(sizeof(Datum) * (ncols + 3));
 		c->isnull = palloc(sizeof(bool) * (ncols + 3));
 		heap_deform_tuple(flat, SPI_tuptable->tupdesc, c->values, c->isnull);
+		zl_assignment_apply(ac->assignment, c->values, c->isnull, batch_context);
 		c->arrival = (uint32) r;
 		if (time_column != NULL)
 		{
@@ -521,7 +589,10 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 		ac->counts.changes++;
 		MemoryContextSwitchTo(old);
 	}
+	error_context_stack = callback.previous;
 	SPI_finish();
+	zl_assignment_end(ac->assignment);
+	ac->assignment = NULL;
 }
 
 static int
@@ -919,7 +990,7 @@ write_version(ApplyContext *ac, ZLWriteState *state, Version *v)
 	values[ac->opts.to_attnum - 1] = zl_instant_to_datum(v->to, ac->opts.period_type);
 	v->isnull[ac->opts.from_attnum - 1] = false;
 	v->isnull[ac->opts.to_attnum - 1] = false;
-	tuple = heap_form_tuple(ac->tupdesc, values, v->isnull);
+	tuple = zl_row_check(ac->row_check, heap_form_tuple(ac->tupdesc, values, v->isnull));
 	if (tuple->t_len > TOAST_TUPLE_THRESHOLD)
 		tuple = heap_toast_insert_or_update(ac->rel, tuple, NULL, 0);
 	zl_write_add(state, tuple);
@@ -1077,6 +1148,7 @@ apply_begin(ApplyContext *ac, Oid relid, Oid source_relid)
 				 errdetail("Changes are placed by the key and period columns named at registration."),
 				 errhint("Register it with zipper_lake.register().")));
 	prepare_comparisons(ac);
+	ac->row_check = zl_row_check_begin(ac->rel, &ac->opts);
 	ac->nbuckets = 1024;
 	ac->buckets = palloc(sizeof(int) * ac->nbuckets);
 	memset(ac->buckets, -1, sizeof(int) * ac->nbuckets);
@@ -1089,6 +1161,7 @@ apply_result(FunctionCallInfo fcinfo, ApplyContext *ac)
 	Datum		values[6];
 	bool		nulls[6] = {0};
 
+	zl_row_check_end(ac->row_check);
 	table_close(ac->rel, NoLock);
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -1146,6 +1219,17 @@ zipper_lake_apply_snapshot(PG_FUNCTION_ARGS)
 	ac.delete_missing = PG_GETARG_BOOL(3);
 	ac.delete_time = snapshot_time;
 	read_batch(&ac, PG_GETARG_OID(1), NULL, NULL, NULL, snapshot_time);
+	/* 0.1's signature had no allow_empty */
+	if (ac.counts.changes == 0 && !(PG_NARGS() > 4 && !PG_ARGISNULL(4) && PG_GETARG_BOOL(4)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("snapshot \"%s\" is empty", ac.source_name),
+				 ac.delete_missing ?
+				 errdetail("Applied with deletes, an empty image would delete every key of zipper table \"%s\" at %s.",
+						   RelationGetRelationName(ac.rel), time_text(&ac, snapshot_time)) :
+				 errdetail("An empty image changes nothing in zipper table \"%s\".",
+						   RelationGetRelationName(ac.rel)),
+				 errhint("Pass allow_empty => true if the source really is empty; nothing was applied.")));
 	apply_batch(&ac);
 	return apply_result(fcinfo, &ac);
 }

@@ -79,6 +79,9 @@ typedef enum ZLMetaQuery
 	Q_TAKE_FREE_EXTENT,
 	Q_DELETE_SUBGROUP_MASKS,
 	Q_INSERT_MASK,
+	Q_TIME_ZONE_EXISTS,
+	Q_TABLE_STORAGES,
+	Q_FORGET_REGISTRATION,
 	Q_COUNT
 } ZLMetaQuery;
 
@@ -221,6 +224,15 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		" SELECT $1, u.subgroup_id, u.positions::int4[]"
 		" FROM unnest($2, $3) AS u(subgroup_id, positions)",
 		3, {INT8OID, INT8ARRAYOID, TEXTARRAYOID}
+	},
+	[Q_TABLE_STORAGES] = {
+		"SELECT storage_id FROM zipper_lake.storage WHERE relid = $1", 1, {OIDOID}
+	},
+	[Q_FORGET_REGISTRATION] = {
+		"DELETE FROM zipper_lake.registration WHERE tbl = $1", 1, {OIDOID}
+	},
+	[Q_TIME_ZONE_EXISTS] = {
+		"SELECT 1 FROM pg_timezone_names WHERE name = $1", 1, {TEXTOID}
 	},
 };
 
@@ -365,6 +377,35 @@ zl_meta_forget_storage(uint64 storage_id)
 	meta_end(&session);
 }
 
+/*
+ * Forget a table that stopped being a zipper table (SET ACCESS METHOD):
+ * the metadata of all its storages and its registration.
+ */
+void
+zl_meta_forget_table(Oid relid)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	uint64		nstorages;
+	int64	   *storages;
+
+	meta_begin(&session);
+	meta_exec(Q_TABLE_STORAGES, values, NULL, InvalidSnapshot, true);
+	nstorages = SPI_processed;
+	storages = palloc(sizeof(int64) * Max(nstorages, 1));
+	for (uint64 i = 0; i < nstorages; i++)
+	{
+		bool		isnull;
+
+		storages[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+												  SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	meta_exec(Q_FORGET_REGISTRATION, values, NULL, InvalidSnapshot, false);
+	meta_end(&session);
+	for (uint64 i = 0; i < nstorages; i++)
+		zl_meta_forget_storage((uint64) storages[i]);
+}
+
 /* ---------- registration ---------- */
 
 /* values in the column order of zipper_lake.registration */
@@ -376,6 +417,21 @@ zl_meta_insert_registration(Datum *values)
 	meta_begin(&session);
 	meta_exec(Q_INSERT_REGISTRATION, values, NULL, InvalidSnapshot, false);
 	meta_end(&session);
+}
+
+/* is name a zone of pg_timezone_names (not an abbreviation or POSIX rule)? */
+bool
+zl_meta_time_zone_exists(const char *name)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {CStringGetTextDatum(name)};
+	bool		exists;
+
+	meta_begin(&session);
+	meta_exec(Q_TIME_ZONE_EXISTS, values, NULL, InvalidSnapshot, true);
+	exists = SPI_processed > 0;
+	meta_end(&session);
+	return exists;
 }
 
 static AttrNumber

@@ -6,7 +6,8 @@
  * The ExecutorStart hook refuses UPDATE, DELETE and MERGE on zipper tables
  * before any row is touched; the ExecutorFinish hook flushes the rows an
  * INSERT buffered (zl_write.c) once the statement has produced them all.
- * The ProcessUtility hook refuses retyping registered columns
+ * The ProcessUtility hook refuses retyping registered columns and forgets
+ * the metadata of a zipper table converted to another access method
  * (zl_register.c).  The planner hooks live in zl_customscan.c (pruned scans) and
  * zl_inline.c (read helpers inlined into scans).
  *
@@ -94,14 +95,21 @@ zl_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 				  ProcessUtilityContext context, ParamListInfo params,
 				  QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
 {
+	Oid			converted = InvalidOid;
+
 	if (IsA(pstmt->utilityStmt, AlterTableStmt))
+	{
 		zl_refuse_registered_column_retype((AlterTableStmt *) pstmt->utilityStmt);
+		converted = zl_access_method_change_target((AlterTableStmt *) pstmt->utilityStmt);
+	}
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
 							queryEnv, dest, qc);
 	else
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
 								queryEnv, dest, qc);
+	if (OidIsValid(converted))
+		zl_forget_converted_table(converted);
 }
 
 void

@@ -3,9 +3,9 @@
  * zl_register.c
  *	  SQL-callable pieces of registration.
  *
- * zipper_lake.register() (SQL) validates its arguments and calls
- * zipper_lake._register(), which checks that the caller owns the table
- * and writes the registration row with the metadata owner's rights.  A
+ * zipper_lake.register() checks the caller owns the table, validates every
+ * option and writes the registration row with the metadata owner's
+ * rights.  A
  * trigger on zipper_lake.registration places rows loaded before the
  * registration existed — after register() and equally when pg_restore
  * loads the registration after the table's data.
@@ -22,10 +22,20 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_inherits.h"
 #include "commands/defrem.h"
+#include "catalog/partition.h"
+#include "catalog/pg_type.h"
+#include "optimizer/optimizer.h"
 #include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/partcache.h"
+#include "utils/timestamp.h"
 
+PG_FUNCTION_INFO_V1(zipper_lake_register);
 PG_FUNCTION_INFO_V1(zipper_lake_register_row);
 PG_FUNCTION_INFO_V1(zipper_lake_place_unplaced_trigger);
 PG_FUNCTION_INFO_V1(zipper_lake_storage_id);
@@ -47,32 +57,312 @@ zl_open_zipper_table(Oid relid, LOCKMODE lockmode)
 	return rel;
 }
 
-Datum
-zipper_lake_register_row(PG_FUNCTION_ARGS)
+/* "public.acct": how messages name the table */
+static char *
+qualified_name(Relation rel)
 {
-	Oid			relid = PG_GETARG_OID(0);
-	Relation	rel = zl_open_zipper_table(relid, ShareUpdateExclusiveLock);
-	Datum		values[10];
+	return quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+									  RelationGetRelationName(rel));
+}
 
-	if (!pg_class_ownercheck(relid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, RelationGetRelationName(rel));
+static void
+refuse_option(const char *message, const char *hint)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg_internal("%s", message),
+			 errhint("%s", hint)));
+}
 
-	for (int i = 0; i < 10; i++)
+/* a column of the table by name, or an error naming what it was meant to be */
+static AttrNumber
+registered_column(Relation rel, const char *name)
+{
+	AttrNumber	attnum = name ? get_attnum(RelationGetRelid(rel), name) : InvalidAttrNumber;
+
+	if (attnum <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 name ? errmsg("column \"%s\" of table %s does not exist", name, qualified_name(rel)) :
+				 errmsg("a column name of table %s is null", qualified_name(rel)),
+				 errhint("Name existing columns for the key and the period.")));
+	return attnum;
+}
+
+/*
+ * A partition whose ancestors are partitioned by a period column would
+ * have to move rows between partitions whenever a version is closed or
+ * split: refuse it (apply_changes checks every row against the partition
+ * constraint too, so a later ATTACH cannot corrupt it either).
+ */
+static void
+refuse_period_partition_key(Relation rel, AttrNumber from_attnum, AttrNumber to_attnum)
+{
+	List	   *ancestors;
+	ListCell   *lc;
+	const char *period[2] = {get_attname(RelationGetRelid(rel), from_attnum, false),
+							 get_attname(RelationGetRelid(rel), to_attnum, false)};
+
+	if (!rel->rd_rel->relispartition)
+		return;
+	ancestors = get_partition_ancestors(RelationGetRelid(rel));
+	foreach(lc, ancestors)
 	{
+		Relation	parent = relation_open(lfirst_oid(lc), AccessShareLock);
+		PartitionKey key = RelationGetPartitionKey(parent);
+		Bitmapset  *used = NULL;
+		ListCell   *lc2 = list_head(key->partexprs);
+
+		for (int i = 0; i < key->partnatts; i++)
+		{
+			if (key->partattrs[i] != 0)
+				used = bms_add_member(used, key->partattrs[i] - FirstLowInvalidHeapAttributeNumber);
+			else
+			{
+				pull_varattnos(lfirst(lc2), 1, &used);
+				lc2 = lnext(key->partexprs, lc2);
+			}
+		}
+		for (int p = 0; p < 2; p++)
+		{
+			AttrNumber	attnum = get_attnum(RelationGetRelid(parent), period[p]);
+
+			if (attnum > 0 && bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, used))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot register table %s: its parent %s is partitioned by period column \"%s\"",
+								qualified_name(rel), qualified_name(parent), period[p]),
+						 errdetail("Closing or splitting a version changes its period, which would move it to another partition."),
+						 errhint("Partition the parent by key or other columns; zipper tables partition their versions by end date themselves.")));
+		}
+		relation_close(parent, AccessShareLock);
+	}
+}
+
+/*
+ * A group span: a positive number of months (or years), or a positive
+ * length in days and time — never both, so windows have one length.
+ */
+static void
+check_span(const Interval *span)
+{
+	bool		ok = span->month != 0 ?
+		span->month > 0 && span->day == 0 && span->time == 0 :
+		(int64) span->day * USECS_PER_DAY + span->time > 0;
+
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid group span \"%s\"",
+						DatumGetCString(DirectFunctionCall1(interval_out,
+															IntervalPGetDatum(span)))),
+				 errhint("A group span is a positive number of months or years, or a positive length in days and time, not both.")));
+}
+
+/*
+ * zipper_lake.register(tbl, key, valid_from, valid_to, partition_unit,
+ * history_group_span, current_group_span, max_subgroups, open_end,
+ * time_zone): every check of a registration, then the registration row
+ * (written with the metadata owner's rights, zl_metadata.c).  Only the
+ * table's owner registers it.
+ */
+static Datum
+register_table(FunctionCallInfo fcinfo, bool open_end_converted)
+{
+	static const char *const argnames[] = {"tbl", "key", "valid_from", "valid_to",
+		"partition_unit", "history_group_span", "current_group_span",
+	"max_subgroups", "open_end", "time_zone"};
+	Relation	rel;
+	Datum		values[10];
+	ArrayType  *key_array;
+	char	   *key_text;
+	Datum	   *key_elems;
+	bool	   *key_nulls;
+	int16		elem_len;
+	bool		elem_byval;
+	char		elem_align;
+	char	   *key_name;
+	int			nkeys;
+	Datum	   *key_names;
+	AttrNumber	key_attnums[INDEX_MAX_KEYS];
+	const char *from_name,
+			   *to_name;
+	AttrNumber	from_attnum,
+				to_attnum;
+	Oid			from_type,
+				to_type;
+	char	   *unit;
+	TimestampTz open_end;
+	char	   *time_zone;
+	ZLTableOptions existing;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("table to register must not be null"),
+				 errhint("Pass the zipper table, e.g. zipper_lake.register('account', key => ARRAY['id']).")));
+	rel = zl_open_zipper_table(PG_GETARG_OID(0), ShareUpdateExclusiveLock);
+	if (!pg_class_ownercheck(RelationGetRelid(rel), GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of table %s", qualified_name(rel)),
+				 errhint("Only the owner of a table registers it.")));
+	/* writers of the table wait, then see the registration (zl_write.c) */
+	(void) zl_write_lock_table(zl_storage_id(rel), false);
+	if (zl_meta_load_options(rel, &existing, true))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("table %s is already registered", qualified_name(rel)),
+				 errhint("A table is registered once, when it is created.")));
+
+	/* the key: distinct existing columns, none null */
+	if (PG_ARGISNULL(1) ||
+		ArrayGetNItems(ARR_NDIM(PG_GETARG_ARRAYTYPE_P(1)), ARR_DIMS(PG_GETARG_ARRAYTYPE_P(1))) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("key of table %s is empty", qualified_name(rel)),
+				 errhint("Pass the business key columns, e.g. key => ARRAY['id'].")));
+	key_array = PG_GETARG_ARRAYTYPE_P(1);
+	key_text = OidOutputFunctionCall(F_ARRAY_OUT, PointerGetDatum(key_array));
+	get_typlenbyvalalign(ARR_ELEMTYPE(key_array), &elem_len, &elem_byval, &elem_align);
+	deconstruct_array(key_array, ARR_ELEMTYPE(key_array), elem_len, elem_byval, elem_align,
+					  &key_elems, &key_nulls, &nkeys);
+	if (nkeys > INDEX_MAX_KEYS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("key of table %s has %d columns", qualified_name(rel), nkeys),
+				 errhint("A key has at most %d columns.", INDEX_MAX_KEYS)));
+	key_names = palloc(sizeof(Datum) * nkeys);
+	for (int i = 0; i < nkeys; i++)
+	{
+		if (key_nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("key of table %s names a null column", qualified_name(rel)),
+					 errdetail("Element %d of the key is null.", i + 1),
+					 errhint("List the names of the key columns.")));
+		/* text[] from register(), name[] from 0.1's _register() */
+		key_name = ARR_ELEMTYPE(key_array) == NAMEOID ?
+			pstrdup(NameStr(*DatumGetName(key_elems[i]))) : TextDatumGetCString(key_elems[i]);
+		key_attnums[i] = registered_column(rel, key_name);
+		key_names[i] = DirectFunctionCall1(namein, CStringGetDatum(key_name));
+		for (int j = 0; j < i; j++)
+			if (key_attnums[j] == key_attnums[i])
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("key of table %s names a column twice", qualified_name(rel)),
+						 errdetail("Key is %s.", key_text),
+						 errhint("List each key column once.")));
+	}
+
+	/* every other option must be given (defaults come from the SQL signature) */
+	for (int i = 2; i < 10; i++)
 		if (PG_ARGISNULL(i))
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("registration argument %d is null", i + 1),
-					 errhint("Pass a value for every option or leave it at its default.")));
-		values[i] = PG_GETARG_DATUM(i);
+					 errmsg("registration option %s must not be null", argnames[i]),
+					 errhint("Pass a value or leave the option at its default.")));
+
+	/* the period: two columns outside the key, both timestamptz, timestamp or date */
+	from_name = NameStr(*PG_GETARG_NAME(2));
+	to_name = NameStr(*PG_GETARG_NAME(3));
+	from_attnum = registered_column(rel, from_name);
+	to_attnum = registered_column(rel, to_name);
+	for (int i = 0; i <= nkeys; i++)
+		if (from_attnum == to_attnum ||
+			(i < nkeys && (key_attnums[i] == from_attnum || key_attnums[i] == to_attnum)))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("period columns of table %s must be two columns outside the key",
+							qualified_name(rel)),
+					 errdetail("Key is %s, valid_from is %s, valid_to is %s.",
+							   key_text, from_name, to_name),
+					 errhint("Use distinct columns for valid_from and valid_to.")));
+	from_type = get_atttype(RelationGetRelid(rel), from_attnum);
+	to_type = get_atttype(RelationGetRelid(rel), to_attnum);
+	if (from_type != to_type ||
+		(from_type != TIMESTAMPTZOID && from_type != TIMESTAMPOID && from_type != DATEOID))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("period columns of table %s have unsupported types", qualified_name(rel)),
+				 errdetail("Column %s is %s and column %s is %s.", from_name,
+						   format_type_be(from_type), to_name, format_type_be(to_type)),
+				 errhint("Both period columns must be timestamptz, both timestamp or both date.")));
+	refuse_period_partition_key(rel, from_attnum, to_attnum);
+
+	/* layout options */
+	unit = text_to_cstring(PG_GETARG_TEXT_PP(4));
+	if (strcmp(unit, "day") != 0 && strcmp(unit, "month") != 0 && strcmp(unit, "year") != 0)
+		refuse_option(psprintf("invalid partition unit \"%s\"", unit),
+					  "Use 'day', 'month' or 'year'.");
+	check_span(PG_GETARG_INTERVAL_P(5));
+	check_span(PG_GETARG_INTERVAL_P(6));
+	if (PG_GETARG_INT32(7) < 1)
+		refuse_option(psprintf("invalid max_subgroups %d", PG_GETARG_INT32(7)),
+					  "A file group holds at least one sub-group.");
+	open_end = PG_GETARG_TIMESTAMPTZ(8);
+	if (TIMESTAMP_IS_NOBEGIN(open_end))
+		refuse_option("invalid open end -infinity",
+					  "Use 'infinity' or a far-future time such as '9999-12-31'.");
+	time_zone = text_to_cstring(PG_GETARG_TEXT_PP(9));
+	if (!zl_meta_time_zone_exists(time_zone))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid time zone \"%s\"", time_zone),
+				 errdetail("%s is not in pg_timezone_names (abbreviations such as CEST are not time zones).",
+						   time_zone),
+				 errhint("Use a name from pg_timezone_names, such as 'UTC' or 'Asia/Shanghai'.")));
+
+	/*
+	 * timestamp and date tables keep the open end as its wall-clock value
+	 * (in the session's zone) at UTC, so it reads the same in every session
+	 */
+	if (from_type != TIMESTAMPTZOID && !TIMESTAMP_NOT_FINITE(open_end) &&
+		!open_end_converted)
+	{
+		Timestamp	local = DatumGetTimestamp(DirectFunctionCall1(timestamptz_timestamp,
+																  TimestampTzGetDatum(open_end)));
+
+		if (from_type == DATEOID)
+			local = DatumGetTimestamp(DirectFunctionCall1(date_timestamp,
+														  DirectFunctionCall1(timestamp_date,
+																			  TimestampGetDatum(local))));
+		open_end = (TimestampTz) local;
 	}
-	/* writers of the table wait, then see the registration (zl_write.c) */
-	(void) zl_write_lock_table(zl_storage_id(rel), false);
+
+	values[0] = ObjectIdGetDatum(RelationGetRelid(rel));
+	values[1] = PointerGetDatum(construct_array(key_names, nkeys, NAMEOID, NAMEDATALEN,
+												false, TYPALIGN_CHAR));
+	values[2] = PG_GETARG_DATUM(2);
+	values[3] = PG_GETARG_DATUM(3);
+	values[4] = PG_GETARG_DATUM(4);
+	values[5] = PG_GETARG_DATUM(5);
+	values[6] = PG_GETARG_DATUM(6);
+	values[7] = PG_GETARG_DATUM(7);
+	values[8] = TimestampTzGetDatum(open_end);
+	values[9] = PG_GETARG_DATUM(9);
 	zl_meta_insert_registration(values);
 	/* cached registrations (zl_metadata.c) follow a commit or rollback */
 	CacheInvalidateRelcache(rel);
 	table_close(rel, NoLock);
 	PG_RETURN_VOID();
+}
+
+Datum
+zipper_lake_register(PG_FUNCTION_ARGS)
+{
+	return register_table(fcinfo, false);
+}
+
+/*
+ * zipper_lake._register() of the 0.1 install script, which converted the
+ * open end itself: kept so a 0.1 installation works with this library
+ * until ALTER EXTENSION UPDATE replaces it.
+ */
+Datum
+zipper_lake_register_row(PG_FUNCTION_ARGS)
+{
+	return register_table(fcinfo, true);
 }
 
 Datum
@@ -102,7 +392,11 @@ zipper_lake_place_unplaced_trigger(PG_FUNCTION_ARGS)
 	return PointerGetDatum(newrow);
 }
 
-/* a zipper table the caller may read (inspect, verify) */
+/*
+ * A zipper table the caller may read (inspect, verify): with SELECT on
+ * it, and no row-level security hiding rows whose counts and times the
+ * metadata would show.
+ */
 Relation
 zl_open_readable_zipper_table(Oid relid)
 {
@@ -111,6 +405,7 @@ zl_open_readable_zipper_table(Oid relid)
 
 	if (aclresult != ACLCHECK_OK)
 		aclcheck_error(aclresult, OBJECT_TABLE, RelationGetRelationName(rel));
+	zl_refuse_row_security(rel);
 	return rel;
 }
 
@@ -166,6 +461,43 @@ zl_refuse_registered_column_retype(AlterTableStmt *stmt)
 		}
 		relation_close(rel, NoLock);
 	}
+}
+
+/*
+ * ALTER TABLE ... SET ACCESS METHOD on a zipper table: the table whose
+ * metadata must go once the command has converted it, else InvalidOid.
+ */
+Oid
+zl_access_method_change_target(AlterTableStmt *stmt)
+{
+	Oid			relid;
+	Relation	rel;
+	ListCell   *lc;
+	bool		zipper;
+
+	foreach(lc, stmt->cmds)
+		if (((AlterTableCmd *) lfirst(lc))->subtype == AT_SetAccessMethod)
+			break;
+	if (lc == NULL)
+		return InvalidOid;
+	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	if (!OidIsValid(relid) || (rel = try_relation_open(relid, NoLock)) == NULL)
+		return InvalidOid;
+	zipper = zl_is_zipper_relation(rel);
+	relation_close(rel, NoLock);
+	return zipper ? relid : InvalidOid;
+}
+
+/* after the conversion: the table's rows now live elsewhere */
+void
+zl_forget_converted_table(Oid relid)
+{
+	Relation	rel = relation_open(relid, NoLock);
+	bool		zipper = zl_is_zipper_relation(rel);
+
+	relation_close(rel, NoLock);
+	if (!zipper)
+		zl_meta_forget_table(relid);
 }
 
 Datum

@@ -246,11 +246,9 @@ attname_of(TupleDesc tupdesc, AttrNumber attnum)
 }
 
 /* "key (id)=(7), valid_from ..., valid_to ..." for error details */
-static char *
-describe_row(ZLWriteState *state, HeapTuple tuple)
+char *
+zl_describe_version(const ZLTableOptions *opts, TupleDesc tupdesc, HeapTuple tuple)
 {
-	const ZLTableOptions *opts = &state->opts;
-	TupleDesc	tupdesc = state->tupdesc;
 	AttrNumber	period[2] = {opts->from_attnum, opts->to_attnum};
 	StringInfoData buf;
 
@@ -267,6 +265,12 @@ describe_row(ZLWriteState *state, HeapTuple tuple)
 											   opts->period_type));
 	}
 	return buf.data;
+}
+
+static char *
+describe_row(ZLWriteState *state, HeapTuple tuple)
+{
+	return zl_describe_version(&state->opts, state->tupdesc, tuple);
 }
 
 /* check a row against the rules of SPEC §2 and compute its placement */
