@@ -18,7 +18,8 @@ OBJS = \
 	src/zl_customscan.o \
 	src/zl_keys.o \
 	src/zl_inline.o \
-	src/zl_rowcheck.o
+	src/zl_rowcheck.o \
+	src/zl_ddl.o
 
 DATA = $(wildcard sql/install/zipper_lake--*.sql)
 

@@ -188,6 +188,10 @@ extern char *zl_instant_to_cstring(int64 instant, Oid typid);
 
 extern void zl_customscan_init(void);
 
+/* ---------- zl_ddl.c ---------- */
+
+extern void zl_ddl_init(void);
+
 /* ---------- zl_inline.c ---------- */
 
 extern void zl_inline_init(void);
@@ -214,6 +218,7 @@ extern int32 *zl_key_directory_probe(const bytea *dir, const uint32 *hashes,
 extern uint64 zl_meta_new_storage(Oid relid);
 extern void zl_meta_forget_storage(uint64 storage_id);
 extern void zl_meta_forget_table(Oid relid);
+extern Oid	zl_meta_storage_owner(uint64 storage_id);
 extern void zl_meta_insert_registration(Datum *values);
 extern bool zl_meta_time_zone_exists(const char *name);
 extern bool zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write);
@@ -318,9 +323,6 @@ extern void zl_refuse_row_security(Relation rel);
 
 extern Relation zl_open_zipper_table(Oid relid, LOCKMODE lockmode);
 extern Relation zl_open_readable_zipper_table(Oid relid);
-extern void zl_refuse_registered_column_retype(AlterTableStmt *stmt);
-extern Oid	zl_access_method_change_target(AlterTableStmt *stmt);
-extern void zl_forget_converted_table(Oid relid);
 
 /* ---------- zl_rowcheck.c ---------- */
 

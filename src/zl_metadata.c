@@ -81,6 +81,7 @@ typedef enum ZLMetaQuery
 	Q_INSERT_MASK,
 	Q_TIME_ZONE_EXISTS,
 	Q_TABLE_STORAGES,
+	Q_STORAGE_OWNER,
 	Q_FORGET_REGISTRATION,
 	Q_COUNT
 } ZLMetaQuery;
@@ -227,6 +228,9 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	},
 	[Q_TABLE_STORAGES] = {
 		"SELECT storage_id FROM zipper_lake.storage WHERE relid = $1", 1, {OIDOID}
+	},
+	[Q_STORAGE_OWNER] = {
+		"SELECT relid FROM zipper_lake.storage WHERE storage_id = $1", 1, {INT8OID}
 	},
 	[Q_FORGET_REGISTRATION] = {
 		"DELETE FROM zipper_lake.registration WHERE tbl = $1", 1, {OIDOID}
@@ -378,8 +382,8 @@ zl_meta_forget_storage(uint64 storage_id)
 }
 
 /*
- * Forget a table that stopped being a zipper table (SET ACCESS METHOD):
- * the metadata of all its storages and its registration.
+ * Forget a table that is dropped or stopped being a zipper table (SET
+ * ACCESS METHOD): the metadata of all its storages and its registration.
  */
 void
 zl_meta_forget_table(Oid relid)
@@ -404,6 +408,27 @@ zl_meta_forget_table(Oid relid)
 	meta_end(&session);
 	for (uint64 i = 0; i < nstorages; i++)
 		zl_meta_forget_storage((uint64) storages[i]);
+}
+
+/* the table a storage was created for, InvalidOid if none */
+Oid
+zl_meta_storage_owner(uint64 storage_id)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {Int64GetDatum((int64) storage_id)};
+	Oid			owner = InvalidOid;
+
+	meta_begin(&session);
+	meta_exec(Q_STORAGE_OWNER, values, NULL, InvalidSnapshot, true);
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+
+		owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+											   SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	meta_end(&session);
+	return owner;
 }
 
 /* ---------- registration ---------- */

@@ -6,9 +6,8 @@
  * The ExecutorStart hook refuses UPDATE, DELETE and MERGE on zipper tables
  * before any row is touched; the ExecutorFinish hook flushes the rows an
  * INSERT buffered (zl_write.c) once the statement has produced them all.
- * The ProcessUtility hook refuses retyping registered columns and forgets
- * the metadata of a zipper table converted to another access method
- * (zl_register.c).  The planner hooks live in zl_customscan.c (pruned scans) and
+ * DDL goes through the object access hook of zl_ddl.c.  The planner hooks
+ * live in zl_customscan.c (pruned scans) and
  * zl_inline.c (read helpers inlined into scans).
  *
  *-------------------------------------------------------------------------
@@ -20,7 +19,6 @@
 #include "fmgr.h"
 #include "nodes/parsenodes.h"
 #include "parser/parsetree.h"
-#include "tcop/utility.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 
@@ -30,7 +28,6 @@ bool		zipper_lake_enable_pruning = true;
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
-static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 void		_PG_init(void);
 
@@ -90,28 +87,6 @@ zl_ExecutorFinish(QueryDesc *queryDesc)
 		zl_write_flush_all();
 }
 
-static void
-zl_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
-				  ProcessUtilityContext context, ParamListInfo params,
-				  QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
-{
-	Oid			converted = InvalidOid;
-
-	if (IsA(pstmt->utilityStmt, AlterTableStmt))
-	{
-		zl_refuse_registered_column_retype((AlterTableStmt *) pstmt->utilityStmt);
-		converted = zl_access_method_change_target((AlterTableStmt *) pstmt->utilityStmt);
-	}
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-							queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-								queryEnv, dest, qc);
-	if (OidIsValid(converted))
-		zl_forget_converted_table(converted);
-}
-
 void
 _PG_init(void)
 {
@@ -129,10 +104,9 @@ _PG_init(void)
 	ExecutorStart_hook = zl_ExecutorStart;
 	prev_ExecutorFinish = ExecutorFinish_hook;
 	ExecutorFinish_hook = zl_ExecutorFinish;
-	prev_ProcessUtility = ProcessUtility_hook;
-	ProcessUtility_hook = zl_ProcessUtility;
 
 	zl_write_register_callbacks();
+	zl_ddl_init();
 	zl_customscan_init();
 	zl_inline_init();
 }

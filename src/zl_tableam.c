@@ -292,6 +292,14 @@ forget_current_storage(Relation rel)
 	zl_write_discard_relation(RelationGetRelid(rel));
 	if (smgrexists(srel, MAIN_FORKNUM) && smgrnblocks(srel, MAIN_FORKNUM) > 0)
 		zl_meta_forget_storage(zl_storage_id(rel));
+	else
+
+		/*
+		 * A new table: rows a drop left behind under a reused OID (a session
+		 * that had not loaded the library, with the event trigger of
+		 * zl_ddl.c disabled) must not become its registration.
+		 */
+		zl_meta_forget_table(RelationGetRelid(rel));
 	if (rel->rd_amcache != NULL)
 	{
 		pfree(rel->rd_amcache);

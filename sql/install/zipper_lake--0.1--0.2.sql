@@ -180,3 +180,26 @@ BEGIN
         keys, keys, keys, tbl, reg.valid_to, open_end, keys);
 END
 $$;
+
+-- ---------------------------------------------------------------------------
+-- DDL: one C path (src/zl_ddl.c, an object access hook) forgets the metadata
+-- of dropped or converted tables and guards registered columns, whatever the
+-- route (also under session_replication_role = replica).  The event trigger
+-- below only makes sure the library, and with it the hook, is loaded before
+-- any DDL command runs; 0.1's PL/pgSQL event triggers go.
+-- ---------------------------------------------------------------------------
+
+DROP EVENT TRIGGER zipper_lake_drop_metadata;
+DROP FUNCTION zipper_lake._drop_metadata();
+DROP EVENT TRIGGER zipper_lake_registered_columns;
+DROP FUNCTION zipper_lake._check_registered_columns();
+
+CREATE FUNCTION zipper_lake._load_hooks()
+RETURNS event_trigger
+AS 'MODULE_PATHNAME', 'zipper_lake_load_hooks'
+LANGUAGE C;
+REVOKE ALL ON FUNCTION zipper_lake._load_hooks() FROM PUBLIC;
+
+CREATE EVENT TRIGGER zipper_lake_load_hooks ON ddl_command_start
+    EXECUTE FUNCTION zipper_lake._load_hooks();
+ALTER EVENT TRIGGER zipper_lake_load_hooks ENABLE ALWAYS;

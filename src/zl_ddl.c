@@ -1,0 +1,221 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_ddl.c
+ *	  DDL on zipper tables: one path for every route.
+ *
+ * Two promises hold however a command reaches a zipper table:
+ *
+ *  - Its metadata goes with it.  Dropping a zipper table — DROP TABLE,
+ *    DROP SCHEMA ... CASCADE, DROP OWNED, a cascade from a type — and
+ *    converting one to another access method (ALTER TABLE ... SET ACCESS
+ *    METHOD swaps the files, then drops the transient relation that now
+ *    holds the zipper storage) all end in the drop of a relation that has
+ *    a zipper_lake file.  object_access_hook sees each such drop (OAT_DROP,
+ *    before the catalog rows go); the storage id in that file's metapage
+ *    names the table it was registered for, whose registration, sub-groups,
+ *    masks and free extents are deleted (zl_meta_forget_table).  TRUNCATE
+ *    replaces a file: relation_set_new_filenode forgets the old storage.
+ *
+ *  - Registered columns stay as registered.  The registration names the
+ *    key and period columns, and stored versions are placed and hashed by
+ *    their types and collations.  Dropping such a column (ALTER TABLE, a
+ *    recursion from an inheritance parent, DROP TYPE / DOMAIN ... CASCADE)
+ *    is an OAT_DROP of the column; renaming or retyping it an
+ *    OAT_POST_ALTER of the column, where the catalog row as the command
+ *    just wrote it (read with SnapshotSelf) is compared with the relation
+ *    cache's, which still holds the old one.  Either is refused.  Other
+ *    changes of those columns (statistics, storage, defaults, comments)
+ *    pass.
+ *
+ * The hook exists once the library is loaded.  A session that has not
+ * touched a zipper table yet may not have loaded it, so the extension owns
+ * an event trigger on ddl_command_start, enabled ALWAYS (also under
+ * session_replication_role = replica), whose only job is to be a function
+ * of this library: calling it loads the library, and with it the hook,
+ * before the command runs.  Nothing depends on that trigger but the
+ * loading; with it disabled, the hook still serves every session that has
+ * used zipper_lake (preload the library to be sure: README "Upgrading").
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "zipper_lake.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/namespace.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_attribute.h"
+#include "catalog/pg_class.h"
+#include "commands/event_trigger.h"
+#include "fmgr.h"
+#include "storage/smgr.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+PG_FUNCTION_INFO_V1(zipper_lake_load_hooks);
+
+static object_access_hook_type prev_object_access_hook = NULL;
+
+/* the extension's catalog exists (not during DROP EXTENSION ... CASCADE) */
+static bool
+metadata_present(void)
+{
+	Oid			schema = get_namespace_oid(ZL_SCHEMA, true);
+
+	return OidIsValid(schema) && OidIsValid(get_relname_relid("storage", schema)) &&
+		OidIsValid(get_relname_relid("registration", schema));
+}
+
+/* a zipper table is being dropped: forget the table its file belongs to */
+static void
+forget_dropped_relation(Oid relid)
+{
+	Relation	rel = try_relation_open(relid, NoLock);
+	Oid			owner = InvalidOid;
+
+	if (rel == NULL)
+		return;
+	if (!zl_is_zipper_relation(rel) || !metadata_present())
+	{
+		relation_close(rel, NoLock);
+		return;
+	}
+	zl_write_discard_relation(relid);
+	if (smgrexists(RelationGetSmgr(rel), MAIN_FORKNUM) &&
+		smgrnblocks(RelationGetSmgr(rel), MAIN_FORKNUM) > 0)
+		owner = zl_meta_storage_owner(zl_storage_id(rel));
+	relation_close(rel, NoLock);
+
+	/* the transient relation of SET ACCESS METHOD holds another's file */
+	if (OidIsValid(owner) && owner != relid)
+		zl_meta_forget_table(owner);
+	zl_meta_forget_table(relid);
+}
+
+/* is attnum a key or period column of a registered zipper table? */
+static bool
+registered_column(Relation rel, AttrNumber attnum, ZLTableOptions *opts)
+{
+	if (!zl_is_zipper_relation(rel) || !metadata_present() ||
+		!zl_meta_load_options(rel, opts, false))
+		return false;
+	if (attnum == opts->from_attnum || attnum == opts->to_attnum)
+		return true;
+	for (int i = 0; i < opts->nkeys; i++)
+		if (opts->key_attnums[i] == attnum)
+			return true;
+	return false;
+}
+
+/* the pg_attribute row as the running command left it */
+static HeapTuple
+attribute_as_written(Oid relid, AttrNumber attnum)
+{
+	Relation	pg_attribute = table_open(AttributeRelationId, AccessShareLock);
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	ScanKeyInit(&keys[0], Anum_pg_attribute_attrelid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(relid));
+	ScanKeyInit(&keys[1], Anum_pg_attribute_attnum, BTEqualStrategyNumber,
+				F_INT2EQ, Int16GetDatum(attnum));
+	scan = systable_beginscan(pg_attribute, AttributeRelidNumIndexId, true,
+							  SnapshotSelf, 2, keys);
+	tuple = systable_getnext(scan);
+	if (tuple != NULL)
+		tuple = heap_copytuple(tuple);
+	systable_endscan(scan);
+	table_close(pg_attribute, AccessShareLock);
+	return tuple;
+}
+
+static void
+refuse_registered_column_change(Relation rel, Form_pg_attribute old, const char *change)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+			 errmsg("cannot %s registered column \"%s\" of zipper table \"%s\"",
+					change, NameStr(old->attname), RelationGetRelationName(rel)),
+			 errdetail("Key and period columns are named in the registration, and stored versions are placed and their keys hashed by the column's type and collation."),
+			 errhint("Keep the key and period columns as they are; add, change or drop other columns, or copy the rows into a new zipper table.")));
+}
+
+/* a column of a relation is dropped (subid > 0) or altered */
+static void
+check_column_change(Oid relid, AttrNumber attnum, bool dropped)
+{
+	Relation	rel = try_relation_open(relid, NoLock);
+	ZLTableOptions opts;
+	Form_pg_attribute old;
+
+	if (rel == NULL)
+		return;
+	if (!registered_column(rel, attnum, &opts))
+	{
+		relation_close(rel, NoLock);
+		return;
+	}
+	old = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+	if (dropped)
+		refuse_registered_column_change(rel, old, "drop");
+	else
+	{
+		HeapTuple	tuple = attribute_as_written(relid, attnum);
+		Form_pg_attribute now = tuple ? (Form_pg_attribute) GETSTRUCT(tuple) : NULL;
+
+		if (now == NULL || now->attisdropped)
+			refuse_registered_column_change(rel, old, "drop");
+		if (strcmp(NameStr(now->attname), NameStr(old->attname)) != 0)
+			refuse_registered_column_change(rel, old, "rename");
+		if (now->atttypid != old->atttypid || now->atttypmod != old->atttypmod ||
+			now->attcollation != old->attcollation)
+			refuse_registered_column_change(rel, old, "change the type or collation of");
+		heap_freetuple(tuple);
+	}
+	relation_close(rel, NoLock);
+}
+
+static void
+zl_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId,
+				 void *arg)
+{
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+
+	if (classId != RelationRelationId)
+		return;
+	if (access == OAT_DROP && subId == 0)
+		forget_dropped_relation(objectId);
+	else if ((access == OAT_DROP || access == OAT_POST_ALTER) && subId > 0)
+		check_column_change(objectId, (AttrNumber) subId, access == OAT_DROP);
+}
+
+void
+zl_ddl_init(void)
+{
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = zl_object_access;
+}
+
+/*
+ * zipper_lake._load_hooks(): the ddl_command_start event trigger.  Its
+ * work is done by being called: the library, and with it the hook above,
+ * is loaded before the command runs.
+ */
+Datum
+zipper_lake_load_hooks(PG_FUNCTION_ARGS)
+{
+	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_EVENT_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("zipper_lake._load_hooks() must be called as an event trigger"),
+				 errhint("It is an internal function of the extension.")));
+	PG_RETURN_VOID();
+}
