@@ -29,6 +29,11 @@ REGRESS_OPTS = --inputdir=. --load-extension=zipper_lake
 ISOLATION = $(patsubst test/isolation/specs/%.spec,%,$(sort $(wildcard test/isolation/specs/*.spec)))
 ISOLATION_OPTS = --inputdir=test/isolation --outputdir=test/isolation/output --load-extension=zipper_lake
 
+# TAP tests (crash recovery, standby, dump/restore, ...) start their own
+# servers: run "make installcheck" as a non-root user (test/run_tests.sh does)
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 
@@ -38,3 +43,20 @@ include $(PGXS)
 
 # PGXS tracks no header dependencies: every object depends on the one header
 $(OBJS): src/zipper_lake.h
+
+# Against the running server of PGHOST / PGPORT (test/run_tests.sh starts one):
+# the randomized comparison with the reference implementation, and short
+# runs of the benchmarks (test/bench/README.md has the real ones).
+RANDOM_FLAGS ?= --seeds 8
+# Debian's python3, which has python3-psycopg2
+PYTHON ?= /usr/bin/python3
+random-check:
+	dropdb --if-exists zl_random >/dev/null && createdb zl_random
+	PGDATABASE=zl_random $(PYTHON) $(srcdir)/test/random/random_compare.py $(RANDOM_FLAGS)
+
+bench-smoke:
+	dropdb --if-exists zl_bench_smoke >/dev/null && createdb zl_bench_smoke
+	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_apply.py --smoke --quiet
+	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_read.py --smoke
+
+.PHONY: random-check bench-smoke

@@ -46,6 +46,19 @@ zl_as_pguser() {
     fi
 }
 
+# a copy of the source tree (without .git) owned by the cluster user, for
+# targets that run as that user; prints its path
+zl_pguser_copy() {
+    local work
+    work=$(mktemp -d /tmp/zl_tree.XXXXXX) || return 1
+    tar -C "$ZL_ROOT" --exclude=.git --exclude=results --exclude=tmp_check -cf - . | tar -C "$work" -xf - || return 1
+    if [ "$(id -u)" = 0 ]; then
+        id "$ZL_PGUSER" >/dev/null 2>&1 || useradd --system --create-home "$ZL_PGUSER"
+        chown -R "$ZL_PGUSER" "$work"
+    fi
+    echo "$work"
+}
+
 zl_start_cluster() {
     if [ "$(id -u)" = 0 ]; then
         id "$ZL_PGUSER" >/dev/null 2>&1 || useradd --system --create-home "$ZL_PGUSER"
