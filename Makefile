@@ -59,4 +59,9 @@ bench-smoke:
 	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_apply.py --smoke --quiet
 	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_read.py --smoke
 
-.PHONY: random-check bench-smoke
+# Build the released v0.1 into a private copy of the server installation,
+# write tables with it, upgrade to this tree and check (test/upgrade/).
+upgrade-check:
+	$(srcdir)/test/upgrade/upgrade_check.sh
+
+.PHONY: random-check bench-smoke upgrade-check

@@ -6,6 +6,7 @@
 #                       tests start servers, which refuse to run as root)
 #   make random-check   the randomized comparison with the reference
 #   make bench-smoke    short runs of the benchmarks
+#   make upgrade-check  v0.1 built aside, written, upgraded to this tree
 # Exits non-zero if anything fails.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -43,6 +44,7 @@ installcheck() {
 step "pg_regress, isolation and TAP" installcheck
 step "randomized comparison" make -C "$ZL_ROOT" -s random-check
 step "benchmark smoke runs" make -C "$ZL_ROOT" -s bench-smoke
+step "upgrade from v0.1" make -C "$ZL_ROOT" -s upgrade-check
 
 zl_stop_cluster
 if [ ${#failed[@]} -gt 0 ]; then
