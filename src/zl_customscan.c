@@ -36,7 +36,9 @@
  * --------
  * The bounds are evaluated when the scan starts (parameters are known by
  * then) and again on rescan, then handed to the scan core (zl_scan.c,
- * zl_prune.c).  EXPLAIN shows the bounds and how many partitions, file
+ * zl_prune.c), which also scans backward: serial ZipperScans say so
+ * (CUSTOMPATH_SUPPORT_BACKWARD_SCAN), so a SCROLL cursor needs no Material
+ * node above them.  EXPLAIN shows the bounds and how many partitions, file
  * groups and sub-groups were kept; EXPLAIN ANALYZE adds the masked rows
  * stepped over, EXPLAIN VERBOSE how many sub-groups' catalog rows the scan
  * loaded (only those its bounds can keep: zl_bounds_filter).

@@ -28,12 +28,22 @@
  * lookup by (key, valid_from) reads one or two pages per sub-group kept.
  *
  * Kept sub-groups lie anywhere in the file, so the kernel's read-ahead of
- * sequential reads stops at the end of each; the scan prefetches the heads
- * of the next ones itself (scan_prefetch_next_heads).
+ * sequential reads stops at the end of each; a forward scan prefetches the
+ * heads of the next ones itself (scan_prefetch_next_heads).
  *
  * Parallel scans share out whole sub-groups through an atomic counter in
  * shared memory; every participant loads the same list and takes the same
  * pruning decisions because they all use the leader's snapshot.
+ *
+ * Direction
+ * ---------
+ * Serial scans also run backward (SCROLL cursors): sub-groups in reverse
+ * list order, blocks and line pointers downward, with the same masks and
+ * pruning decisions; a bounded backward scan enters a sub-group at the
+ * last block that can hold valid_from <= from_hi (binary search over the
+ * blocks' first rows) and stops at the first row before from_lo.  The
+ * scan's position is the row it returned last, so it can turn at any row
+ * (zl_scan_getnextslot).  Parallel scans run forward only.
  *
  *-------------------------------------------------------------------------
  */
