@@ -75,12 +75,14 @@ BEGIN
   RETURN n;
 END $$;
 
--- the same steps on cursors zc (zipper) and hc (heap): the ids of the rows
--- each step returns (first and last of many) and whether both cursors
--- returned the same rows in the same order.  FIRST, and ABSOLUTE n far
--- back, rewind the scan (a rescan); MOVE BACKWARD ALL only rewinds; the
--- other backward steps walk back row by row.
-CREATE FUNCTION compare_fetches()
+-- The same steps on a cursor over sc and one over sc_heap, both declared
+-- from a query with %s for the table: the ids of the rows each step returns
+-- (first and last of many) and whether both cursors returned the same rows
+-- in the same order.  FIRST, and ABSOLUTE n far back, rewind the scan (a
+-- rescan); MOVE BACKWARD ALL only rewinds; the other backward steps walk
+-- back row by row.  pruning_at_run => false turns pruning off after the
+-- cursors are planned.
+CREATE FUNCTION compare_fetches(query text, pruning_at_run boolean DEFAULT true)
 RETURNS TABLE (step int, command text, ids text, same boolean) LANGUAGE plpgsql AS $$
 DECLARE
   steps text[] := ARRAY['NEXT', '5', 'BACKWARD 2', 'PRIOR', 'FORWARD 3', 'RELATIVE 0',
@@ -93,6 +95,11 @@ DECLARE
   moved_z bigint;
   moved_h bigint;
 BEGIN
+  EXECUTE 'DECLARE zc SCROLL CURSOR FOR ' || format(query, 'sc');
+  EXECUTE 'DECLARE hc SCROLL CURSOR FOR ' || format(query, 'sc_heap');
+  IF NOT pruning_at_run THEN
+    PERFORM set_config('zipper_lake.enable_pruning', 'off', true);
+  END IF;
   FOR i IN 1 .. cardinality(steps) LOOP
     step := i;
     command := steps[i];
@@ -112,85 +119,58 @@ BEGIN
     END IF;
     RETURN NEXT;
   END LOOP;
+  EXECUTE 'CLOSE zc';
+  EXECUTE 'CLOSE hc';
+END $$;
+
+-- the plan of the cursor over sc
+CREATE FUNCTION cursor_plan(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN QUERY EXECUTE 'EXPLAIN (COSTS OFF) DECLARE zc SCROLL CURSOR FOR ' || format(query, 'sc');
 END $$;
 
 -- a plain sequential scan, over every sub-group and past the masked rows
-EXPLAIN (COSTS OFF) DECLARE zc SCROLL CURSOR FOR SELECT * FROM sc;
-BEGIN;
-DECLARE zc SCROLL CURSOR FOR SELECT * FROM sc;
-DECLARE hc SCROLL CURSOR FOR SELECT * FROM sc_heap;
-SELECT * FROM compare_fetches();
-COMMIT;
+SELECT * FROM cursor_plan('SELECT * FROM %s');
+SELECT * FROM compare_fetches('SELECT * FROM %s');
 
 -- a ZipperScan goes backward itself (no Material node), through sub-groups
 -- returned without row checks (as of day 4: the open versions of day 3)
-EXPLAIN (COSTS OFF) DECLARE zc SCROLL CURSOR FOR
-  SELECT id, v, valid_from, valid_to FROM sc WHERE valid_from <= '2026-03-04' AND valid_to > '2026-03-04';
-BEGIN;
-DECLARE zc SCROLL CURSOR FOR
-  SELECT id, v, valid_from, valid_to FROM sc WHERE valid_from <= '2026-03-04' AND valid_to > '2026-03-04';
-DECLARE hc SCROLL CURSOR FOR
-  SELECT id, v, valid_from, valid_to FROM sc_heap WHERE valid_from <= '2026-03-04' AND valid_to > '2026-03-04';
-SELECT * FROM compare_fetches();
-COMMIT;
+SELECT * FROM cursor_plan($$SELECT id, v, valid_from, valid_to FROM %s
+                             WHERE valid_from <= '2026-03-04' AND valid_to > '2026-03-04'$$);
+SELECT * FROM compare_fetches($$SELECT id, v, valid_from, valid_to FROM %s
+                                WHERE valid_from <= '2026-03-04' AND valid_to > '2026-03-04'$$);
 
 -- a valid_from range in the middle of a sub-group of six pages: each
 -- direction enters it at the page the range begins on (binary search) and
 -- stops at the first row past the range
-EXPLAIN (COSTS OFF) DECLARE zc SCROLL CURSOR FOR
-  SELECT id, v, valid_from, valid_to FROM sc WHERE valid_from BETWEEN '2026-03-01 05:00' AND '2026-03-01 09:00';
-BEGIN;
-DECLARE zc SCROLL CURSOR FOR
-  SELECT id, v, valid_from, valid_to FROM sc WHERE valid_from BETWEEN '2026-03-01 05:00' AND '2026-03-01 09:00';
-DECLARE hc SCROLL CURSOR FOR
-  SELECT id, v, valid_from, valid_to FROM sc_heap WHERE valid_from BETWEEN '2026-03-01 05:00' AND '2026-03-01 09:00';
-SELECT * FROM compare_fetches();
-COMMIT;
+SELECT * FROM cursor_plan($$SELECT id, v, valid_from, valid_to FROM %s
+                             WHERE valid_from BETWEEN '2026-03-01 05:00' AND '2026-03-01 09:00'$$);
+SELECT * FROM compare_fetches($$SELECT id, v, valid_from, valid_to FROM %s
+                                WHERE valid_from BETWEEN '2026-03-01 05:00' AND '2026-03-01 09:00'$$);
 
 -- rows checked one by one in the current sub-group with masked rows, next
 -- to whole sub-groups
-EXPLAIN (COSTS OFF) DECLARE zc SCROLL CURSOR FOR
-  SELECT id, v, valid_from, valid_to FROM sc WHERE valid_from >= '2026-03-03 02:00' AND valid_to > '2026-03-04';
-BEGIN;
-DECLARE zc SCROLL CURSOR FOR
-  SELECT id, v, valid_from, valid_to FROM sc WHERE valid_from >= '2026-03-03 02:00' AND valid_to > '2026-03-04';
-DECLARE hc SCROLL CURSOR FOR
-  SELECT id, v, valid_from, valid_to FROM sc_heap WHERE valid_from >= '2026-03-03 02:00' AND valid_to > '2026-03-04';
-SELECT * FROM compare_fetches();
-COMMIT;
+SELECT * FROM cursor_plan($$SELECT id, v, valid_from, valid_to FROM %s
+                             WHERE valid_from >= '2026-03-03 02:00' AND valid_to > '2026-03-04'$$);
+SELECT * FROM compare_fetches($$SELECT id, v, valid_from, valid_to FROM %s
+                                WHERE valid_from >= '2026-03-03 02:00' AND valid_to > '2026-03-04'$$);
 
 -- versions that began or ended on day 5: ORed bounds, no early stop
-BEGIN;
-DECLARE zc SCROLL CURSOR FOR
-  SELECT id, v, valid_from, valid_to FROM sc
-   WHERE (valid_from >= '2026-03-05' AND valid_from < '2026-03-06') OR (valid_to >= '2026-03-05' AND valid_to < '2026-03-06');
-DECLARE hc SCROLL CURSOR FOR
-  SELECT id, v, valid_from, valid_to FROM sc_heap
-   WHERE (valid_from >= '2026-03-05' AND valid_from < '2026-03-06') OR (valid_to >= '2026-03-05' AND valid_to < '2026-03-06');
-SELECT * FROM compare_fetches();
-COMMIT;
+SELECT * FROM compare_fetches($$SELECT id, v, valid_from, valid_to FROM %s
+                                WHERE (valid_from >= '2026-03-05' AND valid_from < '2026-03-06')
+                                   OR (valid_to >= '2026-03-05' AND valid_to < '2026-03-06')$$);
 
 -- pruning off when the ZipperScan runs: every sub-group checked row by row
-BEGIN;
-DECLARE zc SCROLL CURSOR FOR
-  SELECT id, v, valid_from, valid_to FROM sc WHERE valid_from BETWEEN '2026-03-01 05:00' AND '2026-03-03 01:00';
-DECLARE hc SCROLL CURSOR FOR
-  SELECT id, v, valid_from, valid_to FROM sc_heap WHERE valid_from BETWEEN '2026-03-01 05:00' AND '2026-03-03 01:00';
-SET LOCAL zipper_lake.enable_pruning = off;
-SELECT * FROM compare_fetches();
-COMMIT;
+SELECT * FROM compare_fetches($$SELECT id, v, valid_from, valid_to FROM %s
+                                WHERE valid_from BETWEEN '2026-03-01 05:00' AND '2026-03-03 01:00'$$,
+                              pruning_at_run => false);
 
 -- and when it is planned: a sequential scan with a filter
 SET zipper_lake.enable_pruning = off;
-EXPLAIN (COSTS OFF) DECLARE zc SCROLL CURSOR FOR
-  SELECT id, v, valid_from, valid_to FROM sc WHERE valid_from <= '2026-03-04' AND valid_to > '2026-03-04';
-BEGIN;
-DECLARE zc SCROLL CURSOR FOR
-  SELECT id, v, valid_from, valid_to FROM sc WHERE valid_from <= '2026-03-04' AND valid_to > '2026-03-04';
-DECLARE hc SCROLL CURSOR FOR
-  SELECT id, v, valid_from, valid_to FROM sc_heap WHERE valid_from <= '2026-03-04' AND valid_to > '2026-03-04';
-SELECT * FROM compare_fetches();
-COMMIT;
+SELECT * FROM cursor_plan($$SELECT id, v, valid_from, valid_to FROM %s
+                             WHERE valid_from <= '2026-03-04' AND valid_to > '2026-03-04'$$);
+SELECT * FROM compare_fetches($$SELECT id, v, valid_from, valid_to FROM %s
+                                WHERE valid_from <= '2026-03-04' AND valid_to > '2026-03-04'$$);
 RESET zipper_lake.enable_pruning;
 
 -- an empty result, both ways
