@@ -80,8 +80,10 @@ END $$;
 -- (first and last of many) and whether both cursors returned the same rows
 -- in the same order.  FIRST, and ABSOLUTE n far back, rewind the scan (a
 -- rescan); MOVE BACKWARD ALL only rewinds; the other backward steps walk
--- back row by row.  pruning_at_run => false turns pruning off after the
--- cursors are planned.
+-- back row by row.  Then two zigzags turn at every row (so at every page
+-- and sub-group edge): from the start FORWARD 2, BACKWARD 1, ... and from
+-- the end BACKWARD 2, FORWARD 1, ...  pruning_at_run => false turns
+-- pruning off after the cursors are planned.
 CREATE FUNCTION compare_fetches(query text, pruning_at_run boolean DEFAULT true)
 RETURNS TABLE (step int, command text, ids text, same boolean) LANGUAGE plpgsql AS $$
 DECLARE
@@ -94,6 +96,10 @@ DECLARE
   h text[];
   moved_z bigint;
   moved_h bigint;
+  zs text[];
+  hs text[];
+  ahead text;
+  back text;
 BEGIN
   EXECUTE 'DECLARE zc SCROLL CURSOR FOR ' || format(query, 'sc');
   EXECUTE 'DECLARE hc SCROLL CURSOR FOR ' || format(query, 'sc_heap');
@@ -117,6 +123,33 @@ BEGIN
                               split_part(ltrim(z[cardinality(z)], '('), ',', 1), cardinality(z)) END;
       same := z = h;
     END IF;
+    RETURN NEXT;
+  END LOOP;
+  FOR turn IN 1 .. 2 LOOP
+    step := step + 1;
+    IF turn = 1 THEN
+      PERFORM fetch_rows('zc', 'ABSOLUTE 0'), fetch_rows('hc', 'ABSOLUTE 0');
+      ahead := 'FORWARD 2';
+      back := 'BACKWARD 1';
+    ELSE
+      PERFORM move_rows('zc', 'FORWARD ALL'), move_rows('hc', 'FORWARD ALL');
+      ahead := 'BACKWARD 2';
+      back := 'FORWARD 1';
+    END IF;
+    command := format('zigzag %s, %s', ahead, back);
+    z := '{}';
+    h := '{}';
+    LOOP
+      zs := ARRAY(SELECT fetch_rows('zc', ahead));
+      hs := ARRAY(SELECT fetch_rows('hc', ahead));
+      z := z || zs;
+      h := h || hs;
+      EXIT WHEN cardinality(zs) < 2 OR cardinality(hs) < 2;
+      z := z || ARRAY(SELECT fetch_rows('zc', back));
+      h := h || ARRAY(SELECT fetch_rows('hc', back));
+    END LOOP;
+    ids := format('%s rows', cardinality(z));
+    same := z = h;
     RETURN NEXT;
   END LOOP;
   EXECUTE 'CLOSE zc';
