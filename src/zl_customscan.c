@@ -6,7 +6,8 @@
  * Planner
  * -------
  * set_rel_pathlist_hook looks at the restriction clauses of every
- * registered zipper table.  A clause "period_column op expression", with
+ * registered zipper table, queried directly or as a partition or
+ * inheritance child of the table queried.  A clause "period_column op expression", with
  * op one of < <= = >= > of the column type's btree family (either side;
  * BETWEEN arrives as two such clauses) and an expression without Vars of
  * the query level or volatile functions — a constant, a parameter of a
@@ -35,7 +36,9 @@
  * --------
  * The bounds are evaluated when the scan starts (parameters are known by
  * then) and again on rescan, then handed to the scan core (zl_scan.c,
- * zl_prune.c).  EXPLAIN shows the bounds and how many partitions, file
+ * zl_prune.c), which also scans backward: serial ZipperScans say so
+ * (CUSTOMPATH_SUPPORT_BACKWARD_SCAN), so a SCROLL cursor needs no Material
+ * node above them.  EXPLAIN shows the bounds and how many partitions, file
  * groups and sub-groups were kept; EXPLAIN ANALYZE adds the masked rows
  * stepped over, EXPLAIN VERBOSE how many sub-groups' catalog rows the scan
  * loaded (only those its bounds can keep: zl_bounds_filter).
@@ -306,7 +309,8 @@ make_zipper_path(PlannerInfo *root, RelOptInfo *rel, Cost seq_startup, Cost seq_
 	cpath->path.rows = workers > 0 ? clamp_row_est(rel->rows / participants) : rel->rows;
 	cpath->path.startup_cost = seq_startup;
 	cpath->path.total_cost = seq_startup + (workers > 0 ? run_cost / participants : run_cost);
-	cpath->flags = 0;
+	/* the scan core walks backward too (SCROLL cursors), serially only */
+	cpath->flags = workers > 0 ? 0 : CUSTOMPATH_SUPPORT_BACKWARD_SCAN;
 	cpath->custom_private = private;
 	cpath->methods = &zl_path_methods;
 	return &cpath->path;
@@ -329,8 +333,15 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 	if (prev_set_rel_pathlist)
 		prev_set_rel_pathlist(root, rel, rti, rte);
 
+	/*
+	 * A table scanned by itself, or as a member of an append relation (a
+	 * partition, an inheritance child, a UNION ALL arm), whose clauses the
+	 * planner has translated to its own columns; never the parent of an
+	 * append relation, whose paths are Appends of its members'.
+	 */
 	if (!zipper_lake_enable_pruning || rte->rtekind != RTE_RELATION ||
-		rte->relkind != RELKIND_RELATION || rel->reloptkind != RELOPT_BASEREL ||
+		rte->relkind != RELKIND_RELATION || rte->inh ||
+		(rel->reloptkind != RELOPT_BASEREL && rel->reloptkind != RELOPT_OTHER_MEMBER_REL) ||
 		rel->baserestrictinfo == NIL)
 		return;
 
@@ -503,7 +514,8 @@ zl_next(ScanState *node)
 
 	if (state->scan == NULL)
 		start_scan(state);
-	if (table_scan_getnextslot(state->scan, ForwardScanDirection, node->ss_ScanTupleSlot))
+	if (table_scan_getnextslot(state->scan, node->ps.state->es_direction,
+							   node->ss_ScanTupleSlot))
 		return node->ss_ScanTupleSlot;
 	return NULL;
 }

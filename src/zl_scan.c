@@ -28,12 +28,22 @@
  * lookup by (key, valid_from) reads one or two pages per sub-group kept.
  *
  * Kept sub-groups lie anywhere in the file, so the kernel's read-ahead of
- * sequential reads stops at the end of each; the scan prefetches the heads
- * of the next ones itself (scan_prefetch_next_heads).
+ * sequential reads stops at the end of each; a forward scan prefetches the
+ * heads of the next ones itself (scan_prefetch_next_heads).
  *
  * Parallel scans share out whole sub-groups through an atomic counter in
  * shared memory; every participant loads the same list and takes the same
  * pruning decisions because they all use the leader's snapshot.
+ *
+ * Direction
+ * ---------
+ * Serial scans also run backward (SCROLL cursors): sub-groups in reverse
+ * list order, blocks and line pointers downward, with the same masks and
+ * pruning decisions; a bounded backward scan enters a sub-group at the
+ * last block that can hold valid_from <= from_hi (binary search over the
+ * blocks' first rows) and stops at the first row before from_lo.  The
+ * scan's position is the row it returned last, so it can turn at any row
+ * (zl_scan_getnextslot).  Parallel scans run forward only.
  *
  *-------------------------------------------------------------------------
  */
@@ -71,14 +81,14 @@ typedef struct ZLScanDescData
 	bool		totals_pending; /* filtered load: stats totals not counted */
 	ZLSubGroup *subgroups;
 	int			nsubgroups;
-	int			next_subgroup;	/* serial scans: next index to read */
 	ZLSubGroup *current;		/* sub-group being read, or NULL */
-	int			current_index;	/* its index in subgroups */
+	int			current_index;	/* its index in subgroups, or -1 */
 	int			prefetched_index;	/* last sub-group whose head was prefetched */
 	int			io_concurrency; /* effective_io_concurrency of the tablespace */
 	ZLPruneDecision current_decision;
 	BlockNumber block;			/* block being read */
-	OffsetNumber offset;		/* next line pointer on it */
+	OffsetNumber offset;		/* line pointer last looked at on it (just
+								 * outside the page on entering it) */
 	OffsetNumber max_offset;
 	Buffer		buffer;
 	bool		allow_strategy; /* SO_ALLOW_STRAT */
@@ -133,7 +143,7 @@ scan_load_subgroups(ZLScanDesc scan, const ZLSubGroupFilter *filter)
 	scan_release_buffer(scan);
 	MemoryContextReset(scan->metadata_context);
 	scan->current = NULL;
-	scan->next_subgroup = 0;
+	scan->current_index = -1;
 	scan->prefetched_index = -1;
 	scan->decisions = NULL;
 	scan->by_block = NULL;
@@ -220,7 +230,7 @@ zl_scan_rescan(TableScanDesc sscan, struct ScanKeyData *key, bool set_params,
 
 	scan_release_buffer(scan);
 	scan->current = NULL;
-	scan->next_subgroup = 0;
+	scan->current_index = -1;
 	scan->prefetched_index = -1;
 	if (set_params)
 	{
@@ -327,9 +337,14 @@ scan_choose_strategy(ZLScanDesc scan)
 	scan->strategy_chosen = true;
 }
 
-/* move to the next sub-group this participant should read */
+/*
+ * Move to the next sub-group this participant should read, in the scan's
+ * direction: from none, the first or the last one.  False when there is
+ * none left; the scan then stands nowhere again.  Parallel scans go
+ * forward only.
+ */
 static bool
-scan_next_subgroup(ZLScanDesc scan)
+scan_next_subgroup(ZLScanDesc scan, bool forward)
 {
 	scan_ensure_loaded(scan);
 	if (!scan->strategy_chosen)
@@ -345,34 +360,37 @@ scan_next_subgroup(ZLScanDesc scan)
 
 			index = (int) pg_atomic_fetch_add_u32(&pscan->next_subgroup, 1);
 		}
+		else if (scan->current_index < 0)
+			index = forward ? 0 : scan->nsubgroups - 1;
 		else
-			index = scan->next_subgroup++;
+			index = scan->current_index + (forward ? 1 : -1);
 
-		if (index >= scan->nsubgroups)
+		if (index < 0 || index >= scan->nsubgroups)
 		{
 			scan->current = NULL;
+			scan->current_index = -1;
 			return false;
 		}
+		scan->current_index = index;
 		if (subgroup_has_rows(scan, index))
 		{
 			scan->current = &scan->subgroups[index];
-			scan->current_index = index;
 			scan->current_decision = scan->bounded ? scan->decisions[index] : ZL_ALL_MATCH;
-			scan->block = scan->current->first_block;
 			return true;
 		}
 	}
 }
 
+/* pin a block and stand just outside its rows, on the side we enter from */
 static void
-scan_read_block(ZLScanDesc scan, BlockNumber block)
+scan_read_block(ZLScanDesc scan, BlockNumber block, bool forward)
 {
 	scan_release_buffer(scan);
 	scan->buffer = ReadBufferExtended(scan->base.rs_rd, MAIN_FORKNUM, block,
 									  RBM_NORMAL, scan->strategy);
 	scan->block = block;
-	scan->offset = FirstOffsetNumber;
 	scan->max_offset = PageGetMaxOffsetNumber(BufferGetPage(scan->buffer));
+	scan->offset = forward ? InvalidOffsetNumber : OffsetNumberNext(scan->max_offset);
 }
 
 /* read-ahead across sub-groups: how many, and how much of each */
@@ -430,14 +448,15 @@ tuple_instant(ZLScanDesc scan, HeapTuple tuple, AttrNumber attnum)
 	return isnull ? PG_INT64_MIN : zl_datum_to_instant(d, scan->opts.period_type);
 }
 
-/* valid_from of the last row of a block */
+/* valid_from of the first or the last row of a block */
 static int64
-block_last_from(ZLScanDesc scan, BlockNumber block)
+block_edge_from(ZLScanDesc scan, BlockNumber block, bool last)
 {
 	Buffer		buffer = ReadBufferExtended(scan->base.rs_rd, MAIN_FORKNUM, block,
 											RBM_NORMAL, scan->strategy);
 	Page		page = BufferGetPage(buffer);
-	ItemId		itemid = PageGetItemId(page, PageGetMaxOffsetNumber(page));
+	ItemId		itemid = PageGetItemId(page, last ? PageGetMaxOffsetNumber(page) :
+									   FirstOffsetNumber);
 	HeapTupleData tuple;
 	int64		from;
 
@@ -449,43 +468,77 @@ block_last_from(ZLScanDesc scan, BlockNumber block)
 }
 
 /*
- * First block of the current sub-group that can hold a row with
- * valid_from >= from_lo: binary search over the blocks' last rows.
+ * Are the rows of the current sub-group checked against a valid_from range
+ * they are sorted by?  Then a scan can skip the blocks before the range and
+ * stop at the first row past it, in either direction.
+ */
+static bool
+scan_uses_sort_order(ZLScanDesc scan)
+{
+	return scan->current_decision == ZL_CHECK && !scan->bounds.either &&
+		scan->current->placed;
+}
+
+/*
+ * The block to enter the current sub-group at: going forward, the first
+ * that can hold a row with valid_from >= from_lo (binary search over the
+ * blocks' last rows); going backward, the last that can hold one with
+ * valid_from <= from_hi (over the blocks' first rows).
  */
 static BlockNumber
-scan_first_block(ZLScanDesc scan)
+scan_entry_block(ZLScanDesc scan, bool forward)
 {
 	const ZLSubGroup *sg = scan->current;
 	BlockNumber lo = sg->first_block;
 	BlockNumber hi = sg->first_block + sg->blocks - 1;
 
-	if (scan->current_decision != ZL_CHECK || scan->bounds.either ||
-		sg->first_start >= scan->bounds.from_lo || !sg->placed)
-		return lo;
+	if (!scan_uses_sort_order(scan) ||
+		(forward ? sg->first_start >= scan->bounds.from_lo :
+		 sg->last_start <= scan->bounds.from_hi))
+		return forward ? lo : hi;
 	while (lo < hi)
 	{
-		BlockNumber mid = lo + (hi - lo) / 2;
+		if (forward)
+		{
+			BlockNumber mid = lo + (hi - lo) / 2;
 
-		if (block_last_from(scan, mid) < scan->bounds.from_lo)
-			lo = mid + 1;
+			if (block_edge_from(scan, mid, true) < scan->bounds.from_lo)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
 		else
-			hi = mid;
+		{
+			BlockNumber mid = hi - (hi - lo) / 2;
+
+			if (block_edge_from(scan, mid, false) > scan->bounds.from_hi)
+				hi = mid - 1;
+			else
+				lo = mid;
+		}
 	}
 	return lo;
 }
 
+typedef enum ZLPageStep
+{
+	ZL_STEP_ROW,				/* a row is in the slot */
+	ZL_STEP_PAGE_DONE,			/* no further row on this page */
+	ZL_STEP_SUBGROUP_DONE		/* no further row in this sub-group */
+} ZLPageStep;
+
 /*
- * Next unmasked row of the current page into the slot; false at the end
- * of the page.
+ * Next unmasked row of the current page, in the scan's direction, into
+ * the slot.
  */
-static bool
-scan_next_on_page(ZLScanDesc scan, TupleTableSlot *slot, double *masked)
+static ZLPageStep
+scan_step_on_page(ZLScanDesc scan, TupleTableSlot *slot, bool forward, double *masked)
 {
 	Page		page = BufferGetPage(scan->buffer);
 
-	while (scan->offset <= scan->max_offset)
+	while (forward ? scan->offset < scan->max_offset : scan->offset > FirstOffsetNumber)
 	{
-		OffsetNumber offset = scan->offset++;
+		OffsetNumber offset = forward ? ++scan->offset : --scan->offset;
 		ItemId		itemid = PageGetItemId(page, offset);
 
 		if (!ItemIdIsNormal(itemid))
@@ -508,46 +561,58 @@ scan_next_on_page(ZLScanDesc scan, TupleTableSlot *slot, double *masked)
 			if (!zl_bounds_match(&scan->bounds, from,
 								 tuple_instant(scan, &scan->tuple, scan->opts.to_attnum)))
 			{
-				/* sorted by valid_from: nothing later in the sub-group qualifies */
-				if (!scan->bounds.either && from > scan->bounds.from_hi)
-				{
-					scan->offset = scan->max_offset + 1;
-					scan->block = scan->current->first_block + scan->current->blocks - 1;
-				}
+				/* sorted by valid_from: nothing further in the sub-group qualifies */
+				if (scan_uses_sort_order(scan) &&
+					(forward ? from > scan->bounds.from_hi : from < scan->bounds.from_lo))
+					return ZL_STEP_SUBGROUP_DONE;
 				continue;
 			}
 		}
 		ExecStoreBufferHeapTuple(&scan->tuple, slot, scan->buffer);
-		return true;
+		return ZL_STEP_ROW;
 	}
-	return false;
+	return ZL_STEP_PAGE_DONE;
 }
 
+/*
+ * The next row in either direction.  Between calls the scan stands on the
+ * row it returned last, or nowhere (not started, or run off either end):
+ * then, as a heap scan does, it starts at the first row going forward and
+ * at the last going backward.  So a change of direction returns the row
+ * before (after) the one returned last, and a backward call after the end
+ * the last row.  Only forward scans prefetch.
+ */
 bool
 zl_scan_getnextslot(TableScanDesc sscan, ScanDirection direction, TupleTableSlot *slot)
 {
 	ZLScanDesc	scan = (ZLScanDesc) sscan;
+	bool		forward = ScanDirectionIsForward(direction);
 
-	if (direction != ForwardScanDirection)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("zipper_lake tables cannot be scanned backward"),
-				 errhint("Declare the cursor without SCROLL.")));
+	if (ScanDirectionIsNoMovement(direction) ||
+		(!forward && scan->base.rs_parallel != NULL))
+		elog(ERROR, "unexpected zipper_lake scan direction %d%s", (int) direction,
+			 scan->base.rs_parallel != NULL ? " in a parallel scan" : "");
 
 	for (;;)
 	{
+		ZLPageStep	step = ZL_STEP_SUBGROUP_DONE;
+
 		CHECK_FOR_INTERRUPTS();
 
-		if (BufferIsValid(scan->buffer) && scan_next_on_page(scan, slot, NULL))
+		if (BufferIsValid(scan->buffer))
+			step = scan_step_on_page(scan, slot, forward, NULL);
+		if (step == ZL_STEP_ROW)
 			return true;
 
-		if (scan->current != NULL && BufferIsValid(scan->buffer) &&
-			scan->block + 1 < scan->current->first_block + scan->current->blocks)
-			scan_read_block(scan, scan->block + 1);
-		else if (scan_next_subgroup(scan))
+		if (step == ZL_STEP_PAGE_DONE &&
+			(forward ? scan->block + 1 < scan->current->first_block + scan->current->blocks :
+			 scan->block > scan->current->first_block))
+			scan_read_block(scan, forward ? scan->block + 1 : scan->block - 1, forward);
+		else if (scan_next_subgroup(scan, forward))
 		{
-			scan_prefetch_next_heads(scan);
-			scan_read_block(scan, scan_first_block(scan));
+			if (forward)
+				scan_prefetch_next_heads(scan);
+			scan_read_block(scan, scan_entry_block(scan, forward), forward);
 		}
 		else
 		{
@@ -745,7 +810,7 @@ zl_scan_analyze_next_block(TableScanDesc sscan, BlockNumber blockno,
 		return false;
 	}
 	scan->strategy = bstrategy;
-	scan_read_block(scan, blockno);
+	scan_read_block(scan, blockno, true);
 	scan->strategy = NULL;
 	return true;
 }
@@ -757,7 +822,8 @@ zl_scan_analyze_next_tuple(TableScanDesc sscan, TransactionId OldestXmin,
 {
 	ZLScanDesc	scan = (ZLScanDesc) sscan;
 
-	if (BufferIsValid(scan->buffer) && scan_next_on_page(scan, slot, deadrows))
+	if (BufferIsValid(scan->buffer) &&
+		scan_step_on_page(scan, slot, true, deadrows) == ZL_STEP_ROW)
 	{
 		*liverows += 1;
 		return true;
