@@ -19,7 +19,8 @@ OBJS = \
 	src/zl_keys.o \
 	src/zl_inline.o \
 	src/zl_rowcheck.o \
-	src/zl_ddl.o
+	src/zl_ddl.o \
+	src/zl_create.o
 
 DATA = $(wildcard sql/install/zipper_lake--*.sql)
 

@@ -5,12 +5,11 @@
 -- route.
 SET timezone = 'UTC';
 \set SHOW_CONTEXT never
-CREATE FUNCTION dp_make(tbl text) RETURNS bigint LANGUAGE plpgsql AS $$
+CREATE FUNCTION dp_make(tbl text) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     EXECUTE format('CREATE TABLE %s (id int, v text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake', tbl);
     PERFORM zipper_lake.register(tbl::regclass, ARRAY['id']);
     EXECUTE format($i$INSERT INTO %s VALUES (1, 'a', '2024-01-01', '2024-01-02'), (1, 'b', '2024-01-02', 'infinity')$i$, tbl);
-    RETURN zipper_lake._storage_id(tbl::regclass);
 END $$;
 -- rows of the catalog that belong to a storage id or a table oid
 CREATE FUNCTION dp_left(sid bigint, rel oid) RETURNS bigint LANGUAGE sql AS $$
@@ -22,8 +21,8 @@ CREATE FUNCTION dp_left(sid bigint, rel oid) RETURNS bigint LANGUAGE sql AS $$
 $$;
 
 -- DROP TABLE, in replica mode
-SELECT dp_make('dp_t1') AS sid \gset
-SELECT 'dp_t1'::regclass::oid AS rel \gset
+SELECT dp_make('dp_t1') \gset
+SELECT zipper_lake._storage_id('dp_t1') AS sid, 'dp_t1'::regclass::oid AS rel \gset
 SELECT dp_left(:sid, :rel) > 0 AS has_metadata;
 SET session_replication_role = replica;
 DROP TABLE dp_t1;
@@ -32,8 +31,8 @@ SELECT dp_left(:sid, :rel) AS left_behind;
 
 -- DROP SCHEMA ... CASCADE, with the event trigger disabled
 CREATE SCHEMA dp_s;
-SELECT dp_make('dp_s.t2') AS sid \gset
-SELECT 'dp_s.t2'::regclass::oid AS rel \gset
+SELECT dp_make('dp_s.t2') \gset
+SELECT zipper_lake._storage_id('dp_s.t2') AS sid, 'dp_s.t2'::regclass::oid AS rel \gset
 ALTER EVENT TRIGGER zipper_lake_load_hooks DISABLE;
 DROP SCHEMA dp_s CASCADE;
 ALTER EVENT TRIGGER zipper_lake_load_hooks ENABLE ALWAYS;
@@ -43,9 +42,9 @@ SELECT dp_left(:sid, :rel) AS left_behind;
 CREATE ROLE regress_zl_dp_owner;
 GRANT CREATE ON SCHEMA public TO regress_zl_dp_owner;
 SET ROLE regress_zl_dp_owner;
-SELECT dp_make('dp_t3') AS sid \gset
-SELECT 'dp_t3'::regclass::oid AS rel \gset
+SELECT dp_make('dp_t3') \gset
 RESET ROLE;
+SELECT zipper_lake._storage_id('dp_t3') AS sid, 'dp_t3'::regclass::oid AS rel \gset
 SET session_replication_role = replica;
 DROP OWNED BY regress_zl_dp_owner;
 RESET session_replication_role;
@@ -54,8 +53,8 @@ REVOKE CREATE ON SCHEMA public FROM regress_zl_dp_owner;
 DROP ROLE regress_zl_dp_owner;
 
 -- SET ACCESS METHOD, with the event trigger disabled: the rows stay, the metadata goes
-SELECT dp_make('dp_t4') AS sid \gset
-SELECT 'dp_t4'::regclass::oid AS rel \gset
+SELECT dp_make('dp_t4') \gset
+SELECT zipper_lake._storage_id('dp_t4') AS sid, 'dp_t4'::regclass::oid AS rel \gset
 ALTER EVENT TRIGGER zipper_lake_load_hooks DISABLE;
 ALTER TABLE dp_t4 SET ACCESS METHOD heap;
 ALTER EVENT TRIGGER zipper_lake_load_hooks ENABLE ALWAYS;
@@ -63,8 +62,8 @@ SELECT dp_left(:sid, :rel) AS left_behind;
 SELECT id, v, valid_from, valid_to FROM dp_t4 ORDER BY valid_from;
 
 -- a drop that rolls back keeps the metadata
-SELECT dp_make('dp_t5') AS sid \gset
-SELECT 'dp_t5'::regclass::oid AS rel \gset
+SELECT dp_make('dp_t5') \gset
+SELECT zipper_lake._storage_id('dp_t5') AS sid, 'dp_t5'::regclass::oid AS rel \gset
 BEGIN;
 DROP TABLE dp_t5;
 ROLLBACK;

@@ -62,9 +62,7 @@ RESET search_path;
 -- nothing of the user's ran
 SELECT * FROM public.pwned;
 
--- every SQL or PL/pgSQL function of the extension pins search_path, except
--- create_table(), which resolves a name in the caller's schema and
--- qualifies every operator and function instead
+-- every SQL or PL/pgSQL function of the extension pins search_path
 SELECT p.oid::regprocedure
   FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
   JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'zipper_lake'

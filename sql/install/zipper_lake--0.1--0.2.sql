@@ -3,37 +3,6 @@
 \echo Use "ALTER EXTENSION zipper_lake UPDATE TO '0.2'" to load this file. \quit
 
 -- ---------------------------------------------------------------------------
--- create_table(): every operator and function schema-qualified.  It cannot
--- pin search_path (an unqualified name is created in the caller's
--- current_schema()), so nothing in it may resolve through the caller's path:
--- an operator an ordinary user put in public would otherwise run with the
--- rights of whoever calls create_table.
--- ---------------------------------------------------------------------------
-
-CREATE OR REPLACE FUNCTION zipper_lake.create_table(
-    name text,
-    source regclass,
-    valid_from name DEFAULT 'valid_from',
-    valid_to name DEFAULT 'valid_to',
-    partition_unit text DEFAULT 'day',
-    history_group_span interval DEFAULT '1 day',
-    current_group_span interval DEFAULT '1 day',
-    max_subgroups int DEFAULT 32,
-    open_end timestamptz DEFAULT 'infinity',
-    time_zone text DEFAULT 'UTC')
-RETURNS regclass
-LANGUAGE sql
-AS $$
-    SELECT zipper_lake._create_table(
-        CASE WHEN pg_catalog.cardinality(pg_catalog.parse_ident(name)) OPERATOR(pg_catalog.=) 1
-             THEN ARRAY[pg_catalog.current_schema()::pg_catalog.text]
-                  OPERATOR(pg_catalog.||) pg_catalog.parse_ident(name)
-             ELSE pg_catalog.parse_ident(name) END,
-        source, valid_from, valid_to, partition_unit, history_group_span,
-        current_group_span, max_subgroups, open_end, time_zone)
-$$;
-
--- ---------------------------------------------------------------------------
 -- register(): every check in C (src/zl_register.c), one place; the 0.1
 -- PL/pgSQL validator and its internal _register() go.
 -- ---------------------------------------------------------------------------
@@ -56,52 +25,29 @@ LANGUAGE C;
 DROP FUNCTION zipper_lake._register(regclass, name[], name, name, text, interval,
     interval, int, timestamptz, text);
 
--- _create_table(): null arguments named as such
-CREATE OR REPLACE FUNCTION zipper_lake._create_table(
-    qualified_name text[], source regclass, valid_from name, valid_to name,
-    partition_unit text, history_group_span interval, current_group_span interval,
-    max_subgroups int, open_end timestamptz, time_zone text)
+-- create_table(): in C too (src/zl_create.c).  A NULL option means
+-- register()'s default, and only the options given are passed on, so
+-- register()'s signature is the one place defaults are written.  It names
+-- everything qualified: 0.1's SQL version let an operator a user put in
+-- public run with the rights of whoever called it.
+DROP FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval,
+    interval, int, timestamptz, text);
+DROP FUNCTION zipper_lake._create_table(text[], regclass, name, name, text, interval,
+    interval, int, timestamptz, text);
+CREATE FUNCTION zipper_lake.create_table(
+    name text,
+    source regclass,
+    valid_from name DEFAULT NULL,
+    valid_to name DEFAULT NULL,
+    partition_unit text DEFAULT NULL,
+    history_group_span interval DEFAULT NULL,
+    current_group_span interval DEFAULT NULL,
+    max_subgroups int DEFAULT NULL,
+    open_end timestamptz DEFAULT NULL,
+    time_zone text DEFAULT NULL)
 RETURNS regclass
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    key text[];
-    qualified text;
-    created regclass;
-BEGIN
-    IF qualified_name IS NULL OR source IS NULL THEN
-        RAISE EXCEPTION '% must not be null', CASE WHEN source IS NULL THEN 'source table' ELSE 'table name' END
-            USING ERRCODE = 'null_value_not_allowed',
-                  HINT = 'Pass the new table''s name and the source table, e.g. zipper_lake.create_table(''account_hist'', ''account'').';
-    END IF;
-    SELECT array_agg(a.attname::text ORDER BY k.ord) INTO key
-      FROM pg_constraint c
-      CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY AS k(attnum, ord)
-      JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum
-     WHERE c.conrelid = source AND c.contype = 'p';
-    IF key IS NULL THEN
-        RAISE EXCEPTION 'source table % has no primary key', source
-            USING ERRCODE = 'invalid_table_definition',
-                  HINT = 'Add a primary key to the source, or create the table yourself and call zipper_lake.register().';
-    END IF;
-    IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = source AND attnum > 0
-                  AND NOT attisdropped AND attname IN (valid_from, valid_to)) THEN
-        RAISE EXCEPTION 'source table % already has a column named % or %', source, valid_from, valid_to
-            USING ERRCODE = 'duplicate_column',
-                  HINT = 'Pass other period column names with valid_from => and valid_to =>.';
-    END IF;
-    SELECT string_agg(quote_ident(part), '.') INTO qualified FROM unnest(qualified_name) part;
-
-    EXECUTE format('CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING COMMENTS,'
-                   ' %I timestamptz NOT NULL, %I timestamptz NOT NULL) USING zipper_lake',
-                   qualified, source, valid_from, valid_to);
-    created := qualified::regclass;
-    PERFORM zipper_lake.register(created, key, valid_from, valid_to, partition_unit,
-        history_group_span, current_group_span, max_subgroups, open_end, time_zone);
-    RETURN created;
-END
-$$;
+AS 'MODULE_PATHNAME', 'zipper_lake_create_table'
+LANGUAGE C;
 
 -- ---------------------------------------------------------------------------
 -- apply_changes(): op => NULL means "the column op if the changes have one";
@@ -203,3 +149,67 @@ REVOKE ALL ON FUNCTION zipper_lake._load_hooks() FROM PUBLIC;
 CREATE EVENT TRIGGER zipper_lake_load_hooks ON ddl_command_start
     EXECUTE FUNCTION zipper_lake._load_hooks();
 ALTER EVENT TRIGGER zipper_lake_load_hooks ENABLE ALWAYS;
+
+-- ---------------------------------------------------------------------------
+-- Labels: volatility (inspect() and verify() flush the transaction's
+-- pending rows first, so they are not STABLE), parallel safety (every
+-- function that reads or writes zipper tables runs in the leader only, or
+-- not in parallel mode at all), row estimates of set-returning functions;
+-- internal functions no user path needs are not executable by PUBLIC
+-- (_time_arg() and _verify_storage() are: inlined plans and verify() call
+-- them as the querying user).
+-- ---------------------------------------------------------------------------
+
+ALTER FUNCTION zipper_lake.register(regclass, text[], name, name, text, interval, interval, int, timestamptz, text)
+    VOLATILE PARALLEL UNSAFE;
+ALTER FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval, interval, int, timestamptz, text)
+    VOLATILE PARALLEL UNSAFE;
+ALTER FUNCTION zipper_lake.apply_changes(regclass, regclass, name, name, name)
+    VOLATILE PARALLEL UNSAFE ROWS 1;
+ALTER FUNCTION zipper_lake.apply_snapshot(regclass, regclass, timestamptz, boolean, boolean)
+    VOLATILE PARALLEL UNSAFE ROWS 1;
+ALTER FUNCTION zipper_lake.inspect(regclass) VOLATILE PARALLEL UNSAFE ROWS 100;
+ALTER FUNCTION zipper_lake._verify_storage(regclass) VOLATILE PARALLEL UNSAFE ROWS 10;
+ALTER FUNCTION zipper_lake.verify(regclass) VOLATILE PARALLEL UNSAFE ROWS 10;
+ALTER FUNCTION zipper_lake.reclaim(regclass) VOLATILE PARALLEL UNSAFE;
+ALTER FUNCTION zipper_lake.as_of(anyelement, timestamptz) STABLE PARALLEL RESTRICTED ROWS 1000;
+ALTER FUNCTION zipper_lake.current(anyelement) STABLE PARALLEL RESTRICTED ROWS 1000;
+ALTER FUNCTION zipper_lake.changes(anyelement, timestamptz, timestamptz) STABLE PARALLEL RESTRICTED ROWS 1000;
+ALTER FUNCTION zipper_lake._time_arg(timestamptz, text) IMMUTABLE PARALLEL SAFE;
+ALTER FUNCTION zipper_lake._storage_id(regclass) STABLE PARALLEL RESTRICTED;
+
+REVOKE ALL ON FUNCTION zipper_lake.tableam_handler(internal) FROM PUBLIC;
+REVOKE ALL ON FUNCTION zipper_lake._storage_id(regclass) FROM PUBLIC;
+
+COMMENT ON FUNCTION zipper_lake.register(regclass, text[], name, name, text, interval, interval, int, timestamptz, text) IS
+    'registers a zipper_lake table: its key, period columns and layout (owner only)';
+COMMENT ON FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval, interval, int, timestamptz, text) IS
+    'creates and registers a zipper table with the columns and primary key of a source table';
+COMMENT ON FUNCTION zipper_lake.apply_changes(regclass, regclass, name, name, name) IS
+    'applies a batch of changes, each at its own change time, to a zipper table';
+COMMENT ON FUNCTION zipper_lake.apply_snapshot(regclass, regclass, timestamptz, boolean, boolean) IS
+    'applies a full image of the source taken at a time: changed rows upserted, missing keys deleted';
+COMMENT ON FUNCTION zipper_lake.as_of(anyelement, timestamptz) IS
+    'the versions valid at a time (valid_from <= at < valid_to)';
+COMMENT ON FUNCTION zipper_lake.current(anyelement) IS
+    'the open versions';
+COMMENT ON FUNCTION zipper_lake.changes(anyelement, timestamptz, timestamptz) IS
+    'the versions that began or ended in [from_time, to_time)';
+COMMENT ON FUNCTION zipper_lake.inspect(regclass) IS
+    'one row per sub-group: partition, file group, window, first/last start, rows, masked rows, blocks';
+COMMENT ON FUNCTION zipper_lake.verify(regclass) IS
+    'checks the invariants of a zipper table; no rows means healthy';
+COMMENT ON FUNCTION zipper_lake.reclaim(regclass) IS
+    'makes blocks written by aborted transactions reusable, or leaves trailing ones to VACUUM (owner only)';
+COMMENT ON FUNCTION zipper_lake.tableam_handler(internal) IS
+    'table access method handler of zipper_lake';
+COMMENT ON FUNCTION zipper_lake._time_arg(timestamptz, text) IS
+    'internal: the null check of the read helpers'' time arguments, kept when they are inlined';
+COMMENT ON FUNCTION zipper_lake._verify_storage(regclass) IS
+    'internal: the storage checks of verify()';
+COMMENT ON FUNCTION zipper_lake._storage_id(regclass) IS
+    'internal: the storage id in a zipper table''s metapage';
+COMMENT ON FUNCTION zipper_lake._place_unplaced() IS
+    'internal: places rows loaded before a table was registered';
+COMMENT ON FUNCTION zipper_lake._load_hooks() IS
+    'internal: loads the library, and with it the DDL hook, before DDL commands';
