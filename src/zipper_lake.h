@@ -220,6 +220,7 @@ extern ZLSubGroup *zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot,
 extern ZLSubGroup *zl_meta_load_filtered_subgroups(uint64 storage_id, Snapshot snapshot,
 												   const ZLSubGroupFilter *filter,
 												   int *nsubgroups);
+extern ZLSubGroup *zl_meta_find_subgroup(ZLSubGroup *sgs, int n, int64 subgroup_id);
 extern void zl_meta_count_subgroups(uint64 storage_id, Snapshot snapshot,
 									ZLPruneStats *stats);
 extern void zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
