@@ -17,7 +17,8 @@ OBJS = \
 	src/zl_read.o \
 	src/zl_customscan.o \
 	src/zl_keys.o \
-	src/zl_inline.o
+	src/zl_inline.o \
+	src/zl_triggers.o
 
 DATA = $(wildcard sql/install/zipper_lake--*.sql)
 

@@ -279,6 +279,11 @@ extern void zl_page_writer_finish(ZLPageWriter *writer, BlockNumber *first_block
 
 extern bool zl_is_zipper_relation(Relation rel);
 
+/* ---------- zl_triggers.c ---------- */
+
+extern void zl_triggers_init(void);
+extern void zl_refuse_after_row_triggers(Relation rel);
+
 /* ---------- zl_write.c ---------- */
 
 typedef struct ZLWriteState ZLWriteState;

@@ -8,7 +8,8 @@
  * INSERT buffered (zl_write.c) once the statement has produced them all.
  * The ProcessUtility hook refuses retyping registered columns
  * (zl_register.c).  The planner hooks live in zl_customscan.c (pruned scans) and
- * zl_inline.c (read helpers inlined into scans).
+ * zl_inline.c (read helpers inlined into scans), the object access hook
+ * that refuses row-level AFTER triggers in zl_triggers.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -127,4 +128,5 @@ _PG_init(void)
 	zl_write_register_callbacks();
 	zl_customscan_init();
 	zl_inline_init();
+	zl_triggers_init();
 }
