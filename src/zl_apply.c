@@ -956,14 +956,21 @@ check_concurrent_changes(ApplyContext *ac)
 	uint64		storage_id = zl_storage_id(ac->rel);
 	Snapshot	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	ConcurrentArg arg = {ac, true, palloc0(sizeof(Datum) * ac->tupdesc->natts)};
+	ZLSubGroupFilter filter;
 	ZLSubGroup *then;
 	int			nthen;
 	bool		deleted_current = false;
 	KeyState  **changed;
 	int			nchanged = 0;
 
-	/* the partitions the batch read, as the snapshot sees them */
-	then = zl_meta_load_subgroups(storage_id, snapshot, ac->history_partition, &nthen);
+	/* the partitions the batch read, as the snapshot sees them (only their masks) */
+	filter.either = false;
+	filter.min_partition = ac->history_partition;
+	filter.max_partition = ZL_CURRENT_PARTITION;
+	filter.from_lo = ZL_UNBOUNDED_LO;
+	filter.from_hi = ZL_UNBOUNDED_HI;
+	filter.from_min_partition = ac->history_partition;
+	then = zl_meta_load_filtered_subgroups(storage_id, snapshot, &filter, &nthen);
 
 	/* added: sub-groups only the latest snapshot sees; removed: masked since */
 	for (int i = 0; i < ac->ncurrent + ac->nhistory; i++)
