@@ -20,7 +20,8 @@ OBJS = \
 	src/zl_inline.o \
 	src/zl_rowcheck.o \
 	src/zl_ddl.o \
-	src/zl_create.o
+	src/zl_create.o \
+	src/zl_triggers.o
 
 DATA = $(wildcard sql/install/zipper_lake--*.sql)
 

@@ -191,6 +191,8 @@ extern void zl_customscan_init(void);
 /* ---------- zl_ddl.c ---------- */
 
 extern void zl_ddl_init(void);
+extern HeapTuple zl_catalog_row_as_written(Oid catalog, Oid index, int nkeys,
+										   struct ScanKeyData *keys);
 
 /* ---------- zl_inline.c ---------- */
 
@@ -227,6 +229,7 @@ extern ZLSubGroup *zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot,
 extern ZLSubGroup *zl_meta_load_filtered_subgroups(uint64 storage_id, Snapshot snapshot,
 												   const ZLSubGroupFilter *filter,
 												   int *nsubgroups);
+extern ZLSubGroup *zl_meta_find_subgroup(ZLSubGroup *sgs, int n, int64 subgroup_id);
 extern void zl_meta_count_subgroups(uint64 storage_id, Snapshot snapshot,
 									ZLPruneStats *stats);
 extern void zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
@@ -284,6 +287,11 @@ extern void zl_page_writer_finish(ZLPageWriter *writer, BlockNumber *first_block
 /* ---------- zl_tableam.c ---------- */
 
 extern bool zl_is_zipper_relation(Relation rel);
+
+/* ---------- zl_triggers.c ---------- */
+
+extern void zl_refuse_new_trigger(Oid trigger_oid);
+extern void zl_refuse_after_row_triggers(Relation rel);
 
 /* ---------- zl_write.c ---------- */
 

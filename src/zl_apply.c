@@ -33,7 +33,11 @@
  * Everything happens in the caller's transaction: an error anywhere, or a
  * rollback, leaves nothing visible.  Writers of a table serialize on its
  * writer lock, taken before reading the current versions; readers are
- * never blocked and see all of a batch or none of it.
+ * never blocked and see all of a batch or none of it.  A transaction whose
+ * snapshot is older than the latest (REPEATABLE READ, SERIALIZABLE) fails
+ * with a serialization failure, like heap's UPDATE, when a version of a
+ * batch key where steps 2 and 3 look was written, masked or removed after
+ * that snapshot (check_concurrent_changes).
  *
  * Counts returned: changes (rows read), inserted (versions begun by an
  * upsert), closed (open versions that got an end by an upsert or delete),
@@ -156,6 +160,11 @@ typedef struct ApplyContext
 	int			ncurrent;
 	ZLSubGroup *history;
 	int			nhistory;
+	DateADT		history_partition;	/* the first one read, if any */
+
+	/* the batch's key hashes, sorted and distinct, like key directories */
+	uint32	   *hashes;
+	int			nhashes;
 
 	/* stored versions found */
 	StoredVersion **stored;
@@ -699,6 +708,18 @@ add_missing_key_delete(ApplyContext *ac, HeapTuple tuple)
 	return ks;
 }
 
+/*
+ * A key needs its history when its earliest change is at or before the
+ * start of its open version (late changes), or it has none (new or
+ * deleted keys); only versions ending at or after that change matter.
+ */
+static bool
+key_needs_history(const KeyState *ks)
+{
+	return ks->nchanges > 0 &&
+		(!ks->has_current || ks->min_time <= ks->versions[0].from);
+}
+
 /* a stored row: keep it as a version of its key if that key needs it */
 static void
 collect_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
@@ -719,8 +740,8 @@ collect_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 		ks = add_missing_key_delete(ac, tuple);
 	if (ks == NULL || ks->nchanges == 0)
 		return;
-	if (!ca->current && ks->has_current && ks->versions[0].from < ks->min_time)
-		return;					/* history not needed for this key */
+	if (!ca->current && !key_needs_history(ks))
+		return;
 
 	values = palloc(sizeof(Datum) * natts);
 	nulls = palloc(sizeof(bool) * natts);
@@ -760,24 +781,47 @@ int32_cmp(const void *a, const void *b)
 }
 
 /*
- * The open versions of the batch's keys.  Each current sub-group's key
- * directory names the positions whose key hash is one of the batch's;
- * only those rows are read.  apply_snapshot with deletes needs every open
- * key, so it reads the whole current partition.
+ * The rows of a sub-group whose key hash is one of the batch's: its key
+ * directory names their positions, and only those rows are read.  Without
+ * a directory (history), or when apply_snapshot needs every open key,
+ * the whole sub-group is read.
+ */
+static void
+read_batch_key_rows(ApplyContext *ac, const ZLSubGroup *sg, ZLRowCallback callback,
+					void *arg)
+{
+	int32	   *positions;
+	int			npositions;
+
+	if (ac->delete_missing || sg->key_directory == NULL)
+	{
+		zl_read_subgroup_rows(ac->rel, sg, false, callback, arg);
+		return;
+	}
+	positions = zl_key_directory_probe(sg->key_directory, ac->hashes, ac->nhashes,
+									   &npositions);
+	if (npositions == 0)
+		return;
+	qsort(positions, npositions, sizeof(int32), int32_cmp);
+	zl_read_subgroup_positions(ac->rel, sg, positions, npositions, callback, arg);
+	pfree(positions);
+}
+
+/*
+ * The open versions of the batch's keys, from the current partition's
+ * sub-groups.  apply_snapshot with deletes needs every open key, so it
+ * reads the whole current partition.
  */
 static void
 find_current_versions(ApplyContext *ac, CollectArg *arg)
 {
-	uint32	   *hashes = palloc(sizeof(uint32) * Max(ac->nkeys, 1));
-	int			nhashes = 0;
-
-	/* the batch's key hashes, sorted and distinct, like the directories */
+	ac->hashes = palloc(sizeof(uint32) * Max(ac->nkeys, 1));
 	for (int k = 0; k < ac->nkeys; k++)
-		hashes[k] = ac->keys[k]->hash;
-	qsort(hashes, ac->nkeys, sizeof(uint32), uint32_cmp);
+		ac->hashes[k] = ac->keys[k]->hash;
+	qsort(ac->hashes, ac->nkeys, sizeof(uint32), uint32_cmp);
 	for (int k = 0; k < ac->nkeys; k++)
-		if (nhashes == 0 || hashes[nhashes - 1] != hashes[k])
-			hashes[nhashes++] = hashes[k];
+		if (ac->nhashes == 0 || ac->hashes[ac->nhashes - 1] != ac->hashes[k])
+			ac->hashes[ac->nhashes++] = ac->hashes[k];
 	if (!ac->delete_missing)
 		zl_meta_load_key_directories(zl_storage_id(ac->rel), ac->snapshot,
 									 ac->current, ac->ncurrent);
@@ -785,22 +829,9 @@ find_current_versions(ApplyContext *ac, CollectArg *arg)
 	for (int i = 0; i < ac->ncurrent; i++)
 	{
 		const ZLSubGroup *sg = &ac->current[i];
-		int32	   *positions;
-		int			npositions;
 
-		if (sg->masked_rows == sg->row_count)
-			continue;
-		if (ac->delete_missing || sg->key_directory == NULL)
-		{
-			zl_read_subgroup_rows(ac->rel, sg, false, collect_row, arg);
-			continue;
-		}
-		positions = zl_key_directory_probe(sg->key_directory, hashes, nhashes, &npositions);
-		if (npositions == 0)
-			continue;
-		qsort(positions, npositions, sizeof(int32), int32_cmp);
-		zl_read_subgroup_positions(ac->rel, sg, positions, npositions, collect_row, arg);
-		pfree(positions);
+		if (sg->masked_rows < sg->row_count)
+			read_batch_key_rows(ac, sg, collect_row, arg);
 	}
 }
 
@@ -824,19 +855,15 @@ find_stored_versions(ApplyContext *ac)
 
 	/* keys whose changes reach back to or before their open version */
 	for (int k = 0; k < ac->nkeys; k++)
-	{
-		KeyState   *ks = ac->keys[k];
-
-		if (ks->nchanges > 0 &&
-			(!ks->has_current || ks->min_time <= ks->versions[0].from))
-			history_from = Min(history_from, ks->min_time);
-	}
+		if (key_needs_history(ac->keys[k]))
+			history_from = Min(history_from, ac->keys[k]->min_time);
+	ac->history_partition = ZL_CURRENT_PARTITION;
 	if (history_from == PG_INT64_MAX)
 		return;
 
 	/* history: only partitions that can hold a valid_to >= history_from */
-	ac->history = zl_meta_load_subgroups(storage_id, ac->snapshot,
-										 zl_partition_of(&ac->opts, history_from),
+	ac->history_partition = zl_partition_of(&ac->opts, history_from);
+	ac->history = zl_meta_load_subgroups(storage_id, ac->snapshot, ac->history_partition,
 										 &ac->nhistory);
 	arg.current = false;
 	for (int i = 0; i < ac->nhistory; i++)
@@ -846,6 +873,235 @@ find_stored_versions(ApplyContext *ac)
 		if (sg->partition_end != ZL_CURRENT_PARTITION && sg->masked_rows < sg->row_count)
 			zl_read_subgroup_rows(ac->rel, sg, false, collect_row, &arg);
 	}
+}
+
+/* ---------- a snapshot older than the latest: concurrent changes ---------- */
+
+/*
+ * In REPEATABLE READ and SERIALIZABLE the batch reads the latest committed
+ * versions (it must build on them, README "Writers"), but like heap's
+ * UPDATE it must not edit a key that changed after its transaction's
+ * snapshot.  What changed is found from the catalog alone: the same
+ * partitions' sub-groups and masks as the transaction's snapshot sees them
+ * are compared with what the batch read.  Rows of sub-groups only the
+ * latest snapshot sees were written since ("added"); positions masked
+ * since, and rows of sub-groups deleted since, were taken away
+ * ("removed").  Only those rows are read, and only those of the batch's
+ * keys count.  A compaction moves rows of other keys into a new sub-group
+ * unchanged: a key changed when its added and removed rows do not pair up
+ * as the same versions.
+ */
+typedef struct ConcurrentRow
+{
+	KeyState   *ks;
+	int64		from;
+	int64		to;
+	Datum	   *values;
+	bool	   *isnull;
+	bool		added;			/* visible now only, or to the snapshot only */
+	bool		paired;
+} ConcurrentRow;
+
+typedef struct ConcurrentArg
+{
+	ApplyContext *ac;
+	bool		added;
+	Datum	   *probe;			/* row-shaped array: key slots filled per row */
+	ConcurrentRow *rows;
+	int			nrows;
+	int			maxrows;
+} ConcurrentArg;
+
+static void
+report_concurrent_change(ApplyContext *ac, const char *key)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not serialize access due to concurrent update"),
+			 errdetail("Key %s of zipper table \"%s\" was changed by a transaction that committed after this transaction's snapshot was taken.",
+					   key, RelationGetRelationName(ac->rel)),
+			 errhint("Retry the transaction: its new snapshot sees the other change.")));
+}
+
+/* an added or removed row: keep it if the batch reads its key's versions there */
+static void
+collect_concurrent_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
+{
+	ConcurrentArg *ca = arg;
+	ApplyContext *ac = ca->ac;
+	bool		current = sg->placed && sg->partition_end == ZL_CURRENT_PARTITION;
+	KeyState   *ks;
+	ConcurrentRow *row;
+
+	zl_key_extract(ac->hasher, tuple, ac->tupdesc, ca->probe);
+	ks = key_lookup(ac, ca->probe, NULL, false);
+	if (ks == NULL || ks->nchanges == 0)
+	{
+		/*
+		 * apply_snapshot with deletes edits every open key: one the snapshot
+		 * saw open that is no longer (it would be found otherwise) changed.
+		 */
+		if (ac->delete_missing && current)
+			report_concurrent_change(ac, zl_describe_key(&ac->opts, ac->tupdesc, tuple));
+		return;
+	}
+	if (!current && !key_needs_history(ks))
+		return;
+
+	grow_array((void **) &ca->rows, &ca->maxrows, ca->nrows + 1, sizeof(ConcurrentRow));
+	row = &ca->rows[ca->nrows];
+	row->ks = ks;
+	row->values = palloc(sizeof(Datum) * ac->tupdesc->natts);
+	row->isnull = palloc(sizeof(bool) * ac->tupdesc->natts);
+	heap_deform_tuple(heap_copytuple(tuple), ac->tupdesc, row->values, row->isnull);
+	row->from = zl_datum_to_instant(row->values[ac->opts.from_attnum - 1], ac->opts.period_type);
+	row->to = zl_datum_to_instant(row->values[ac->opts.to_attnum - 1], ac->opts.period_type);
+	if (!current && row->to < ks->min_time)
+		return;					/* ends before the key's changes: not read */
+	row->added = ca->added;
+	row->paired = false;
+	ca->nrows++;
+}
+
+/* the sub-group as the batch read it (latest snapshot), or NULL */
+static const ZLSubGroup *
+read_subgroup(ApplyContext *ac, int64 subgroup_id)
+{
+	const ZLSubGroup *sg = zl_meta_find_subgroup(ac->current, ac->ncurrent, subgroup_id);
+
+	return sg != NULL ? sg : zl_meta_find_subgroup(ac->history, ac->nhistory, subgroup_id);
+}
+
+/* rows masked now that the snapshot sees unmasked: read them as it does */
+static void
+collect_masked_since(ApplyContext *ac, const ZLSubGroup *now, const ZLSubGroup *then,
+					 ConcurrentArg *arg)
+{
+	int64		nbytes = ((int64) now->blocks * MaxHeapTuplesPerPage + 7) / 8;
+	int32	   *positions = palloc(sizeof(int32) * (now->masked_rows - then->masked_rows));
+	int			n = 0;
+
+	for (int64 byte = 0; byte < nbytes; byte++)
+	{
+		uint8		since = now->mask[byte] & ~(then->mask != NULL ? then->mask[byte] : 0);
+
+		for (int bit = 0; since != 0; bit++, since >>= 1)
+			if (since & 1)
+				positions[n++] = (int32) (byte * 8 + bit);
+	}
+	Assert(n == now->masked_rows - then->masked_rows);
+	zl_read_subgroup_positions(ac->rel, then, positions, n, collect_concurrent_row, arg);
+	pfree(positions);
+}
+
+static int
+concurrent_row_cmp(const void *a, const void *b)
+{
+	const ConcurrentRow *ra = a;
+	const ConcurrentRow *rb = b;
+
+	if (ra->ks != rb->ks)
+		return ra->ks < rb->ks ? -1 : 1;
+	if (ra->from != rb->from)
+		return ra->from < rb->from ? -1 : 1;
+	return (int) ra->added - (int) rb->added;
+}
+
+static int
+pointer_cmp(const void *a, const void *b)
+{
+	uintptr_t	x = (uintptr_t) *(void *const *) a;
+	uintptr_t	y = (uintptr_t) *(void *const *) b;
+
+	return x < y ? -1 : (x > y);
+}
+
+/*
+ * Fail if a key of the batch changed after the transaction's snapshot
+ * (REPEATABLE READ, SERIALIZABLE); called under the writer lock, after
+ * find_stored_versions read the latest state.
+ */
+static void
+check_concurrent_changes(ApplyContext *ac)
+{
+	uint64		storage_id = zl_storage_id(ac->rel);
+	Snapshot	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	ConcurrentArg arg = {ac, true, palloc0(sizeof(Datum) * ac->tupdesc->natts)};
+	ZLSubGroupFilter filter;
+	ZLSubGroup *then;
+	int			nthen;
+	bool		deleted_current = false;
+	KeyState  **changed;
+	int			nchanged = 0;
+
+	/* the partitions the batch read, as the snapshot sees them (only their masks) */
+	filter.either = false;
+	filter.min_partition = ac->history_partition;
+	filter.max_partition = ZL_CURRENT_PARTITION;
+	filter.from_lo = ZL_UNBOUNDED_LO;
+	filter.from_hi = ZL_UNBOUNDED_HI;
+	filter.from_min_partition = ac->history_partition;
+	then = zl_meta_load_filtered_subgroups(storage_id, snapshot, &filter, &nthen);
+
+	/* added: sub-groups only the latest snapshot sees; removed: masked since */
+	for (int i = 0; i < ac->ncurrent + ac->nhistory; i++)
+	{
+		const ZLSubGroup *now = i < ac->ncurrent ? &ac->current[i] :
+			&ac->history[i - ac->ncurrent];
+		const ZLSubGroup *old;
+
+		if (i >= ac->ncurrent && now->partition_end == ZL_CURRENT_PARTITION)
+			continue;			/* the history load repeats the current partition */
+		old = zl_meta_find_subgroup(then, nthen, now->subgroup_id);
+		arg.added = (old == NULL);
+		if (old == NULL)
+			read_batch_key_rows(ac, now, collect_concurrent_row, &arg);
+		else if (now->masked_rows > old->masked_rows)
+			collect_masked_since(ac, now, old, &arg);
+	}
+
+	/* removed: sub-groups deleted since (compacted), read as the snapshot sees them */
+	arg.added = false;
+	for (int i = 0; i < nthen; i++)
+		if (read_subgroup(ac, then[i].subgroup_id) == NULL && then[i].placed &&
+			then[i].partition_end == ZL_CURRENT_PARTITION)
+			deleted_current = true;
+	if (deleted_current && !ac->delete_missing)
+		zl_meta_load_key_directories(storage_id, snapshot, then, nthen);
+	for (int i = 0; i < nthen; i++)
+		if (read_subgroup(ac, then[i].subgroup_id) == NULL &&
+			then[i].masked_rows < then[i].row_count)
+			read_batch_key_rows(ac, &then[i], collect_concurrent_row, &arg);
+	UnregisterSnapshot(snapshot);
+
+	/* a key changed unless its added and removed rows are the same versions */
+	qsort(arg.rows, arg.nrows, sizeof(ConcurrentRow), concurrent_row_cmp);
+	changed = palloc(sizeof(KeyState *) * Max(arg.nrows, 1));
+	for (int i = 0; i < arg.nrows; i++)
+	{
+		ConcurrentRow *r = &arg.rows[i];
+
+		for (int j = i + 1; !r->paired && j < arg.nrows && arg.rows[j].ks == r->ks &&
+			 arg.rows[j].from == r->from; j++)
+		{
+			ConcurrentRow *s = &arg.rows[j];
+
+			if (!s->paired && s->added != r->added && s->to == r->to &&
+				values_equal(ac, r->values, r->isnull, s->values, s->isnull))
+				r->paired = s->paired = true;
+		}
+		if (!r->paired && (nchanged == 0 || changed[nchanged - 1] != r->ks))
+			changed[nchanged++] = r->ks;
+	}
+	if (nchanged == 0)
+		return;
+
+	/* name the first changed key in the batch's order */
+	qsort(changed, nchanged, sizeof(KeyState *), pointer_cmp);
+	for (int k = 0; k < ac->nkeys; k++)
+		if (bsearch(&ac->keys[k], changed, nchanged, sizeof(KeyState *), pointer_cmp))
+			report_concurrent_change(ac, describe_key_values(ac, ac->keys[k]->values,
+															 ac->keys[k]->isnull));
 }
 
 static int
@@ -1093,6 +1349,8 @@ apply_batch(ApplyContext *ac)
 	ac->snapshot = RegisterSnapshot(GetLatestSnapshot());
 	find_stored_versions(ac);
 	UnregisterSnapshot(ac->snapshot);
+	if (IsolationUsesXactSnapshot())
+		check_concurrent_changes(ac);
 
 	state = zl_write_state_get(ac->rel);
 	for (int k = 0; k < ac->nkeys; k++)

@@ -3,7 +3,7 @@
  * zl_ddl.c
  *	  DDL on zipper tables: one path for every route.
  *
- * Two promises hold however a command reaches a zipper table:
+ * Three promises hold however a command reaches a zipper table:
  *
  *  - Its metadata goes with it.  Dropping a zipper table — DROP TABLE,
  *    DROP SCHEMA ... CASCADE, DROP OWNED, a cascade from a type — and
@@ -15,6 +15,9 @@
  *    names the table it was registered for, whose registration, sub-groups,
  *    masks and free extents are deleted (zl_meta_forget_table).  TRUNCATE
  *    replaces a file: relation_set_new_filenode forgets the old storage.
+ *
+ *  - Row-level AFTER triggers are refused when created, by every route
+ *    (zl_triggers.c): each new pg_trigger row is an OAT_POST_CREATE.
  *
  *  - Registered columns stay as registered.  The registration names the
  *    key and period columns, and stored versions are placed and hashed by
@@ -49,6 +52,7 @@
 #include "catalog/objectaccess.h"
 #include "catalog/pg_attribute.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_trigger.h"
 #include "commands/event_trigger.h"
 #include "fmgr.h"
 #include "storage/smgr.h"
@@ -113,27 +117,37 @@ registered_column(Relation rel, AttrNumber attnum, ZLTableOptions *opts)
 	return false;
 }
 
-/* the pg_attribute row as the running command left it */
+/*
+ * A catalog row as the running command left it: the object access hook
+ * runs before the command's own changes are visible to catalog snapshots,
+ * so read with SnapshotSelf.  A copy, or NULL.
+ */
+HeapTuple
+zl_catalog_row_as_written(Oid catalog, Oid index, int nkeys, ScanKey keys)
+{
+	Relation	rel = table_open(catalog, AccessShareLock);
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	scan = systable_beginscan(rel, index, true, SnapshotSelf, nkeys, keys);
+	tuple = systable_getnext(scan);
+	if (tuple != NULL)
+		tuple = heap_copytuple(tuple);
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return tuple;
+}
+
 static HeapTuple
 attribute_as_written(Oid relid, AttrNumber attnum)
 {
-	Relation	pg_attribute = table_open(AttributeRelationId, AccessShareLock);
 	ScanKeyData keys[2];
-	SysScanDesc scan;
-	HeapTuple	tuple;
 
 	ScanKeyInit(&keys[0], Anum_pg_attribute_attrelid, BTEqualStrategyNumber,
 				F_OIDEQ, ObjectIdGetDatum(relid));
 	ScanKeyInit(&keys[1], Anum_pg_attribute_attnum, BTEqualStrategyNumber,
 				F_INT2EQ, Int16GetDatum(attnum));
-	scan = systable_beginscan(pg_attribute, AttributeRelidNumIndexId, true,
-							  SnapshotSelf, 2, keys);
-	tuple = systable_getnext(scan);
-	if (tuple != NULL)
-		tuple = heap_copytuple(tuple);
-	systable_endscan(scan);
-	table_close(pg_attribute, AccessShareLock);
-	return tuple;
+	return zl_catalog_row_as_written(AttributeRelationId, AttributeRelidNumIndexId, 2, keys);
 }
 
 static void
@@ -189,6 +203,8 @@ zl_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId,
 	if (prev_object_access_hook)
 		prev_object_access_hook(access, classId, objectId, subId, arg);
 
+	if (access == OAT_POST_CREATE && classId == TriggerRelationId)
+		zl_refuse_new_trigger(objectId);
 	if (classId != RelationRelationId)
 		return;
 	if (access == OAT_DROP && subId == 0)

@@ -639,9 +639,9 @@ zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write)
 
 /* ---------- sub-groups and masks ---------- */
 
-/* sub-groups are sorted by id: binary search */
-static ZLSubGroup *
-find_subgroup(ZLSubGroup *sgs, int n, int64 subgroup_id)
+/* sub-groups as loaded here are sorted by id: binary search */
+ZLSubGroup *
+zl_meta_find_subgroup(ZLSubGroup *sgs, int n, int64 subgroup_id)
 {
 	int			lo = 0,
 				hi = n - 1;
@@ -702,7 +702,7 @@ apply_masks_of_result(MemoryContext context, ZLSubGroup *sgs, int n)
 		ArrayType  *array;
 		int32	   *positions;
 		int			npositions;
-		ZLSubGroup *sg = find_subgroup(sgs, n, result_int64(r, 1));
+		ZLSubGroup *sg = zl_meta_find_subgroup(sgs, n, result_int64(r, 1));
 
 		if (sg == NULL)
 			continue;			/* mask of a sub-group this snapshot lacks */
@@ -823,7 +823,7 @@ zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
 	meta_exec(Q_LOAD_KEY_DIRECTORIES, values, NULL, snapshot, true);
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
-		ZLSubGroup *sg = find_subgroup(sgs, nsubgroups, result_int64(r, 1));
+		ZLSubGroup *sg = zl_meta_find_subgroup(sgs, nsubgroups, result_int64(r, 1));
 		bool		isnull;
 
 		if (sg == NULL)

@@ -6,9 +6,10 @@
  * The ExecutorStart hook refuses UPDATE, DELETE and MERGE on zipper tables
  * before any row is touched; the ExecutorFinish hook flushes the rows an
  * INSERT buffered (zl_write.c) once the statement has produced them all.
- * DDL goes through the object access hook of zl_ddl.c.  The planner hooks
- * live in zl_customscan.c (pruned scans) and
- * zl_inline.c (read helpers inlined into scans).
+ * DDL goes through the object access hook of zl_ddl.c (dropped tables,
+ * registered columns, row-level AFTER triggers).  The planner hooks live
+ * in zl_customscan.c (pruned scans) and zl_inline.c (read helpers inlined
+ * into scans).
  *
  *-------------------------------------------------------------------------
  */

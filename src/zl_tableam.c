@@ -204,6 +204,8 @@ zl_tuple_insert(Relation relation, TupleTableSlot *slot, CommandId cid,
 	HeapTuple	tuple = ExecFetchSlotHeapTuple(slot, true, &should_free);
 	HeapTuple	stored = tuple;
 
+	zl_refuse_after_row_triggers(relation);
+
 	/* values too big for a page go to the table's TOAST relation */
 	if (HeapTupleHasExternal(tuple) || tuple->t_len > TOAST_TUPLE_THRESHOLD)
 		stored = heap_toast_insert_or_update(relation, tuple, NULL, options);
