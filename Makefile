@@ -12,6 +12,7 @@ OBJS = \
 	src/zl_time.o \
 	src/zl_register.o \
 	src/zl_inspect.o \
+	src/zl_verify.o \
 	src/zl_apply.o \
 	src/zl_prune.o \
 	src/zl_read.o \
@@ -21,7 +22,9 @@ OBJS = \
 	src/zl_rowcheck.o \
 	src/zl_ddl.o \
 	src/zl_create.o \
-	src/zl_triggers.o
+	src/zl_triggers.o \
+	src/zl_relation.o \
+	src/zl_reclaim.o
 
 DATA = $(wildcard sql/install/zipper_lake--*.sql)
 

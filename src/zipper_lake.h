@@ -5,7 +5,12 @@
  *
  * Constants and limits first, then the in-memory forms of the table's
  * registration and of sub-group metadata, then the functions of each
- * source file, grouped by file.  See the design comments at the top of
+ * source file, grouped by file in layer order: time and relation helpers,
+ * storage and metadata at the bottom, then writing (free space, row
+ * checks, the write state), then reading and planning (pruning, scans,
+ * the custom scan, inlining), then the hooks.  The SQL entry points
+ * (register, create_table, apply, read helpers, inspect, verify, reclaim)
+ * are called only by SQL and declare nothing here.  See the design comments at the top of
  * zl_storage.c (pages), zl_metadata.c (catalog and visibility),
  * zl_write.c (placement and the write path) and zl_scan.c (reads).
  *
@@ -38,6 +43,7 @@
 #define ZL_METAPAGE_BLKNO		0
 
 #define ZL_SCHEMA				"zipper_lake"
+#define ZL_HINT_APPLY			"Change a zipper table with zipper_lake.apply_changes() or zipper_lake.apply_snapshot()."
 #define ZL_AM_NAME				"zipper_lake"
 
 /* partition_end of the current partition (open versions) */
@@ -184,36 +190,36 @@ extern void zl_partition_range(const ZLTableOptions *opts, DateADT partition_end
 extern int64 zl_timestamptz_to_instant(const ZLTableOptions *opts, TimestampTz ts);
 extern char *zl_instant_to_cstring(int64 instant, Oid typid);
 
-/* ---------- zl_customscan.c ---------- */
+/* ---------- zl_relation.c ---------- */
 
-extern void zl_customscan_init(void);
+extern bool zl_is_zipper_relation(Relation rel);
+extern Relation zl_open_zipper_table(Oid relid, LOCKMODE lockmode);
+extern Relation zl_open_readable_zipper_table(Oid relid);
+extern void zl_refuse_row_security(Relation rel);
+extern void zl_refuse_row_change(Relation rel, CmdType command);
+extern char *zl_qualified_name(Relation rel);
+extern const char *zl_attname(TupleDesc tupdesc, AttrNumber attnum);
+extern char *zl_describe_key(const ZLTableOptions *opts, TupleDesc tupdesc,
+							 HeapTuple tuple);
+extern char *zl_describe_version(const ZLTableOptions *opts, TupleDesc tupdesc,
+								 HeapTuple tuple);
 
-/* ---------- zl_ddl.c ---------- */
+/* ---------- zl_storage.c ---------- */
 
-extern void zl_ddl_init(void);
-extern HeapTuple zl_catalog_row_as_written(Oid catalog, Oid index, int nkeys,
-										   struct ScanKeyData *keys);
+typedef struct ZLPageWriter ZLPageWriter;
 
-/* ---------- zl_inline.c ---------- */
-
-extern void zl_inline_init(void);
-
-/* ---------- zl_keys.c ---------- */
-
-typedef struct ZLKeyHasher ZLKeyHasher;
-
-extern ZLKeyHasher *zl_key_hasher_create(TupleDesc tupdesc, const ZLTableOptions *opts);
-extern uint32 zl_key_hash(const ZLKeyHasher *h, const Datum *values);
-extern bool zl_keys_equal(const ZLKeyHasher *h, const Datum *a, const Datum *b);
-extern void zl_key_extract(const ZLKeyHasher *h, HeapTuple tuple, TupleDesc tupdesc,
-						   Datum *values);
-extern bytea *zl_key_directory_build(const ZLKeyHasher *h, TupleDesc tupdesc,
-									 HeapTuple *tuples, const int32 *positions, int n);
-extern void zl_key_directory_cache_trim(void);
-extern bytea *zl_key_directory_cached(Oid catalog, int64 subgroup_id);
-extern bytea *zl_key_directory_remember(Oid catalog, int64 subgroup_id, Datum directory);
-extern int32 *zl_key_directory_probe(const bytea *dir, const uint32 *hashes,
-									 int nhashes, int *npositions);
+extern void zl_storage_init(Relation rel, SMgrRelation srel, ForkNumber fork,
+							uint64 storage_id);
+extern uint64 zl_storage_id(Relation rel);
+extern ZLPageWriter *zl_page_writer_begin(Relation rel, BlockNumber first_block,
+										  BlockNumber blocks);
+extern ZLPageWriter *zl_page_counter_begin(void);
+extern BlockNumber zl_page_writer_pages(const ZLPageWriter *writer);
+extern int32 zl_page_writer_add(ZLPageWriter *writer, HeapTuple tuple);
+extern void zl_page_writer_finish(ZLPageWriter *writer, BlockNumber *first_block,
+								  int32 *blocks);
+extern bool zl_write_lock_table(uint64 storage_id, bool nowait);
+extern void zl_write_unlock_table(uint64 storage_id);
 
 /* ---------- zl_metadata.c ---------- */
 
@@ -240,6 +246,9 @@ extern void zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
 extern int64 zl_meta_insert_subgroup(uint64 storage_id, const ZLSubGroup *sg,
 									 int32 rollover_seq, const bytea *key_directory);
 extern void zl_meta_delete_subgroup(uint64 storage_id, int64 subgroup_id);
+extern void zl_meta_insert_masks(uint64 storage_id, int nmasks,
+								 const int64 *subgroup_ids, int32 *const *positions,
+								 const int *npositions);
 
 /* blocks of deleted sub-groups, free once freed_by is old enough */
 typedef struct ZLFreeExtent
@@ -256,6 +265,23 @@ extern void zl_meta_take_free_extent(uint64 storage_id, BlockNumber first_block,
 extern void zl_meta_insert_free_extents(uint64 storage_id, const ZLFreeExtent *extents,
 										int nextents, FullTransactionId freed_by);
 
+/* ---------- zl_keys.c ---------- */
+
+typedef struct ZLKeyHasher ZLKeyHasher;
+
+extern ZLKeyHasher *zl_key_hasher_create(TupleDesc tupdesc, const ZLTableOptions *opts);
+extern uint32 zl_key_hash(const ZLKeyHasher *h, const Datum *values);
+extern bool zl_keys_equal(const ZLKeyHasher *h, const Datum *a, const Datum *b);
+extern void zl_key_extract(const ZLKeyHasher *h, HeapTuple tuple, TupleDesc tupdesc,
+						   Datum *values);
+extern bytea *zl_key_directory_build(const ZLKeyHasher *h, TupleDesc tupdesc,
+									 HeapTuple *tuples, const int32 *positions, int n);
+extern void zl_key_directory_cache_trim(void);
+extern bytea *zl_key_directory_cached(Oid catalog, int64 subgroup_id);
+extern bytea *zl_key_directory_remember(Oid catalog, int64 subgroup_id, Datum directory);
+extern int32 *zl_key_directory_probe(const bytea *dir, const uint32 *hashes,
+									 int nhashes, int *npositions);
+
 /* ---------- zl_freespace.c ---------- */
 
 typedef struct ZLFreeSpace ZLFreeSpace;
@@ -265,46 +291,31 @@ extern BlockNumber zl_free_space_largest(const ZLFreeSpace *fs);
 extern BlockNumber zl_free_space_take(ZLFreeSpace *fs, BlockNumber blocks);
 extern void zl_free_space_end(ZLFreeSpace *fs);
 extern int64 zl_free_space_truncate(Relation rel);
-extern void zl_meta_insert_masks(uint64 storage_id, int nmasks,
-								 const int64 *subgroup_ids, int32 *const *positions,
-								 const int *npositions);
+extern int64 zl_free_space_reclaim(Relation rel);
 
-/* ---------- zl_storage.c ---------- */
+/* ---------- zl_rowcheck.c ---------- */
 
-typedef struct ZLPageWriter ZLPageWriter;
+typedef struct ZLAssignment ZLAssignment;
+typedef struct ZLRowCheck ZLRowCheck;
 
-extern void zl_storage_init(Relation rel, SMgrRelation srel, ForkNumber fork,
-							uint64 storage_id);
-extern uint64 zl_storage_id(Relation rel);
-extern ZLPageWriter *zl_page_writer_begin(Relation rel, BlockNumber first_block,
-										  BlockNumber blocks);
-extern ZLPageWriter *zl_page_counter_begin(void);
-extern BlockNumber zl_page_writer_pages(const ZLPageWriter *writer);
-extern int32 zl_page_writer_add(ZLPageWriter *writer, HeapTuple tuple);
-extern void zl_page_writer_finish(ZLPageWriter *writer, BlockNumber *first_block,
-								  int32 *blocks);
-
-/* ---------- zl_tableam.c ---------- */
-
-extern bool zl_is_zipper_relation(Relation rel);
-
-/* ---------- zl_triggers.c ---------- */
-
-extern void zl_refuse_new_trigger(Oid trigger_oid);
-extern void zl_refuse_after_row_triggers(Relation rel);
+extern ZLAssignment *zl_assignment_create(int ncols);
+extern bool zl_assignment_add(ZLAssignment *a, int col, Oid source_type,
+							  int32 source_typmod, Oid target_type, int32 target_typmod);
+extern void zl_assignment_apply(ZLAssignment *a, Datum *values, bool *isnull,
+								MemoryContext memory_context);
+extern void zl_assignment_end(ZLAssignment *a);
+extern ZLRowCheck *zl_row_check_begin(Relation rel, const ZLTableOptions *opts);
+extern HeapTuple zl_row_check(ZLRowCheck *rc, HeapTuple tuple);
+extern void zl_row_check_end(ZLRowCheck *rc);
 
 /* ---------- zl_write.c ---------- */
 
 typedef struct ZLWriteState ZLWriteState;
 
 extern ZLWriteState *zl_write_state_get(Relation rel);
-extern bool zl_write_lock_table(uint64 storage_id, bool nowait);
-extern void zl_write_unlock_table(uint64 storage_id);
+
 extern void zl_write_add(ZLWriteState *state, HeapTuple tuple);
-extern char *zl_describe_key(const ZLTableOptions *opts, TupleDesc tupdesc,
-							 HeapTuple tuple);
-extern char *zl_describe_version(const ZLTableOptions *opts, TupleDesc tupdesc,
-								 HeapTuple tuple);
+
 extern void zl_write_flush_relation(Oid relid);
 extern void zl_write_flush_all(void);
 extern void zl_write_discard_relation(Oid relid);
@@ -322,30 +333,6 @@ extern void zl_bounds_filter(const ZLTableOptions *opts, const ZLScanBounds *bou
 extern void zl_prune(const ZLTableOptions *opts, const ZLScanBounds *bounds,
 					 bool prune, const ZLSubGroup *sgs, int n, uint8 *decisions,
 					 ZLPruneStats *stats);
-
-/* ---------- zl_read.c ---------- */
-
-extern void zl_refuse_row_security(Relation rel);
-
-/* ---------- zl_register.c ---------- */
-
-extern Relation zl_open_zipper_table(Oid relid, LOCKMODE lockmode);
-extern Relation zl_open_readable_zipper_table(Oid relid);
-
-/* ---------- zl_rowcheck.c ---------- */
-
-typedef struct ZLAssignment ZLAssignment;
-typedef struct ZLRowCheck ZLRowCheck;
-
-extern ZLAssignment *zl_assignment_create(int ncols);
-extern bool zl_assignment_add(ZLAssignment *a, int col, Oid source_type,
-							  int32 source_typmod, Oid target_type, int32 target_typmod);
-extern void zl_assignment_apply(ZLAssignment *a, Datum *values, bool *isnull,
-								MemoryContext memory_context);
-extern void zl_assignment_end(ZLAssignment *a);
-extern ZLRowCheck *zl_row_check_begin(Relation rel, const ZLTableOptions *opts);
-extern HeapTuple zl_row_check(ZLRowCheck *rc, HeapTuple tuple);
-extern void zl_row_check_end(ZLRowCheck *rc);
 
 /* ---------- zl_scan.c ---------- */
 
@@ -380,5 +367,29 @@ extern void zl_read_subgroup_positions(Relation rel, const ZLSubGroup *sg,
 extern void zl_read_subgroup_rows(Relation rel, const ZLSubGroup *sg,
 								  bool include_masked, ZLRowCallback callback,
 								  void *arg);
+
+/* ---------- zl_customscan.c ---------- */
+
+extern void zl_customscan_init(void);
+
+/* ---------- zl_inline.c ---------- */
+
+extern void zl_inline_init(void);
+
+/* ---------- zl_ddl.c ---------- */
+
+extern void zl_ddl_init(void);
+extern HeapTuple zl_catalog_row_as_written(Oid catalog, Oid index, int nkeys,
+										   struct ScanKeyData *keys);
+
+/* ---------- zl_triggers.c ---------- */
+
+extern void zl_refuse_new_trigger(Oid trigger_oid);
+extern void zl_refuse_after_row_triggers(Relation rel);
+
+/* ---------- zl_tableam.c ---------- */
+
+/* the access method; zl_is_zipper_relation() compares with it */
+extern const struct TableAmRoutine zl_table_am_routine;
 
 #endif							/* ZIPPER_LAKE_H */

@@ -67,17 +67,13 @@
 #include "access/xlog.h"
 #include "access/xloginsert.h"
 #include "catalog/storage.h"
-#include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
-#include "utils/acl.h"
 #include "utils/rel.h"
 #include "utils/wait_event.h"
 #include "utils/snapmgr.h"
-
-PG_FUNCTION_INFO_V1(zipper_lake_reclaim);
 
 struct ZLFreeSpace
 {
@@ -255,9 +251,78 @@ vacuum_would_truncate(Relation rel, BlockNumber tail_blocks)
 }
 
 /*
- * zipper_lake.reclaim(tbl): record the blocks written by aborted
- * transactions as free extents; returns how many blocks it made reusable
- * or left to VACUUM.  Owner only, like VACUUM.
+ * The blocks after the metapage that no range in used (sorted) covers,
+ * up to nblocks; the catalog counts blocks in int4, so a gap is cut into
+ * pieces of at most PG_INT32_MAX blocks.
+ */
+static ZLFreeExtent *
+unreferenced_gaps(const ZLFreeExtent *used, int nused, BlockNumber nblocks, int *ngaps)
+{
+	ZLFreeExtent *gaps = palloc(sizeof(ZLFreeExtent) * 2 * (nused + 1));
+	BlockNumber next = ZL_METAPAGE_BLKNO + 1;
+
+	*ngaps = 0;
+	for (int i = 0; i <= nused; i++)
+	{
+		BlockNumber until = i < nused ? used[i].first_block : nblocks;
+
+		while (until > next)
+		{
+			BlockNumber blocks = Min(until - next, (BlockNumber) PG_INT32_MAX);
+
+			gaps[*ngaps].first_block = next;
+			gaps[(*ngaps)++].blocks = blocks;
+			next += blocks;
+		}
+		if (i < nused)
+			next = Max(next, used[i].first_block + used[i].blocks);
+	}
+	return gaps;
+}
+
+/*
+ * The end of the file made of gaps and of free extents no snapshot can
+ * reach: returns where it begins, and how many gaps (*gaps_kept) and free
+ * extents (*extents_kept, both sorted) come before it; *newest is the
+ * newest freed_by among the extents in it.
+ */
+static BlockNumber
+reclaimable_tail(Relation rel, BlockNumber nblocks, const ZLFreeExtent *gaps, int ngaps,
+				 const ZLFreeExtent *extents, int nextents, int *gaps_kept,
+				 int *extents_kept, FullTransactionId *newest)
+{
+	BlockNumber tail = nblocks;
+	int			last_gap = ngaps - 1;
+	int			last_extent = nextents - 1;
+
+	*newest = InvalidFullTransactionId;
+	for (;;)
+	{
+		if (last_gap >= 0 && gaps[last_gap].first_block + gaps[last_gap].blocks == tail)
+			tail = gaps[last_gap--].first_block;
+		else if (last_extent >= 0 &&
+				 extents[last_extent].first_block + extents[last_extent].blocks == tail &&
+				 GlobalVisCheckRemovableFullXid(rel, extents[last_extent].freed_by))
+		{
+			const ZLFreeExtent *extent = &extents[last_extent--];
+
+			if (!FullTransactionIdIsValid(*newest) ||
+				FullTransactionIdFollows(extent->freed_by, *newest))
+				*newest = extent->freed_by;
+			tail = extent->first_block;
+		}
+		else
+			break;
+	}
+	*gaps_kept = last_gap + 1;
+	*extents_kept = last_extent + 1;
+	return tail;
+}
+
+/*
+ * zipper_lake.reclaim()'s work (zl_reclaim.c), holding the writer lock:
+ * record the blocks written by aborted transactions as free extents;
+ * returns how many blocks it made reusable or left to VACUUM.
  *
  * Free blocks at the end of the file are better given back to the file
  * system, but truncating is not transactional and the catalog is: a
@@ -273,95 +338,50 @@ vacuum_would_truncate(Relation rel, BlockNumber tail_blocks)
  * lock the table, the blocks wait for a later VACUUM (or, once a write
  * appended after them, for a later reclaim).
  */
-Datum
-zipper_lake_reclaim(PG_FUNCTION_ARGS)
+int64
+zl_free_space_reclaim(Relation rel)
 {
-	Oid			relid = PG_GETARG_OID(0);
-	Relation	rel = zl_open_zipper_table(relid, RowExclusiveLock);
 	uint64		storage_id = zl_storage_id(rel);
-	ZLFreeExtent *free_extents;
+	ZLFreeExtent *extents;
 	ZLFreeExtent *used;
 	ZLFreeExtent *gaps;
-	int			nfree,
+	int			nextents,
 				nused,
-				ngaps = 0;
-	int			last_gap,
-				last_free;
+				ngaps,
+				gaps_kept,
+				extents_kept;
 	BlockNumber nblocks;
-	BlockNumber next = ZL_METAPAGE_BLKNO + 1;
 	BlockNumber tail;
-	FullTransactionId newest = InvalidFullTransactionId;
+	FullTransactionId newest;
 	int64		reclaimed = 0;
 
-	if (!pg_class_ownercheck(relid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, RelationGetRelationName(rel));
-
-	/* no write in progress; see everything committed before */
-	zl_write_flush_relation(relid);
-	(void) zl_write_lock_table(storage_id, false);
-	used = referenced_ranges(storage_id, &nused, &free_extents, &nfree);
+	/* 1. the blocks nothing refers to */
+	used = referenced_ranges(storage_id, &nused, &extents, &nextents);
 	nblocks = RelationGetNumberOfBlocks(rel);
+	gaps = unreferenced_gaps(used, nused, nblocks, &ngaps);
+	for (int i = 0; i < ngaps; i++)
+		reclaimed += gaps[i].blocks;
 
-	/* the blocks between them */
-	gaps = palloc(sizeof(ZLFreeExtent) * 2 * (nused + 1));
-	for (int i = 0; i <= nused; i++)
-	{
-		BlockNumber until = i < nused ? used[i].first_block : nblocks;
-
-		/* the catalog counts blocks in int4: at most two pieces a gap */
-		while (until > next)
-		{
-			BlockNumber blocks = Min(until - next, (BlockNumber) PG_INT32_MAX);
-
-			gaps[ngaps].first_block = next;
-			gaps[ngaps++].blocks = blocks;
-			reclaimed += blocks;
-			next += blocks;
-		}
-		if (i < nused)
-			next = Max(next, used[i].first_block + used[i].blocks);
-	}
-
-	/* the end of the file made of gaps and unreachable free extents */
-	tail = nblocks;
-	last_gap = ngaps - 1;
-	last_free = nfree - 1;
-	for (;;)
-	{
-		if (last_gap >= 0 && gaps[last_gap].first_block + gaps[last_gap].blocks == tail)
-			tail = gaps[last_gap--].first_block;
-		else if (last_free >= 0 &&
-				 free_extents[last_free].first_block + free_extents[last_free].blocks == tail &&
-				 GlobalVisCheckRemovableFullXid(rel, free_extents[last_free].freed_by))
-		{
-			const ZLFreeExtent *extent = &free_extents[last_free--];
-
-			if (!FullTransactionIdIsValid(newest) ||
-				FullTransactionIdFollows(extent->freed_by, newest))
-				newest = extent->freed_by;
-			tail = extent->first_block;
-		}
-		else
-			break;
-	}
+	/* 2. the end of the file among them is left to VACUUM, if it cuts it */
+	tail = reclaimable_tail(rel, nblocks, gaps, ngaps, extents, nextents,
+							&gaps_kept, &extents_kept, &newest);
 	if (!vacuum_would_truncate(rel, nblocks - tail))
 	{
-		/* it stays in the file: record it as reusable */
-		last_gap = ngaps - 1;
-		last_free = nfree - 1;
+		gaps_kept = ngaps;		/* it stays in the file: record it as reusable */
+		extents_kept = nextents;
 		newest = InvalidFullTransactionId;
 	}
+
+	/* 3. record: the tail's extents go (after the conflict record), the other gaps become extents */
 	if (FullTransactionIdIsValid(newest))
 		log_reuse_conflict(rel, tail, newest);
-	for (int i = last_free + 1; i < nfree; i++)
+	for (int i = extents_kept; i < nextents; i++)
 	{
-		zl_meta_take_free_extent(storage_id, free_extents[i].first_block, free_extents[i].blocks);
-		reclaimed += free_extents[i].blocks;
+		zl_meta_take_free_extent(storage_id, extents[i].first_block, extents[i].blocks);
+		reclaimed += extents[i].blocks;
 	}
-	zl_meta_insert_free_extents(storage_id, gaps, last_gap + 1, ReadNextFullTransactionId());
-
-	table_close(rel, NoLock);
-	PG_RETURN_INT64(reclaimed);
+	zl_meta_insert_free_extents(storage_id, gaps, gaps_kept, ReadNextFullTransactionId());
+	return reclaimed;
 }
 
 /* the end of the last block range the catalog refers to (holding the writer lock) */

@@ -1,234 +1,27 @@
 /*-------------------------------------------------------------------------
  *
  * zl_inspect.c
- *	  Storage checks behind zipper_lake.verify().
+ *	  zipper_lake.inspect(): one row per sub-group.
  *
- * zipper_lake._verify_storage() reads every visible sub-group page by page
- * and checks what only the storage knows: block ranges inside the file
- * and disjoint, row counts, rows sorted by valid_from, stored first/last
- * start times, each row in the partition of its valid_to and the window
- * of its valid_from, and valid_from < valid_to.  The checks across
- * versions of a key (overlaps, several open versions) are plain SQL in
- * zipper_lake.verify().  Each problem is reported once per sub-group.
- *
- * zipper_lake.inspect() lists the sub-groups.  Both read the metadata on
- * the caller's behalf after checking SELECT on the table: the metadata
- * tables themselves are not readable by ordinary users.
+ * Lists every visible sub-group of a table — partition, file group,
+ * window, first and last start, rows, masked rows, blocks — unplaced ones
+ * (loaded before registration) first, then by partition, window, file
+ * group and sub-group.  It reads the metadata on the caller's behalf
+ * after checking SELECT on the table (zl_open_readable_zipper_table), and
+ * flushes the transaction's pending rows first so it shows them.
  *
  *-------------------------------------------------------------------------
  */
 #include "zipper_lake.h"
 
-#include "access/htup_details.h"
 #include "access/table.h"
 #include "fmgr.h"
 #include "funcapi.h"
-#include "storage/bufmgr.h"
-#include "utils/builtins.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
-PG_FUNCTION_INFO_V1(zipper_lake_verify_storage);
 PG_FUNCTION_INFO_V1(zipper_lake_inspect);
-
-typedef struct VerifyOutput
-{
-	ReturnSetInfo *rsinfo;
-} VerifyOutput;
-
-static void
-report(VerifyOutput *out, const char *check, const char *fmt,...)
-	pg_attribute_printf(3, 4);
-
-static void
-report(VerifyOutput *out, const char *check, const char *fmt,...)
-{
-	StringInfoData detail;
-	Datum		values[2];
-	bool		nulls[2] = {false, false};
-	va_list		args;
-
-	initStringInfo(&detail);
-	for (;;)
-	{
-		int			needed;
-
-		va_start(args, fmt);
-		needed = appendStringInfoVA(&detail, fmt, args);
-		va_end(args);
-		if (needed == 0)
-			break;
-		enlargeStringInfo(&detail, needed);
-	}
-	values[0] = CStringGetTextDatum(check);
-	values[1] = CStringGetTextDatum(detail.data);
-	tuplestore_putvalues(out->rsinfo->setResult, out->rsinfo->setDesc, values, nulls);
-}
-
-/* one sub-group being checked; each problem is reported once */
-typedef struct SubGroupCheck
-{
-	VerifyOutput *out;
-	Relation	rel;
-	const ZLTableOptions *opts;
-	int64		rows;
-	int64		prev_from;
-	int64		min_from;
-	int64		max_from;
-	bool		bad_period;
-	bool		bad_partition;
-	bool		bad_window;
-	bool		unsorted;
-} SubGroupCheck;
-
-static void
-check_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
-{
-	SubGroupCheck *c = arg;
-	const ZLTableOptions *opts = c->opts;
-	TupleDesc	tupdesc = RelationGetDescr(c->rel);
-	BlockNumber blk = ItemPointerGetBlockNumber(&tuple->t_self);
-	OffsetNumber off = ItemPointerGetOffsetNumber(&tuple->t_self);
-	bool		isnull;
-	int64		from = zl_datum_to_instant(heap_getattr(tuple, opts->from_attnum, tupdesc, &isnull),
-										   opts->period_type);
-	int64		to = zl_datum_to_instant(heap_getattr(tuple, opts->to_attnum, tupdesc, &isnull),
-										 opts->period_type);
-
-	if (from >= to && !c->bad_period)
-	{
-		c->bad_period = true;
-		report(c->out, "empty period", "Sub-group " INT64_FORMAT " row (%u,%u) with key %s has valid_from %s not before valid_to %s.",
-			   sg->subgroup_id, blk, off, zl_describe_key(opts, tupdesc, tuple),
-			   zl_instant_to_cstring(from, opts->period_type),
-			   zl_instant_to_cstring(to, opts->period_type));
-	}
-	if (zl_partition_of(opts, to) != sg->partition_end && !c->bad_partition)
-	{
-		c->bad_partition = true;
-		report(c->out, "wrong partition", "Sub-group " INT64_FORMAT " row (%u,%u) with key %s has valid_to %s outside partition %s.",
-			   sg->subgroup_id, blk, off, zl_describe_key(opts, tupdesc, tuple),
-			   zl_instant_to_cstring(to, opts->period_type),
-			   DatumGetCString(DirectFunctionCall1(date_out, DateADTGetDatum(sg->partition_end))));
-	}
-	if (zl_window_of(opts, sg->partition_end, from) != sg->window_start && !c->bad_window)
-	{
-		c->bad_window = true;
-		report(c->out, "wrong file group", "Sub-group " INT64_FORMAT " row (%u,%u) with key %s has valid_from %s outside its window.",
-			   sg->subgroup_id, blk, off, zl_describe_key(opts, tupdesc, tuple),
-			   zl_instant_to_cstring(from, opts->period_type));
-	}
-	if (c->rows > 0 && from < c->prev_from && !c->unsorted)
-	{
-		c->unsorted = true;
-		report(c->out, "unsorted sub-group", "Sub-group " INT64_FORMAT " row (%u,%u) has valid_from %s before the previous row's.",
-			   sg->subgroup_id, blk, off, zl_instant_to_cstring(from, opts->period_type));
-	}
-	if (c->rows == 0 || from < c->min_from)
-		c->min_from = from;
-	if (c->rows == 0 || from > c->max_from)
-		c->max_from = from;
-	c->prev_from = from;
-	c->rows++;
-}
-
-static void
-verify_subgroup(VerifyOutput *out, Relation rel, const ZLTableOptions *opts,
-				const ZLSubGroup *sg)
-{
-	SubGroupCheck c = {out, rel, opts};
-
-	/* masked rows are still stored: check and count them all */
-	zl_read_subgroup_rows(rel, sg, true, check_row, &c);
-
-	if (c.rows != sg->row_count)
-		report(out, "row count mismatch", "Sub-group " INT64_FORMAT " stores " INT64_FORMAT " rows, its metadata says " INT64_FORMAT ".",
-			   sg->subgroup_id, c.rows, sg->row_count);
-	if (c.rows > 0 && (c.min_from != sg->first_start || c.max_from != sg->last_start))
-		report(out, "first/last start mismatch", "Sub-group " INT64_FORMAT " rows start from %s to %s, its metadata says %s to %s.",
-			   sg->subgroup_id,
-			   zl_instant_to_cstring(c.min_from, opts->period_type),
-			   zl_instant_to_cstring(c.max_from, opts->period_type),
-			   zl_instant_to_cstring(sg->first_start, opts->period_type),
-			   zl_instant_to_cstring(sg->last_start, opts->period_type));
-}
-
-Datum
-zipper_lake_verify_storage(PG_FUNCTION_ARGS)
-{
-	VerifyOutput out;
-	Relation	rel;
-	ZLTableOptions opts;
-	ZLSubGroup *sgs;
-	ZLSubGroup **by_block;
-	int			nsgs;
-	ZLFreeExtent *extents;
-	int			nextents;
-	BlockNumber nblocks;
-
-	InitMaterializedSRF(fcinfo, 0);
-	out.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-
-	rel = zl_open_readable_zipper_table(PG_GETARG_OID(0));
-	zl_write_flush_relation(RelationGetRelid(rel));
-	if (!zl_meta_load_options(rel, &opts, false))
-	{
-		report(&out, "unregistered table", "Table \"%s\" is not registered.",
-			   RelationGetRelationName(rel));
-		table_close(rel, AccessShareLock);
-		PG_RETURN_NULL();
-	}
-
-	sgs = zl_meta_load_subgroups(zl_storage_id(rel), GetActiveSnapshot(), DATEVAL_NOBEGIN, &nsgs);
-	nblocks = RelationGetNumberOfBlocks(rel);
-
-	by_block = zl_subgroups_by_block(sgs, nsgs);
-	for (int i = 0; i < nsgs; i++)
-	{
-		ZLSubGroup *sg = by_block[i];
-
-		if (sg->first_block < 1 || (int64) sg->first_block + sg->blocks > nblocks)
-		{
-			report(&out, "block range", "Sub-group " INT64_FORMAT " claims blocks %u..%u of a file of %u blocks.",
-				   sg->subgroup_id, sg->first_block, sg->first_block + sg->blocks - 1, nblocks);
-			continue;
-		}
-		if (i > 0 && by_block[i - 1]->first_block + by_block[i - 1]->blocks > sg->first_block)
-			report(&out, "block range", "Sub-groups " INT64_FORMAT " and " INT64_FORMAT " share blocks.",
-				   by_block[i - 1]->subgroup_id, sg->subgroup_id);
-		if (!sg->placed)
-		{
-			report(&out, "unplaced rows", "Sub-group " INT64_FORMAT " was written before the table was registered.",
-				   sg->subgroup_id);
-			continue;
-		}
-		verify_subgroup(&out, rel, &opts, sg);
-	}
-
-	/* free extents lie in the file and outside every visible sub-group */
-	extents = zl_meta_load_free_extents(zl_storage_id(rel), GetActiveSnapshot(), &nextents);
-	for (int e = 0; e < nextents; e++)
-	{
-		BlockNumber first = extents[e].first_block;
-		BlockNumber end = first + extents[e].blocks;
-
-		if (first < 1 || end > nblocks)
-			report(&out, "free extent", "Free extent of blocks %u..%u lies outside the file of %u blocks.",
-				   first, end - 1, nblocks);
-		/* loaded by first block */
-		if (e > 0 && extents[e - 1].first_block + extents[e - 1].blocks > first)
-			report(&out, "free extent", "Free extents at blocks %u and %u overlap.",
-				   extents[e - 1].first_block, first);
-		for (int i = 0; i < nsgs; i++)
-			if (sgs[i].first_block < end && first < sgs[i].first_block + sgs[i].blocks)
-				report(&out, "free extent", "Free extent of blocks %u..%u overlaps sub-group " INT64_FORMAT ".",
-					   first, end - 1, sgs[i].subgroup_id);
-	}
-
-	table_close(rel, AccessShareLock);
-	PG_RETURN_NULL();
-}
 
 static int
 inspect_order(const void *a, const void *b)

@@ -46,22 +46,13 @@ refuse_row_changes(QueryDesc *queryDesc)
 	{
 		RangeTblEntry *rte = rt_fetch(lfirst_int(lc), stmt->rtable);
 		Relation	rel;
-		bool		zipper;
 
 		if (rte->rtekind != RTE_RELATION)
 			continue;
 		rel = table_open(rte->relid, NoLock);
-		zipper = zl_is_zipper_relation(rel);
+		if (zl_is_zipper_relation(rel))
+			zl_refuse_row_change(rel, stmt->commandType);
 		table_close(rel, NoLock);
-		if (zipper)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("zipper_lake tables do not support %s",
-							stmt->commandType == CMD_UPDATE ? "UPDATE" :
-							stmt->commandType == CMD_DELETE ? "DELETE" : "MERGE"),
-					 errdetail("Table \"%s\" keeps immutable versions.",
-							   get_rel_name(rte->relid)),
-					 errhint("Change a zipper table with zipper_lake.apply_changes() or zipper_lake.apply_snapshot().")));
 	}
 }
 

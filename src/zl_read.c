@@ -38,22 +38,6 @@ PG_FUNCTION_INFO_V1(zipper_lake_current);
 PG_FUNCTION_INFO_V1(zipper_lake_changes);
 PG_FUNCTION_INFO_V1(zipper_lake_time_arg);
 
-/*
- * The helpers read the table directly, where row-level security policies
- * would not apply: refuse tables that have them in force.
- */
-void
-zl_refuse_row_security(Relation rel)
-{
-	if (check_enable_rls(RelationGetRelid(rel), InvalidOid, true) == RLS_ENABLED)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("zipper_lake functions do not support row-level security"),
-				 errdetail("Table \"%s\" has row-level security enabled for this user.",
-						   RelationGetRelationName(rel)),
-				 errhint("Query the table with plain SQL on its period columns, which applies the policies.")));
-}
-
 /* the zipper table named by the row type of the first argument */
 static Relation
 open_table_of_row_type(FunctionCallInfo fcinfo, ZLTableOptions *opts)

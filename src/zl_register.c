@@ -40,31 +40,6 @@ PG_FUNCTION_INFO_V1(zipper_lake_register_row);
 PG_FUNCTION_INFO_V1(zipper_lake_place_unplaced_trigger);
 PG_FUNCTION_INFO_V1(zipper_lake_storage_id);
 
-/* open a relation and make sure it is a zipper table */
-Relation
-zl_open_zipper_table(Oid relid, LOCKMODE lockmode)
-{
-	Relation	rel = table_open(relid, lockmode);
-
-	if (!zl_is_zipper_relation(rel))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("table \"%s\" does not use the zipper_lake access method",
-						RelationGetRelationName(rel)),
-				 errdetail("Its access method is %s.",
-						   OidIsValid(rel->rd_rel->relam) ? get_am_name(rel->rd_rel->relam) : "none"),
-				 errhint("Create it with CREATE TABLE ... USING zipper_lake, or with zipper_lake.create_table().")));
-	return rel;
-}
-
-/* "public.acct": how messages name the table */
-static char *
-qualified_name(Relation rel)
-{
-	return quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-									  RelationGetRelationName(rel));
-}
-
 static void
 refuse_option(const char *message, const char *hint)
 {
@@ -83,8 +58,8 @@ registered_column(Relation rel, const char *name)
 	if (attnum <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 name ? errmsg("column \"%s\" of table %s does not exist", name, qualified_name(rel)) :
-				 errmsg("a column name of table %s is null", qualified_name(rel)),
+				 name ? errmsg("column \"%s\" of table %s does not exist", name, zl_qualified_name(rel)) :
+				 errmsg("a column name of table %s is null", zl_qualified_name(rel)),
 				 errhint("Name existing columns for the key and the period.")));
 	return attnum;
 }
@@ -131,7 +106,7 @@ refuse_period_partition_key(Relation rel, AttrNumber from_attnum, AttrNumber to_
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot register table %s: its parent %s is partitioned by period column \"%s\"",
-								qualified_name(rel), qualified_name(parent), period[p]),
+								zl_qualified_name(rel), zl_qualified_name(parent), period[p]),
 						 errdetail("Closing or splitting a version changes its period, which would move it to another partition."),
 						 errhint("Partition the parent by key or other columns; zipper tables partition their versions by end date themselves.")));
 		}
@@ -205,14 +180,14 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 	if (!pg_class_ownercheck(RelationGetRelid(rel), GetUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of table %s", qualified_name(rel)),
+				 errmsg("must be owner of table %s", zl_qualified_name(rel)),
 				 errhint("Only the owner of a table registers it.")));
 	/* writers of the table wait, then see the registration (zl_write.c) */
 	(void) zl_write_lock_table(zl_storage_id(rel), false);
 	if (zl_meta_load_options(rel, &existing, true))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("table %s is already registered", qualified_name(rel)),
+				 errmsg("table %s is already registered", zl_qualified_name(rel)),
 				 errhint("A table is registered once, when it is created.")));
 
 	/* the key: distinct existing columns, none null */
@@ -220,7 +195,7 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 		ArrayGetNItems(ARR_NDIM(PG_GETARG_ARRAYTYPE_P(1)), ARR_DIMS(PG_GETARG_ARRAYTYPE_P(1))) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("key of table %s is empty", qualified_name(rel)),
+				 errmsg("key of table %s is empty", zl_qualified_name(rel)),
 				 errhint("Pass the business key columns, e.g. key => ARRAY['id'].")));
 	key_array = PG_GETARG_ARRAYTYPE_P(1);
 	key_text = OidOutputFunctionCall(F_ARRAY_OUT, PointerGetDatum(key_array));
@@ -230,7 +205,7 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 	if (nkeys > INDEX_MAX_KEYS)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("key of table %s has %d columns", qualified_name(rel), nkeys),
+				 errmsg("key of table %s has %d columns", zl_qualified_name(rel), nkeys),
 				 errhint("A key has at most %d columns.", INDEX_MAX_KEYS)));
 	key_names = palloc(sizeof(Datum) * nkeys);
 	for (int i = 0; i < nkeys; i++)
@@ -238,7 +213,7 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 		if (key_nulls[i])
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("key of table %s names a null column", qualified_name(rel)),
+					 errmsg("key of table %s names a null column", zl_qualified_name(rel)),
 					 errdetail("Element %d of the key is null.", i + 1),
 					 errhint("List the names of the key columns.")));
 		/* text[] from register(), name[] from 0.1's _register() */
@@ -250,7 +225,7 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 			if (key_attnums[j] == key_attnums[i])
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("key of table %s names a column twice", qualified_name(rel)),
+						 errmsg("key of table %s names a column twice", zl_qualified_name(rel)),
 						 errdetail("Key is %s.", key_text),
 						 errhint("List each key column once.")));
 	}
@@ -274,7 +249,7 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("period columns of table %s must be two columns outside the key",
-							qualified_name(rel)),
+							zl_qualified_name(rel)),
 					 errdetail("Key is %s, valid_from is %s, valid_to is %s.",
 							   key_text, from_name, to_name),
 					 errhint("Use distinct columns for valid_from and valid_to.")));
@@ -284,7 +259,7 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 		(from_type != TIMESTAMPTZOID && from_type != TIMESTAMPOID && from_type != DATEOID))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("period columns of table %s have unsupported types", qualified_name(rel)),
+				 errmsg("period columns of table %s have unsupported types", zl_qualified_name(rel)),
 				 errdetail("Column %s is %s and column %s is %s.", from_name,
 						   format_type_be(from_type), to_name, format_type_be(to_type)),
 				 errhint("Both period columns must be timestamptz, both timestamp or both date.")));
@@ -390,23 +365,6 @@ zipper_lake_place_unplaced_trigger(PG_FUNCTION_ARGS)
 	zl_write_place_unplaced(rel);
 	table_close(rel, NoLock);
 	return PointerGetDatum(newrow);
-}
-
-/*
- * A zipper table the caller may read (inspect, verify): with SELECT on
- * it, and no row-level security hiding rows whose counts and times the
- * metadata would show.
- */
-Relation
-zl_open_readable_zipper_table(Oid relid)
-{
-	Relation	rel = zl_open_zipper_table(relid, AccessShareLock);
-	AclResult	aclresult = pg_class_aclcheck(relid, GetUserId(), ACL_SELECT);
-
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, OBJECT_TABLE, RelationGetRelationName(rel));
-	zl_refuse_row_security(rel);
-	return rel;
 }
 
 Datum

@@ -38,6 +38,9 @@
  */
 #include "zipper_lake.h"
 
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+
 #include "access/htup_details.h"
 #include "access/transam.h"
 #include "access/xloginsert.h"
@@ -282,4 +285,39 @@ zl_page_writer_finish(ZLPageWriter *writer, BlockNumber *first_block, int32 *blo
 	*first_block = writer->first_block;
 	*blocks = (int32) (writer->next_block - writer->first_block);
 	pfree(writer);
+}
+
+/* ---------- the writer lock ---------- */
+
+/* distinguishes our advisory locks from user ones (which use 1 and 2) */
+#define ZL_ADVISORY_LOCK_CLASS	0x5A4C
+
+static void
+writer_lock_tag(LOCKTAG *tag, uint64 storage_id)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (storage_id >> 32),
+						 (uint32) storage_id, ZL_ADVISORY_LOCK_CLASS);
+}
+
+/*
+ * Serialize the writers of a table (and reclaim, VACUUM's truncation) until
+ * the end of the transaction; with nowait, false if another holds it.
+ */
+bool
+zl_write_lock_table(uint64 storage_id, bool nowait)
+{
+	LOCKTAG		tag;
+
+	writer_lock_tag(&tag, storage_id);
+	return LockAcquire(&tag, ExclusiveLock, false, nowait) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/* before the end of the transaction: only for what wrote nothing */
+void
+zl_write_unlock_table(uint64 storage_id)
+{
+	LOCKTAG		tag;
+
+	writer_lock_tag(&tag, storage_id);
+	(void) LockRelease(&tag, ExclusiveLock, false);
 }

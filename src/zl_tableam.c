@@ -39,7 +39,6 @@ not_supported(const char *what, const char *hint)
 			 errhint("%s", hint)));
 }
 
-#define HINT_APPLY "Change a zipper table with zipper_lake.apply_changes() or zipper_lake.apply_snapshot()."
 #define HINT_SCAN "Zipper tables are read by sequential scans pruned by their period columns."
 
 /* ------------------------------------------------------------------------
@@ -235,14 +234,14 @@ zl_tuple_insert_speculative(Relation relation, TupleTableSlot *slot,
 							CommandId cid, int options,
 							struct BulkInsertStateData *bistate, uint32 specToken)
 {
-	not_supported("INSERT ... ON CONFLICT", HINT_APPLY);
+	not_supported("INSERT ... ON CONFLICT", ZL_HINT_APPLY);
 }
 
 static void
 zl_tuple_complete_speculative(Relation relation, TupleTableSlot *slot,
 							  uint32 specToken, bool succeeded)
 {
-	not_supported("INSERT ... ON CONFLICT", HINT_APPLY);
+	not_supported("INSERT ... ON CONFLICT", ZL_HINT_APPLY);
 }
 
 static TM_Result
@@ -250,7 +249,7 @@ zl_tuple_delete(Relation relation, ItemPointer tid, CommandId cid,
 				Snapshot snapshot, Snapshot crosscheck, bool wait,
 				TM_FailureData *tmfd, bool changingPart)
 {
-	not_supported("DELETE", HINT_APPLY);
+	zl_refuse_row_change(relation, CMD_DELETE);
 	return TM_Ok;
 }
 
@@ -260,7 +259,7 @@ zl_tuple_update(Relation relation, ItemPointer otid, TupleTableSlot *slot,
 				bool wait, TM_FailureData *tmfd,
 				LockTupleMode *lockmode, bool *update_indexes)
 {
-	not_supported("UPDATE", HINT_APPLY);
+	zl_refuse_row_change(relation, CMD_UPDATE);
 	return TM_Ok;
 }
 
@@ -480,7 +479,7 @@ zl_relation_estimate_size(Relation rel, int32 *attr_widths,
  * ------------------------------------------------------------------------
  */
 
-static const TableAmRoutine zl_methods = {
+const TableAmRoutine zl_table_am_routine = {
 	.type = T_TableAmRoutine,
 
 	.slot_callbacks = zl_slot_callbacks,
@@ -543,12 +542,5 @@ static const TableAmRoutine zl_methods = {
 Datum
 zipper_lake_tableam_handler(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_POINTER(&zl_methods);
-}
-
-/* is this relation a zipper_lake table? (used by the executor hooks) */
-bool
-zl_is_zipper_relation(Relation rel)
-{
-	return rel->rd_tableam == &zl_methods;
+	PG_RETURN_POINTER(&zl_table_am_routine);
 }

@@ -55,9 +55,6 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
-/* distinguishes our advisory locks from user ones (which use 1 and 2) */
-#define ZL_ADVISORY_LOCK_CLASS	0x5A4C
-
 typedef struct ZLPendingRow
 {
 	int64		valid_from;
@@ -100,36 +97,6 @@ static List *write_states = NIL;
 
 /* metadata statements of a flush must not flush again (ExecutorFinish hook) */
 static bool flush_in_progress = false;
-
-static void
-writer_lock_tag(LOCKTAG *tag, uint64 storage_id)
-{
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (storage_id >> 32),
-						 (uint32) storage_id, ZL_ADVISORY_LOCK_CLASS);
-}
-
-/*
- * Serialize the writers of a table (and reclaim, VACUUM's truncation) until
- * the end of the transaction; with nowait, false if another holds it.
- */
-bool
-zl_write_lock_table(uint64 storage_id, bool nowait)
-{
-	LOCKTAG		tag;
-
-	writer_lock_tag(&tag, storage_id);
-	return LockAcquire(&tag, ExclusiveLock, false, nowait) != LOCKACQUIRE_NOT_AVAIL;
-}
-
-/* before the end of the transaction: only for what wrote nothing */
-void
-zl_write_unlock_table(uint64 storage_id)
-{
-	LOCKTAG		tag;
-
-	writer_lock_tag(&tag, storage_id);
-	(void) LockRelease(&tag, ExclusiveLock, false);
-}
 
 static void
 create_runs(ZLWriteState *state)
@@ -203,70 +170,6 @@ zl_write_state_get(Relation rel)
 	return state;
 }
 
-/* "(id, region)=(7, eu)" for error details */
-char *
-zl_describe_key(const ZLTableOptions *opts, TupleDesc tupdesc, HeapTuple tuple)
-{
-	StringInfoData names;
-	StringInfoData values;
-
-	initStringInfo(&names);
-	initStringInfo(&values);
-	for (int i = 0; i < opts->nkeys; i++)
-	{
-		AttrNumber	attnum = opts->key_attnums[i];
-		Form_pg_attribute att = TupleDescAttr(tupdesc, attnum - 1);
-		bool		isnull;
-		Datum		d = heap_getattr(tuple, attnum, tupdesc, &isnull);
-
-		if (i > 0)
-		{
-			appendStringInfoString(&names, ", ");
-			appendStringInfoString(&values, ", ");
-		}
-		appendStringInfoString(&names, quote_identifier(NameStr(att->attname)));
-		if (isnull)
-			appendStringInfoString(&values, "null");
-		else
-		{
-			Oid			outfunc;
-			bool		varlena;
-
-			getTypeOutputInfo(att->atttypid, &outfunc, &varlena);
-			appendStringInfoString(&values, OidOutputFunctionCall(outfunc, d));
-		}
-	}
-	return psprintf("(%s)=(%s)", names.data, values.data);
-}
-
-static const char *
-attname_of(TupleDesc tupdesc, AttrNumber attnum)
-{
-	return NameStr(TupleDescAttr(tupdesc, attnum - 1)->attname);
-}
-
-/* "key (id)=(7), valid_from ..., valid_to ..." for error details */
-char *
-zl_describe_version(const ZLTableOptions *opts, TupleDesc tupdesc, HeapTuple tuple)
-{
-	AttrNumber	period[2] = {opts->from_attnum, opts->to_attnum};
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	appendStringInfo(&buf, "key %s", zl_describe_key(opts, tupdesc, tuple));
-	for (int i = 0; i < 2; i++)
-	{
-		bool		isnull;
-		Datum		d = heap_getattr(tuple, period[i], tupdesc, &isnull);
-
-		appendStringInfo(&buf, ", %s %s", attname_of(tupdesc, period[i]),
-						 isnull ? "null" :
-						 zl_instant_to_cstring(zl_datum_to_instant(d, opts->period_type),
-											   opts->period_type));
-	}
-	return buf.data;
-}
-
 static char *
 describe_row(ZLWriteState *state, HeapTuple tuple)
 {
@@ -296,7 +199,7 @@ place_row(ZLWriteState *state, HeapTuple tuple, ZLRunKey *key,
 			ereport(ERROR,
 					(errcode(ERRCODE_NOT_NULL_VIOLATION),
 					 errmsg("null value in key column \"%s\" of zipper table \"%s\"",
-							attname_of(tupdesc, opts->key_attnums[i]),
+							zl_attname(tupdesc, opts->key_attnums[i]),
 							get_rel_name(state->relid)),
 					 errdetail("Failing row has %s.", describe_row(state, tuple)),
 					 errhint("Every version of a zipper table needs a complete key.")));
@@ -308,7 +211,7 @@ place_row(ZLWriteState *state, HeapTuple tuple, ZLRunKey *key,
 		ereport(ERROR,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("null value in period column \"%s\" of zipper table \"%s\"",
-						attname_of(tupdesc, from_null ? opts->from_attnum : opts->to_attnum),
+						zl_attname(tupdesc, from_null ? opts->from_attnum : opts->to_attnum),
 						get_rel_name(state->relid)),
 				 errdetail("Failing row has %s.", describe_row(state, tuple)),
 				 errhint("Open versions use the table's open end as valid_to.")));

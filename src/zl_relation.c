@@ -1,0 +1,167 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_relation.c
+ *	  Helpers about a zipper table as a relation.
+ *
+ * Recognizing and opening a relation as a zipper table (for writing, or
+ * for reading with the caller's privileges), refusing what a zipper table
+ * cannot do to its rows (UPDATE, DELETE, MERGE; row-level security in the
+ * functions that read it directly), and naming a table, a key or a
+ * version in error messages.  Every layer uses them; they use nothing of
+ * the extension but the registration's attribute numbers.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "zipper_lake.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "commands/defrem.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rls.h"
+
+/* is this relation a zipper_lake table? */
+bool
+zl_is_zipper_relation(Relation rel)
+{
+	return rel->rd_tableam == &zl_table_am_routine;
+}
+
+/* open a relation and make sure it is a zipper table */
+Relation
+zl_open_zipper_table(Oid relid, LOCKMODE lockmode)
+{
+	Relation	rel = table_open(relid, lockmode);
+
+	if (!zl_is_zipper_relation(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("table \"%s\" does not use the zipper_lake access method",
+						RelationGetRelationName(rel)),
+				 errdetail("Its access method is %s.",
+						   OidIsValid(rel->rd_rel->relam) ? get_am_name(rel->rd_rel->relam) : "none"),
+				 errhint("Create it with CREATE TABLE ... USING zipper_lake, or with zipper_lake.create_table().")));
+	return rel;
+}
+
+/*
+ * A zipper table the caller may read (inspect, verify): with SELECT on
+ * it, and no row-level security hiding rows whose counts and times the
+ * metadata would show.
+ */
+Relation
+zl_open_readable_zipper_table(Oid relid)
+{
+	Relation	rel = zl_open_zipper_table(relid, AccessShareLock);
+	AclResult	aclresult = pg_class_aclcheck(relid, GetUserId(), ACL_SELECT);
+
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_TABLE, RelationGetRelationName(rel));
+	zl_refuse_row_security(rel);
+	return rel;
+}
+
+/*
+ * The helpers read the table directly, where row-level security policies
+ * would not apply: refuse tables that have them in force.
+ */
+void
+zl_refuse_row_security(Relation rel)
+{
+	if (check_enable_rls(RelationGetRelid(rel), InvalidOid, true) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("zipper_lake functions do not support row-level security"),
+				 errdetail("Table \"%s\" has row-level security enabled for this user.",
+						   RelationGetRelationName(rel)),
+				 errhint("Query the table with plain SQL on its period columns, which applies the policies.")));
+}
+
+/* UPDATE, DELETE and MERGE: the executor hook and the AM callbacks refuse them alike */
+void
+zl_refuse_row_change(Relation rel, CmdType command)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("zipper_lake tables do not support %s",
+					command == CMD_UPDATE ? "UPDATE" :
+					command == CMD_DELETE ? "DELETE" : "MERGE"),
+			 errdetail("Table \"%s\" keeps immutable versions.", RelationGetRelationName(rel)),
+			 errhint(ZL_HINT_APPLY)));
+}
+
+/* "public.acct": how messages name the table */
+char *
+zl_qualified_name(Relation rel)
+{
+	return quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+									  RelationGetRelationName(rel));
+}
+
+/* "(id, region)=(7, eu)" for error details */
+char *
+zl_describe_key(const ZLTableOptions *opts, TupleDesc tupdesc, HeapTuple tuple)
+{
+	StringInfoData names;
+	StringInfoData values;
+
+	initStringInfo(&names);
+	initStringInfo(&values);
+	for (int i = 0; i < opts->nkeys; i++)
+	{
+		AttrNumber	attnum = opts->key_attnums[i];
+		Form_pg_attribute att = TupleDescAttr(tupdesc, attnum - 1);
+		bool		isnull;
+		Datum		d = heap_getattr(tuple, attnum, tupdesc, &isnull);
+
+		if (i > 0)
+		{
+			appendStringInfoString(&names, ", ");
+			appendStringInfoString(&values, ", ");
+		}
+		appendStringInfoString(&names, quote_identifier(NameStr(att->attname)));
+		if (isnull)
+			appendStringInfoString(&values, "null");
+		else
+		{
+			Oid			outfunc;
+			bool		varlena;
+
+			getTypeOutputInfo(att->atttypid, &outfunc, &varlena);
+			appendStringInfoString(&values, OidOutputFunctionCall(outfunc, d));
+		}
+	}
+	return psprintf("(%s)=(%s)", names.data, values.data);
+}
+
+/* the name of a column by number */
+const char *
+zl_attname(TupleDesc tupdesc, AttrNumber attnum)
+{
+	return NameStr(TupleDescAttr(tupdesc, attnum - 1)->attname);
+}
+
+/* "key (id)=(7), valid_from ..., valid_to ..." for error details */
+char *
+zl_describe_version(const ZLTableOptions *opts, TupleDesc tupdesc, HeapTuple tuple)
+{
+	AttrNumber	period[2] = {opts->from_attnum, opts->to_attnum};
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "key %s", zl_describe_key(opts, tupdesc, tuple));
+	for (int i = 0; i < 2; i++)
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tuple, period[i], tupdesc, &isnull);
+
+		appendStringInfo(&buf, ", %s %s", zl_attname(tupdesc, period[i]),
+						 isnull ? "null" :
+						 zl_instant_to_cstring(zl_datum_to_instant(d, opts->period_type),
+											   opts->period_type));
+	}
+	return buf.data;
+}
