@@ -193,8 +193,11 @@ SELECT * FROM same_rows($$SELECT * FROM zipper_lake.changes(NULL::stamps_t, '202
 
 -- errors
 SELECT * FROM zipper_lake.as_of(NULL::hist_heap, now());
+\echo :SQLSTATE
 SELECT * FROM zipper_lake.as_of(NULL::hist, NULL);
+\echo :SQLSTATE
 SELECT * FROM zipper_lake.as_of(1, now());
+\echo :SQLSTATE
 
 -- edges of the time arguments
 SELECT count(*) FROM zipper_lake.as_of(NULL::hist, 'infinity');
@@ -246,8 +249,10 @@ SELECT count(*) FROM zipper_lake.current(NULL::dated_end);
 -- a NULL time is an error, whether the helper is inlined or not
 PREPARE at_null(timestamptz) AS SELECT count(*) FROM zipper_lake.as_of(NULL::hist, $1);
 EXECUTE at_null(NULL);
+\echo :SQLSTATE
 EXECUTE at_null('2026-03-10');
 SELECT count(*) FROM zipper_lake.changes(NULL::hist, nullif(now(), now()), now());
+\echo :SQLSTATE
 
 -- verify finds several open versions of a timestamp table in any session time zone
 CREATE TABLE stamped_open (id int, valid_from timestamp NOT NULL, valid_to timestamp NOT NULL) USING zipper_lake;
