@@ -11,67 +11,115 @@ CREATE TABLE typed (id int, valid_from timestamptz, valid_to date) USING zipper_
 \set VERBOSITY default
 -- registration
 SELECT zipper_lake.register('heap_t', ARRAY['id']);
+\echo :SQLSTATE
 SELECT zipper_lake.register('acct', ARRAY[]::text[]);
+\echo :SQLSTATE
 SELECT zipper_lake.register('acct', ARRAY['id', 'id']);
+\echo :SQLSTATE
 SELECT zipper_lake.register('acct', ARRAY['nope']);
+\echo :SQLSTATE
 SELECT zipper_lake.register('acct', ARRAY['id'], valid_from => 'missing');
+\echo :SQLSTATE
 SELECT zipper_lake.register('acct', ARRAY['id'], valid_from => 'id');
+\echo :SQLSTATE
 SELECT zipper_lake.register('typed', ARRAY['id']);
+\echo :SQLSTATE
 SELECT zipper_lake.register('acct', ARRAY['id'], partition_unit => 'week');
+\echo :SQLSTATE
 SELECT zipper_lake.register('acct', ARRAY['id'], history_group_span => '0 days');
+\echo :SQLSTATE
 SELECT zipper_lake.register('acct', ARRAY['id'], current_group_span => '1 month 2 days');
+\echo :SQLSTATE
 SELECT zipper_lake.register('acct', ARRAY['id'], max_subgroups => 0);
+\echo :SQLSTATE
 SELECT zipper_lake.register('acct', ARRAY['id'], time_zone => 'Mars/Olympus');
+\echo :SQLSTATE
 SELECT zipper_lake.register('acct', ARRAY['id'], time_zone => 'CEST');
+\echo :SQLSTATE
 SELECT zipper_lake.register('acct', ARRAY['id'], open_end => '-infinity');
+\echo :SQLSTATE
 SELECT count(*) FROM zipper_lake.registration WHERE tbl = 'acct'::regclass;
 SELECT zipper_lake.register('acct', ARRAY['id']);
 SELECT zipper_lake.register('acct', ARRAY['id']);
+\echo :SQLSTATE
 SELECT zipper_lake.create_table('nokey_hist', 'heap_t');
+\echo :SQLSTATE
 CREATE TABLE has_period (id int PRIMARY KEY, valid_from timestamptz);
 SELECT zipper_lake.create_table('has_period_hist', 'has_period');
+\echo :SQLSTATE
 
 -- rows
 INSERT INTO acct VALUES (1, 'ok', '2026-01-01', 'infinity');
 INSERT INTO acct VALUES (NULL, 'no key', '2026-01-01', 'infinity');
+\echo :SQLSTATE
 INSERT INTO acct VALUES (2, 'empty', '2026-01-02', '2026-01-02');
+\echo :SQLSTATE
 INSERT INTO acct VALUES (3, 'backwards', '2026-01-03', '2026-01-02');
+\echo :SQLSTATE
 INSERT INTO acct VALUES (4, 'forever', '-infinity', 'infinity');
+\echo :SQLSTATE
 INSERT INTO acct VALUES (5, 'no end', '2026-01-01', NULL);
+\echo :SQLSTATE
 CREATE TABLE acct9999 (id bigint, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
 SELECT zipper_lake.register('acct9999', ARRAY['id'], open_end => '9999-12-31');
 INSERT INTO acct9999 VALUES (1, '2026-01-01', 'infinity');
+\echo :SQLSTATE
 COPY acct FROM stdin;
 5	copy ok	2026-01-01 00:00:00+00	infinity
 \N	copy no key	2026-01-01 00:00:00+00	infinity
 \.
+-- (psql sets no SQLSTATE variable for COPY FROM stdin: once more, showing the SQLSTATE alone)
+\set VERBOSITY sqlstate
+COPY acct FROM stdin;
+5	copy ok	2026-01-01 00:00:00+00	infinity
+\N	copy no key	2026-01-01 00:00:00+00	infinity
+\.
+\set VERBOSITY default
 -- nothing of the failed statements is there
 SELECT id, name FROM acct ORDER BY id;
 
 -- statements a zipper table refuses
 UPDATE acct SET name = 'x';
+\echo :SQLSTATE
 DELETE FROM acct;
+\echo :SQLSTATE
 DELETE FROM acct WHERE false;
+\echo :SQLSTATE
 MERGE INTO acct a USING heap_t h ON a.id = h.id WHEN MATCHED THEN DELETE;
+\echo :SQLSTATE
 SELECT * FROM acct FOR UPDATE;
+\echo :SQLSTATE
 CREATE INDEX ON acct (id);
+\echo :SQLSTATE
 SELECT * FROM acct TABLESAMPLE SYSTEM (50);
+\echo :SQLSTATE
 SELECT * FROM acct WHERE ctid = '(1,1)';
+\echo :SQLSTATE
 VACUUM FULL acct;
+\echo :SQLSTATE
 CREATE UNLOGGED TABLE unlogged_z (id int) USING zipper_lake;
+\echo :SQLSTATE
 CREATE TEMP TABLE temp_z (id int) USING zipper_lake;
+\echo :SQLSTATE
 -- table rewrites would lose the placement, renames the registration
 ALTER TABLE acct ALTER COLUMN name TYPE varchar(20);
+\echo :SQLSTATE
 ALTER TABLE heap_t SET ACCESS METHOD zipper_lake;
+\echo :SQLSTATE
 ALTER TABLE acct RENAME COLUMN valid_from TO starts;
+\echo :SQLSTATE
 ALTER TABLE acct RENAME COLUMN id TO ident;
+\echo :SQLSTATE
 ALTER TABLE acct DROP COLUMN valid_to;
+\echo :SQLSTATE
 -- also when the rename comes through an inheritance parent
 CREATE TABLE par (valid_from timestamptz);
 CREATE TABLE zc (id int, valid_to timestamptz) INHERITS (par) USING zipper_lake;
 SELECT zipper_lake.register('zc', ARRAY['id']);
 ALTER TABLE par RENAME COLUMN valid_from TO vf;
+\echo :SQLSTATE
 ALTER TABLE par ALTER COLUMN valid_from TYPE timestamp;
+\echo :SQLSTATE
 ALTER TABLE acct RENAME COLUMN name TO label;
 ALTER TABLE acct ADD COLUMN note text;
 SELECT key, valid_from, valid_to FROM zipper_lake.registration WHERE tbl = 'acct'::regclass;

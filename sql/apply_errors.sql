@@ -21,14 +21,23 @@ BEGIN
 END $$;
 
 SELECT try($$(NULL, 'eu', 1, '2026-01-02', 'U', 0)$$);
+\echo :SQLSTATE
 SELECT try($$(3, NULL, 1, '2026-01-02', 'U', 0)$$);
+\echo :SQLSTATE
 SELECT try($$(3, 'eu', 1, NULL, 'U', 0)$$);
+\echo :SQLSTATE
 SELECT try($$(3, 'eu', 1, 'infinity', 'U', 0)$$);
+\echo :SQLSTATE
 SELECT try($$(3, 'eu', 1, '-infinity', 'U', 0)$$);
+\echo :SQLSTATE
 SELECT try($$(3, 'eu', 1, '2026-01-02', 'X', 0)$$);
+\echo :SQLSTATE
 SELECT try($$(3, 'eu', 1, '2026-01-02', 'U', 0), (3, 'eu', 2, '2026-01-02', 'U', 0)$$);
+\echo :SQLSTATE
 SELECT try($$(3, 'eu', 1, '2026-01-02', 'U', 0), (3, 'eu', 1, '2026-01-02', 'D', 0)$$);
+\echo :SQLSTATE
 SELECT try($$(3, 'eu', 1, '2026-01-02', 'U', 1), (3, 'eu', 2, '2026-01-02', 'U', 1)$$, 'n');
+\echo :SQLSTATE
 
 -- open end other than infinity: a change at or after it is refused
 CREATE TABLE z9 (id int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
@@ -36,34 +45,46 @@ SELECT zipper_lake.register('z9', ARRAY['id'], open_end => '9999-12-31');
 CREATE TABLE late9 (id int, change_time timestamptz);
 INSERT INTO late9 VALUES (1, '9999-12-31');
 SELECT * FROM zipper_lake.apply_changes('z9', 'late9');
+\echo :SQLSTATE
 
 -- columns: missing key, value, change time or seq; unassignable types
 CREATE TABLE no_key (region text, amount int, change_time timestamptz);
 SELECT * FROM zipper_lake.apply_changes('z', 'no_key');
+\echo :SQLSTATE
 CREATE TABLE no_value (id int, region text, change_time timestamptz);
 SELECT * FROM zipper_lake.apply_changes('z', 'no_value');
+\echo :SQLSTATE
 SELECT * FROM zipper_lake.apply_changes('z', 'good', change_time => 'happened_at');
+\echo :SQLSTATE
 SELECT * FROM zipper_lake.apply_changes('z', 'good', seq => 'n');
+\echo :SQLSTATE
 CREATE TABLE wrong_type (id int, region text, amount text, change_time timestamptz);
 SELECT * FROM zipper_lake.apply_changes('z', 'wrong_type');
+\echo :SQLSTATE
 CREATE TABLE wrong_time (id int, region text, amount int, change_time int);
 SELECT * FROM zipper_lake.apply_changes('z', 'wrong_time');
+\echo :SQLSTATE
 SELECT * FROM zipper_lake.apply_changes('z', 'good', change_time => NULL);
+\echo :SQLSTATE
 
 -- targets that cannot take changes
 CREATE TABLE heap_target (id int);
 SELECT * FROM zipper_lake.apply_changes('heap_target', 'good');
+\echo :SQLSTATE
 CREATE TABLE unregistered (id int, region text, amount int, valid_from timestamptz, valid_to timestamptz) USING zipper_lake;
 SELECT * FROM zipper_lake.apply_changes('unregistered', 'good');
+\echo :SQLSTATE
 -- a registration that was rolled back is gone, also for this session's caches
 BEGIN;
 SELECT zipper_lake.register('unregistered', ARRAY['region']);
 SELECT count(*) FROM unregistered WHERE valid_to = 'infinity';
 ROLLBACK;
 SELECT * FROM zipper_lake.apply_changes('unregistered', 'good');
+\echo :SQLSTATE
 SELECT count(*) FROM zipper_lake.registration WHERE tbl = 'unregistered'::regclass;
 -- registered key columns keep their type and collation
 ALTER TABLE z ALTER COLUMN region TYPE text COLLATE "C";
+\echo :SQLSTATE
 ALTER TABLE z ALTER COLUMN amount TYPE int;
 
 -- nothing changed

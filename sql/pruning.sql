@@ -7,6 +7,14 @@ CREATE TABLE hist (id int, v int, valid_from timestamptz NOT NULL, valid_to time
   USING zipper_lake;
 SELECT zipper_lake.register('hist', ARRAY['id'], max_subgroups => 4);
 CREATE TABLE hist_ch (id int, v int, change_time timestamptz, op text);
+-- an independent reference: the same batches applied to a heap table by the
+-- plain PL/pgSQL implementation of the change semantics (test/random)
+SET client_min_messages = warning;
+\set ECHO none
+\i test/random/reference.sql
+\set ECHO all
+RESET client_min_messages;
+CREATE TABLE hist_heap (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL);
 
 -- 30 days of changes for 40 keys: updates, deletes, resurrections, late data
 DO $$
@@ -22,6 +30,7 @@ BEGIN
       INSERT INTO hist_ch VALUES (d, 99, '2026-03-01'::timestamptz + (d - 2) * interval '1 day' + interval '30 minutes', 'U');
     END IF;
     PERFORM zipper_lake.apply_changes('hist', 'hist_ch');
+    PERFORM zl_ref.apply_changes('hist_heap', 'hist_ch', ARRAY['id']);
   END LOOP;
 END $$;
 SELECT count(*) AS versions, count(*) FILTER (WHERE valid_to = 'infinity') AS open FROM hist;
@@ -44,8 +53,11 @@ BEGIN
   same := pruned = unpruned;
 END $$;
 
--- and the same answer as the plain definition evaluated on a heap copy
-CREATE TABLE hist_heap AS SELECT * FROM hist;
+-- and the same answer as the plain definition evaluated on the reference
+SELECT count(*) AS versions,
+       (SELECT count(*) FROM ((TABLE hist EXCEPT ALL TABLE hist_heap) UNION ALL
+                              (TABLE hist_heap EXCEPT ALL TABLE hist)) d) AS differences
+  FROM hist_heap;
 
 -- the helpers
 SELECT * FROM same_rows($$SELECT * FROM zipper_lake.as_of(NULL::hist, '2026-03-10 12:00')$$);
@@ -181,8 +193,11 @@ SELECT * FROM same_rows($$SELECT * FROM zipper_lake.changes(NULL::stamps_t, '202
 
 -- errors
 SELECT * FROM zipper_lake.as_of(NULL::hist_heap, now());
+\echo :SQLSTATE
 SELECT * FROM zipper_lake.as_of(NULL::hist, NULL);
+\echo :SQLSTATE
 SELECT * FROM zipper_lake.as_of(1, now());
+\echo :SQLSTATE
 
 -- edges of the time arguments
 SELECT count(*) FROM zipper_lake.as_of(NULL::hist, 'infinity');
@@ -194,8 +209,12 @@ SELECT * FROM same_rows($$SELECT * FROM zipper_lake.changes(NULL::hist, '-infini
 -- 2023-11-05 01:00 CDT -> 00:00 CST): pruning still finds every row
 CREATE TABLE havana (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
 SELECT zipper_lake.register('havana', ARRAY['id'], time_zone => 'America/Havana');
-INSERT INTO havana VALUES (1, 1, '2023-11-04 12:00+00', '2023-11-05 04:30+00'),
-                          (1, 2, '2023-11-05 04:30+00', 'infinity');
+-- (each generator loads the zipper table and its heap reference alike)
+CREATE TABLE havana_heap (LIKE havana);
+WITH g AS (VALUES (1, 1, '2023-11-04 12:00+00'::timestamptz, '2023-11-05 04:30+00'::timestamptz),
+                  (1, 2, '2023-11-05 04:30+00', 'infinity')),
+     z AS (INSERT INTO havana SELECT * FROM g)
+INSERT INTO havana_heap SELECT * FROM g;
 SELECT * FROM same_rows($$SELECT * FROM zipper_lake.as_of(NULL::havana, '2023-11-05 04:45+00')$$);
 SELECT v FROM zipper_lake.as_of(NULL::havana, '2023-11-05 04:45+00');
 SELECT * FROM same_rows($$SELECT * FROM havana WHERE valid_to = '2023-11-05 04:30+00'$$);
@@ -230,8 +249,10 @@ SELECT count(*) FROM zipper_lake.current(NULL::dated_end);
 -- a NULL time is an error, whether the helper is inlined or not
 PREPARE at_null(timestamptz) AS SELECT count(*) FROM zipper_lake.as_of(NULL::hist, $1);
 EXECUTE at_null(NULL);
+\echo :SQLSTATE
 EXECUTE at_null('2026-03-10');
 SELECT count(*) FROM zipper_lake.changes(NULL::hist, nullif(now(), now()), now());
+\echo :SQLSTATE
 
 -- verify finds several open versions of a timestamp table in any session time zone
 CREATE TABLE stamped_open (id int, valid_from timestamp NOT NULL, valid_to timestamp NOT NULL) USING zipper_lake;
@@ -264,18 +285,27 @@ END $$;
 CREATE TABLE berlin_months (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
 SELECT zipper_lake.register('berlin_months', ARRAY['id'], partition_unit => 'month',
                             time_zone => 'Europe/Berlin', max_subgroups => 2);
+CREATE TABLE berlin_months_heap (LIKE berlin_months);
 -- versions that end, and versions that begin, just before, at and just after each month's start
-INSERT INTO berlin_months SELECT row_number() OVER (), 0, e - interval '3 days', e
-  FROM generate_series('2026-01-01 00:00+01'::timestamptz, '2026-07-01 00:00+02', '1 month') m,
-       unnest(ARRAY[m - interval '1 microsecond', m, m + interval '1 microsecond']) e;
-INSERT INTO berlin_months SELECT 100 + row_number() OVER (), 1, b, b + interval '2 days'
-  FROM generate_series('2026-01-01 00:00+01'::timestamptz, '2026-07-01 00:00+02', '1 month') m,
-       unnest(ARRAY[m - interval '1 microsecond', m, m + interval '1 microsecond']) b;
-INSERT INTO berlin_months SELECT 999, 2, '2025-12-20 00:00+01', 'infinity';
-CREATE TABLE berlin_months_heap AS SELECT * FROM berlin_months;
-INSERT INTO havana SELECT 2, k, t, t + interval '1 hour'
-  FROM generate_series(0, 40) k, LATERAL (SELECT '2023-11-04 20:00-04'::timestamptz + k * interval '1 hour' AS t) x;
-CREATE TABLE havana_heap AS SELECT * FROM havana;
+WITH g AS (SELECT row_number() OVER (), 0, e - interval '3 days', e
+             FROM generate_series('2026-01-01 00:00+01'::timestamptz, '2026-07-01 00:00+02', '1 month') m,
+                  unnest(ARRAY[m - interval '1 microsecond', m, m + interval '1 microsecond']) e
+           UNION ALL
+           SELECT 100 + row_number() OVER (), 1, b, b + interval '2 days'
+             FROM generate_series('2026-01-01 00:00+01'::timestamptz, '2026-07-01 00:00+02', '1 month') m,
+                  unnest(ARRAY[m - interval '1 microsecond', m, m + interval '1 microsecond']) b
+           UNION ALL
+           SELECT 999, 2, '2025-12-20 00:00+01', 'infinity'),
+     z AS (INSERT INTO berlin_months SELECT * FROM g)
+INSERT INTO berlin_months_heap SELECT * FROM g;
+WITH g AS (SELECT 2, k, t, t + interval '1 hour'
+             FROM generate_series(0, 40) k, LATERAL (SELECT '2023-11-04 20:00-04'::timestamptz + k * interval '1 hour' AS t) x),
+     z AS (INSERT INTO havana SELECT * FROM g)
+INSERT INTO havana_heap SELECT * FROM g;
+SELECT (SELECT count(*) FROM ((TABLE berlin_months EXCEPT ALL TABLE berlin_months_heap) UNION ALL
+                              (TABLE berlin_months_heap EXCEPT ALL TABLE berlin_months)) d) AS berlin_differences,
+       (SELECT count(*) FROM ((TABLE havana EXCEPT ALL TABLE havana_heap) UNION ALL
+                              (TABLE havana_heap EXCEPT ALL TABLE havana)) d) AS havana_differences;
 SELECT tbl, count(*) AS comparisons,
        count(*) FILTER (WHERE count_of(format('SELECT count(*) FROM %I WHERE %s', tbl, cond)) <>
                               count_of(format('SELECT count(*) FROM %I_heap WHERE %s', tbl, cond))) AS mismatches

@@ -23,27 +23,39 @@ RESET ROLE;
 -- inspect() shows it to those who may read the table
 SET ROLE zl_reader;
 SELECT count(*) FROM zipper_lake.subgroup;
+\echo :SQLSTATE
 SELECT partition_end, row_count FROM zipper_lake.inspect('owned');
 SELECT count(*) FROM zipper_lake.registration WHERE tbl = 'owned'::regclass;
 INSERT INTO zipper_lake.subgroup VALUES (0, 0, 0, 0, NULL, NULL, NULL, NULL, 0, 0, 0);
+\echo :SQLSTATE
 DELETE FROM zipper_lake.mask;
+\echo :SQLSTATE
 UPDATE zipper_lake.registration SET max_subgroups = 1;
+\echo :SQLSTATE
 SELECT nextval('zipper_lake.id_seq');
+\echo :SQLSTATE
 -- a reader can neither register, insert nor apply changes
 SELECT zipper_lake.register('owned', ARRAY['id']);
+\echo :SQLSTATE
 INSERT INTO owned VALUES (2, 'x', '2026-01-01', 'infinity');
+\echo :SQLSTATE
 SELECT * FROM zipper_lake.apply_changes('owned', 'owned_ch');
+\echo :SQLSTATE
 SELECT count(*) FROM owned;
 RESET ROLE;
 CREATE TABLE hidden (id int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
 SELECT zipper_lake.register('hidden', ARRAY['id']);
 SET ROLE zl_reader;
 SELECT * FROM zipper_lake.inspect('hidden');
+\echo :SQLSTATE
 SELECT * FROM zipper_lake.verify('hidden');
+\echo :SQLSTATE
 SELECT * FROM zipper_lake.current(NULL::hidden);
+\echo :SQLSTATE
 -- the internal trigger function is not for anyone's use
 CREATE TEMP TABLE t_trig (tbl regclass);
 CREATE TRIGGER t_trig AFTER INSERT ON t_trig FOR EACH ROW EXECUTE FUNCTION zipper_lake._place_unplaced();
+\echo :SQLSTATE
 DROP TABLE t_trig;
 RESET ROLE;
 DROP TABLE hidden;
@@ -57,11 +69,13 @@ RESET ROLE;
 REVOKE UPDATE ON owned FROM zl_writer;
 SET ROLE zl_writer;
 SELECT * FROM zipper_lake.apply_changes('owned', 'owned_ch');
+\echo :SQLSTATE
 RESET ROLE;
 CREATE TABLE secret_ch (id int, v text, change_time timestamptz);
 GRANT UPDATE ON owned TO zl_writer;
 SET ROLE zl_writer;
 SELECT * FROM zipper_lake.apply_changes('owned', 'secret_ch');
+\echo :SQLSTATE
 RESET ROLE;
 
 -- row-level security: plain SQL applies the policies; the functions, which
@@ -78,14 +92,18 @@ GRANT SELECT ON guarded_ch TO zl_reader;
 SET ROLE zl_reader;
 SELECT id, owner FROM guarded WHERE valid_to = 'infinity';
 SELECT id, owner FROM zipper_lake.current(NULL::guarded);
+\echo :SQLSTATE
 SELECT id, owner FROM zipper_lake.as_of(NULL::guarded, '2026-01-05');
+\echo :SQLSTATE
 SELECT * FROM zipper_lake.apply_changes('guarded', 'guarded_ch');
+\echo :SQLSTATE
 RESET ROLE;
 -- a plan prepared by a role that bypasses the policies is not reused unchecked
 PREPARE all_current AS SELECT id, owner FROM zipper_lake.current(NULL::guarded) ORDER BY id;
 EXECUTE all_current;
 SET ROLE zl_reader;
 EXECUTE all_current;
+\echo :SQLSTATE
 RESET ROLE;
 DEALLOCATE all_current;
 DROP TABLE guarded, guarded_ch;

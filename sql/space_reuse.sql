@@ -161,10 +161,12 @@ CREATE ROLE regress_zl_reclaimer;
 GRANT SELECT, INSERT ON churn TO regress_zl_reclaimer;
 SET ROLE regress_zl_reclaimer;
 SELECT zipper_lake.reclaim('churn');
+\echo :SQLSTATE
 RESET ROLE;
 DROP OWNED BY regress_zl_reclaimer;
 DROP ROLE regress_zl_reclaimer;
 SELECT zipper_lake.reclaim('churn_ch');
+\echo :SQLSTATE
 
 -- free extents that touch count as one: two current sub-groups written side
 -- by side (two windows) and compacted together hold a sub-group of twice
