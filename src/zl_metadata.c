@@ -545,92 +545,109 @@ options_cache_store(const ZLTableOptions *opts)
 	entry->opts.time_zone = MemoryContextStrdup(CacheMemoryContext, opts->time_zone);
 }
 
+/* a copy of the cached registration of relid, if there is one */
+static bool
+options_cache_fetch(Oid relid, ZLTableOptions *opts)
+{
+	OptionsCacheEntry *entry;
+
+	if (options_cache == NULL ||
+		(entry = hash_search(options_cache, &relid, HASH_FIND, NULL)) == NULL)
+		return false;
+	/* the entry may go at any invalidation: callers get their own copy */
+	*opts = entry->opts;
+	opts->time_zone = pstrdup(entry->opts.time_zone);
+	return true;
+}
+
+/*
+ * A registration row resolved against the table: column names to
+ * attribute numbers, the option values to their in-memory forms.
+ * time_zone is allocated in result_context (SPI memory goes at
+ * meta_end).
+ */
+static void
+options_from_row(Relation rel, HeapTuple tuple, TupleDesc tupdesc, ZLTableOptions *opts,
+				 MemoryContext result_context)
+{
+	bool		isnull;
+	ArrayType  *keys;
+	Datum	   *key_names;
+	int			nkeys;
+	char	   *unit;
+	MemoryContext old;
+
+	keys = DatumGetArrayTypeP(SPI_getbinval(tuple, tupdesc, 1, &isnull));
+	deconstruct_array(keys, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR,
+					  &key_names, NULL, &nkeys);
+	if (nkeys < 1 || nkeys > INDEX_MAX_KEYS)
+		elog(ERROR, "invalid key in registration of \"%s\"",
+			 RelationGetRelationName(rel));
+	opts->nkeys = nkeys;
+	for (int i = 0; i < nkeys; i++)
+		opts->key_attnums[i] = resolve_column(rel,
+											  NameStr(*DatumGetName(key_names[i])),
+											  "key");
+	opts->from_attnum = resolve_column(rel, SPI_getvalue(tuple, tupdesc, 2),
+									   "valid_from");
+	opts->to_attnum = resolve_column(rel, SPI_getvalue(tuple, tupdesc, 3),
+									 "valid_to");
+	opts->period_type = TupleDescAttr(RelationGetDescr(rel),
+									  opts->from_attnum - 1)->atttypid;
+	unit = SPI_getvalue(tuple, tupdesc, 4);
+	opts->unit = strcmp(unit, "year") == 0 ? ZL_UNIT_YEAR :
+		strcmp(unit, "month") == 0 ? ZL_UNIT_MONTH : ZL_UNIT_DAY;
+	opts->history_span = zl_span_from_interval(DatumGetIntervalP(SPI_getbinval(tuple, tupdesc, 5, &isnull)));
+	opts->current_span = zl_span_from_interval(DatumGetIntervalP(SPI_getbinval(tuple, tupdesc, 6, &isnull)));
+	opts->max_subgroups = DatumGetInt32(SPI_getbinval(tuple, tupdesc, 7, &isnull));
+
+	/*
+	 * register() stores the open end of timestamp and date tables as the
+	 * wall-clock value at UTC, so it reads the same in every session.
+	 */
+	opts->open_end = DatumGetTimestampTz(SPI_getbinval(tuple, tupdesc, 8, &isnull));
+	old = MemoryContextSwitchTo(result_context);
+	opts->time_zone = pstrdup(SPI_getvalue(tuple, tupdesc, 9));
+	MemoryContextSwitchTo(old);
+	opts->zone_is_utc = (pg_strcasecmp(opts->time_zone, "UTC") == 0);
+	if (pg_tzset(opts->time_zone) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("zipper table \"%s\" has an unknown time zone \"%s\"",
+						RelationGetRelationName(rel), opts->time_zone),
+				 errhint("Time zones of zipper tables are full names from pg_timezone_names.")));
+}
+
+/*
+ * The registration of a table, false if it has none.  Readers take it from
+ * the per-backend cache (invalidated with the table's relcache entry);
+ * writers read the catalog with the latest snapshot.
+ */
 bool
 zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write)
 {
 	ZLMetaSession session;
 	Datum		values[1] = {ObjectIdGetDatum(RelationGetRelid(rel))};
 	bool		found;
-	Oid			relid = RelationGetRelid(rel);
 
-	if (!for_write && options_cache != NULL)
-	{
-		OptionsCacheEntry *entry = hash_search(options_cache, &relid, HASH_FIND, NULL);
-
-		if (entry != NULL)
-		{
-			/* the entry may go at any invalidation: callers get their own copy */
-			*opts = entry->opts;
-			opts->time_zone = pstrdup(entry->opts.time_zone);
-			return true;
-		}
-	}
+	if (!for_write && options_cache_fetch(RelationGetRelid(rel), opts))
+		return true;
 
 	memset(opts, 0, sizeof(*opts));
-	opts->relid = relid;
-
+	opts->relid = RelationGetRelid(rel);
 	meta_begin(&session);
+
 	/*
 	 * Writers hold the table's writer lock, which register() takes too:
 	 * with the latest snapshot they see a registration committed after
 	 * their transaction began, so no row of theirs goes unplaced.
 	 */
-	if (for_write)
-		meta_exec(Q_LOAD_OPTIONS, values, NULL, GetLatestSnapshot(), true);
-	else
-		meta_exec(Q_LOAD_OPTIONS, values, NULL, InvalidSnapshot, true);
+	meta_exec(Q_LOAD_OPTIONS, values, NULL,
+			  for_write ? GetLatestSnapshot() : InvalidSnapshot, true);
 	found = (SPI_processed == 1);
 	if (found)
-	{
-		HeapTuple	tuple = SPI_tuptable->vals[0];
-		TupleDesc	tupdesc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		ArrayType  *keys;
-		Datum	   *key_names;
-		int			nkeys;
-		char	   *unit;
-		MemoryContext old;
-
-		keys = DatumGetArrayTypeP(SPI_getbinval(tuple, tupdesc, 1, &isnull));
-		deconstruct_array(keys, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR,
-						  &key_names, NULL, &nkeys);
-		if (nkeys < 1 || nkeys > INDEX_MAX_KEYS)
-			elog(ERROR, "invalid key in registration of \"%s\"",
-				 RelationGetRelationName(rel));
-		opts->nkeys = nkeys;
-		for (int i = 0; i < nkeys; i++)
-			opts->key_attnums[i] = resolve_column(rel,
-												  NameStr(*DatumGetName(key_names[i])),
-												  "key");
-		opts->from_attnum = resolve_column(rel, SPI_getvalue(tuple, tupdesc, 2),
-										   "valid_from");
-		opts->to_attnum = resolve_column(rel, SPI_getvalue(tuple, tupdesc, 3),
-										 "valid_to");
-		opts->period_type = TupleDescAttr(RelationGetDescr(rel),
-										  opts->from_attnum - 1)->atttypid;
-		unit = SPI_getvalue(tuple, tupdesc, 4);
-		opts->unit = strcmp(unit, "year") == 0 ? ZL_UNIT_YEAR :
-			strcmp(unit, "month") == 0 ? ZL_UNIT_MONTH : ZL_UNIT_DAY;
-		opts->history_span = zl_span_from_interval(DatumGetIntervalP(SPI_getbinval(tuple, tupdesc, 5, &isnull)));
-		opts->current_span = zl_span_from_interval(DatumGetIntervalP(SPI_getbinval(tuple, tupdesc, 6, &isnull)));
-		opts->max_subgroups = DatumGetInt32(SPI_getbinval(tuple, tupdesc, 7, &isnull));
-		opts->open_end = DatumGetTimestampTz(SPI_getbinval(tuple, tupdesc, 8, &isnull));
-		old = MemoryContextSwitchTo(session.caller_context);
-		opts->time_zone = pstrdup(SPI_getvalue(tuple, tupdesc, 9));
-		MemoryContextSwitchTo(old);
-		opts->zone_is_utc = (pg_strcasecmp(opts->time_zone, "UTC") == 0);
-		if (pg_tzset(opts->time_zone) == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("zipper table \"%s\" has an unknown time zone \"%s\"",
-							RelationGetRelationName(rel), opts->time_zone),
-					 errhint("Time zones of zipper tables are full names from pg_timezone_names.")));
-
-		/*
-		 * register() stores the open end of timestamp and date tables as the
-		 * wall-clock value at UTC, so it reads the same in every session.
-		 */
-	}
+		options_from_row(rel, SPI_tuptable->vals[0], SPI_tuptable->tupdesc, opts,
+						 session.caller_context);
 	meta_end(&session);
 	if (found)
 		options_cache_store(opts);
