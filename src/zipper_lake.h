@@ -368,6 +368,37 @@ extern void zl_read_subgroup_rows(Relation rel, const ZLSubGroup *sg,
 								  bool include_masked, ZLRowCallback callback,
 								  void *arg);
 
+/* ---------- zl_read.c ---------- */
+
+/*
+ * What a read helper selects: each term compares a period column with one
+ * of the helper's time arguments (1-based) or the open end.  All terms are
+ * ANDed, or with either, the valid_from terms ORed with the valid_to ones
+ * (as ZLScanBounds.either).
+ */
+#define ZL_TERM_OPEN_END		(-1)
+#define ZL_HELPER_MAX_TIMES		2
+#define ZL_HELPER_MAX_TERMS		5
+
+typedef struct ZLHelperTerm
+{
+	bool		on_valid_from;
+	int			strategy;		/* BTLessStrategyNumber ..., column on the left */
+	int			value;			/* a time argument, or ZL_TERM_OPEN_END */
+} ZLHelperTerm;
+
+typedef struct ZLReadHelper
+{
+	const char *name;
+	int			ntimes;
+	const char *time_names[ZL_HELPER_MAX_TIMES];	/* for errors about NULL */
+	bool		either;
+	int			nterms;
+	ZLHelperTerm terms[ZL_HELPER_MAX_TERMS];
+} ZLReadHelper;
+
+extern const ZLReadHelper *zl_read_helper(const char *name);
+
 /* ---------- zl_customscan.c ---------- */
 
 extern void zl_customscan_init(void);

@@ -58,30 +58,15 @@
 
 static planner_hook_type prev_planner = NULL;
 
-typedef enum ReadHelper
-{
-	HELPER_NONE,
-	HELPER_AS_OF,
-	HELPER_CURRENT,
-	HELPER_CHANGES
-} ReadHelper;
-
-static ReadHelper
+/* the read helper a function is, or NULL */
+static const ZLReadHelper *
 read_helper_of(Oid funcid)
 {
 	Oid			nspid = get_namespace_oid(ZL_SCHEMA, true);
-	char	   *name;
 
 	if (!OidIsValid(nspid) || get_func_namespace(funcid) != nspid)
-		return HELPER_NONE;
-	name = get_func_name(funcid);
-	if (strcmp(name, "as_of") == 0)
-		return HELPER_AS_OF;
-	if (strcmp(name, "current") == 0)
-		return HELPER_CURRENT;
-	if (strcmp(name, "changes") == 0)
-		return HELPER_CHANGES;
-	return HELPER_NONE;
+		return NULL;
+	return zl_read_helper(get_func_name(funcid));
 }
 
 /* may a time argument move into the subquery unchanged? */
@@ -119,36 +104,34 @@ compare(AttrNumber attnum, Oid opfamily, int strategy, Expr *value)
 	return (Expr *) op;
 }
 
-/* the WHERE clause a helper stands for */
+/* the WHERE clause a helper stands for (args: the row, then its times) */
 static Node *
-helper_quals(ReadHelper helper, const ZLTableOptions *opts, List *args)
+helper_quals(const ZLReadHelper *helper, const ZLTableOptions *opts, List *args)
 {
 	Oid			opfamily = get_opclass_family(GetDefaultOpClass(TIMESTAMPTZOID, BTREE_AM_OID));
 	Expr	   *open_end = (Expr *) makeConst(TIMESTAMPTZOID, -1, InvalidOid, sizeof(TimestampTz),
 											  TimestampTzGetDatum(opts->open_end), false,
 											  FLOAT8PASSBYVAL);
+	List	   *on_from = NIL;
+	List	   *on_to = NIL;
 
-	switch (helper)
+	for (int i = 0; i < helper->nterms; i++)
 	{
-		case HELPER_AS_OF:
-			return (Node *) make_andclause(list_make2(
-													  compare(opts->from_attnum, opfamily, BTLessEqualStrategyNumber, lsecond(args)),
-													  compare(opts->to_attnum, opfamily, BTGreaterStrategyNumber, lsecond(args))));
-		case HELPER_CURRENT:
-			return (Node *) compare(opts->to_attnum, opfamily, BTEqualStrategyNumber, open_end);
-		case HELPER_CHANGES:
-			return (Node *) make_orclause(list_make2(
-													 make_andclause(list_make2(
-																			   compare(opts->from_attnum, opfamily, BTGreaterEqualStrategyNumber, lsecond(args)),
-																			   compare(opts->from_attnum, opfamily, BTLessStrategyNumber, lthird(args)))),
-													 make_andclause(list_make3(
-																			   compare(opts->to_attnum, opfamily, BTGreaterEqualStrategyNumber, lsecond(args)),
-																			   compare(opts->to_attnum, opfamily, BTLessStrategyNumber, lthird(args)),
-																			   compare(opts->to_attnum, opfamily, BTLessStrategyNumber, open_end)))));
-		case HELPER_NONE:
-			break;
+		const ZLHelperTerm *term = &helper->terms[i];
+		Expr	   *value = term->value == ZL_TERM_OPEN_END ? open_end :
+			(Expr *) list_nth(args, term->value);
+		Expr	   *cmp = compare(term->on_valid_from ? opts->from_attnum : opts->to_attnum,
+								  opfamily, term->strategy, value);
+
+		if (term->on_valid_from)
+			on_from = lappend(on_from, cmp);
+		else
+			on_to = lappend(on_to, cmp);
 	}
-	return NULL;
+	if (helper->either)
+		return (Node *) make_orclause(list_make2(make_ands_explicit(on_from),
+												 make_ands_explicit(on_to)));
+	return (Node *) make_ands_explicit(list_concat(on_from, on_to));
 }
 
 /*
@@ -157,14 +140,13 @@ helper_quals(ReadHelper helper, const ZLTableOptions *opts, List *args)
  * quietly select nothing (parameters can be NULL at run time).
  */
 static List *
-checked_args(ReadHelper helper, List *args)
+checked_args(const ZLReadHelper *helper, List *args)
 {
-	static const char *const names[] = {"as_of time", "start of the window", "end of the window"};
 	Oid			argtypes[2] = {TIMESTAMPTZOID, TEXTOID};
 	Oid			check = LookupFuncName(list_make2(makeString(ZL_SCHEMA), makeString("_time_arg")),
 									   2, argtypes, true);
 	List	   *checked = list_make1(linitial(args));
-	int			i = helper == HELPER_AS_OF ? 0 : 1;
+	int			i = 0;
 	ListCell   *lc;
 
 	if (!OidIsValid(check))
@@ -173,7 +155,7 @@ checked_args(ReadHelper helper, List *args)
 	for_each_from(lc, args, 1)
 	{
 		Const	   *name = makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
-									 CStringGetTextDatum(names[i++]), false, false);
+									 CStringGetTextDatum(helper->time_names[i++]), false, false);
 
 		checked = lappend(checked, makeFuncExpr(check, TIMESTAMPTZOID,
 												list_make2(lfirst(lc), name),
@@ -239,7 +221,7 @@ try_inline(RangeTblEntry *rte)
 {
 	RangeTblFunction *rtfunc;
 	FuncExpr   *call;
-	ReadHelper	helper;
+	const ZLReadHelper *helper;
 	Const	   *row;
 	Oid			relid;
 	Relation	rel;
@@ -255,7 +237,7 @@ try_inline(RangeTblEntry *rte)
 		return;
 	call = (FuncExpr *) rtfunc->funcexpr;
 	helper = read_helper_of(call->funcid);
-	if (helper == HELPER_NONE || !IsA(linitial(call->args), Const))
+	if (helper == NULL || !IsA(linitial(call->args), Const))
 		return;
 	row = linitial(call->args);
 	relid = typeidTypeRelid(row->consttype);

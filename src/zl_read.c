@@ -109,43 +109,70 @@ return_bounded_rows(FunctionCallInfo fcinfo, Relation rel, const ZLTableOptions 
 	return (Datum) 0;
 }
 
+/*
+ * What each helper selects, written once: the function form turns it into
+ * pruning bounds (below), the planner into the quals of the subquery it
+ * inlines (zl_inline.c).
+ */
+static const ZLReadHelper read_helpers[] = {
+	{"as_of", 1, {"as_of time"}, false, 2, {
+			{true, BTLessEqualStrategyNumber, 1},
+			{false, BTGreaterStrategyNumber, 1}}},
+	{"current", 0, {NULL}, false, 1, {
+			{false, BTEqualStrategyNumber, ZL_TERM_OPEN_END}}},
+	{"changes", 2, {"start of the window", "end of the window"}, true, 5, {
+			{true, BTGreaterEqualStrategyNumber, 1},
+			{true, BTLessStrategyNumber, 2},
+			{false, BTGreaterEqualStrategyNumber, 1},
+			{false, BTLessStrategyNumber, 2},
+			{false, BTLessStrategyNumber, ZL_TERM_OPEN_END}}},	/* open versions have not ended */
+};
+
+const ZLReadHelper *
+zl_read_helper(const char *name)
+{
+	for (int i = 0; i < lengthof(read_helpers); i++)
+		if (strcmp(read_helpers[i].name, name) == 0)
+			return &read_helpers[i];
+	return NULL;
+}
+
+/* the function form: its time arguments (1-based) read, bounds built, rows returned */
+static Datum
+read_helper_rows(FunctionCallInfo fcinfo, const char *name)
+{
+	const ZLReadHelper *helper = zl_read_helper(name);
+	ZLTableOptions opts;
+	Relation	rel = open_table_of_row_type(fcinfo, &opts);
+	int64		times[1 + ZL_HELPER_MAX_TIMES];
+	ZLScanBounds bounds = zl_bounds_init(helper->either);
+
+	for (int i = 1; i <= helper->ntimes; i++)
+		times[i] = time_arg(fcinfo, i, &opts, helper->time_names[i - 1]);
+	for (int i = 0; i < helper->nterms; i++)
+	{
+		const ZLHelperTerm *term = &helper->terms[i];
+
+		zl_bounds_narrow(&bounds, term->on_valid_from, term->strategy,
+						 term->value == ZL_TERM_OPEN_END ? opts.open_end : times[term->value]);
+	}
+	return return_bounded_rows(fcinfo, rel, &opts, &bounds);
+}
+
 Datum
 zipper_lake_as_of(PG_FUNCTION_ARGS)
 {
-	ZLTableOptions opts;
-	Relation	rel = open_table_of_row_type(fcinfo, &opts);
-	int64		at = time_arg(fcinfo, 1, &opts, "as_of time");
-	ZLScanBounds b = zl_bounds_init(false);
-
-	zl_bounds_narrow(&b, true, BTLessEqualStrategyNumber, at);
-	zl_bounds_narrow(&b, false, BTGreaterStrategyNumber, at);
-	return return_bounded_rows(fcinfo, rel, &opts, &b);
+	return read_helper_rows(fcinfo, "as_of");
 }
 
 Datum
 zipper_lake_current(PG_FUNCTION_ARGS)
 {
-	ZLTableOptions opts;
-	Relation	rel = open_table_of_row_type(fcinfo, &opts);
-	ZLScanBounds b = zl_bounds_init(false);
-
-	zl_bounds_narrow(&b, false, BTEqualStrategyNumber, opts.open_end);
-	return return_bounded_rows(fcinfo, rel, &opts, &b);
+	return read_helper_rows(fcinfo, "current");
 }
 
 Datum
 zipper_lake_changes(PG_FUNCTION_ARGS)
 {
-	ZLTableOptions opts;
-	Relation	rel = open_table_of_row_type(fcinfo, &opts);
-	int64		from = time_arg(fcinfo, 1, &opts, "start of the window");
-	int64		to = time_arg(fcinfo, 2, &opts, "end of the window");
-	ZLScanBounds b = zl_bounds_init(true);
-
-	zl_bounds_narrow(&b, true, BTGreaterEqualStrategyNumber, from);
-	zl_bounds_narrow(&b, true, BTLessStrategyNumber, to);
-	zl_bounds_narrow(&b, false, BTGreaterEqualStrategyNumber, from);
-	zl_bounds_narrow(&b, false, BTLessStrategyNumber, to);
-	zl_bounds_narrow(&b, false, BTLessStrategyNumber, opts.open_end);	/* open versions have not ended */
-	return return_bounded_rows(fcinfo, rel, &opts, &b);
+	return read_helper_rows(fcinfo, "changes");
 }
