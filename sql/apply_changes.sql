@@ -1,4 +1,4 @@
--- apply_changes: every row of the SPEC §1 table, batches, late data, layout.
+-- apply_changes: every row of the table in README "Change semantics", batches, late data, layout.
 SET timezone = 'UTC';
 
 CREATE TABLE acc (id int, name text, amount int,

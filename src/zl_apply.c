@@ -3,7 +3,7 @@
  * zl_apply.c
  *	  apply_changes() and apply_snapshot(): event-time change batches.
  *
- * The contract is SPEC §1: per key, changes are applied in (change_time,
+ * The contract is README "Change semantics": per key, changes are applied in (change_time,
  * seq) order, each editing the key's versions (split, close, replace,
  * delete, or nothing for a no-op), and adjacent equal versions are merged
  * after each change.  This file does that with the patent's write path:

@@ -176,7 +176,7 @@ describe_row(ZLWriteState *state, HeapTuple tuple)
 	return zl_describe_version(&state->opts, state->tupdesc, tuple);
 }
 
-/* check a row against the rules of SPEC §2 and compute its placement */
+/* check a row against the rules of README "Guarantees" and compute its placement */
 static void
 place_row(ZLWriteState *state, HeapTuple tuple, ZLRunKey *key,
 		  int64 *valid_from_out)
