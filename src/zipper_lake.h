@@ -199,6 +199,8 @@ extern void zl_refuse_row_security(Relation rel);
 extern void zl_refuse_row_change(Relation rel, CmdType command);
 extern char *zl_qualified_name(Relation rel);
 extern const char *zl_attname(TupleDesc tupdesc, AttrNumber attnum);
+extern HeapTuple zl_catalog_row_as_written(Oid catalog, Oid index, int nkeys,
+										   struct ScanKeyData *keys);
 extern char *zl_describe_key(const ZLTableOptions *opts, TupleDesc tupdesc,
 							 HeapTuple tuple);
 extern char *zl_describe_version(const ZLTableOptions *opts, TupleDesc tupdesc,
@@ -410,8 +412,6 @@ extern void zl_inline_init(void);
 /* ---------- zl_ddl.c ---------- */
 
 extern void zl_ddl_init(void);
-extern HeapTuple zl_catalog_row_as_written(Oid catalog, Oid index, int nkeys,
-										   struct ScanKeyData *keys);
 
 /* ---------- zl_triggers.c ---------- */
 

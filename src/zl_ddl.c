@@ -117,27 +117,6 @@ registered_column(Relation rel, AttrNumber attnum, ZLTableOptions *opts)
 	return false;
 }
 
-/*
- * A catalog row as the running command left it: the object access hook
- * runs before the command's own changes are visible to catalog snapshots,
- * so read with SnapshotSelf.  A copy, or NULL.
- */
-HeapTuple
-zl_catalog_row_as_written(Oid catalog, Oid index, int nkeys, ScanKey keys)
-{
-	Relation	rel = table_open(catalog, AccessShareLock);
-	SysScanDesc scan;
-	HeapTuple	tuple;
-
-	scan = systable_beginscan(rel, index, true, SnapshotSelf, nkeys, keys);
-	tuple = systable_getnext(scan);
-	if (tuple != NULL)
-		tuple = heap_copytuple(tuple);
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return tuple;
-}
-
 static HeapTuple
 attribute_as_written(Oid relid, AttrNumber attnum)
 {

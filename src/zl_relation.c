@@ -6,14 +6,16 @@
  * Recognizing and opening a relation as a zipper table (for writing, or
  * for reading with the caller's privileges), refusing what a zipper table
  * cannot do to its rows (UPDATE, DELETE, MERGE; row-level security in the
- * functions that read it directly), and naming a table, a key or a
- * version in error messages.  Every layer uses them; they use nothing of
+ * functions that read it directly), naming a table, a key or a version in
+ * error messages, and reading a catalog row as the running DDL command
+ * left it (for the object access hook of zl_ddl.c).  Every layer uses them; they use nothing of
  * the extension but the registration's attribute numbers.
  *
  *-------------------------------------------------------------------------
  */
 #include "zipper_lake.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "commands/defrem.h"
@@ -22,6 +24,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rls.h"
+#include "utils/snapmgr.h"
 
 /* is this relation a zipper_lake table? */
 bool
@@ -164,4 +167,25 @@ zl_describe_version(const ZLTableOptions *opts, TupleDesc tupdesc, HeapTuple tup
 											   opts->period_type));
 	}
 	return buf.data;
+}
+
+/*
+ * A catalog row as the running command left it: the object access hook
+ * runs before the command's own changes are visible to catalog snapshots,
+ * so read with SnapshotSelf.  A copy, or NULL.
+ */
+HeapTuple
+zl_catalog_row_as_written(Oid catalog, Oid index, int nkeys, ScanKey keys)
+{
+	Relation	rel = table_open(catalog, AccessShareLock);
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	scan = systable_beginscan(rel, index, true, SnapshotSelf, nkeys, keys);
+	tuple = systable_getnext(scan);
+	if (tuple != NULL)
+		tuple = heap_copytuple(tuple);
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return tuple;
 }
