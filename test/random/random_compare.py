@@ -208,6 +208,7 @@ class Clock:
         self.base_epoch = calendar.timegm(cfg.base.timetuple())
         self.finite_open_end = cfg.open_end != "infinity"
         self.open_end_epoch = calendar.timegm(FAR_END.timetuple()) if self.finite_open_end else None
+        self.usec = 1 / (self.tick_seconds * 10 ** 6)     # one microsecond in ticks
 
     def wall(self, t):
         """Tick -> naive datetime (UTC for timestamptz tables)."""
@@ -300,6 +301,10 @@ class Clock:
             return "open end"
         if t in (NEG, AFTER):
             return self.infinity(t)
+        near = round(t * 2) / 2
+        if abs(t - near) > self.usec / 2:       # a microsecond off the grid
+            return "t%g%+dus=%s" % (near, round((t - near) / self.usec),
+                                    self.wall(t).strftime("%m-%d %H:%M:%S.%f"))
         fmt = "%Y-%m-%d" if self.cfg.tick == DAY and t == int(t) else "%m-%d %H:%M"
         return "t%g=%s" % (t, self.wall(t).strftime(fmt))
 
@@ -868,9 +873,12 @@ class SeedRun:
         # the read helpers, inlined into a scan and as functions (a sub-select
         # argument keeps the function form; timestamp and date tables always
         # run the function), and a prepared as-of query with a generic plan
+        forms = [("", "%s")]
+        if self.cfg.period_type == "timestamptz":
+            forms.append((" (function)", "(SELECT %s::timestamptz)"))
         for t in self.probe_instants():
             want = as_of(ref, clock.arg_tick(t))
-            for form, arg in (("", "%s"), (" (function)", "(SELECT %s::timestamptz)")):
+            for form, arg in forms:
                 self.compare("zipper_lake.as_of%s at %s" % (form, clock.show(t)), want, db.rows(
                     "SELECT %s FROM zipper_lake.as_of(NULL::rc_zip, %s)" % (COLS, arg),
                     (clock.arg(t),)))
@@ -882,11 +890,10 @@ class SeedRun:
 
         for f, u in self.probe_windows():
             want = changes_fn(ref, clock.arg_tick(f), clock.arg_tick(u))
-            for form, args in (("", "%s, %s"),
-                               (" (function)", "(SELECT %s::timestamptz), %s")):
+            for form, arg in forms:
                 self.compare("zipper_lake.changes%s over [%s, %s)" % (form, clock.show(f), clock.show(u)),
-                             want, db.rows("SELECT %s FROM zipper_lake.changes(NULL::rc_zip, %s)"
-                                           % (COLS, args), (clock.arg(f), clock.arg(u))))
+                             want, db.rows("SELECT %s FROM zipper_lake.changes(NULL::rc_zip, %s, %%s)"
+                                           % (COLS, arg), (clock.arg(f), clock.arg(u))))
 
         want = [r for r in ref if r[4] == OPEN]
         self.compare("zipper_lake.current", want,
@@ -909,10 +916,13 @@ class SeedRun:
         return out
 
     def probe_predicates(self):
-        """The as-of and changes shapes plus random conjunctions / disjunctions."""
+        """The as-of, changes and current shapes plus random conjunctions /
+        disjunctions of bounds at ticks, half ticks, a microsecond off a tick
+        (off-by-one in bounds), beyond the grid and at the special values."""
         rng, top = self.probe_rng, self.gen.wm + 2
         specials = [NEG, OPEN] + ([AFTER] if self.clock.finite_open_end else [])
         ticks = lambda: rng.choice([rng.randint(-1, top), rng.randint(0, top) + 0.5,
+                                    rng.randint(0, top) + rng.choice([-1, 1]) * self.clock.usec,
                                     self.ticks + 100, rng.choice(specials)])
         atom = lambda: (rng.choice(["valid_from", "valid_to"]), rng.choice(list(OPERATORS)), ticks())
         t, f = rng.randint(0, top), rng.randint(0, top)
