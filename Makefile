@@ -52,7 +52,7 @@ $(OBJS): src/zipper_lake.h
 # Against the running server of PGHOST / PGPORT (test/run_tests.sh starts one):
 # the randomized comparison with the reference implementation, and short
 # runs of the benchmarks (test/bench/README.md has the real ones).
-RANDOM_FLAGS ?= --seeds 8
+RANDOM_FLAGS ?=
 # Debian's python3, which has python3-psycopg2
 PYTHON ?= /usr/bin/python3
 random-check:

@@ -1,22 +1,42 @@
 /*
  * test/random/reference.sql — reference implementation of zipper_lake's change
- * semantics (SPEC §1 and apply_snapshot of SPEC §2) in plain PL/pgSQL, operating
+ * semantics (README "Change semantics" and apply_snapshot of README "Reference") in plain PL/pgSQL, operating
  * on an ordinary heap table.  The randomized comparison test
  * (random_compare.py) applies every batch both to a zipper_lake table and to a
  * heap table through these functions and compares the results.
  *
  * Design: clarity over speed.  Nothing here knows about partitions, file groups
  * or the table access method; it is a literal transcription of the table in
- * SPEC §1, applied one change at a time:
+ * README "Change semantics", applied one change at a time:
  *
  *   change at t   key's state at t                result
  *   upsert v      inside [a,b) with value v       nothing (no-op)
  *   upsert v      inside [a,b) with value w <> v  [a,t) keeps w (dropped if a = t), new [t,b) with v
- *   upsert v      gap, next version starts at n   new [t,n) with v (n = 'infinity' if none)
+ *   upsert v      gap, next version starts at n   new [t,n) with v (n = open end if none)
  *   delete        inside [a,b)                    [a,t) kept (dropped if a = t), [t,b) becomes a gap
  *   delete        gap                             nothing
  *   then: merge adjacent versions (x.valid_to = y.valid_from) whose value
  *         columns are all IS NOT DISTINCT FROM equal, until none are left.
+ *
+ * It returns the counts of README "Change semantics" (type zl_ref.counts),
+ * counted change by change as the rules are applied:
+ *   changes    rows of the changes relation;
+ *   inserted   upserts that are not no-ops (rows 2 and 3 of the table), also
+ *              when the new version at once merges with a neighbour;
+ *   closed     an upsert inside an open version [a, open end) with a < t (the
+ *              version gets the end t), or a delete inside an open version
+ *              (also when a = t: the key loses its open version).  A
+ *              same-instant upsert (a = t) replaces the open version and is
+ *              not counted;
+ *   deleted    deletes inside a version (row 4);
+ *   unchanged  no-op upserts (row 1), deletes in a gap (row 5), and identical
+ *              duplicates collapsed in step 1;
+ *   late       changes (of any kind, after collapsing duplicates) whose time
+ *              is before the valid_from of the key's newest version at the
+ *              moment the change is applied.
+ * The README leaves two things open that are decided here as zipper_lake's
+ * apply_one() does: whether "inserted" subtracts merges (no) and which
+ * removals of an open version count as "closed" (see above).
  *
  * apply_changes works in four steps:
  *   1. validate and normalize the batch into temp table zl_ref_batch: key and
@@ -36,8 +56,11 @@
  * Any error aborts the statement, so a rejected batch changes nothing.
  *
  * Conventions and limits (all the test driver needs):
- *   * the period columns are named valid_from / valid_to (timestamptz); the open
- *     end is 'infinity';
+ *   * the period columns are named valid_from / valid_to, of type timestamptz,
+ *     timestamp or date (the target's own); the open end is the argument
+ *     open_end ('infinity' by default).  Internally every time is a
+ *     timestamptz and the functions run with TimeZone = UTC, so timestamp and
+ *     date values convert to and from it without gaps or repeats (no DST);
  *   * value columns = every target column except the key and period columns;
  *     the changes table must have all of them (and the key columns and the
  *     change-time column); the op column may be absent (= all upserts); a seq
@@ -57,6 +80,11 @@
 
 DROP SCHEMA IF EXISTS zl_ref CASCADE;
 CREATE SCHEMA zl_ref;
+
+-- What apply_changes / apply_snapshot return (README "Change semantics").
+CREATE TYPE zl_ref.counts AS (
+    changes bigint, inserted bigint, closed bigint,
+    deleted bigint, unchanged bigint, late bigint);
 
 -- Columns of a relation in attribute order with their SQL types.
 CREATE FUNCTION zl_ref.columns_of(rel regclass)
@@ -87,7 +115,7 @@ LANGUAGE sql IMMUTABLE AS $$
     FROM unnest(cols) WITH ORDINALITY AS u(c, i)
 $$;
 
--- SPEC §1 op spellings: true = upsert, false = delete, NULL = unknown op.
+-- README "Change semantics" op spellings: true = upsert, false = delete, NULL = unknown op.
 CREATE FUNCTION zl_ref.op_is_upsert(op text)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE AS $$
@@ -104,11 +132,13 @@ CREATE FUNCTION zl_ref.apply_changes(
     key text[],
     change_time name DEFAULT 'change_time',
     op name DEFAULT 'op',
-    seq name DEFAULT NULL)
-RETURNS void
+    seq name DEFAULT NULL,
+    open_end timestamptz DEFAULT 'infinity')
+RETURNS zl_ref.counts
 LANGUAGE plpgsql
 SET client_min_messages = warning     -- quiet DROP TABLE IF EXISTS
 SET jit = off                        -- thousands of tiny queries
+SET TimeZone = 'UTC'                 -- timestamp/date <-> timestamptz without DST
 AS $fn$
 DECLARE
     tcols   text[];     -- all target columns, in attribute order
@@ -131,7 +161,9 @@ DECLARE
     x_from  timestamptz;
     y_from  timestamptz;
     y_to    timestamptz;
+    newest  timestamptz;    -- valid_from of the key's newest version
     cnt     bigint;
+    res     zl_ref.counts := ROW(0, 0, 0, 0, 0, 0);
 BEGIN
     ---------------------------------------------------------------- columns
     SELECT array_agg(col::text ORDER BY ord), array_agg(typ ORDER BY ord)
@@ -199,11 +231,11 @@ BEGIN
         RAISE EXCEPTION 'zl_ref: NULL key column in change % at %', bad.k, bad.zl_time;
     END IF;
     EXECUTE format('SELECT ROW(%s)::text AS k, zl_time FROM zl_ref_raw
-                    WHERE zl_time IS NULL OR NOT isfinite(zl_time) LIMIT 1', kl)
-       INTO bad;
+                    WHERE zl_time IS NULL OR NOT isfinite(zl_time) OR zl_time >= $1 LIMIT 1', kl)
+       INTO bad USING open_end;
     GET DIAGNOSTICS cnt = ROW_COUNT;
     IF cnt > 0 THEN
-        RAISE EXCEPTION 'zl_ref: change for key % has NULL or infinite change time %',
+        RAISE EXCEPTION 'zl_ref: change for key % has NULL, infinite or too late change time %',
             bad.k, coalesce(bad.zl_time::text, 'NULL');
     END IF;
     EXECUTE format('SELECT ROW(%s)::text AS k, zl_time, zl_op FROM zl_ref_raw
@@ -244,10 +276,14 @@ BEGIN
             CASE WHEN seq IS NULL THEN ' (no seq column)' ELSE ' (equal seq)' END;
     END IF;
 
+    -- every row read counts; identical duplicates collapsed above are unchanged
+    EXECUTE 'SELECT count(*) FROM zl_ref_raw' INTO res.changes;
+    EXECUTE 'SELECT $1 - count(*) FROM zl_ref_batch' INTO res.unchanged USING res.changes;
+
     EXECUTE 'SELECT max(zl_key_no) FROM zl_ref_batch' INTO nkeys;
     IF nkeys IS NULL THEN       -- empty batch
         DROP TABLE pg_temp.zl_ref_raw, pg_temp.zl_ref_batch;
-        RETURN;
+        RETURN res;
     END IF;
 
     -------------------------------------- 2. take the affected keys' versions out
@@ -286,6 +322,11 @@ BEGIN
         FOR ch IN EXECUTE 'SELECT zl_ord, zl_time, zl_upsert FROM zl_ref_batch
                            WHERE zl_key_no = $1 ORDER BY zl_ord' USING k
         LOOP
+            EXECUTE 'SELECT max(valid_from) FROM zl_ref_cur' INTO newest;
+            IF ch.zl_time < newest THEN
+                res.late := res.late + 1;
+            END IF;
+
             -- the version containing t, if any, and whether it equals the change
             EXECUTE format(
                 'SELECT x.valid_from, x.valid_to, %s
@@ -297,10 +338,17 @@ BEGIN
             inside := cnt > 0;
 
             IF ch.zl_upsert AND inside AND equal THEN
+                res.unchanged := res.unchanged + 1;
                 CONTINUE;                               -- no-op
             END IF;
 
             IF inside THEN
+                IF b = open_end AND (NOT ch.zl_upsert OR a < ch.zl_time) THEN
+                    res.closed := res.closed + 1;       -- the open version ends
+                END IF;
+                IF NOT ch.zl_upsert THEN
+                    res.deleted := res.deleted + 1;
+                END IF;
                 -- upsert with another value, or delete: [a,t) kept, dropped if a = t
                 IF a = ch.zl_time THEN
                     EXECUTE 'DELETE FROM zl_ref_cur WHERE valid_from = $1' USING a;
@@ -310,15 +358,17 @@ BEGIN
                 END IF;
                 n := b;                                 -- an upsert fills [t,b)
             ELSIF ch.zl_upsert THEN
-                -- gap: an upsert fills [t, next version's start or infinity)
-                EXECUTE 'SELECT coalesce(min(valid_from), ''infinity'')
+                -- gap: an upsert fills [t, next version's start or the open end)
+                EXECUTE 'SELECT coalesce(min(valid_from), $2)
                          FROM zl_ref_cur WHERE valid_from > $1'
-                  INTO n USING ch.zl_time;
+                  INTO n USING ch.zl_time, open_end;
             ELSE
+                res.unchanged := res.unchanged + 1;
                 CONTINUE;                               -- delete in a gap: nothing
             END IF;
 
             IF ch.zl_upsert THEN
+                res.inserted := res.inserted + 1;
                 EXECUTE format(
                     'INSERT INTO zl_ref_cur (%s, valid_from, valid_to)
                      SELECT %s, $2, $3 FROM zl_ref_batch WHERE zl_ord = $1',
@@ -352,34 +402,41 @@ BEGIN
 
     DROP TABLE pg_temp.zl_ref_raw, pg_temp.zl_ref_batch, pg_temp.zl_ref_old,
                pg_temp.zl_ref_cur, pg_temp.zl_ref_new;
+    RETURN res;
 END
 $fn$;
 
-COMMENT ON FUNCTION zl_ref.apply_changes(regclass, regclass, text[], name, name, name) IS
-'reference implementation of SPEC §1 on a heap table (test use only)';
+COMMENT ON FUNCTION zl_ref.apply_changes(regclass, regclass, text[], name, name, name, timestamptz) IS
+'reference implementation of README "Change semantics" on a heap table (test use only)';
 
 /*
- * apply_snapshot: SPEC §2.  Every snapshot row becomes an upsert at
+ * apply_snapshot (README "Reference").  Every snapshot row becomes an upsert at
  * snapshot_time (rows equal to the key's state there are no-ops by §1); when
- * deletes is true, every key that has an open version (valid_to = 'infinity')
+ * deletes is true, every key that has an open version (valid_to = open_end)
  * and is missing from the snapshot gets a delete at snapshot_time.  The result
- * goes through apply_changes, so validation is the same.
+ * goes through apply_changes, so validation is the same.  The counts are
+ * apply_changes', except that "changes" is the number of snapshot rows: the
+ * deletes of missing keys are not rows read from the batch (they show in
+ * "deleted" and "closed"), as in zipper_lake.
  */
 CREATE FUNCTION zl_ref.apply_snapshot(
     target regclass,
     snapshot regclass,
     key text[],
     snapshot_time timestamptz,
-    deletes boolean DEFAULT true)
-RETURNS void
+    deletes boolean DEFAULT true,
+    open_end timestamptz DEFAULT 'infinity')
+RETURNS zl_ref.counts
 LANGUAGE plpgsql
 SET client_min_messages = warning     -- quiet DROP TABLE IF EXISTS
 SET jit = off                        -- thousands of tiny queries
+SET TimeZone = 'UTC'                 -- as in apply_changes
 AS $fn$
 DECLARE
     tcols  text[];
     vcols  text[];
     kl     text;
+    res    zl_ref.counts;
 BEGIN
     SELECT array_agg(col::text) INTO tcols FROM zl_ref.columns_of(target);
     SELECT array_agg(c) INTO vcols FROM unnest(tcols) AS c
@@ -398,18 +455,21 @@ BEGIN
     IF deletes THEN
         EXECUTE format(
             'INSERT INTO zl_ref_snapshot_changes (%s, zl_ref_change_time, zl_ref_op)
-             SELECT %s, $1, %L FROM (SELECT %s FROM %s WHERE valid_to = %L
+             SELECT %s, $1, %L FROM (SELECT %s FROM %s WHERE valid_to = $2
                                      EXCEPT
                                      SELECT %s FROM %s) missing',
-            kl, kl, 'D', kl, target, 'infinity', kl, snapshot)
-          USING snapshot_time;
+            kl, kl, 'D', kl, target, kl, snapshot)
+          USING snapshot_time, open_end;
     END IF;
 
-    PERFORM zl_ref.apply_changes(target, 'pg_temp.zl_ref_snapshot_changes'::regclass, key,
-                                 change_time => 'zl_ref_change_time', op => 'zl_ref_op');
+    res := zl_ref.apply_changes(target, 'pg_temp.zl_ref_snapshot_changes'::regclass, key,
+                                change_time => 'zl_ref_change_time', op => 'zl_ref_op',
+                                open_end => open_end);
+    EXECUTE format('SELECT count(*) FROM %s', snapshot) INTO res.changes;
     DROP TABLE pg_temp.zl_ref_snapshot_changes;
+    RETURN res;
 END
 $fn$;
 
-COMMENT ON FUNCTION zl_ref.apply_snapshot(regclass, regclass, text[], timestamptz, boolean) IS
-'reference implementation of apply_snapshot (SPEC §2) on a heap table (test use only)';
+COMMENT ON FUNCTION zl_ref.apply_snapshot(regclass, regclass, text[], timestamptz, boolean, timestamptz) IS
+'reference implementation of apply_snapshot (README "Reference") on a heap table (test use only)';
