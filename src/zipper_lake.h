@@ -25,6 +25,7 @@
 #include "storage/smgr.h"
 #include "datatype/timestamp.h"
 #include "nodes/parsenodes.h"
+#include "nodes/plannodes.h"
 #include "nodes/pg_list.h"
 #include "storage/block.h"
 #include "utils/date.h"
@@ -201,9 +202,15 @@ extern uint32 zl_key_hash(const ZLKeyHasher *h, const Datum *values);
 extern bool zl_keys_equal(const ZLKeyHasher *h, const Datum *a, const Datum *b);
 extern void zl_key_extract(const ZLKeyHasher *h, HeapTuple tuple, TupleDesc tupdesc,
 						   Datum *values);
-extern bytea *zl_key_directory_build(const ZLKeyHasher *h, TupleDesc tupdesc,
-									 HeapTuple *tuples, const int32 *positions, int n);
+extern bytea *zl_key_directory_build(const uint32 *hashes, const int32 *positions, int n);
 extern void zl_key_directory_cache_trim(void);
+
+typedef struct ZLValueComparer ZLValueComparer;
+
+extern ZLValueComparer *zl_value_comparer_create(TupleDesc tupdesc,
+												 const ZLTableOptions *opts);
+extern bool zl_values_equal(const ZLValueComparer *c, const Datum *a, const bool *anull,
+							const Datum *b, const bool *bnull);
 extern bytea *zl_key_directory_cached(Oid catalog, int64 subgroup_id);
 extern bytea *zl_key_directory_remember(Oid catalog, int64 subgroup_id, Datum directory);
 extern int32 *zl_key_directory_probe(const bytea *dir, const uint32 *hashes,
@@ -271,12 +278,14 @@ extern ZLPageWriter *zl_page_writer_begin(Relation rel, BlockNumber first_block,
 extern ZLPageWriter *zl_page_counter_begin(void);
 extern BlockNumber zl_page_writer_pages(const ZLPageWriter *writer);
 extern int32 zl_page_writer_add(ZLPageWriter *writer, HeapTuple tuple);
+extern void zl_page_counter_add_length(ZLPageWriter *counter, uint32 len);
 extern void zl_page_writer_finish(ZLPageWriter *writer, BlockNumber *first_block,
 								  int32 *blocks);
 
 /* ---------- zl_tableam.c ---------- */
 
 extern bool zl_is_zipper_relation(Relation rel);
+extern void zl_refuse_on_conflict(PlannedStmt *stmt);
 
 /* ---------- zl_write.c ---------- */
 
@@ -286,6 +295,9 @@ extern ZLWriteState *zl_write_state_get(Relation rel);
 extern bool zl_write_lock_table(uint64 storage_id, bool nowait);
 extern void zl_write_unlock_table(uint64 storage_id);
 extern void zl_write_add(ZLWriteState *state, HeapTuple tuple);
+extern void zl_write_load(ZLWriteState *state, HeapTuple tuple);
+extern bool zl_write_compact_subgroup(Relation rel, ZLWriteState *state, const ZLSubGroup *sg,
+									  const int32 *dropped, int ndropped);
 extern char *zl_describe_key(const ZLTableOptions *opts, TupleDesc tupdesc,
 							 HeapTuple tuple);
 extern void zl_write_flush_relation(Oid relid);

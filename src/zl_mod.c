@@ -70,6 +70,7 @@ static void
 zl_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
 	refuse_row_changes(queryDesc);
+	zl_refuse_on_conflict(queryDesc->plannedstmt);
 	if (prev_ExecutorStart)
 		prev_ExecutorStart(queryDesc, eflags);
 	else

@@ -18,15 +18,22 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/index.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
+#include "commands/defrem.h"
 #include "catalog/pg_am_d.h"
 #include "catalog/pg_namespace_d.h"
 #include "catalog/storage.h"
 #include "commands/vacuum.h"
 #include "executor/tuptable.h"
 #include "fmgr.h"
+#include "nodes/plannodes.h"
+#include "parser/parsetree.h"
 #include "storage/bufmgr.h"
 #include "storage/smgr.h"
+#include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 PG_FUNCTION_INFO_V1(zipper_lake_tableam_handler);
 
@@ -208,7 +215,7 @@ zl_tuple_insert(Relation relation, TupleTableSlot *slot, CommandId cid,
 	if (HeapTupleHasExternal(tuple) || tuple->t_len > TOAST_TUPLE_THRESHOLD)
 		stored = heap_toast_insert_or_update(relation, tuple, NULL, options);
 
-	zl_write_add(state, stored);
+	zl_write_load(state, stored);
 
 	/* the row gets its TID when its sub-group is written */
 	slot->tts_tableOid = RelationGetRelid(relation);
@@ -534,6 +541,62 @@ Datum
 zipper_lake_tableam_handler(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_POINTER(&zl_methods);
+}
+
+/*
+ * INSERT ... ON CONFLICT: the executor inserts speculatively only into
+ * tables with indexes, so on a zipper table the clause would be ignored
+ * and its speculative callbacks never run.  Refuse it before the
+ * statement writes anything, on a zipper table or on a partitioned table
+ * with zipper partitions, at the top of the plan or in a WITH query
+ * (called by the ExecutorStart hook).
+ */
+void
+zl_refuse_on_conflict(PlannedStmt *stmt)
+{
+	List	   *plans;
+	ListCell   *lc;
+	Oid			am = InvalidOid;
+
+	if (stmt->commandType != CMD_INSERT && !stmt->hasModifyingCTE)
+		return;
+	plans = lcons(stmt->planTree, list_copy(stmt->subplans));
+	foreach(lc, plans)
+	{
+		ModifyTable *mt = (ModifyTable *) lfirst(lc);
+		ListCell   *lc2;
+
+		if (mt == NULL || !IsA(mt, ModifyTable) || mt->onConflictAction == ONCONFLICT_NONE)
+			continue;
+		if (!OidIsValid(am))
+			am = get_am_oid(ZL_AM_NAME, false);
+		foreach(lc2, mt->resultRelations)
+		{
+			RangeTblEntry *rte = rt_fetch(lfirst_int(lc2), stmt->rtable);
+			List	   *relids = list_make1_oid(rte->relid);
+			ListCell   *lc3;
+
+			if (rte->relkind == RELKIND_PARTITIONED_TABLE)
+				relids = find_all_inheritors(rte->relid, NoLock, NULL);
+			foreach(lc3, relids)
+			{
+				HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(lfirst_oid(lc3)));
+				bool		zipper;
+
+				if (!HeapTupleIsValid(tuple))
+					continue;
+				zipper = ((Form_pg_class) GETSTRUCT(tuple))->relam == am;
+				ReleaseSysCache(tuple);
+				if (zipper)
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("zipper_lake tables do not support INSERT ... ON CONFLICT"),
+							 errdetail("Table \"%s\" has no unique index for the clause to act on.",
+									   get_rel_name(lfirst_oid(lc3))),
+							 errhint("Load versions with a plain INSERT or COPY, which refuses overlapping ones, or apply changes with zipper_lake.apply_changes().")));
+			}
+		}
+	}
 }
 
 /* is this relation a zipper_lake table? (used by the executor hooks) */
