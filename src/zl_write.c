@@ -61,16 +61,18 @@
  *
  * Memory
  * ------
- * A write uses at most about work_mem plus a constant, whatever it
- * writes: the two tuplesorts get half of work_mem each and spill to
- * temporary files beyond it; the check's chunk buffer, stored-version sort
- * and mask sort, and the writer's sub-group buffer, get ZL_SIDE_KB each
- * and spill too; the chunk's key hashes take at most 4 bytes times
- * ZL_CHECK_CHUNK_KEYS, and a sub-group's key directory and row lengths 16
- * bytes a row (1 MB at ZL_MAX_SUBGROUP_ROWS): about 9 MB in all, plus
- * the metadata of the sub-groups a load may touch and the key directories
- * of the current partition (8 bytes per open version, cached per backend
- * as for apply_changes, zl_keys.c).
+ * A flush needs about work_mem plus 25 MB at most, whatever it writes.
+ * The two tuplesorts (loaded rows by key, rows to place) get half of
+ * work_mem each, 8 MB at least, and spill to temporary files beyond that.
+ * The check's chunk buffer, stored-version sort and mask sort, and the
+ * writer's sub-group buffer, get ZL_SIDE_KB (1 MB) each and spill too.  A
+ * chunk's key hashes take a quarter of work_mem, 4 MB at most; a
+ * sub-group being written 20 bytes a row for its lengths, hashes,
+ * positions and key directory (1.3 MB at ZL_MAX_SUBGROUP_ROWS).  Not
+ * counted: the metadata of the sub-groups a load may touch (some hundred
+ * bytes each, and their masks) and the key directories of the current
+ * partition (8 bytes per open version, cached per backend as for
+ * apply_changes, zl_keys.c).
  *
  * When flushes happen
  * -------------------
@@ -123,8 +125,12 @@
 /* distinguishes our advisory locks from user ones (which use 1 and 2) */
 #define ZL_ADVISORY_LOCK_CLASS	0x5A4C
 
-/* distinct key hashes whose stored versions a load looks up at once */
-#define ZL_CHECK_CHUNK_KEYS		(1024 * 1024)
+/*
+ * Distinct key hashes whose stored versions a load looks up at once: a
+ * quarter of work_mem of them, at most 4 MB (1M keys), at least 1024.
+ */
+#define ZL_CHECK_CHUNK_KEYS \
+	Max(1024, Min((Size) work_mem * 1024 / 4, (Size) 4 * 1024 * 1024) / sizeof(uint32))
 
 /* memory (kB) of each of the two main sorts: half of work_mem, 8 MB at least */
 #define ZL_MAIN_SORT_KB			Max(work_mem / 2, 8192)
@@ -1264,7 +1270,8 @@ check_chunks(LoadCheck *lc)
 	TupleTableSlot *stored_slot = MakeSingleTupleTableSlot(state->item_desc,
 														   &TTSOpsMinimalTuple);
 	Tuplestorestate *buffer = tuplestore_begin_heap(false, false, ZL_SIDE_KB);
-	uint32	   *hashes = palloc(sizeof(uint32) * ZL_CHECK_CHUNK_KEYS);
+	int			max_hashes = ZL_CHECK_CHUNK_KEYS;
+	uint32	   *hashes = palloc(sizeof(uint32) * max_hashes);
 	bool		have;
 
 	have = tuplesort_gettupleslot(state->keysort, true, false, slot, NULL);
@@ -1282,7 +1289,7 @@ check_chunks(LoadCheck *lc)
 
 			if (nhashes == 0 || hashes[nhashes - 1] != hash)
 			{
-				if (nhashes == ZL_CHECK_CHUNK_KEYS)
+				if (nhashes == max_hashes)
 					break;
 				hashes[nhashes++] = hash;
 			}
