@@ -4,7 +4,8 @@
  *	  Key hashing, value equality and the key directory of current-partition
  *	  sub-groups.
  *
- * apply_changes must find the open version of every key of a batch.
+ * apply_changes must find the open version of every key of a batch, and
+ * a load (INSERT, COPY) the stored versions of the keys it loads.
  * Scanning the whole current partition for them costs as much as the
  * partition is big, batch after batch.  So every sub-group written to the
  * current partition also stores, in its metadata row, a key directory: the
