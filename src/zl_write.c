@@ -20,16 +20,17 @@
  *
  * Checking loaded versions
  * ------------------------
- * Loaded rows go into a tuplesort by key: key hash, key columns (each by
- * its type's default ordering, which refines its hash equality), then
- * valid_from.  At the flush the sorted stream is read key by key, each
- * key's versions in start order, merged with the stored versions of the
- * key in the same order (check_item).  A version that starts before the
- * latest end so far overlaps (ERRCODE_EXCLUSION_VIOLATION, naming the key
- * and both periods; the statement fails, so it changes nothing).  A run of
- * adjacent versions with equal values that holds a loaded one becomes one
- * version: the first's row with the last's end; the stored versions in it
- * are masked or their sub-group compacted, as apply_changes retires rows
+ * Loaded rows go into a tuplesort by (key hash, valid_from).  At the
+ * flush the sorted stream is read hash by hash, each key's versions in
+ * start order (the keys of one hash, more than one only if hashes collide,
+ * side by side, told apart by their equality), merged with the stored
+ * versions of those keys in the same order (check_item).  A version that
+ * starts before the latest end so far of its key overlaps
+ * (ERRCODE_EXCLUSION_VIOLATION, naming the key and both periods; the
+ * statement fails, so it changes nothing).  A run of adjacent versions
+ * with equal values that holds a loaded one becomes one version: the
+ * first's row with the last's end; the stored versions in it are masked
+ * or their sub-group compacted, as apply_changes retires rows
  * (zl_write_compact_subgroup).  Stored versions are found for a chunk of
  * up to ZL_CHECK_CHUNK_KEYS key hashes at a time: in the current partition
  * through the key directories (zl_keys.c), in history only in partitions
@@ -117,10 +118,8 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
-#include "utils/sortsupport.h"
 #include "utils/tuplesort.h"
 #include "utils/tuplestore.h"
-#include "utils/typcache.h"
 
 /* distinguishes our advisory locks from user ones (which use 1 and 2) */
 #define ZL_ADVISORY_LOCK_CLASS	0x5A4C
@@ -143,18 +142,16 @@
 #define ITEM_LOADED				1
 
 /*
- * Columns of the sort tuples.  Items (loaded or stored versions in key
- * order): hash, the key columns, then those below counted from the last
- * key column.  Placement: the ones after them.  Both carry the row itself
- * as a bytea.
+ * Columns of the sort tuples: items (loaded or stored versions, sorted by
+ * key hash and start) and rows to place; both carry the row as a bytea.
  */
 #define ITEM_HASH				1
-#define ITEM_FROM(nkeys)		((nkeys) + 2)
-#define ITEM_KIND(nkeys)		((nkeys) + 3)
-#define ITEM_SEQ(nkeys)			((nkeys) + 4)	/* arrival, or stored location */
-#define ITEM_TO(nkeys)			((nkeys) + 5)
-#define ITEM_ROW(nkeys)			((nkeys) + 6)
-#define ITEM_NATTS(nkeys)		((nkeys) + 6)
+#define ITEM_FROM				2
+#define ITEM_KIND				3
+#define ITEM_SEQ				4	/* arrival, or stored location */
+#define ITEM_TO					5
+#define ITEM_ROW				6
+#define ITEM_NATTS				6
 
 #define PLACE_PARTITION			1	/* partition_end, or INT64_MIN: unplaced */
 #define PLACE_WINDOW			2
@@ -266,76 +263,34 @@ create_place_desc(ZLWriteState *state)
 	state->place_read_slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
 }
 
-/* the item tuple: (hash, key columns..., valid_from, kind, seq, valid_to, row) */
+/* the item tuple: (hash, valid_from, kind, seq, valid_to, row) */
 static void
 create_item_desc(ZLWriteState *state)
 {
-	int			nkeys = state->opts.nkeys;
-	TupleDesc	desc = CreateTemplateTupleDesc(ITEM_NATTS(nkeys));
+	TupleDesc	desc = CreateTemplateTupleDesc(ITEM_NATTS);
 
 	init_int8_column(desc, ITEM_HASH, "hash");
-	for (int i = 0; i < nkeys; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(state->tupdesc, state->opts.key_attnums[i] - 1);
-
-		TupleDescInitEntry(desc, 2 + i, NameStr(att->attname), att->atttypid,
-						   att->atttypmod, att->attndims);
-		TupleDescInitEntryCollation(desc, 2 + i, att->attcollation);
-	}
-	init_int8_column(desc, ITEM_FROM(nkeys), "valid_from");
-	TupleDescInitEntry(desc, ITEM_KIND(nkeys), "kind", INT4OID, -1, 0);
-	init_int8_column(desc, ITEM_SEQ(nkeys), "seq");
-	init_int8_column(desc, ITEM_TO(nkeys), "valid_to");
-	TupleDescInitEntry(desc, ITEM_ROW(nkeys), "row", BYTEAOID, -1, 0);
+	init_int8_column(desc, ITEM_FROM, "valid_from");
+	TupleDescInitEntry(desc, ITEM_KIND, "kind", INT4OID, -1, 0);
+	init_int8_column(desc, ITEM_SEQ, "seq");
+	init_int8_column(desc, ITEM_TO, "valid_to");
+	TupleDescInitEntry(desc, ITEM_ROW, "row", BYTEAOID, -1, 0);
 	state->item_desc = desc;
 	state->item_slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
 	state->item_read_slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
 }
 
-/* the default ordering of a key column: loaded rows are sorted by key */
-static Oid
-key_ordering(ZLWriteState *state, int i)
-{
-	Form_pg_attribute att = TupleDescAttr(state->tupdesc, state->opts.key_attnums[i] - 1);
-	TypeCacheEntry *tc = lookup_type_cache(att->atttypid, TYPECACHE_LT_OPR);
-
-	if (!OidIsValid(tc->lt_opr))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot load rows into zipper table \"%s\": key column \"%s\" of type %s has no ordering",
-						get_rel_name(state->relid), NameStr(att->attname),
-						format_type_be(att->atttypid)),
-				 errdetail("INSERT and COPY sort the versions they load by key to check them."),
-				 errhint("Load the rows with zipper_lake.apply_changes(), or key the table by columns of a type with a btree operator class.")));
-	return tc->lt_opr;
-}
-
-/* a sort of items (in the current memory context) */
+/* a sort of items by (hash, valid_from, kind, seq), in the current context */
 static Tuplesortstate *
 begin_item_sort(ZLWriteState *state, int work_mem_kb)
 {
-	int			nkeys = state->opts.nkeys;
-	int			ncols = nkeys + 4;
-	AttrNumber *attnums = palloc(sizeof(AttrNumber) * ncols);
-	Oid		   *operators = palloc(sizeof(Oid) * ncols);
-	Oid		   *collations = palloc0(sizeof(Oid) * ncols);
-	bool	   *nulls_first = palloc0(sizeof(bool) * ncols);
+	AttrNumber	attnums[4] = {ITEM_HASH, ITEM_FROM, ITEM_KIND, ITEM_SEQ};
+	Oid			operators[4] = {Int8LessOperator, Int8LessOperator, Int4LessOperator,
+	Int8LessOperator};
+	Oid			collations[4] = {InvalidOid, InvalidOid, InvalidOid, InvalidOid};
+	bool		nulls_first[4] = {false, false, false, false};
 
-	attnums[0] = ITEM_HASH;
-	operators[0] = Int8LessOperator;
-	for (int i = 0; i < nkeys; i++)
-	{
-		attnums[1 + i] = 2 + i;
-		operators[1 + i] = key_ordering(state, i);
-		collations[1 + i] = TupleDescAttr(state->item_desc, 1 + i)->attcollation;
-	}
-	attnums[nkeys + 1] = ITEM_FROM(nkeys);
-	operators[nkeys + 1] = Int8LessOperator;
-	attnums[nkeys + 2] = ITEM_KIND(nkeys);
-	operators[nkeys + 2] = Int4LessOperator;
-	attnums[nkeys + 3] = ITEM_SEQ(nkeys);
-	operators[nkeys + 3] = Int8LessOperator;
-	return tuplesort_begin_heap(state->item_desc, ncols, attnums, operators, collations,
+	return tuplesort_begin_heap(state->item_desc, 4, attnums, operators, collations,
 								nulls_first, work_mem_kb, NULL, TUPLESORT_NONE);
 }
 
@@ -714,24 +669,21 @@ zl_write_add(ZLWriteState *state, HeapTuple tuple)
 	put_place(state, tuple, &key, valid_from);
 }
 
-/* an item for a sort by key; key_row holds the row's key (zl_key_extract) */
+/* an item for a sort by key hash */
 static void
 put_item(ZLWriteState *state, Tuplesortstate *sort, HeapTuple tuple, uint32 hash,
 		 int64 valid_from, int64 valid_to, int kind, int64 seq)
 {
 	TupleTableSlot *slot = state->item_slot;
-	int			nkeys = state->opts.nkeys;
 
 	ExecClearTuple(slot);
-	memset(slot->tts_isnull, 0, sizeof(bool) * ITEM_NATTS(nkeys));
+	memset(slot->tts_isnull, 0, sizeof(bool) * ITEM_NATTS);
 	slot->tts_values[ITEM_HASH - 1] = Int64GetDatum((int64) hash);
-	for (int i = 0; i < nkeys; i++)
-		slot->tts_values[1 + i] = state->key_row[state->opts.key_attnums[i] - 1];
-	slot->tts_values[ITEM_FROM(nkeys) - 1] = Int64GetDatum(valid_from);
-	slot->tts_values[ITEM_KIND(nkeys) - 1] = Int32GetDatum(kind);
-	slot->tts_values[ITEM_SEQ(nkeys) - 1] = Int64GetDatum(seq);
-	slot->tts_values[ITEM_TO(nkeys) - 1] = Int64GetDatum(valid_to);
-	slot->tts_values[ITEM_ROW(nkeys) - 1] = row_payload(state, tuple);
+	slot->tts_values[ITEM_FROM - 1] = Int64GetDatum(valid_from);
+	slot->tts_values[ITEM_KIND - 1] = Int32GetDatum(kind);
+	slot->tts_values[ITEM_SEQ - 1] = Int64GetDatum(seq);
+	slot->tts_values[ITEM_TO - 1] = Int64GetDatum(valid_to);
+	slot->tts_values[ITEM_ROW - 1] = row_payload(state, tuple);
 	ExecStoreVirtualTuple(slot);
 	if (sort == state->keysort)
 		state_sort_put(sort, slot);
@@ -829,29 +781,10 @@ zl_write_compact_subgroup(Relation rel, ZLWriteState *state, const ZLSubGroup *s
 
 /* ---------- checking loaded versions ---------- */
 
-typedef struct LoadCheck
+/* one key's versions, in start order, as the check goes through them */
+typedef struct KeyCheck
 {
-	ZLWriteState *state;
-	Relation	rel;
-	int			nkeys;
-	SortSupport key_sort;		/* per key column, as the sorts order them */
-	ZLValueComparer *values;
-
-	/* sub-groups that may hold versions of loaded keys */
-	ZLSubGroup *sgs;
-	int			nsgs;
-
-	/* stored versions merged away: sub-group index << 32 | position */
-	Tuplesortstate *merged;
-
-	MemoryContext key_context;	/* the key being checked */
-	MemoryContext run_context;	/* the run of equal versions being built */
-	MemoryContext item_context; /* one item */
-
-	/* the key being checked */
-	bool		in_key;
-	int64		key_hash;
-	Datum	   *key_values;
+	Datum	   *key_row;		/* row-shaped: the key (in the group's memory) */
 
 	/* the version of the key that ends latest so far */
 	bool		have_last;
@@ -871,59 +804,52 @@ typedef struct LoadCheck
 	int64	   *run_stored;		/* locations of the stored versions in it */
 	int			nrun_stored;
 	int			maxrun_stored;
+	MemoryContext run_context;
+} KeyCheck;
+
+typedef struct LoadCheck
+{
+	ZLWriteState *state;
+	Relation	rel;
+	ZLValueComparer *values;
+
+	/* sub-groups that may hold versions of loaded keys */
+	ZLSubGroup *sgs;
+	int			nsgs;
+
+	/* stored versions merged away: sub-group index << 32 | position */
+	Tuplesortstate *merged;
+
+	/*
+	 * Items come sorted by key hash, then start: the keys of one hash (one,
+	 * unless hashes collide) are checked side by side.
+	 */
+	bool		in_group;
+	int64		group_hash;
+	KeyCheck  **group;			/* [0, ngroup) in use; kept for reuse */
+	int			ngroup;
+	int			maxgroup;
+	MemoryContext group_context;	/* the keys of the group */
+	MemoryContext item_context; /* one item */
+	Datum	   *probe;			/* row-shaped: an item's key */
 } LoadCheck;
 
-/* compare two items by (hash, key, valid_from, kind, seq) */
+/* compare two items by (hash, valid_from, kind, seq) */
 static int
-item_cmp(LoadCheck *lc, TupleTableSlot *a, TupleTableSlot *b)
+item_cmp(TupleTableSlot *a, TupleTableSlot *b)
 {
-	int64		x,
-				y;
-
-	x = slot_int8(a, ITEM_HASH);
-	y = slot_int8(b, ITEM_HASH);
-	if (x != y)
-		return x < y ? -1 : 1;
-	for (int i = 0; i < lc->nkeys; i++)
-	{
-		bool		anull,
-					bnull;
-		Datum		ad = slot_getattr(a, 2 + i, &anull);
-		Datum		bd = slot_getattr(b, 2 + i, &bnull);
-		int			c = ApplySortComparator(ad, anull, bd, bnull, &lc->key_sort[i]);
-
-		if (c != 0)
-			return c;
-	}
-	for (AttrNumber col = ITEM_FROM(lc->nkeys); col <= ITEM_SEQ(lc->nkeys); col++)
+	for (AttrNumber col = ITEM_HASH; col <= ITEM_SEQ; col++)
 	{
 		bool		isnull;
-
-		x = col == ITEM_KIND(lc->nkeys) ? DatumGetInt32(slot_getattr(a, col, &isnull)) :
+		int64		x = col == ITEM_KIND ? DatumGetInt32(slot_getattr(a, col, &isnull)) :
 			slot_int8(a, col);
-		y = col == ITEM_KIND(lc->nkeys) ? DatumGetInt32(slot_getattr(b, col, &isnull)) :
+		int64		y = col == ITEM_KIND ? DatumGetInt32(slot_getattr(b, col, &isnull)) :
 			slot_int8(b, col);
+
 		if (x != y)
 			return x < y ? -1 : 1;
 	}
 	return 0;
-}
-
-/* is the item's key the one being checked? */
-static bool
-item_in_key(LoadCheck *lc, TupleTableSlot *slot)
-{
-	if (!lc->in_key || slot_int8(slot, ITEM_HASH) != lc->key_hash)
-		return false;
-	for (int i = 0; i < lc->nkeys; i++)
-	{
-		bool		isnull;
-		Datum		d = slot_getattr(slot, 2 + i, &isnull);
-
-		if (ApplySortComparator(d, false, lc->key_values[i], false, &lc->key_sort[i]) != 0)
-			return false;
-	}
-	return true;
 }
 
 static char *
@@ -936,9 +862,10 @@ period_text(LoadCheck *lc, int64 from, int64 to)
 }
 
 static void
-report_overlap(LoadCheck *lc, HeapTuple row, int64 from, int64 to, bool loaded)
+report_overlap(LoadCheck *lc, KeyCheck *kc, HeapTuple row, int64 from, int64 to,
+			   bool loaded)
 {
-	char	   *earlier = period_text(lc, lc->last_from, lc->last_to);
+	char	   *earlier = period_text(lc, kc->last_from, kc->last_to);
 	char	   *later = period_text(lc, from, to);
 
 	ereport(ERROR,
@@ -946,7 +873,7 @@ report_overlap(LoadCheck *lc, HeapTuple row, int64 from, int64 to, bool loaded)
 			 errmsg("overlapping versions of key %s in zipper table \"%s\"",
 					zl_describe_key(&lc->state->opts, lc->state->tupdesc, row),
 					RelationGetRelationName(lc->rel)),
-			 loaded && lc->last_loaded ?
+			 loaded && kc->last_loaded ?
 			 errdetail("Versions %s and %s being loaded overlap.", earlier, later) :
 			 errdetail("Version %s being loaded overlaps the stored version %s.",
 					   loaded ? later : earlier, loaded ? earlier : later),
@@ -955,172 +882,204 @@ report_overlap(LoadCheck *lc, HeapTuple row, int64 from, int64 to, bool loaded)
 
 /* hand a finished run to placement, retiring the stored versions in it */
 static void
-end_run(LoadCheck *lc)
+end_run(LoadCheck *lc, KeyCheck *kc)
 {
 	ZLWriteState *state = lc->state;
-	HeapTuple	row = lc->run_head;
+	HeapTuple	row = kc->run_head;
 	ZLRunKey	key;
 	MemoryContext old;
 
-	if (!lc->in_run)
+	if (!kc->in_run)
 		return;
-	lc->in_run = false;
-	if (!lc->run_loaded)
+	kc->in_run = false;
+	if (!kc->run_loaded)
 		return;					/* stored versions only: nothing changes */
 
 	old = MemoryContextSwitchTo(lc->item_context);
-	if (lc->run_items > 1)
+	if (kc->run_items > 1)
 	{
 		int			col = state->opts.to_attnum;
-		Datum		to = zl_instant_to_datum(lc->run_to, state->opts.period_type);
+		Datum		to = zl_instant_to_datum(kc->run_to, state->opts.period_type);
 		bool		isnull = false;
 
 		row = heap_modify_tuple_by_cols(row, state->tupdesc, 1, &col, &to, &isnull);
 	}
 	/* the rows were checked when added or stored: only place the run */
 	key.placed = true;
-	key.partition_end = zl_partition_of(&state->opts, lc->run_to);
-	key.window_start = zl_window_of(&state->opts, key.partition_end, lc->run_from);
-	put_place(state, row, &key, lc->run_from);
+	key.partition_end = zl_partition_of(&state->opts, kc->run_to);
+	key.window_start = zl_window_of(&state->opts, key.partition_end, kc->run_from);
+	put_place(state, row, &key, kc->run_from);
 	MemoryContextSwitchTo(old);
 
-	if (lc->nrun_stored > 0 && lc->merged == NULL)
+	if (kc->nrun_stored > 0 && lc->merged == NULL)
 	{
 		old = MemoryContextSwitchTo(state->rows_context);
 		lc->merged = tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid, false,
 										   ZL_SIDE_KB, NULL, TUPLESORT_NONE);
 		MemoryContextSwitchTo(old);
 	}
-	for (int i = 0; i < lc->nrun_stored; i++)
-		tuplesort_putdatum(lc->merged, Int64GetDatum(lc->run_stored[i]), false);
+	for (int i = 0; i < kc->nrun_stored; i++)
+		tuplesort_putdatum(lc->merged, Int64GetDatum(kc->run_stored[i]), false);
 }
 
 static void
-start_run(LoadCheck *lc, TupleTableSlot *slot, int64 from, int64 to, bool loaded, int64 seq)
+start_run(KeyCheck *kc, HeapTuple row, int64 from, int64 to, bool loaded, int64 seq)
 {
 	MemoryContext old;
 
-	MemoryContextReset(lc->run_context);
-	old = MemoryContextSwitchTo(lc->run_context);
-	lc->in_run = true;
-	lc->run_from = from;
-	lc->run_to = to;
-	lc->run_loaded = loaded;
-	lc->run_items = 1;
-	lc->run_head = slot_row_copy(slot, ITEM_ROW(lc->nkeys));
-	lc->head_values = NULL;
-	lc->nrun_stored = 0;
-	lc->maxrun_stored = 4;
-	lc->run_stored = palloc(sizeof(int64) * lc->maxrun_stored);
+	MemoryContextReset(kc->run_context);
+	old = MemoryContextSwitchTo(kc->run_context);
+	kc->in_run = true;
+	kc->run_from = from;
+	kc->run_to = to;
+	kc->run_loaded = loaded;
+	kc->run_items = 1;
+	kc->run_head = heap_copytuple(row);
+	kc->head_values = NULL;
+	kc->nrun_stored = 0;
+	kc->maxrun_stored = 4;
+	kc->run_stored = palloc(sizeof(int64) * kc->maxrun_stored);
 	if (!loaded)
-		lc->run_stored[lc->nrun_stored++] = seq;
+		kc->run_stored[kc->nrun_stored++] = seq;
 	MemoryContextSwitchTo(old);
 }
 
+/* the keys of a hash are done */
 static void
-end_key(LoadCheck *lc)
+end_group(LoadCheck *lc)
 {
-	end_run(lc);
-	lc->in_key = false;
-	lc->have_last = false;
+	for (int i = 0; i < lc->ngroup; i++)
+		end_run(lc, lc->group[i]);
+	lc->ngroup = 0;
+	lc->in_group = false;
+	MemoryContextReset(lc->group_context);
 }
 
-static void
-start_key(LoadCheck *lc, TupleTableSlot *slot)
+/* the check of the key in lc->probe, among the keys of the current hash */
+static KeyCheck *
+key_check_for(LoadCheck *lc)
 {
+	ZLWriteState *state = lc->state;
+	KeyCheck   *kc;
 	MemoryContext old;
 
-	end_key(lc);
-	MemoryContextReset(lc->key_context);
-	old = MemoryContextSwitchTo(lc->key_context);
-	lc->in_key = true;
-	lc->key_hash = slot_int8(slot, ITEM_HASH);
-	for (int i = 0; i < lc->nkeys; i++)
-	{
-		bool		isnull;
-		Form_pg_attribute att = TupleDescAttr(lc->state->item_desc, 1 + i);
+	for (int i = 0; i < lc->ngroup; i++)
+		if (zl_keys_equal(state->hasher, lc->group[i]->key_row, lc->probe))
+			return lc->group[i];
 
-		lc->key_values[i] = datumCopy(slot_getattr(slot, 2 + i, &isnull),
-									  att->attbyval, att->attlen);
+	if (lc->ngroup == lc->maxgroup)
+	{
+		old = MemoryContextSwitchTo(state->rows_context);
+		lc->maxgroup = Max(4, lc->maxgroup * 2);
+		lc->group = lc->group ? repalloc(lc->group, sizeof(KeyCheck *) * lc->maxgroup) :
+			palloc(sizeof(KeyCheck *) * lc->maxgroup);
+		for (int i = lc->ngroup; i < lc->maxgroup; i++)
+		{
+			lc->group[i] = palloc0(sizeof(KeyCheck));
+			lc->group[i]->run_context = AllocSetContextCreate(state->rows_context,
+															  "zipper_lake load run",
+															  ALLOCSET_SMALL_SIZES);
+			lc->group[i]->key_row = palloc0(sizeof(Datum) * state->tupdesc->natts);
+		}
+		MemoryContextSwitchTo(old);
 	}
-	MemoryContextSwitchTo(old);
+	kc = lc->group[lc->ngroup++];
+	kc->have_last = false;
+	kc->in_run = false;
+	for (int i = 0; i < state->opts.nkeys; i++)
+	{
+		int			col = state->opts.key_attnums[i] - 1;
+		Form_pg_attribute att = TupleDescAttr(state->tupdesc, col);
+
+		old = MemoryContextSwitchTo(lc->group_context);
+		kc->key_row[col] = datumCopy(lc->probe[col], att->attbyval, att->attlen);
+		MemoryContextSwitchTo(old);
+	}
+	return kc;
 }
 
 /*
- * One version of a key, loaded or stored, in (key, valid_from) order:
- * refuse an overlap with an earlier one, extend the run of equal versions
- * or start a new one.
+ * One version, loaded or stored, in (key hash, valid_from) order: refuse
+ * an overlap with an earlier one of its key, extend the key's run of
+ * equal versions or start a new one.
  */
 static void
 check_item(LoadCheck *lc, TupleTableSlot *slot)
 {
-	int			nkeys = lc->nkeys;
+	ZLWriteState *state = lc->state;
 	bool		isnull;
-	int64		from = slot_int8(slot, ITEM_FROM(nkeys));
-	int64		to = slot_int8(slot, ITEM_TO(nkeys));
-	bool		loaded = DatumGetInt32(slot_getattr(slot, ITEM_KIND(nkeys), &isnull)) == ITEM_LOADED;
-	int64		seq = slot_int8(slot, ITEM_SEQ(nkeys));
+	int64		hash = slot_int8(slot, ITEM_HASH);
+	int64		from = slot_int8(slot, ITEM_FROM);
+	int64		to = slot_int8(slot, ITEM_TO);
+	bool		loaded = DatumGetInt32(slot_getattr(slot, ITEM_KIND, &isnull)) == ITEM_LOADED;
+	int64		seq = slot_int8(slot, ITEM_SEQ);
 	bool		extended = false;
+	HeapTuple	row;
+	KeyCheck   *kc;
 	MemoryContext old;
 
 	CHECK_FOR_INTERRUPTS();
-	if (!item_in_key(lc, slot))
-		start_key(lc, slot);
+	if (lc->in_group && hash != lc->group_hash)
+		end_group(lc);
+	lc->in_group = true;
+	lc->group_hash = hash;
 
 	MemoryContextReset(lc->item_context);
 	old = MemoryContextSwitchTo(lc->item_context);
+	row = slot_row_copy(slot, ITEM_ROW);
+	zl_key_extract(state->hasher, row, state->tupdesc, lc->probe);
+	kc = key_check_for(lc);
 
 	/* stored versions that overlap each other are not this load's doing */
-	if (lc->have_last && from < lc->last_to && (loaded || lc->last_loaded))
-		report_overlap(lc, slot_row_copy(slot, ITEM_ROW(nkeys)), from, to, loaded);
+	if (kc->have_last && from < kc->last_to && (loaded || kc->last_loaded))
+		report_overlap(lc, kc, row, from, to, loaded);
 
-	if (lc->in_run && lc->run_to == from)
+	if (kc->in_run && kc->run_to == from)
 	{
-		TupleDesc	tupdesc = lc->state->tupdesc;
-		HeapTuple	row = slot_row_copy(slot, ITEM_ROW(nkeys));
+		TupleDesc	tupdesc = state->tupdesc;
 		Datum	   *values = palloc(sizeof(Datum) * tupdesc->natts);
 		bool	   *nulls = palloc(sizeof(bool) * tupdesc->natts);
 
-		if (lc->head_values == NULL)
+		if (kc->head_values == NULL)
 		{
-			MemoryContextSwitchTo(lc->run_context);
-			lc->head_values = palloc(sizeof(Datum) * tupdesc->natts);
-			lc->head_nulls = palloc(sizeof(bool) * tupdesc->natts);
-			heap_deform_tuple(lc->run_head, tupdesc, lc->head_values, lc->head_nulls);
+			MemoryContextSwitchTo(kc->run_context);
+			kc->head_values = palloc(sizeof(Datum) * tupdesc->natts);
+			kc->head_nulls = palloc(sizeof(bool) * tupdesc->natts);
+			heap_deform_tuple(kc->run_head, tupdesc, kc->head_values, kc->head_nulls);
 			MemoryContextSwitchTo(lc->item_context);
 		}
 		heap_deform_tuple(row, tupdesc, values, nulls);
-		if (zl_values_equal(lc->values, lc->head_values, lc->head_nulls, values, nulls))
+		if (zl_values_equal(lc->values, kc->head_values, kc->head_nulls, values, nulls))
 		{
-			lc->run_to = to;
-			lc->run_loaded |= loaded;
-			lc->run_items++;
+			kc->run_to = to;
+			kc->run_loaded |= loaded;
+			kc->run_items++;
 			if (!loaded)
 			{
-				if (lc->nrun_stored == lc->maxrun_stored)
+				if (kc->nrun_stored == kc->maxrun_stored)
 				{
-					lc->maxrun_stored *= 2;
-					lc->run_stored = repalloc(lc->run_stored,
-											  sizeof(int64) * lc->maxrun_stored);
+					kc->maxrun_stored *= 2;
+					kc->run_stored = repalloc(kc->run_stored,
+											  sizeof(int64) * kc->maxrun_stored);
 				}
-				lc->run_stored[lc->nrun_stored++] = seq;
+				kc->run_stored[kc->nrun_stored++] = seq;
 			}
 			extended = true;
 		}
 	}
-	MemoryContextSwitchTo(old);
 	if (!extended)
 	{
-		end_run(lc);
-		start_run(lc, slot, from, to, loaded, seq);
+		end_run(lc, kc);
+		start_run(kc, row, from, to, loaded, seq);
 	}
+	MemoryContextSwitchTo(old);
 
-	if (!lc->have_last || to > lc->last_to)
+	if (!kc->have_last || to > kc->last_to)
 	{
-		lc->have_last = true;
-		lc->last_from = from;
-		lc->last_to = to;
-		lc->last_loaded = loaded;
+		kc->have_last = true;
+		kc->last_from = from;
+		kc->last_to = to;
+		kc->last_loaded = loaded;
 	}
 }
 
@@ -1146,7 +1105,7 @@ check_streams(LoadCheck *lc, Tuplesortstate *loaded_sort, Tuplestorestate *loade
 	have_stored = NEXT_STORED();
 	while (have_loaded || have_stored)
 	{
-		if (have_loaded && (!have_stored || item_cmp(lc, loaded_slot, stored_slot) < 0))
+		if (have_loaded && (!have_stored || item_cmp(loaded_slot, stored_slot) < 0))
 		{
 			check_item(lc, loaded_slot);
 			have_loaded = NEXT_LOADED();
@@ -1157,7 +1116,7 @@ check_streams(LoadCheck *lc, Tuplesortstate *loaded_sort, Tuplestorestate *loade
 			have_stored = NEXT_STORED();
 		}
 	}
-	end_key(lc);
+	end_group(lc);
 #undef NEXT_LOADED
 #undef NEXT_STORED
 }
@@ -1293,8 +1252,8 @@ check_chunks(LoadCheck *lc)
 					break;
 				hashes[nhashes++] = hash;
 			}
-			min_from = Min(min_from, slot_int8(slot, ITEM_FROM(lc->nkeys)));
-			max_to = Max(max_to, slot_int8(slot, ITEM_TO(lc->nkeys)));
+			min_from = Min(min_from, slot_int8(slot, ITEM_FROM));
+			max_to = Max(max_to, slot_int8(slot, ITEM_TO));
 			tuplestore_puttupleslot(buffer, slot);
 			have = tuplesort_gettupleslot(state->keysort, true, false, slot, NULL);
 		}
@@ -1391,21 +1350,10 @@ check_loaded(ZLWriteState *state, Relation rel)
 	memset(&lc, 0, sizeof(lc));
 	lc.state = state;
 	lc.rel = rel;
-	lc.nkeys = state->opts.nkeys;
 	lc.values = zl_value_comparer_create(state->tupdesc, &state->opts);
-	lc.key_values = palloc(sizeof(Datum) * lc.nkeys);
-	lc.key_sort = palloc0(sizeof(SortSupportData) * lc.nkeys);
-	for (int i = 0; i < lc.nkeys; i++)
-	{
-		lc.key_sort[i].ssup_cxt = state->rows_context;
-		lc.key_sort[i].ssup_collation = TupleDescAttr(state->item_desc, 1 + i)->attcollation;
-		lc.key_sort[i].ssup_nulls_first = false;
-		PrepareSortSupportFromOrderingOp(key_ordering(state, i), &lc.key_sort[i]);
-	}
-	lc.key_context = AllocSetContextCreate(state->rows_context, "zipper_lake load key",
-										   ALLOCSET_DEFAULT_SIZES);
-	lc.run_context = AllocSetContextCreate(state->rows_context, "zipper_lake load run",
-										   ALLOCSET_DEFAULT_SIZES);
+	lc.probe = palloc0(sizeof(Datum) * state->tupdesc->natts);
+	lc.group_context = AllocSetContextCreate(state->rows_context, "zipper_lake load keys",
+											 ALLOCSET_DEFAULT_SIZES);
 	lc.item_context = AllocSetContextCreate(state->rows_context, "zipper_lake load item",
 											ALLOCSET_DEFAULT_SIZES);
 
