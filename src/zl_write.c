@@ -43,7 +43,8 @@
  * Placement and the sub-group writer
  * ----------------------------------
  * Rows to place go into a second tuplesort by (placed, partition of
- * valid_to, window of valid_from, valid_from, arrival).  The sorted stream
+ * valid_to, valid_from, arrival) — which sorts them by the window of
+ * valid_from too, windows being consecutive ranges.  The sorted stream
  * is cut into runs of one (partition, window) and each run into
  * sub-groups: consecutive pages (zl_storage.c) — into the blocks of a
  * deleted sub-group if a free extent holds them (zl_freespace.c), else at
@@ -153,12 +154,13 @@
 #define ITEM_ROW				6
 #define ITEM_NATTS				6
 
-#define PLACE_PARTITION			1	/* partition_end, or INT64_MIN: unplaced */
-#define PLACE_WINDOW			2
+#define PLACE_ORDER				1	/* place_order() */
+#define PLACE_PARTITION			2	/* partition_end, or INT64_MIN: unplaced */
 #define PLACE_FROM				3
 #define PLACE_SEQ				4
-#define PLACE_ROW				5
-#define PLACE_NATTS				5
+#define PLACE_WINDOW			5	/* not sorted on: follows from valid_from */
+#define PLACE_ROW				6
+#define PLACE_NATTS				6
 
 typedef struct ZLRunKey
 {
@@ -247,16 +249,17 @@ init_int8_column(TupleDesc desc, AttrNumber attnum, const char *name)
 	TupleDescInitEntry(desc, attnum, name, INT8OID, -1, 0);
 }
 
-/* the placement tuple: (partition, window, valid_from, arrival, row) */
+/* the placement tuple: (order, partition, valid_from, arrival, window, row) */
 static void
 create_place_desc(ZLWriteState *state)
 {
 	TupleDesc	desc = CreateTemplateTupleDesc(PLACE_NATTS);
 
+	init_int8_column(desc, PLACE_ORDER, "place_order");
 	init_int8_column(desc, PLACE_PARTITION, "partition_end");
-	init_int8_column(desc, PLACE_WINDOW, "window_start");
 	init_int8_column(desc, PLACE_FROM, "valid_from");
 	init_int8_column(desc, PLACE_SEQ, "arrival");
+	init_int8_column(desc, PLACE_WINDOW, "window_start");
 	TupleDescInitEntry(desc, PLACE_ROW, "row", BYTEAOID, -1, 0);
 	state->place_desc = desc;
 	state->place_slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
@@ -297,7 +300,7 @@ begin_item_sort(ZLWriteState *state, int work_mem_kb)
 static Tuplesortstate *
 begin_place_sort(ZLWriteState *state)
 {
-	AttrNumber	attnums[4] = {PLACE_PARTITION, PLACE_WINDOW, PLACE_FROM, PLACE_SEQ};
+	AttrNumber	attnums[4] = {PLACE_ORDER, PLACE_PARTITION, PLACE_FROM, PLACE_SEQ};
 	Oid			operators[4] = {Int8LessOperator, Int8LessOperator, Int8LessOperator,
 	Int8LessOperator};
 	Oid			collations[4] = {InvalidOid, InvalidOid, InvalidOid, InvalidOid};
@@ -626,6 +629,26 @@ place_row(ZLWriteState *state, HeapTuple tuple, ZLRunKey *key,
 	*valid_to_out = valid_to;
 }
 
+/*
+ * Rows are placed in (partition, window, valid_from) order, which is
+ * (partition, valid_from) order: windows are consecutive ranges of
+ * valid_from.  This summary of the two — 24 bits of partition, 40 of
+ * valid_from in units of 2^14 microseconds, both clamped — keeps their
+ * order, so that it decides most comparisons of the sort alone; the full
+ * columns decide the ties.
+ */
+static int64
+place_order(DateADT partition_end, int64 valid_from)
+{
+	int64		partition = partition_end == ZL_CURRENT_PARTITION ? (1 << 23) - 1 :
+		Max(-(1 << 23), Min((int64) partition_end, (1 << 23) - 2));
+	int64		from = Max(-((int64) 1 << 39), Min(valid_from >> 14, ((int64) 1 << 39) - 1));
+	uint64		order = ((uint64) (partition + (1 << 23)) << 40) |
+		(uint64) (from + ((int64) 1 << 39));
+
+	return (int64) (order ^ ((uint64) 1 << 63));	/* unsigned order as signed */
+}
+
 /* hand a row to placement */
 static void
 put_place(ZLWriteState *state, HeapTuple tuple, const ZLRunKey *key, int64 valid_from)
@@ -641,6 +664,8 @@ put_place(ZLWriteState *state, HeapTuple tuple, const ZLRunKey *key, int64 valid
 	}
 	ExecClearTuple(slot);
 	memset(slot->tts_isnull, 0, sizeof(bool) * PLACE_NATTS);
+	slot->tts_values[PLACE_ORDER - 1] =
+		Int64GetDatum(key->placed ? place_order(key->partition_end, valid_from) : PG_INT64_MIN);
 	slot->tts_values[PLACE_PARTITION - 1] =
 		Int64GetDatum(key->placed ? (int64) key->partition_end : PG_INT64_MIN);
 	slot->tts_values[PLACE_WINDOW - 1] = Int64GetDatum(key->window_start);
