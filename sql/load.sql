@@ -162,6 +162,16 @@ INSERT INTO ld_coll VALUES (2775, 'a', '2026-01-08', '2026-01-09'),
                            (131913, 'c', '2025-12-01', '2026-01-01');
 SELECT * FROM ld_coll ORDER BY id, valid_from;
 SELECT * FROM zipper_lake.verify('ld_coll');
+-- a column added in the transaction of an earlier load counts in the next
+BEGIN;
+INSERT INTO ld_coll VALUES (7, 'q', '2026-02-01', '2026-02-02');
+ALTER TABLE ld_coll ADD COLUMN extra int;
+INSERT INTO ld_coll VALUES (7, 'q', '2026-02-02', '2026-02-03', 1),
+                           (7, 'q', '2026-02-03', '2026-02-04', 1),
+                           (7, 'q', '2026-01-31', '2026-02-01', NULL);
+COMMIT;
+SELECT * FROM ld_coll WHERE id = 7 ORDER BY valid_from;
+
 -- key types need hashing only, no ordering
 CREATE TABLE ld_by_xid (id xid, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
   USING zipper_lake;

@@ -177,7 +177,8 @@ struct ZLWriteState
 	bool		registered;
 	ZLTableOptions opts;
 	ZLKeyHasher *hasher;		/* for key directories, once registered */
-	TupleDesc	tupdesc;
+	TupleDesc	tupdesc;		/* a copy of rel_desc */
+	TupleDesc	rel_desc;		/* the relcache's descriptor when copied */
 	MemoryContext context;		/* the state itself and its options */
 	MemoryContext rows_context; /* sorts and flushes; reset by a flush */
 	MemoryContext row_context;	/* one row's scratch memory */
@@ -453,6 +454,19 @@ zl_write_state_get(Relation rel)
 		if (state->relid == RelationGetRelid(rel) && state->subxid == subxid &&
 			state->storage_id == storage_id)
 		{
+			/*
+			 * ALTER TABLE ... ADD COLUMN since the last statement: rows come
+			 * in the new shape now, and loads compare and rebuild them so.
+			 */
+			if (state->rel_desc != RelationGetDescr(rel))
+			{
+				zl_write_flush_relation(state->relid);	/* rows of the old shape */
+				old = MemoryContextSwitchTo(state->context);
+				state->tupdesc = CreateTupleDescCopy(RelationGetDescr(rel));
+				state->rel_desc = RelationGetDescr(rel);
+				state->key_row = palloc0(sizeof(Datum) * state->tupdesc->natts);
+				MemoryContextSwitchTo(old);
+			}
 			/* the table may have been registered since (pg_restore does) */
 			if (!state->registered)
 			{
@@ -482,6 +496,7 @@ zl_write_state_get(Relation rel)
 											   ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(state->context);
 	state->tupdesc = CreateTupleDescCopy(RelationGetDescr(rel));
+	state->rel_desc = RelationGetDescr(rel);
 	state->key_row = palloc0(sizeof(Datum) * state->tupdesc->natts);
 	create_place_desc(state);
 	load_registration(state, rel);
