@@ -176,7 +176,7 @@ struct ZLWriteState
 	SubTransactionId subxid;
 	bool		registered;
 	ZLTableOptions opts;
-	ZLKeyHasher *hasher;		/* for key directories, once registered */
+	ZLKeyHasher *hasher;		/* once registered: key directories, checks */
 	TupleDesc	tupdesc;		/* a copy of rel_desc */
 	TupleDesc	rel_desc;		/* the relcache's descriptor when copied */
 	MemoryContext context;		/* the state itself and its options */
@@ -197,7 +197,7 @@ struct ZLWriteState
 	Size		row_buffer_size;
 
 	/* pending rows (in rows_context) */
-	Tuplesortstate *keysort;	/* loaded rows to check, by key */
+	Tuplesortstate *keysort;	/* loaded rows to check, by key hash */
 	Tuplesortstate *placesort;	/* rows to place */
 	int64		nloaded;
 	int64		nplace;
@@ -694,7 +694,8 @@ put_place(ZLWriteState *state, HeapTuple tuple, const ZLRunKey *key, int64 valid
 
 /*
  * Add one finished (already toasted) row that needs no check: a version
- * apply_changes computed or a row compaction keeps.
+ * apply_changes computed, a row compaction keeps, or a row of a table not
+ * registered yet (checked when registration places it).
  */
 void
 zl_write_add(ZLWriteState *state, HeapTuple tuple)
