@@ -250,6 +250,15 @@ init_int8_column(TupleDesc desc, AttrNumber attnum, const char *name)
 	TupleDescInitEntry(desc, attnum, name, INT8OID, -1, 0);
 }
 
+/* slots to put tuples of a sort descriptor (virtual) and to read them */
+static TupleDesc
+with_slots(TupleDesc desc, TupleTableSlot **put, TupleTableSlot **read)
+{
+	*put = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+	*read = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	return desc;
+}
+
 /* the placement tuple: (order, partition, valid_from, arrival, window, row) */
 static void
 create_place_desc(ZLWriteState *state)
@@ -262,9 +271,7 @@ create_place_desc(ZLWriteState *state)
 	init_int8_column(desc, PLACE_SEQ, "arrival");
 	init_int8_column(desc, PLACE_WINDOW, "window_start");
 	TupleDescInitEntry(desc, PLACE_ROW, "row", BYTEAOID, -1, 0);
-	state->place_desc = desc;
-	state->place_slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
-	state->place_read_slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	state->place_desc = with_slots(desc, &state->place_slot, &state->place_read_slot);
 }
 
 /* the item tuple: (hash, valid_from, kind, seq, valid_to, row) */
@@ -279,36 +286,40 @@ create_item_desc(ZLWriteState *state)
 	init_int8_column(desc, ITEM_SEQ, "seq");
 	init_int8_column(desc, ITEM_TO, "valid_to");
 	TupleDescInitEntry(desc, ITEM_ROW, "row", BYTEAOID, -1, 0);
-	state->item_desc = desc;
-	state->item_slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
-	state->item_read_slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	state->item_desc = with_slots(desc, &state->item_slot, &state->item_read_slot);
 }
 
-/* a sort of items by (hash, valid_from, kind, seq), in the current context */
+/* a sort on four integer columns, ascending, in the current context */
+static Tuplesortstate *
+begin_sort(TupleDesc desc, AttrNumber *attnums, Oid *operators, int work_mem_kb)
+{
+	Oid			collations[4] = {InvalidOid, InvalidOid, InvalidOid, InvalidOid};
+	bool		nulls_first[4] = {false, false, false, false};
+
+	return tuplesort_begin_heap(desc, 4, attnums, operators, collations, nulls_first,
+								work_mem_kb, NULL, TUPLESORT_NONE);
+}
+
+/* items by (hash, valid_from, kind, seq) */
 static Tuplesortstate *
 begin_item_sort(ZLWriteState *state, int work_mem_kb)
 {
 	AttrNumber	attnums[4] = {ITEM_HASH, ITEM_FROM, ITEM_KIND, ITEM_SEQ};
 	Oid			operators[4] = {Int8LessOperator, Int8LessOperator, Int4LessOperator,
 	Int8LessOperator};
-	Oid			collations[4] = {InvalidOid, InvalidOid, InvalidOid, InvalidOid};
-	bool		nulls_first[4] = {false, false, false, false};
 
-	return tuplesort_begin_heap(state->item_desc, 4, attnums, operators, collations,
-								nulls_first, work_mem_kb, NULL, TUPLESORT_NONE);
+	return begin_sort(state->item_desc, attnums, operators, work_mem_kb);
 }
 
+/* rows to place by (order, partition, valid_from, arrival) */
 static Tuplesortstate *
 begin_place_sort(ZLWriteState *state)
 {
 	AttrNumber	attnums[4] = {PLACE_ORDER, PLACE_PARTITION, PLACE_FROM, PLACE_SEQ};
 	Oid			operators[4] = {Int8LessOperator, Int8LessOperator, Int8LessOperator,
 	Int8LessOperator};
-	Oid			collations[4] = {InvalidOid, InvalidOid, InvalidOid, InvalidOid};
-	bool		nulls_first[4] = {false, false, false, false};
 
-	return tuplesort_begin_heap(state->place_desc, 4, attnums, operators, collations,
-								nulls_first, ZL_MAIN_SORT_KB, NULL, TUPLESORT_NONE);
+	return begin_sort(state->place_desc, attnums, operators, ZL_MAIN_SORT_KB);
 }
 
 /*
