@@ -255,12 +255,19 @@ SELECT count(*) FROM zipper_lake.changes(NULL::hist, nullif(now(), now()), now()
 \echo :SQLSTATE
 
 -- verify finds several open versions of a timestamp table in any session time zone
-CREATE TABLE stamped_open (id int, valid_from timestamp NOT NULL, valid_to timestamp NOT NULL) USING zipper_lake;
+-- (loads refuse them: a lost mask row stands for a damaged catalog)
+CREATE TABLE stamped_open (id int, v int, valid_from timestamp NOT NULL, valid_to timestamp NOT NULL) USING zipper_lake;
 SELECT zipper_lake.register('stamped_open', ARRAY['id'], open_end => '9999-12-31');
-INSERT INTO stamped_open VALUES (1, '2026-01-01', '9999-12-31'), (1, '2026-02-01', '9999-12-31');
+INSERT INTO stamped_open SELECT g, 0, '2026-01-01', '9999-12-31' FROM generate_series(1, 4) g;
+CREATE TABLE stamped_change (id int, v int, change_time timestamp);
+INSERT INTO stamped_change VALUES (1, 1, '2026-02-01');
+SELECT changes, inserted, closed FROM zipper_lake.apply_changes('stamped_open', 'stamped_change');
 SELECT check_name FROM zipper_lake.verify('stamped_open');
+DELETE FROM zipper_lake.mask m USING zipper_lake.storage s
+ WHERE m.storage_id = s.storage_id AND s.relid = 'stamped_open'::regclass;
+SELECT DISTINCT check_name FROM zipper_lake.verify('stamped_open') ORDER BY 1;
 SET timezone = 'Asia/Shanghai';
-SELECT check_name FROM zipper_lake.verify('stamped_open');
+SELECT DISTINCT check_name FROM zipper_lake.verify('stamped_open') ORDER BY 1;
 SET timezone = 'UTC';
 
 -- a selective read loads the catalog rows of the sub-groups it can need,

@@ -218,6 +218,7 @@ extern ZLPageWriter *zl_page_writer_begin(Relation rel, BlockNumber first_block,
 extern ZLPageWriter *zl_page_counter_begin(void);
 extern BlockNumber zl_page_writer_pages(const ZLPageWriter *writer);
 extern int32 zl_page_writer_add(ZLPageWriter *writer, HeapTuple tuple);
+extern void zl_page_counter_add_length(ZLPageWriter *counter, uint32 len);
 extern void zl_page_writer_finish(ZLPageWriter *writer, BlockNumber *first_block,
 								  int32 *blocks);
 extern bool zl_write_lock_table(uint64 storage_id, bool nowait);
@@ -276,13 +277,19 @@ extern uint32 zl_key_hash(const ZLKeyHasher *h, const Datum *values);
 extern bool zl_keys_equal(const ZLKeyHasher *h, const Datum *a, const Datum *b);
 extern void zl_key_extract(const ZLKeyHasher *h, HeapTuple tuple, TupleDesc tupdesc,
 						   Datum *values);
-extern bytea *zl_key_directory_build(const ZLKeyHasher *h, TupleDesc tupdesc,
-									 HeapTuple *tuples, const int32 *positions, int n);
+extern bytea *zl_key_directory_build(const uint32 *hashes, const int32 *positions, int n);
 extern void zl_key_directory_cache_trim(void);
 extern bytea *zl_key_directory_cached(Oid catalog, int64 subgroup_id);
 extern bytea *zl_key_directory_remember(Oid catalog, int64 subgroup_id, Datum directory);
 extern int32 *zl_key_directory_probe(const bytea *dir, const uint32 *hashes,
 									 int nhashes, int *npositions);
+
+typedef struct ZLValueComparer ZLValueComparer;
+
+extern ZLValueComparer *zl_value_comparer_create(TupleDesc tupdesc,
+												 const ZLTableOptions *opts);
+extern bool zl_values_equal(const ZLValueComparer *c, const Datum *a, const bool *anull,
+							const Datum *b, const bool *bnull);
 
 /* ---------- zl_freespace.c ---------- */
 
@@ -317,6 +324,9 @@ typedef struct ZLWriteState ZLWriteState;
 extern ZLWriteState *zl_write_state_get(Relation rel);
 
 extern void zl_write_add(ZLWriteState *state, HeapTuple tuple);
+extern void zl_write_load(ZLWriteState *state, HeapTuple tuple);
+extern bool zl_write_compact_subgroup(Relation rel, ZLWriteState *state, const ZLSubGroup *sg,
+									  const int32 *dropped, int ndropped);
 
 extern void zl_write_flush_relation(Oid relid);
 extern void zl_write_flush_all(void);

@@ -139,14 +139,11 @@ typedef struct ApplyContext
 	ZLTableOptions opts;
 	const char *source_name;	/* for messages */
 
-	/* key hashing (zl_keys.c); per value column: equality */
+	/* key hashing and value equality (zl_keys.c) */
 	ZLKeyHasher *hasher;
 	ZLAssignment *assignment;	/* batch columns to table columns (zl_rowcheck.c) */
 	ZLRowCheck *row_check;		/* generated columns and constraints of versions */
-	int			nvalue_cols;
-	AttrNumber *value_attnums;
-	FmgrInfo   *value_eq;		/* fn_oid InvalidOid: compare images */
-	Oid		   *value_collation;
+	ZLValueComparer *value_comparer;
 
 	/* keys of the batch: open addressing over keys[] */
 	KeyState  **keys;
@@ -182,15 +179,6 @@ typedef struct ApplyContext
 
 /* ---------- small helpers ---------- */
 
-static bool
-is_key_attnum(const ZLTableOptions *opts, AttrNumber attnum)
-{
-	for (int i = 0; i < opts->nkeys; i++)
-		if (opts->key_attnums[i] == attnum)
-			return true;
-	return false;
-}
-
 static void
 grow_array(void **array, int *max, int needed, Size elemsize)
 {
@@ -220,29 +208,8 @@ time_text(ApplyContext *ac, int64 instant)
 static void
 prepare_comparisons(ApplyContext *ac)
 {
-	const ZLTableOptions *opts = &ac->opts;
-	int			n = 0;
-
-	ac->hasher = zl_key_hasher_create(ac->tupdesc, opts);
-	ac->value_attnums = palloc(sizeof(AttrNumber) * ac->tupdesc->natts);
-	ac->value_eq = palloc0(sizeof(FmgrInfo) * ac->tupdesc->natts);
-	ac->value_collation = palloc0(sizeof(Oid) * ac->tupdesc->natts);
-	for (int i = 0; i < ac->tupdesc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(ac->tupdesc, i);
-		TypeCacheEntry *tc;
-
-		/* generated columns follow from the others (and the period) */
-		if (att->attisdropped || att->attgenerated || is_key_attnum(opts, att->attnum) ||
-			att->attnum == opts->from_attnum || att->attnum == opts->to_attnum)
-			continue;
-		tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR_FINFO);
-		if (OidIsValid(tc->eq_opr_finfo.fn_oid))
-			fmgr_info_copy(&ac->value_eq[n], &tc->eq_opr_finfo, CurrentMemoryContext);
-		ac->value_collation[n] = att->attcollation;
-		ac->value_attnums[n++] = att->attnum;
-	}
-	ac->nvalue_cols = n;
+	ac->hasher = zl_key_hasher_create(ac->tupdesc, &ac->opts);
+	ac->value_comparer = zl_value_comparer_create(ac->tupdesc, &ac->opts);
 }
 
 static void
@@ -299,27 +266,7 @@ key_lookup(ApplyContext *ac, Datum *values, bool *isnull, bool create)
 static bool
 values_equal(ApplyContext *ac, Datum *a, bool *anull, Datum *b, bool *bnull)
 {
-	for (int i = 0; i < ac->nvalue_cols; i++)
-	{
-		int			col = ac->value_attnums[i] - 1;
-		Form_pg_attribute att = TupleDescAttr(ac->tupdesc, col);
-
-		if (anull[col] || bnull[col])
-		{
-			if (anull[col] != bnull[col])
-				return false;
-			continue;
-		}
-		if (OidIsValid(ac->value_eq[i].fn_oid))
-		{
-			if (!DatumGetBool(FunctionCall2Coll(&ac->value_eq[i], ac->value_collation[i],
-												a[col], b[col])))
-				return false;
-		}
-		else if (!datum_image_eq(a[col], b[col], att->attbyval, att->attlen))
-			return false;
-	}
-	return true;
+	return zl_values_equal(ac->value_comparer, a, anull, b, bnull);
 }
 
 /* ---------- reading and validating the batch ---------- */
@@ -1265,32 +1212,11 @@ stored_cmp(const void *a, const void *b)
 	return sa->position < sb->position ? -1 : (sa->position > sb->position);
 }
 
-/* rows of a sub-group being compacted that stay: all but the dropped ones */
-typedef struct CompactArg
-{
-	ZLWriteState *state;
-	const int32 *dropped;		/* ascending */
-	int			ndropped;
-} CompactArg;
-
-static void
-keep_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
-{
-	CompactArg *ca = arg;
-
-	if (bsearch(&position, ca->dropped, ca->ndropped, sizeof(int32), int32_cmp) == NULL)
-		zl_write_add(ca->state, tuple);
-}
-
 /*
  * Retire the stored versions that did not survive.  Normally one mask row
- * per sub-group lists them (all inserted by one statement).  A current-partition sub-group that would be
- * more than half masked is compacted instead: its remaining rows are
- * written again (into the same window) and its metadata row is deleted,
- * masks and all.  Readers with older snapshots keep seeing the old
- * sub-group, whose blocks later writers reuse once none can
- * (zl_freespace.c); the current partition stays at most about twice its
- * live size, so the cost of a batch does not grow with history.
+ * per sub-group lists them (all inserted by one statement); a current
+ * sub-group that would be more than half masked is compacted instead
+ * (zl_write_compact_subgroup).
  */
 static void
 write_masks(ApplyContext *ac, ZLWriteState *state, uint64 storage_id)
@@ -1313,15 +1239,7 @@ write_masks(ApplyContext *ac, ZLWriteState *state, uint64 storage_id)
 		if (n == 0 || (i + 1 < ac->nstored && ac->stored[i + 1]->sg == sg))
 			continue;
 
-		if (sg->partition_end == ZL_CURRENT_PARTITION &&
-			(sg->masked_rows + n) * 2 > sg->row_count)
-		{
-			CompactArg	arg = {state, positions, n};
-
-			zl_read_subgroup_rows(ac->rel, sg, false, keep_row, &arg);
-			zl_meta_delete_subgroup(storage_id, sg->subgroup_id);
-		}
-		else
+		if (!zl_write_compact_subgroup(ac->rel, state, sg, positions, n))
 		{
 			mask_subgroups[nmasks] = sg->subgroup_id;
 			mask_positions[nmasks] = palloc(sizeof(int32) * n);

@@ -4,7 +4,8 @@
  *	  Reusing the blocks of deleted sub-groups.
  *
  * Sub-groups are immutable, but they are deleted: compaction rewrites a
- * current-partition sub-group that is mostly masked (zl_apply.c), and
+ * current-partition sub-group that is mostly masked (apply_changes and
+ * loads, zl_write_compact_subgroup), and
  * registration rewrites unplaced ones (zl_write.c).  Deleting a sub-group's
  * metadata row also records its block range in zipper_lake.free_extent,
  * with the id of the deleting transaction (zl_meta_delete_subgroup).
@@ -30,10 +31,10 @@
  * ---------------------
  * A flush (zl_write.c) loads the table's reusable extents once.  Each
  * sub-group it writes knows its size in pages before writing (a page
- * counter runs the page writer's packing over the rows), and takes the
- * smallest free extent that holds it — extents that touch count as one;
- * their catalog rows are deleted and the remainder of the last inserted
- * again.  If none holds it, the largest is filled with as many of the
+ * counter runs the page writer's packing over the rows' lengths), and
+ * takes the smallest free extent that holds it — extents that touch count
+ * as one; their catalog rows are deleted and the remainder of the last
+ * inserted again.  If none holds it, the largest is filled with as many of the
  * (sorted) rows as fit, if that makes a sub-group of a useful size, and the
  * rest goes on as further sub-groups; so a table whose batches keep
  * growing still reuses what earlier, smaller batches freed.  Otherwise the

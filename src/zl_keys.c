@@ -1,9 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * zl_keys.c
- *	  Key hashing and the key directory of current-partition sub-groups.
+ *	  Key hashing, value equality and the key directory of current-partition
+ *	  sub-groups.
  *
- * apply_changes must find the open version of every key of a batch.
+ * apply_changes must find the open version of every key of a batch, and
+ * a load (INSERT, COPY) the stored versions of the keys it loads.
  * Scanning the whole current partition for them costs as much as the
  * partition is big, batch after batch.  So every sub-group written to the
  * current partition also stores, in its metadata row, a key directory: the
@@ -23,6 +25,7 @@
 #include "access/htup_details.h"
 #include "common/hashfn.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/lsyscache.h"
@@ -119,25 +122,96 @@ dir_entry_cmp(const void *a, const void *b)
 	return x->position < y->position ? -1 : (x->position > y->position);
 }
 
-/* the directory of n rows, given their tuples and row positions */
+/* the directory of n rows, given their key hashes and row positions */
 bytea *
-zl_key_directory_build(const ZLKeyHasher *h, TupleDesc tupdesc,
-					   HeapTuple *tuples, const int32 *positions, int n)
+zl_key_directory_build(const uint32 *hashes, const int32 *positions, int n)
 {
 	bytea	   *dir = palloc(VARHDRSZ + sizeof(ZLKeyDirEntry) * n);
 	ZLKeyDirEntry *entries = (ZLKeyDirEntry *) VARDATA(dir);
-	Datum	   *values = palloc0(sizeof(Datum) * tupdesc->natts);
 
 	SET_VARSIZE(dir, VARHDRSZ + sizeof(ZLKeyDirEntry) * n);
 	for (int i = 0; i < n; i++)
 	{
-		zl_key_extract(h, tuples[i], tupdesc, values);
-		entries[i].hash = zl_key_hash(h, values);
+		entries[i].hash = hashes[i];
 		entries[i].position = positions[i];
 	}
 	qsort(entries, n, sizeof(ZLKeyDirEntry), dir_entry_cmp);
-	pfree(values);
 	return dir;
+}
+
+/* ---------- equality of the value columns ---------- */
+
+/*
+ * Adjacent versions of a key whose value columns (all but the key and
+ * period columns) are IS NOT DISTINCT FROM equal, by each type's default
+ * equality, are one version (README, "Change semantics").  Types without
+ * an equality operator compare by image.
+ */
+struct ZLValueComparer
+{
+	TupleDesc	tupdesc;
+	int			ncols;
+	AttrNumber *attnums;
+	FmgrInfo   *eq;				/* fn_oid InvalidOid: compare images */
+	Oid		   *collation;
+};
+
+ZLValueComparer *
+zl_value_comparer_create(TupleDesc tupdesc, const ZLTableOptions *opts)
+{
+	ZLValueComparer *c = palloc0(sizeof(ZLValueComparer));
+
+	c->tupdesc = tupdesc;
+	c->attnums = palloc(sizeof(AttrNumber) * tupdesc->natts);
+	c->eq = palloc0(sizeof(FmgrInfo) * tupdesc->natts);
+	c->collation = palloc0(sizeof(Oid) * tupdesc->natts);
+	for (int i = 0; i < tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+		TypeCacheEntry *tc;
+		bool		is_key = false;
+
+		for (int k = 0; k < opts->nkeys; k++)
+			is_key |= opts->key_attnums[k] == att->attnum;
+		/* generated columns follow from the others and the period */
+		if (att->attisdropped || att->attgenerated || is_key ||
+			att->attnum == opts->from_attnum || att->attnum == opts->to_attnum)
+			continue;
+		tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR_FINFO);
+		if (OidIsValid(tc->eq_opr_finfo.fn_oid))
+			fmgr_info_copy(&c->eq[c->ncols], &tc->eq_opr_finfo, CurrentMemoryContext);
+		c->collation[c->ncols] = att->attcollation;
+		c->attnums[c->ncols++] = att->attnum;
+	}
+	return c;
+}
+
+/* are two rows (row-shaped arrays) equal in every value column? */
+bool
+zl_values_equal(const ZLValueComparer *c, const Datum *a, const bool *anull,
+				const Datum *b, const bool *bnull)
+{
+	for (int i = 0; i < c->ncols; i++)
+	{
+		int			col = c->attnums[i] - 1;
+		Form_pg_attribute att = TupleDescAttr(c->tupdesc, col);
+
+		if (anull[col] || bnull[col])
+		{
+			if (anull[col] != bnull[col])
+				return false;
+			continue;
+		}
+		if (OidIsValid(c->eq[i].fn_oid))
+		{
+			if (!DatumGetBool(FunctionCall2Coll(&c->eq[i], c->collation[i],
+												a[col], b[col])))
+				return false;
+		}
+		else if (!datum_image_eq(a[col], b[col], att->attbyval, att->attlen))
+			return false;
+	}
+	return true;
 }
 
 /* ---------- a per-backend cache of directories ---------- */

@@ -266,6 +266,22 @@ zl_page_writer_add(ZLPageWriter *writer, HeapTuple tuple)
 					(offnum - 1));
 }
 
+/*
+ * Count a row of len bytes as zl_page_writer_add would place it, without
+ * its data: writers decide where a sub-group goes from its rows' lengths.
+ */
+void
+zl_page_counter_add_length(ZLPageWriter *counter, uint32 len)
+{
+	static const PGAlignedBlock zeros;
+	HeapTupleData tuple;
+
+	Assert(counter->rel == NULL);
+	tuple.t_len = len;
+	tuple.t_data = (HeapTupleHeader) zeros.data;
+	(void) zl_page_writer_add(counter, &tuple);
+}
+
 /* pages the rows added so far fill, the one being filled included */
 BlockNumber
 zl_page_writer_pages(const ZLPageWriter *writer)

@@ -18,15 +18,22 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/index.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
+#include "commands/defrem.h"
 #include "catalog/pg_am_d.h"
 #include "catalog/pg_namespace_d.h"
 #include "catalog/storage.h"
 #include "commands/vacuum.h"
 #include "executor/tuptable.h"
 #include "fmgr.h"
+#include "nodes/plannodes.h"
+#include "parser/parsetree.h"
 #include "storage/bufmgr.h"
 #include "storage/smgr.h"
+#include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 PG_FUNCTION_INFO_V1(zipper_lake_tableam_handler);
 
@@ -209,7 +216,7 @@ zl_tuple_insert(Relation relation, TupleTableSlot *slot, CommandId cid,
 	if (HeapTupleHasExternal(tuple) || tuple->t_len > TOAST_TUPLE_THRESHOLD)
 		stored = heap_toast_insert_or_update(relation, tuple, NULL, options);
 
-	zl_write_add(state, stored);
+	zl_write_load(state, stored);
 
 	/* the row gets its TID when its sub-group is written */
 	slot->tts_tableOid = RelationGetRelid(relation);

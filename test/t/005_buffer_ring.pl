@@ -33,7 +33,7 @@ CREATE TABLE acct (id int, pad text, valid_from timestamptz NOT NULL,
                    valid_to timestamptz NOT NULL) USING zipper_lake;
 SELECT zipper_lake.register('acct', key => ARRAY['id']);
 INSERT INTO acct
-SELECT k, repeat('h', 200), '2026-01-01'::timestamptz + d * interval '1 day',
+SELECT k, repeat('h', 198) || lpad(d::text, 2, '0'), '2026-01-01'::timestamptz + d * interval '1 day',
        '2026-01-02'::timestamptz + d * interval '1 day'
   FROM generate_series(1, 300) k, generate_series(0, 29) d;
 INSERT INTO acct

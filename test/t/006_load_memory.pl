@@ -1,0 +1,130 @@
+# COPY into a zipper table runs in bounded memory.
+#
+# A load buffers its rows in tuplesorts that spill to temporary files past
+# work_mem (README, "INSERT / COPY"), so the backend's private memory stays
+# within work_mem plus a constant however many rows it loads.  With
+# work_mem = 4MB this test COPYs about 70 MB of rows (a million versions)
+# twice: into an empty table, then a backfill of earlier versions into the
+# loaded one, which looks the stored neighbours of every key up and merges
+# equal ones.  While each COPY runs, the backend's RssAnon (private memory,
+# not shared buffers) is sampled from /proc; its peak must stay below
+# work_mem + 64 MB.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use Time::HiRes qw(usleep);
+
+if (!-r "/proc/$$/status")
+{
+	plan skip_all => 'no /proc/<pid>/status to sample memory from';
+}
+
+my $work_mem_kb = 4096;
+my $bound_kb = $work_mem_kb + 64 * 1024;
+
+my $node = PostgreSQL::Test::Cluster->new('load_memory');
+$node->init;
+$node->append_conf('postgresql.conf', qq(
+timezone = 'UTC'
+work_mem = '${work_mem_kb}kB'
+max_parallel_workers_per_gather = 0
+));
+$node->start;
+
+my $dir = $node->basedir;
+$node->safe_psql('postgres', qq(
+CREATE EXTENSION zipper_lake;
+CREATE TABLE acct (id bigint, name text, balance numeric,
+                   valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+SELECT zipper_lake.register('acct', ARRAY['id']);
+
+-- 250,000 keys, four versions each (the last open), in random order
+COPY (SELECT k, 'name-' || k || '-' || v, round((k * 7 + v) % 100000 / 100.0, 2),
+             timestamptz '2020-06-01' + (k % 1000) * interval '1 hour' + (v - 1) * interval '30 days',
+             CASE WHEN v = 4 THEN 'infinity'
+                  ELSE timestamptz '2020-06-01' + (k % 1000) * interval '1 hour' + v * interval '30 days' END
+        FROM generate_series(1, 250000) k, generate_series(1, 4) v ORDER BY random())
+  TO '$dir/versions.tsv';
+
+-- the four versions before those; the last equal to the first stored one
+-- for every other key (so the two merge)
+COPY (SELECT k, CASE WHEN v = 4 AND k % 2 = 0 THEN 'name-' || k || '-1' ELSE 'old-' || k || '-' || v END,
+             CASE WHEN v = 4 AND k % 2 = 0 THEN round((k * 7 + 1) % 100000 / 100.0, 2) ELSE v END,
+             timestamptz '2020-06-01' + (k % 1000) * interval '1 hour' + (v - 5) * interval '30 days',
+             timestamptz '2020-06-01' + (k % 1000) * interval '1 hour' + (v - 4) * interval '30 days'
+        FROM generate_series(1, 250000) k, generate_series(1, 4) v ORDER BY random())
+  TO '$dir/backfill.tsv';
+));
+ok(-s "$dir/versions.tsv" > 60_000_000, 'about 70 MB of rows to load (' . (-s "$dir/versions.tsv") . ' bytes)');
+
+sub rss_anon_kb
+{
+	my ($pid) = @_;
+	open(my $fh, '<', "/proc/$pid/status") or return undef;
+	while (my $line = <$fh>)
+	{
+		return $1 if $line =~ /^RssAnon:\s+(\d+)\s+kB/;
+	}
+	return undef;
+}
+
+# run a statement in its own session, sampling its backend's RssAnon
+sub peak_rss_anon
+{
+	my ($sql) = @_;
+	my $app = 'zl_load_memory';
+	my ($stdout, $stderr) = ('', '');
+	my $h = IPC::Run::start(
+		[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1',
+		  '-d', $node->connstr('postgres') . " application_name=$app", '-c', $sql ],
+		'>', \$stdout, '2>', \$stderr);
+	my ($pid, $start, $peak) = (undef, undef, 0);
+	while ($h->pumpable)
+	{
+		$h->pump_nb;
+		$pid //= $node->safe_psql('postgres',
+			"SELECT pid FROM pg_stat_activity WHERE application_name = '$app'") || undef;
+		if (defined $pid)
+		{
+			my $kb = rss_anon_kb($pid);
+			if (defined $kb)
+			{
+				$start //= $kb;
+				$peak = $kb if $kb > $peak;
+			}
+		}
+		usleep(20_000);
+	}
+	$h->finish;
+	is($?, 0, "statement succeeded: $sql") or diag($stderr);
+	return ($start // 0, $peak);
+}
+
+my ($start, $peak) = peak_rss_anon("COPY acct FROM '$dir/versions.tsv'");
+cmp_ok($peak, '>', 0, 'sampled the backend during the first COPY');
+cmp_ok($peak, '<=', $bound_kb,
+	"COPY into an empty table: RssAnon peak $peak kB (at start $start kB) within work_mem + 64 MB");
+
+($start, $peak) = peak_rss_anon("COPY acct FROM '$dir/backfill.tsv'");
+cmp_ok($peak, '>', 0, 'sampled the backend during the backfill');
+cmp_ok($peak, '<=', $bound_kb,
+	"COPY next to stored versions: RssAnon peak $peak kB (at start $start kB) within work_mem + 64 MB");
+
+is($node->safe_psql('postgres', q(
+SELECT count(*) || ' ' || count(*) FILTER (WHERE valid_from = timestamptz '2020-06-01'
+                                                 + (id % 1000) * interval '1 hour' - interval '30 days'
+                                              AND valid_to = timestamptz '2020-06-01'
+                                                 + (id % 1000) * interval '1 hour' + interval '30 days')
+  FROM acct)),
+	'1875000 125000', 'all versions loaded, every other key merged across the two loads');
+is($node->safe_psql('postgres', q(SELECT * FROM zipper_lake.verify('acct'))),
+	'', 'verify is clean');
+
+$node->stop;
+done_testing();
