@@ -104,8 +104,32 @@ ALTER TABLE dp_parent DROP COLUMN remark;
 SELECT attname FROM pg_attribute WHERE attrelid = 'dp_z'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum;
 SELECT * FROM dp_z;
 SELECT * FROM zipper_lake.verify('dp_z');
+-- a drop rolled back to a savepoint leaves nothing to refuse at commit
+BEGIN;
+SAVEPOINT s;
+DROP DOMAIN dp_code CASCADE;
+ROLLBACK TO SAVEPOINT s;
+COMMIT;
+-- with the end-of-command trigger disabled, the drop is refused at commit
+ALTER EVENT TRIGGER zipper_lake_column_drops DISABLE;
+BEGIN;
+DROP DOMAIN dp_code CASCADE;
+COMMIT;
+ALTER EVENT TRIGGER zipper_lake_column_drops ENABLE ALWAYS;
+SELECT attname FROM pg_attribute WHERE attrelid = 'dp_z'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum;
 DROP TABLE dp_z, dp_parent;
 DROP DOMAIN dp_code;
 DROP TYPE dp_kind;
+
+-- one command may drop a registered table and its key's type together,
+-- whichever of the two its dependency walk reaches first
+CREATE SCHEMA dp_a;
+CREATE SCHEMA dp_b;
+CREATE DOMAIN dp_a.code AS text;
+CREATE TABLE dp_b.t (id dp_a.code, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('dp_b.t', ARRAY['id']);
+SELECT zipper_lake._storage_id('dp_b.t') AS sid, 'dp_b.t'::regclass::oid AS rel \gset
+DROP SCHEMA dp_a, dp_b CASCADE;
+SELECT dp_left(:sid, :rel) AS left_behind;
 DROP TABLE dp_t4;
 DROP FUNCTION dp_make(text), dp_left(bigint, oid);

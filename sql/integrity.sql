@@ -189,3 +189,34 @@ SELECT count(*) FROM zipper_lake.inspect('ig_ck');
 DROP POLICY only_abc ON ig_ck;
 REVOKE ALL ON ig_ck FROM regress_zl_rls_reader;
 DROP ROLE regress_zl_rls_reader;
+
+-- timestamp(p) period columns: change times are rounded as assigning them
+-- would round them (so a dump of the table loads again)
+CREATE TABLE ig_prec (id int, v text, valid_from timestamp(0) NOT NULL, valid_to timestamp(0) NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('ig_prec', ARRAY['id']);
+CREATE TABLE ig_prec_ch (id int, v text, change_time timestamp);
+INSERT INTO ig_prec_ch VALUES (1, 'a', '2026-01-01 10:00'), (1, 'b', '2026-01-01 10:00:01.4');
+SELECT * FROM zipper_lake.apply_changes('ig_prec', 'ig_prec_ch');
+SELECT * FROM ig_prec ORDER BY valid_from;
+-- two times that round to one second are one instant
+TRUNCATE ig_prec_ch;
+INSERT INTO ig_prec_ch VALUES (2, 'a', '2026-01-02 10:00:00.2'), (2, 'b', '2026-01-02 10:00:00.3');
+SELECT * FROM zipper_lake.apply_changes('ig_prec', 'ig_prec_ch');
+\echo :LAST_ERROR_SQLSTATE
+CREATE TABLE ig_prec_img (id int, v text);
+INSERT INTO ig_prec_img VALUES (1, 'c');
+SELECT * FROM zipper_lake.apply_snapshot('ig_prec', 'ig_prec_img', '2026-01-03 10:00:00.6', deletes => false);
+SELECT * FROM ig_prec ORDER BY valid_from;
+-- period columns of two precisions; generated key or period columns
+CREATE TABLE ig_prec2 (id int, valid_from timestamp(0) NOT NULL, valid_to timestamp(3) NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('ig_prec2', ARRAY['id']);
+\echo :LAST_ERROR_SQLSTATE
+CREATE TABLE ig_gen_to (id int, valid_from timestamp NOT NULL,
+                        valid_to timestamp NOT NULL GENERATED ALWAYS AS (valid_from + interval '1 day') STORED)
+  USING zipper_lake;
+SELECT zipper_lake.register('ig_gen_to', ARRAY['id']);
+\echo :LAST_ERROR_SQLSTATE
+CREATE TABLE ig_gen_key (code text, id int GENERATED ALWAYS AS (length(code)) STORED,
+                         valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('ig_gen_key', ARRAY['id']);
+\echo :LAST_ERROR_SQLSTATE

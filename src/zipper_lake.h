@@ -89,6 +89,7 @@ typedef struct ZLTableOptions
 	AttrNumber	from_attnum;
 	AttrNumber	to_attnum;
 	Oid			period_type;
+	int32		period_typmod;	/* timestamp(p) / timestamptz(p): p, else -1 */
 	ZLPartitionUnit unit;
 	ZLSpan		history_span;
 	ZLSpan		current_span;
@@ -188,6 +189,7 @@ extern ZLSpan zl_span_from_interval(const Interval *span);
 extern void zl_partition_range(const ZLTableOptions *opts, DateADT partition_end,
 							   int64 *valid_to_lo, int64 *valid_to_hi);
 extern int64 zl_timestamptz_to_instant(const ZLTableOptions *opts, TimestampTz ts);
+extern int64 zl_instant_to_precision(const ZLTableOptions *opts, int64 instant);
 extern char *zl_instant_to_cstring(int64 instant, Oid typid);
 
 /* ---------- zl_relation.c ---------- */
@@ -213,6 +215,7 @@ typedef struct ZLPageWriter ZLPageWriter;
 extern void zl_storage_init(Relation rel, SMgrRelation srel, ForkNumber fork,
 							uint64 storage_id);
 extern uint64 zl_storage_id(Relation rel);
+extern bool zl_storage_try_id(Relation rel, uint64 *storage_id);
 extern ZLPageWriter *zl_page_writer_begin(Relation rel, BlockNumber first_block,
 										  BlockNumber blocks);
 extern ZLPageWriter *zl_page_counter_begin(void);
@@ -228,7 +231,7 @@ extern void zl_write_unlock_table(uint64 storage_id);
 
 extern uint64 zl_meta_new_storage(Oid relid);
 extern void zl_meta_forget_storage(uint64 storage_id);
-extern void zl_meta_forget_table(Oid relid);
+extern bool zl_meta_forget_table(Oid relid);
 extern Oid	zl_meta_storage_owner(uint64 storage_id);
 extern void zl_meta_insert_registration(Datum *values);
 extern bool zl_meta_time_zone_exists(const char *name);

@@ -71,6 +71,8 @@
 
 PG_FUNCTION_INFO_V1(zipper_lake_apply_changes);
 PG_FUNCTION_INFO_V1(zipper_lake_apply_snapshot);
+PG_FUNCTION_INFO_V1(zipper_lake_apply_changes_v2);
+PG_FUNCTION_INFO_V1(zipper_lake_apply_snapshot_v2);
 
 typedef enum ChangeOp
 {
@@ -472,7 +474,7 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 	{
 		if (!select_assigned(ac, &sql, source_relid,
 							 source_column(ac, source_relid, time_column, "change_time", true),
-							 ncols, ac->opts.period_type, -1))
+							 ncols, ac->opts.period_type, ac->opts.period_typmod))
 			refuse_column_type(ac, source_relid, time_column, "change-time",
 							   ac->opts.period_type);
 		op_attnum = source_column(ac, source_relid, op_column ? op_column : "op", "op",
@@ -1356,11 +1358,20 @@ name_arg(FunctionCallInfo fcinfo, int argno)
 	return PG_ARGISNULL(argno) ? NULL : pstrdup(NameStr(*PG_GETARG_NAME(argno)));
 }
 
-Datum
-zipper_lake_apply_changes(PG_FUNCTION_ARGS)
+/*
+ * The SQL entry points.  The install script of 0.1 binds apply_changes and
+ * apply_snapshot to the first two symbols; 0.2's script binds them to the
+ * _v2 ones.  A 0.1 installation running this library keeps 0.1's meaning
+ * until ALTER EXTENSION UPDATE: its op argument defaults to 'op', which
+ * must not become a required column, and its apply_snapshot has no
+ * allow_empty, so an empty image is applied.
+ */
+static Datum
+apply_changes(FunctionCallInfo fcinfo, bool op_defaults_to_op)
 {
 	ApplyContext ac;
 	char	   *time_column = name_arg(fcinfo, 2);
+	char	   *op_column = name_arg(fcinfo, 3);
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || time_column == NULL)
 		ereport(ERROR,
@@ -1368,15 +1379,16 @@ zipper_lake_apply_changes(PG_FUNCTION_ARGS)
 				 errmsg("table, changes and change_time must not be null"),
 				 errdetail("Argument %s is null.", PG_ARGISNULL(0) ? "tbl" : PG_ARGISNULL(1) ? "changes" : "change_time"),
 				 errhint("Pass the zipper table, the relation holding the changes and its change-time column.")));
+	if (op_defaults_to_op && op_column != NULL && strcmp(op_column, "op") == 0)
+		op_column = NULL;
 	apply_begin(&ac, PG_GETARG_OID(0), PG_GETARG_OID(1));
-	read_batch(&ac, PG_GETARG_OID(1), time_column, name_arg(fcinfo, 3),
-			   name_arg(fcinfo, 4), 0);
+	read_batch(&ac, PG_GETARG_OID(1), time_column, op_column, name_arg(fcinfo, 4), 0);
 	apply_batch(&ac);
 	return apply_result(fcinfo, &ac);
 }
 
-Datum
-zipper_lake_apply_snapshot(PG_FUNCTION_ARGS)
+static Datum
+apply_snapshot(FunctionCallInfo fcinfo, bool allow_empty)
 {
 	ApplyContext ac;
 	int64		snapshot_time;
@@ -1391,12 +1403,12 @@ zipper_lake_apply_snapshot(PG_FUNCTION_ARGS)
 	apply_begin(&ac, PG_GETARG_OID(0), PG_GETARG_OID(1));
 
 	/* snapshot_time arrives as timestamptz: take it in the column's terms */
-	snapshot_time = zl_timestamptz_to_instant(&ac.opts, PG_GETARG_TIMESTAMPTZ(2));
+	snapshot_time = zl_instant_to_precision(&ac.opts,
+											zl_timestamptz_to_instant(&ac.opts, PG_GETARG_TIMESTAMPTZ(2)));
 	ac.delete_missing = PG_GETARG_BOOL(3);
 	ac.delete_time = snapshot_time;
 	read_batch(&ac, PG_GETARG_OID(1), NULL, NULL, NULL, snapshot_time);
-	/* 0.1's signature had no allow_empty */
-	if (ac.counts.changes == 0 && !(PG_NARGS() > 4 && !PG_ARGISNULL(4) && PG_GETARG_BOOL(4)))
+	if (ac.counts.changes == 0 && !allow_empty)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("snapshot \"%s\" is empty", ac.source_name),
@@ -1408,4 +1420,32 @@ zipper_lake_apply_snapshot(PG_FUNCTION_ARGS)
 				 errhint("Pass allow_empty => true if the source really is empty; nothing was applied.")));
 	apply_batch(&ac);
 	return apply_result(fcinfo, &ac);
+}
+
+/* 0.1: apply_changes(tbl, changes, change_time, op DEFAULT 'op', seq) */
+Datum
+zipper_lake_apply_changes(PG_FUNCTION_ARGS)
+{
+	return apply_changes(fcinfo, true);
+}
+
+/* 0.1: apply_snapshot(tbl, snapshot, snapshot_time, deletes) */
+Datum
+zipper_lake_apply_snapshot(PG_FUNCTION_ARGS)
+{
+	return apply_snapshot(fcinfo, true);
+}
+
+/* 0.2: apply_changes(tbl, changes, change_time, op DEFAULT NULL, seq) */
+Datum
+zipper_lake_apply_changes_v2(PG_FUNCTION_ARGS)
+{
+	return apply_changes(fcinfo, false);
+}
+
+/* 0.2: apply_snapshot(tbl, snapshot, snapshot_time, deletes, allow_empty) */
+Datum
+zipper_lake_apply_snapshot_v2(PG_FUNCTION_ARGS)
+{
+	return apply_snapshot(fcinfo, !PG_ARGISNULL(4) && PG_GETARG_BOOL(4));
 }

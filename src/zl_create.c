@@ -127,7 +127,8 @@ zipper_lake_create_table(PG_FUNCTION_ARGS)
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING COMMENTS,"
-					 " %s timestamptz NOT NULL, %s timestamptz NOT NULL) USING zipper_lake",
+					 " %s pg_catalog.timestamptz NOT NULL, %s pg_catalog.timestamptz NOT NULL)"
+					 " USING zipper_lake",
 					 quote_qualified_identifier(get_namespace_name(namespace), target->relname),
 					 source_name, quote_identifier(period[0]), quote_identifier(period[1]));
 	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)

@@ -23,7 +23,9 @@
  *    key and period columns, and stored versions are placed and hashed by
  *    their types and collations.  Dropping such a column (ALTER TABLE, a
  *    recursion from an inheritance parent, DROP TYPE / DOMAIN ... CASCADE)
- *    is an OAT_DROP of the column; renaming or retyping it an
+ *    is an OAT_DROP of the column, refused at the end of the command
+ *    unless the command drops the table too (a cascade may reach the
+ *    column before its table); renaming or retyping it an
  *    OAT_POST_ALTER of the column, where the catalog row as the command
  *    just wrote it (read with SnapshotSelf) is compared with the relation
  *    cache's, which still holds the old one.  Either is refused.  Other
@@ -35,7 +37,8 @@
  * an event trigger on ddl_command_start, enabled ALWAYS (also under
  * session_replication_role = replica), whose only job is to be a function
  * of this library: calling it loads the library, and with it the hook,
- * before the command runs.  Nothing depends on that trigger but the
+ * before the command runs (the same function at ddl_command_end refuses
+ * registered columns the command dropped).  Nothing depends on that trigger but the
  * loading; with it disabled, the hook still serves every session that has
  * used zipper_lake (preload the library to be sure: README "Upgrading").
  *
@@ -53,11 +56,13 @@
 #include "catalog/pg_attribute.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_trigger.h"
+#include "access/xact.h"
 #include "commands/event_trigger.h"
 #include "fmgr.h"
 #include "storage/smgr.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
@@ -65,6 +70,9 @@
 PG_FUNCTION_INFO_V1(zipper_lake_load_hooks);
 
 static object_access_hook_type prev_object_access_hook = NULL;
+
+#define REGISTERED_COLUMN_DETAIL "Key and period columns are named in the registration, and stored versions are placed and their keys hashed by the column's type and collation."
+#define REGISTERED_COLUMN_HINT "Keep the key and period columns as they are; add, change or drop other columns, or copy the rows into a new zipper table."
 
 /* the extension's catalog exists (not during DROP EXTENSION ... CASCADE) */
 static bool
@@ -76,12 +84,105 @@ metadata_present(void)
 		OidIsValid(get_relname_relid("registration", schema));
 }
 
+/*
+ * Registered columns dropped by the running command.  A column may go
+ * before its table in one command (DROP SCHEMA ... CASCADE of the table
+ * and of its key's type: the dependency walk may reach the column first),
+ * so the refusal waits for the end of the command (the event trigger) or,
+ * at the latest, the commit; dropping the table meanwhile forgets it.
+ */
+typedef struct PendingColumnDrop
+{
+	Oid			relid;
+	SubTransactionId subxid;
+	char	   *relname;
+	char	   *attname;
+} PendingColumnDrop;
+
+static List *pending_column_drops = NIL;	/* in TopTransactionContext */
+
+static void
+remember_column_drop(Relation rel, Form_pg_attribute att)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	PendingColumnDrop *drop = palloc(sizeof(PendingColumnDrop));
+
+	drop->relid = RelationGetRelid(rel);
+	drop->subxid = GetCurrentSubTransactionId();
+	drop->relname = pstrdup(RelationGetRelationName(rel));
+	drop->attname = pstrdup(NameStr(att->attname));
+	pending_column_drops = lappend(pending_column_drops, drop);
+	MemoryContextSwitchTo(old);
+}
+
+static void
+forget_pending_column_drops(Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, pending_column_drops)
+		if (((PendingColumnDrop *) lfirst(lc))->relid == relid)
+			pending_column_drops = foreach_delete_current(pending_column_drops, lc);
+}
+
+static void
+refuse_pending_column_drops(void)
+{
+	PendingColumnDrop *drop;
+
+	if (pending_column_drops == NIL)
+		return;
+	drop = linitial(pending_column_drops);
+	pending_column_drops = NIL;
+	ereport(ERROR,
+			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+			 errmsg("cannot drop registered column \"%s\" of zipper table \"%s\"",
+					drop->attname, drop->relname),
+			 errdetail(REGISTERED_COLUMN_DETAIL),
+			 errhint(REGISTERED_COLUMN_HINT)));
+}
+
+static void
+ddl_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+		case XACT_EVENT_PRE_PREPARE:
+			refuse_pending_column_drops();
+			break;
+		default:
+			pending_column_drops = NIL; /* memory went with the transaction */
+			break;
+	}
+}
+
+static void
+ddl_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					 SubTransactionId parentSubid, void *arg)
+{
+	ListCell   *lc;
+
+	foreach(lc, pending_column_drops)
+	{
+		PendingColumnDrop *drop = lfirst(lc);
+
+		if (drop->subxid != mySubid)
+			continue;
+		if (event == SUBXACT_EVENT_ABORT_SUB)
+			pending_column_drops = foreach_delete_current(pending_column_drops, lc);
+		else if (event == SUBXACT_EVENT_COMMIT_SUB)
+			drop->subxid = parentSubid;
+	}
+}
+
 /* a zipper table is being dropped: forget the table its file belongs to */
 static void
 forget_dropped_relation(Oid relid)
 {
 	Relation	rel = try_relation_open(relid, NoLock);
-	Oid			owner = InvalidOid;
+	uint64		storage_id;
 
 	if (rel == NULL)
 		return;
@@ -91,15 +192,22 @@ forget_dropped_relation(Oid relid)
 		return;
 	}
 	zl_write_discard_relation(relid);
-	if (smgrexists(RelationGetSmgr(rel), MAIN_FORKNUM) &&
-		smgrnblocks(RelationGetSmgr(rel), MAIN_FORKNUM) > 0)
-		owner = zl_meta_storage_owner(zl_storage_id(rel));
-	relation_close(rel, NoLock);
+	forget_pending_column_drops(relid);
 
-	/* the transient relation of SET ACCESS METHOD holds another's file */
-	if (OidIsValid(owner) && owner != relid)
-		zl_meta_forget_table(owner);
-	zl_meta_forget_table(relid);
+	/*
+	 * A table's own storages are found by its oid.  Only a relation that
+	 * has none may hold another's file — the transient relation of SET
+	 * ACCESS METHOD — which its metapage names; a metapage that cannot be
+	 * read names nothing (a damaged table must stay droppable).
+	 */
+	if (!zl_meta_forget_table(relid) && zl_storage_try_id(rel, &storage_id))
+	{
+		Oid			owner = zl_meta_storage_owner(storage_id);
+
+		if (OidIsValid(owner) && owner != relid)
+			zl_meta_forget_table(owner);
+	}
+	relation_close(rel, NoLock);
 }
 
 /* is attnum a key or period column of a registered zipper table? */
@@ -136,8 +244,8 @@ refuse_registered_column_change(Relation rel, Form_pg_attribute old, const char 
 			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
 			 errmsg("cannot %s registered column \"%s\" of zipper table \"%s\"",
 					change, NameStr(old->attname), RelationGetRelationName(rel)),
-			 errdetail("Key and period columns are named in the registration, and stored versions are placed and their keys hashed by the column's type and collation."),
-			 errhint("Keep the key and period columns as they are; add, change or drop other columns, or copy the rows into a new zipper table.")));
+			 errdetail(REGISTERED_COLUMN_DETAIL),
+			 errhint(REGISTERED_COLUMN_HINT)));
 }
 
 /* a column of a relation is dropped (subid > 0) or altered */
@@ -157,7 +265,7 @@ check_column_change(Oid relid, AttrNumber attnum, bool dropped)
 	}
 	old = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
 	if (dropped)
-		refuse_registered_column_change(rel, old, "drop");
+		remember_column_drop(rel, old);
 	else
 	{
 		HeapTuple	tuple = attribute_as_written(relid, attnum);
@@ -197,12 +305,15 @@ zl_ddl_init(void)
 {
 	prev_object_access_hook = object_access_hook;
 	object_access_hook = zl_object_access;
+	RegisterXactCallback(ddl_xact_callback, NULL);
+	RegisterSubXactCallback(ddl_subxact_callback, NULL);
 }
 
 /*
- * zipper_lake._load_hooks(): the ddl_command_start event trigger.  Its
+ * zipper_lake._load_hooks(): the event trigger.  At ddl_command_start its
  * work is done by being called: the library, and with it the hook above,
- * is loaded before the command runs.
+ * is loaded before the command runs.  At ddl_command_end it refuses the
+ * registered columns the command dropped without their table.
  */
 Datum
 zipper_lake_load_hooks(PG_FUNCTION_ARGS)
@@ -212,5 +323,8 @@ zipper_lake_load_hooks(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_E_R_I_E_EVENT_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("zipper_lake._load_hooks() must be called as an event trigger"),
 				 errhint("It is an internal function of the extension.")));
+	/* at the end of a command: registered columns it dropped, table kept */
+	if (strcmp(((EventTriggerData *) fcinfo->context)->event, "ddl_command_end") == 0)
+		refuse_pending_column_drops();
 	PG_RETURN_VOID();
 }

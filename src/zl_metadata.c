@@ -384,8 +384,9 @@ zl_meta_forget_storage(uint64 storage_id)
 /*
  * Forget a table that is dropped or stopped being a zipper table (SET
  * ACCESS METHOD): the metadata of all its storages and its registration.
+ * False if it had no storage.
  */
-void
+bool
 zl_meta_forget_table(Oid relid)
 {
 	ZLMetaSession session;
@@ -408,6 +409,7 @@ zl_meta_forget_table(Oid relid)
 	meta_end(&session);
 	for (uint64 i = 0; i < nstorages; i++)
 		zl_meta_forget_storage((uint64) storages[i]);
+	return nstorages > 0;
 }
 
 /* the table a storage was created for, InvalidOid if none */
@@ -594,6 +596,8 @@ options_from_row(Relation rel, HeapTuple tuple, TupleDesc tupdesc, ZLTableOption
 									 "valid_to");
 	opts->period_type = TupleDescAttr(RelationGetDescr(rel),
 									  opts->from_attnum - 1)->atttypid;
+	opts->period_typmod = TupleDescAttr(RelationGetDescr(rel),
+										opts->from_attnum - 1)->atttypmod;
 	unit = SPI_getvalue(tuple, tupdesc, 4);
 	opts->unit = strcmp(unit, "year") == 0 ? ZL_UNIT_YEAR :
 		strcmp(unit, "month") == 0 ? ZL_UNIT_MONTH : ZL_UNIT_DAY;

@@ -54,7 +54,6 @@ open_table_of_row_type(FunctionCallInfo fcinfo, ZLTableOptions *opts)
 						   OidIsValid(typid) ? format_type_be(typid) : "unknown"),
 				 errhint("Pass NULL::table_name.")));
 	rel = zl_open_readable_zipper_table(relid);
-	zl_refuse_row_security(rel);
 	if (!zl_meta_load_options(rel, opts, false))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

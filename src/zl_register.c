@@ -105,13 +105,34 @@ refuse_period_partition_key(Relation rel, AttrNumber from_attnum, AttrNumber to_
 			if (attnum > 0 && bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, used))
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot register table %s: its parent %s is partitioned by period column \"%s\"",
-								zl_qualified_name(rel), zl_qualified_name(parent), period[p]),
+						 errmsg("cannot register table %s: its %s %s is partitioned by period column \"%s\"",
+								zl_qualified_name(rel),
+								RelationGetRelid(parent) == get_partition_parent(RelationGetRelid(rel), true) ?
+								"parent" : "ancestor",
+								zl_qualified_name(parent), period[p]),
 						 errdetail("Closing or splitting a version changes its period, which would move it to another partition."),
 						 errhint("Partition the parent by key or other columns; zipper tables partition their versions by end date themselves.")));
 		}
 		relation_close(parent, AccessShareLock);
 	}
+}
+
+/*
+ * Apply computes key and period values itself: a generated column would
+ * overwrite what it computed (a generated valid_to makes versions overlap).
+ */
+static void
+refuse_generated_column(Relation rel, AttrNumber attnum, const char *role)
+{
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+
+	if (att->attgenerated)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s column \"%s\" of table %s is a generated column",
+						role, NameStr(att->attname), zl_qualified_name(rel)),
+				 errdetail("Key and period values come from the changes and from apply_changes, never from an expression."),
+				 errhint("Register ordinary columns as key and period; other columns may be generated.")));
 }
 
 /*
@@ -166,6 +187,8 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 				to_attnum;
 	Oid			from_type,
 				to_type;
+	int32		from_typmod,
+				to_typmod;
 	char	   *unit;
 	TimestampTz open_end;
 	char	   *time_zone;
@@ -176,12 +199,15 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("table to register must not be null"),
 				 errhint("Pass the zipper table, e.g. zipper_lake.register('account', key => ARRAY['id']).")));
-	rel = zl_open_zipper_table(PG_GETARG_OID(0), ShareUpdateExclusiveLock);
-	if (!pg_class_ownercheck(RelationGetRelid(rel), GetUserId()))
+	/* the owner first: nobody else may even queue for the table's lock */
+	if (!pg_class_ownercheck(PG_GETARG_OID(0), GetUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of table %s", zl_qualified_name(rel)),
+				 errmsg("must be owner of table %s",
+						quote_qualified_identifier(get_namespace_name(get_rel_namespace(PG_GETARG_OID(0))),
+												   get_rel_name(PG_GETARG_OID(0)))),
 				 errhint("Only the owner of a table registers it.")));
+	rel = zl_open_zipper_table(PG_GETARG_OID(0), ShareUpdateExclusiveLock);
 	/* writers of the table wait, then see the registration (zl_write.c) */
 	(void) zl_write_lock_table(zl_storage_id(rel), false);
 	if (zl_meta_load_options(rel, &existing, true))
@@ -263,6 +289,20 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 				 errdetail("Column %s is %s and column %s is %s.", from_name,
 						   format_type_be(from_type), to_name, format_type_be(to_type)),
 				 errhint("Both period columns must be timestamptz, both timestamp or both date.")));
+	from_typmod = TupleDescAttr(RelationGetDescr(rel), from_attnum - 1)->atttypmod;
+	to_typmod = TupleDescAttr(RelationGetDescr(rel), to_attnum - 1)->atttypmod;
+	if (from_typmod != to_typmod)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("period columns of table %s have different precisions", zl_qualified_name(rel)),
+				 errdetail("Column %s is %s and column %s is %s.",
+						   from_name, format_type_with_typemod(from_type, from_typmod),
+						   to_name, format_type_with_typemod(to_type, to_typmod)),
+				 errhint("Give both period columns the same type and precision.")));
+	refuse_generated_column(rel, from_attnum, "period");
+	refuse_generated_column(rel, to_attnum, "period");
+	for (int i = 0; i < nkeys; i++)
+		refuse_generated_column(rel, key_attnums[i], "key");
 	refuse_period_partition_key(rel, from_attnum, to_attnum);
 
 	/* layout options */

@@ -101,8 +101,10 @@ zl_assignment_add(ZLAssignment *a, int col, Oid source_type, int32 source_typmod
 								 COERCION_ASSIGNMENT, COERCE_IMPLICIT_CAST, -1);
 	if (expr == NULL)
 		return false;
-	if (expr == (Node *) param)
-		return true;			/* same type and typmod: nothing to do */
+	/* same type and typmod, or binary compatible (varchar to text): as is */
+	if (expr == (Node *) param ||
+		(IsA(expr, RelabelType) && ((RelabelType *) expr)->arg == (Expr *) param))
+		return true;
 
 	get_typlenbyval(target_type, &a->typlen[col], &a->typbyval[col]);
 	old = MemoryContextSwitchTo(a->estate->es_query_cxt);
@@ -202,8 +204,8 @@ zl_row_check_begin(Relation rel, const ZLTableOptions *opts)
 
 /*
  * Compute the generated columns of a version and check its constraints;
- * returns the version to write (a new tuple if generated columns were
- * computed, else the one given).
+ * returns the version to write: the one given, or, if generated columns
+ * were computed, a new tuple (the one given is freed).
  */
 HeapTuple
 zl_row_check(ZLRowCheck *rc, HeapTuple tuple)
@@ -228,7 +230,10 @@ zl_row_check(ZLRowCheck *rc, HeapTuple tuple)
 	if (rc->partition)
 		(void) ExecPartitionCheck(rc->result_rel, rc->slot, rc->estate, true);
 	if (rc->generated)
+	{
 		result = ExecCopySlotHeapTuple(rc->slot);
+		heap_freetuple(tuple);	/* the caller gets the computed version instead */
+	}
 	ExecClearTuple(rc->slot);
 	ResetPerTupleExprContext(rc->estate);
 

@@ -100,45 +100,93 @@ zl_storage_init(Relation rel, SMgrRelation srel, ForkNumber fork, uint64 storage
 		smgrimmedsync(srel, fork);
 }
 
+typedef enum ZLMetaPageState
+{
+	ZL_META_OK,
+	ZL_META_MISSING,
+	ZL_META_BAD_MAGIC,
+	ZL_META_OTHER_FORMAT
+} ZLMetaPageState;
+
+static ZLMetaPageState
+read_metapage(Relation rel, ZLMetaPageData *meta)
+{
+	Buffer		buffer;
+
+	if (RelationGetNumberOfBlocks(rel) == 0)
+		return ZL_META_MISSING;
+	buffer = ReadBuffer(rel, ZL_METAPAGE_BLKNO);
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	memcpy(meta, PageGetContents(BufferGetPage(buffer)), sizeof(*meta));
+	UnlockReleaseBuffer(buffer);
+	if (meta->magic != ZL_MAGIC)
+		return ZL_META_BAD_MAGIC;
+	if (meta->format_version != ZL_FORMAT_VERSION)
+		return ZL_META_OTHER_FORMAT;
+	return ZL_META_OK;
+}
+
 /* the storage id of the relation's current relfilenode (cached) */
 uint64
 zl_storage_id(Relation rel)
 {
-	Buffer		buffer;
 	ZLMetaPageData meta;
 
 	if (rel->rd_amcache != NULL)
 		return *(uint64 *) rel->rd_amcache;
 
-	if (RelationGetNumberOfBlocks(rel) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("zipper_lake table \"%s\" has no metapage",
-						RelationGetRelationName(rel))));
-
-	buffer = ReadBuffer(rel, ZL_METAPAGE_BLKNO);
-	LockBuffer(buffer, BUFFER_LOCK_SHARE);
-	memcpy(&meta, PageGetContents(BufferGetPage(buffer)), sizeof(meta));
-	UnlockReleaseBuffer(buffer);
-
-	if (meta.magic != ZL_MAGIC)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("zipper_lake table \"%s\" has a bad metapage",
-						RelationGetRelationName(rel)),
-				 errdetail("Magic number is %08X, expected %08X.",
-						   meta.magic, ZL_MAGIC)));
-	if (meta.format_version != ZL_FORMAT_VERSION)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("zipper_lake table \"%s\" has storage format %u",
-						RelationGetRelationName(rel), meta.format_version),
-				 errdetail("This build reads format %u.", ZL_FORMAT_VERSION),
-				 errhint("Install the zipper_lake version that wrote the table.")));
+	switch (read_metapage(rel, &meta))
+	{
+		case ZL_META_OK:
+			break;
+		case ZL_META_MISSING:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("zipper_lake table \"%s\" has no metapage",
+							RelationGetRelationName(rel))));
+			break;
+		case ZL_META_BAD_MAGIC:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("zipper_lake table \"%s\" has a bad metapage",
+							RelationGetRelationName(rel)),
+					 errdetail("Magic number is %08X, expected %08X.",
+							   meta.magic, ZL_MAGIC)));
+			break;
+		case ZL_META_OTHER_FORMAT:
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("zipper_lake table \"%s\" has storage format %u",
+							RelationGetRelationName(rel), meta.format_version),
+					 errdetail("This build reads format %u.", ZL_FORMAT_VERSION),
+					 errhint("Install the zipper_lake version that wrote the table.")));
+			break;
+	}
 
 	rel->rd_amcache = MemoryContextAlloc(CacheMemoryContext, sizeof(uint64));
 	*(uint64 *) rel->rd_amcache = meta.storage_id;
 	return meta.storage_id;
+}
+
+/*
+ * The storage id, or false when the file has no readable metapage of this
+ * format (a damaged table must stay droppable).
+ */
+bool
+zl_storage_try_id(Relation rel, uint64 *storage_id)
+{
+	ZLMetaPageData meta;
+
+	if (rel->rd_amcache != NULL)
+	{
+		*storage_id = *(uint64 *) rel->rd_amcache;
+		return true;
+	}
+	if (!smgrexists(RelationGetSmgr(rel), MAIN_FORKNUM) ||
+		read_metapage(rel, &meta) != ZL_META_OK)
+		return false;
+	*storage_id = meta.storage_id;
+	return true;
 }
 
 /*

@@ -272,3 +272,22 @@ zl_timestamptz_to_instant(const ZLTableOptions *opts, TimestampTz ts)
 												   TimestampTzGetDatum(ts)),
 							   opts->period_type);
 }
+
+/*
+ * An instant to be stored in the period columns, rounded to their
+ * precision (timestamp(p), timestamptz(p)) as assigning it would round it.
+ */
+int64
+zl_instant_to_precision(const ZLTableOptions *opts, int64 instant)
+{
+	Datum		value;
+
+	if (opts->period_typmod < 0 || opts->period_type == DATEOID ||
+		!zl_instant_is_finite(instant))
+		return instant;
+	value = DirectFunctionCall2(opts->period_type == TIMESTAMPTZOID ?
+								timestamptz_scale : timestamp_scale,
+								zl_instant_to_datum(instant, opts->period_type),
+								Int32GetDatum(opts->period_typmod));
+	return zl_datum_to_instant(value, opts->period_type);
+}

@@ -30,11 +30,9 @@ DROP FUNCTION zipper_lake._register(regclass, name[], name, name, text, interval
 -- register()'s signature is the one place defaults are written.  It names
 -- everything qualified: 0.1's SQL version let an operator a user put in
 -- public run with the rights of whoever called it.
-DROP FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval,
-    interval, int, timestamptz, text);
 DROP FUNCTION zipper_lake._create_table(text[], regclass, name, name, text, interval,
     interval, int, timestamptz, text);
-CREATE FUNCTION zipper_lake.create_table(
+CREATE OR REPLACE FUNCTION zipper_lake.create_table(
     name text,
     source regclass,
     valid_from name DEFAULT NULL,
@@ -63,7 +61,7 @@ CREATE OR REPLACE FUNCTION zipper_lake.apply_changes(
     seq name DEFAULT NULL)
 RETURNS TABLE (changes bigint, inserted bigint, closed bigint, deleted bigint,
                unchanged bigint, late bigint)
-AS 'MODULE_PATHNAME', 'zipper_lake_apply_changes'
+AS 'MODULE_PATHNAME', 'zipper_lake_apply_changes_v2'
 LANGUAGE C
 SET search_path = pg_catalog, pg_temp;
 
@@ -76,7 +74,7 @@ CREATE FUNCTION zipper_lake.apply_snapshot(
     allow_empty boolean DEFAULT false)
 RETURNS TABLE (changes bigint, inserted bigint, closed bigint, deleted bigint,
                unchanged bigint, late bigint)
-AS 'MODULE_PATHNAME', 'zipper_lake_apply_snapshot'
+AS 'MODULE_PATHNAME', 'zipper_lake_apply_snapshot_v2'
 LANGUAGE C
 SET search_path = pg_catalog, pg_temp;
 
@@ -111,7 +109,7 @@ BEGIN
 
     RETURN QUERY EXECUTE format(
         'SELECT ''overlapping versions''::text,'
-        '       format(''Key (%%s)=(%%s) has [%%s, %%s) and a version from %%s.'', %L, row(%s)::text, f, t, next_f)'
+        '       format(''Key (%%s)=%%s has [%%s, %%s) and a version from %%s.'', %L, row(%s)::text, f, t, next_f)'
         '  FROM (SELECT %s, %I AS f, %I AS t,'
         '               lead(%I) OVER (PARTITION BY %s ORDER BY %I) AS next_f'
         '          FROM ONLY %s) v'
@@ -120,7 +118,7 @@ BEGIN
         reg.valid_from, tbl);
     RETURN QUERY EXECUTE format(
         'SELECT ''several open versions''::text,'
-        '       format(''Key (%%s)=(%%s) has %%s open versions.'', %L, row(%s)::text, n)'
+        '       format(''Key (%%s)=%%s has %%s open versions.'', %L, row(%s)::text, n)'
         '  FROM (SELECT %s, count(*) AS n FROM ONLY %s WHERE %I = %s'
         '         GROUP BY %s HAVING count(*) > 1) v',
         keys, keys, keys, tbl, reg.valid_to, open_end, keys);
@@ -149,6 +147,10 @@ REVOKE ALL ON FUNCTION zipper_lake._load_hooks() FROM PUBLIC;
 CREATE EVENT TRIGGER zipper_lake_load_hooks ON ddl_command_start
     EXECUTE FUNCTION zipper_lake._load_hooks();
 ALTER EVENT TRIGGER zipper_lake_load_hooks ENABLE ALWAYS;
+-- at the end of a command: registered columns it dropped without their table
+CREATE EVENT TRIGGER zipper_lake_column_drops ON ddl_command_end
+    EXECUTE FUNCTION zipper_lake._load_hooks();
+ALTER EVENT TRIGGER zipper_lake_column_drops ENABLE ALWAYS;
 
 -- ---------------------------------------------------------------------------
 -- Labels: volatility (inspect() and verify() flush the transaction's
