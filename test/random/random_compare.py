@@ -669,6 +669,75 @@ def fmt_counts(counts):
     return ", ".join("%s %s" % (k, counts.get(k)) for k in COUNTS)
 
 
+def load_changes(db, clock, changes, has_op, has_seq, rng=None):
+    """Load a batch into rc_changes (README "Change semantics": columns are
+    matched by name); with rng, now and then with its columns in another
+    order or as a view.  Returns "table" or "view"."""
+    db.drop("rc_changes")
+    db.drop("rc_changes_data")
+    cols = [("id", "int"), ("name", "text"), ("amount", "int"),
+            ("change_time", clock.cfg.period_type)]
+    if has_op:
+        cols.append(("op", "text"))
+    if has_seq:
+        cols.append(("seq", "int"))
+    if rng and rng.random() < 0.2:
+        rng.shuffle(cols)                   # columns are matched by name
+    as_view = rng is not None and rng.random() < 0.1
+    table = "rc_changes_data" if as_view else "rc_changes"
+    db.run("CREATE TABLE %s (%s)" % (table, ", ".join("%s %s" % c for c in cols)))
+    values = []
+    for c in changes:
+        d = {"id": c.id, "name": c.name, "amount": c.amount,
+             "change_time": clock.value(c.tick), "op": c.op, "seq": c.seq}
+        values.append(tuple(d[n] for n, _ in cols))
+    psycopg2.extras.execute_values(
+        db.cur, "INSERT INTO %s (%s) VALUES %%s" % (table, ", ".join(n for n, _ in cols)),
+        values, page_size=1000)
+    if as_view:
+        db.run("CREATE VIEW rc_changes AS SELECT * FROM rc_changes_data")
+    return "view" if as_view else "table"
+
+
+def load_snapshot(db, rows):
+    """Load an image (id, name, amount) into rc_snapshot."""
+    db.drop("rc_snapshot")
+    db.run("CREATE TABLE rc_snapshot (id int, name text, amount int)")
+    if rows:
+        psycopg2.extras.execute_values(db.cur, "INSERT INTO rc_snapshot VALUES %s", rows)
+
+
+def create_zip_table(db, cfg, clock):
+    """rc_zip: a zipper table registered with the configuration's options."""
+    db.run("CREATE TABLE rc_zip " + TABLE_DDL % {"t": cfg.period_type} + " USING zipper_lake")
+    db.run("SELECT zipper_lake.register('rc_zip', key => ARRAY['id'], "
+           "partition_unit => %s, history_group_span => %s, current_group_span => %s, "
+           "max_subgroups => %s, open_end => %s, time_zone => %s)",
+           (cfg.partition_unit, cfg.history_span, cfg.current_span,
+            cfg.max_subgroups, clock.arg(OPEN), cfg.time_zone))
+
+
+def check_invariants(db, table):
+    """A heap table kept by a reference holds a well-formed history: no
+    overlapping, empty or doubly-open versions, no adjacent equal ones."""
+    problems = db.all("""
+        SELECT 'overlap', x.id FROM {t} x JOIN {t} y
+          ON x.id = y.id AND x.ctid <> y.ctid
+         AND x.valid_from < y.valid_to AND y.valid_from < x.valid_to
+        UNION ALL
+        SELECT 'empty or reversed period', id FROM {t} WHERE NOT valid_from < valid_to
+        UNION ALL
+        SELECT 'two open versions', id FROM {t} WHERE valid_to = %s
+         GROUP BY id HAVING count(*) > 1
+        UNION ALL
+        SELECT 'adjacent equal versions', x.id FROM {t} x JOIN {t} y
+          ON x.id = y.id AND x.valid_to = y.valid_from
+         AND ROW(x.name, x.amount) IS NOT DISTINCT FROM ROW(y.name, y.amount)""".format(t=table),
+                      (db.clock.value(OPEN),))
+    if problems:
+        raise Failure("%s violates invariants: %s" % (table, problems[:10]), [], [], "", "")
+
+
 # --------------------------------------------------------------------------- one seed
 
 class SeedRun:
@@ -702,12 +771,7 @@ class SeedRun:
         ddl = TABLE_DDL % {"t": cfg.period_type}
         db.run("CREATE TABLE rc_ref " + ddl)
         if self.zip:
-            db.run("CREATE TABLE rc_zip " + ddl + " USING zipper_lake")
-            db.run("SELECT zipper_lake.register('rc_zip', key => ARRAY['id'], "
-                   "partition_unit => %s, history_group_span => %s, current_group_span => %s, "
-                   "max_subgroups => %s, open_end => %s, time_zone => %s)",
-                   (cfg.partition_unit, cfg.history_span, cfg.current_span,
-                    cfg.max_subgroups, self.clock.arg(OPEN), cfg.time_zone))
+            create_zip_table(db, cfg, self.clock)
             db.run("PREPARE rc_as_of(%s) AS SELECT %s FROM rc_zip "
                    "WHERE valid_from <= $1 AND valid_to > $1" % (cfg.period_type, Db.EPOCH_COLS))
 
@@ -720,31 +784,7 @@ class SeedRun:
 
     # ---- loading
     def load_changes(self, changes, has_op, has_seq):
-        db, rng = self.db, self.rng
-        db.drop("rc_changes")
-        db.drop("rc_changes_data")
-        cols = [("id", "int"), ("name", "text"), ("amount", "int"),
-                ("change_time", self.cfg.period_type)]
-        if has_op:
-            cols.append(("op", "text"))
-        if has_seq:
-            cols.append(("seq", "int"))
-        if rng.random() < 0.2:
-            rng.shuffle(cols)                   # columns are matched by name
-        as_view = rng.random() < 0.1
-        table = "rc_changes_data" if as_view else "rc_changes"
-        db.run("CREATE TABLE %s (%s)" % (table, ", ".join("%s %s" % c for c in cols)))
-        values = []
-        for c in changes:
-            d = {"id": c.id, "name": c.name, "amount": c.amount,
-                 "change_time": self.clock.value(c.tick), "op": c.op, "seq": c.seq}
-            values.append(tuple(d[n] for n, _ in cols))
-        psycopg2.extras.execute_values(
-            db.cur, "INSERT INTO %s (%s) VALUES %%s" % (table, ", ".join(n for n, _ in cols)),
-            values, page_size=1000)
-        if as_view:
-            db.run("CREATE VIEW rc_changes AS SELECT * FROM rc_changes_data")
-        return "view" if as_view else "table"
+        return load_changes(self.db, self.clock, changes, has_op, has_seq, self.rng)
 
     # ---- applying: each returns {engine: counts}
     def apply_changes(self, has_seq):
@@ -760,10 +800,7 @@ class SeedRun:
 
     def apply_snapshot(self, rows, t, deletes):
         db = self.db
-        db.drop("rc_snapshot")
-        db.run("CREATE TABLE rc_snapshot (id int, name text, amount int)")
-        if rows:
-            psycopg2.extras.execute_values(db.cur, "INSERT INTO rc_snapshot VALUES %s", rows)
+        load_snapshot(db, rows)
         got = {"zl_ref.apply_snapshot": db.one(
             "SELECT * FROM zl_ref.apply_snapshot('rc_ref', 'rc_snapshot', ARRAY['id'], %s, %s, "
             "open_end => %s)", (self.clock.arg(t), deletes, self.clock.arg(OPEN)))}
@@ -809,22 +846,7 @@ class SeedRun:
                           missing, extra, "timeline", "version model")
 
         # the reference's invariants
-        problems = db.all("""
-            SELECT 'overlap', x.id FROM rc_ref x JOIN rc_ref y
-              ON x.id = y.id AND x.ctid <> y.ctid
-             AND x.valid_from < y.valid_to AND y.valid_from < x.valid_to
-            UNION ALL
-            SELECT 'empty or reversed period', id FROM rc_ref WHERE NOT valid_from < valid_to
-            UNION ALL
-            SELECT 'two open versions', id FROM rc_ref WHERE valid_to = %s
-             GROUP BY id HAVING count(*) > 1
-            UNION ALL
-            SELECT 'adjacent equal versions', x.id FROM rc_ref x JOIN rc_ref y
-              ON x.id = y.id AND x.valid_to = y.valid_from
-             AND ROW(x.name, x.amount) IS NOT DISTINCT FROM ROW(y.name, y.amount)""",
-                          (self.clock.value(OPEN),))
-        if problems:
-            raise Failure("rc_ref violates invariants: %s" % problems[:10], [], [], "", "")
+        check_invariants(db, "rc_ref")
 
         # the reference equals the model
         ref = db.rows("SELECT %s FROM rc_ref" % COLS)
