@@ -1632,6 +1632,11 @@ class FoldRun:
                         plan, progress = plan[:i] + plan[i + 1:], True
             for i in reversed(range(len(plan))):
                 app = plan[i]
+                if app.has_seq and all(c.seq is None for c in app.changes):
+                    cand = app._replace(has_seq=False)      # a seq column of NULLs
+                    trials += 1
+                    if self.zipper_fails(plan[:i] + [cand] + plan[i + 1:], kind):
+                        plan, app, progress = plan[:i] + [cand] + plan[i + 1:], cand, True
                 elems = app.changes if app.changes is not None else app.snapshot.rows
                 for j in reversed(range(len(elems))):
                     if len(elems) == 1 or time.time() >= deadline:
@@ -1689,9 +1694,9 @@ class FoldRun:
             for a in small:
                 want = fold_model_apply(model, a)
             self.zipper_fails(small, kind)
-            out.append("    the fold:    " + "; ".join(self.fmt_row(r) for r in model.rows()))
-            out.append("    zipper_lake: " + "; ".join(self.fmt_row(r) for r in
-                                                    self.db.rows("SELECT %s FROM rc_zip" % COLS)))
+            in_time = lambda rows: "; ".join(self.fmt_row(r) for r in sorted(rows, key=lambda r: (r[0], r[3])))
+            out.append("    the fold:    " + in_time(model.rows()))
+            out.append("    zipper_lake: " + in_time(self.db.rows("SELECT %s FROM rc_zip" % COLS)))
             if kind == "counts":
                 out.append("    counts of the last application: fold %s; zipper_lake %s"
                            % (fmt_counts(want), fmt_counts(self.zip_counts)))
