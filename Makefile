@@ -50,14 +50,24 @@ include $(PGXS)
 $(OBJS): src/zipper_lake.h
 
 # Against the running server of PGHOST / PGPORT (test/run_tests.sh starts one):
-# the randomized comparison with the reference implementation, and short
-# runs of the benchmarks (test/bench/README.md has the real ones).
+# the randomized comparison with the reference implementation, then the
+# batching test of the fold reference against its Python model (a few
+# seconds; test/random/README.md), and short runs of the benchmarks
+# (test/bench/README.md has the real ones).
 RANDOM_FLAGS ?=
+RANDOM_BATCHING_FLAGS ?=
 # Debian's python3, which has python3-psycopg2
 PYTHON ?= /usr/bin/python3
 random-check:
 	dropdb --if-exists zl_random >/dev/null && createdb zl_random
 	PGDATABASE=zl_random $(PYTHON) $(srcdir)/test/random/random_compare.py $(RANDOM_FLAGS)
+	PGDATABASE=zl_random $(PYTHON) $(srcdir)/test/random/random_compare.py --mode batching $(RANDOM_BATCHING_FLAGS)
+
+# the batching test alone (RANDOM_BATCHING_FLAGS=--check-zipper: zipper_lake
+# against the fold too, which this release fails)
+random-batching-check:
+	dropdb --if-exists zl_random >/dev/null && createdb zl_random
+	PGDATABASE=zl_random $(PYTHON) $(srcdir)/test/random/random_compare.py --mode batching $(RANDOM_BATCHING_FLAGS)
 
 bench-smoke:
 	dropdb --if-exists zl_bench_smoke >/dev/null && createdb zl_bench_smoke
@@ -69,4 +79,4 @@ bench-smoke:
 upgrade-check:
 	$(srcdir)/test/upgrade/upgrade_check.sh
 
-.PHONY: random-check bench-smoke upgrade-check
+.PHONY: random-check random-batching-check bench-smoke upgrade-check

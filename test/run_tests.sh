@@ -4,7 +4,8 @@
 #   make installcheck   pg_regress, isolation and TAP (as the unprivileged
 #                       cluster user, from a copy of the tree it owns: TAP
 #                       tests start servers, which refuse to run as root)
-#   make random-check   the randomized comparison with the reference
+#   make random-check   the randomized comparison with the reference, and
+#                       the batching test of the fold reference
 #   make bench-smoke    short runs of the benchmarks
 #   make upgrade-check  v0.1 built aside, written, upgraded to this tree
 # Exits non-zero if anything fails.

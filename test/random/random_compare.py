@@ -669,6 +669,92 @@ def fmt_counts(counts):
     return ", ".join("%s %s" % (k, counts.get(k)) for k in COUNTS)
 
 
+def describe_failure(err, fmt_row):
+    """Report lines for a Failure (what, and the rows only one side has) or
+    a database error."""
+    if not isinstance(err, Failure):
+        return ["  error: %s" % str(err).strip()]
+    what, missing, extra, exp_label, got_label = err.args
+    return (["  " + what] +
+            ["  only in %-14s %s" % (exp_label + ":", fmt_row(r)) for r in missing] +
+            ["  only in %-14s %s" % (got_label + ":", fmt_row(r)) for r in extra])
+
+
+def counts_failure(cls, engine, got, want, want_label):
+    """The failure (of class cls) of an engine whose counts are not want_label's."""
+    return cls("%s returned counts that differ from the %s's:\n    got       %s\n    %-9s %s"
+               % (engine, want_label, fmt_counts(got), want_label, fmt_counts(want)), [], [], "", "")
+
+
+def load_changes(db, clock, changes, has_op, has_seq, rng=None):
+    """Load a batch into rc_changes (README "Change semantics": columns are
+    matched by name); with rng, now and then with its columns in another
+    order or as a view.  Returns "table" or "view"."""
+    db.drop("rc_changes")
+    db.drop("rc_changes_data")
+    cols = [("id", "int"), ("name", "text"), ("amount", "int"),
+            ("change_time", clock.cfg.period_type)]
+    if has_op:
+        cols.append(("op", "text"))
+    if has_seq:
+        cols.append(("seq", "int"))
+    if rng and rng.random() < 0.2:
+        rng.shuffle(cols)                   # columns are matched by name
+    as_view = rng is not None and rng.random() < 0.1
+    table = "rc_changes_data" if as_view else "rc_changes"
+    db.run("CREATE TABLE %s (%s)" % (table, ", ".join("%s %s" % c for c in cols)))
+    values = []
+    for c in changes:
+        d = {"id": c.id, "name": c.name, "amount": c.amount,
+             "change_time": clock.value(c.tick), "op": c.op, "seq": c.seq}
+        values.append(tuple(d[n] for n, _ in cols))
+    psycopg2.extras.execute_values(
+        db.cur, "INSERT INTO %s (%s) VALUES %%s" % (table, ", ".join(n for n, _ in cols)),
+        values, page_size=1000)
+    if as_view:
+        db.run("CREATE VIEW rc_changes AS SELECT * FROM rc_changes_data")
+    return "view" if as_view else "table"
+
+
+def load_snapshot(db, rows):
+    """Load an image (id, name, amount) into rc_snapshot."""
+    db.drop("rc_snapshot")
+    db.run("CREATE TABLE rc_snapshot (id int, name text, amount int)")
+    if rows:
+        psycopg2.extras.execute_values(db.cur, "INSERT INTO rc_snapshot VALUES %s", rows)
+
+
+def create_zip_table(db, cfg, clock):
+    """rc_zip: a zipper table registered with the configuration's options."""
+    db.run("CREATE TABLE rc_zip " + TABLE_DDL % {"t": cfg.period_type} + " USING zipper_lake")
+    db.run("SELECT zipper_lake.register('rc_zip', key => ARRAY['id'], "
+           "partition_unit => %s, history_group_span => %s, current_group_span => %s, "
+           "max_subgroups => %s, open_end => %s, time_zone => %s)",
+           (cfg.partition_unit, cfg.history_span, cfg.current_span,
+            cfg.max_subgroups, clock.arg(OPEN), cfg.time_zone))
+
+
+def check_invariants(db, table):
+    """A heap table kept by a reference holds a well-formed history: no
+    overlapping, empty or doubly-open versions, no adjacent equal ones."""
+    problems = db.all("""
+        SELECT 'overlap', x.id FROM {t} x JOIN {t} y
+          ON x.id = y.id AND x.ctid <> y.ctid
+         AND x.valid_from < y.valid_to AND y.valid_from < x.valid_to
+        UNION ALL
+        SELECT 'empty or reversed period', id FROM {t} WHERE NOT valid_from < valid_to
+        UNION ALL
+        SELECT 'two open versions', id FROM {t} WHERE valid_to = %s
+         GROUP BY id HAVING count(*) > 1
+        UNION ALL
+        SELECT 'adjacent equal versions', x.id FROM {t} x JOIN {t} y
+          ON x.id = y.id AND x.valid_to = y.valid_from
+         AND ROW(x.name, x.amount) IS NOT DISTINCT FROM ROW(y.name, y.amount)""".format(t=table),
+                      (db.clock.value(OPEN),))
+    if problems:
+        raise Failure("%s violates invariants: %s" % (table, problems[:10]), [], [], "", "")
+
+
 # --------------------------------------------------------------------------- one seed
 
 class SeedRun:
@@ -702,12 +788,7 @@ class SeedRun:
         ddl = TABLE_DDL % {"t": cfg.period_type}
         db.run("CREATE TABLE rc_ref " + ddl)
         if self.zip:
-            db.run("CREATE TABLE rc_zip " + ddl + " USING zipper_lake")
-            db.run("SELECT zipper_lake.register('rc_zip', key => ARRAY['id'], "
-                   "partition_unit => %s, history_group_span => %s, current_group_span => %s, "
-                   "max_subgroups => %s, open_end => %s, time_zone => %s)",
-                   (cfg.partition_unit, cfg.history_span, cfg.current_span,
-                    cfg.max_subgroups, self.clock.arg(OPEN), cfg.time_zone))
+            create_zip_table(db, cfg, self.clock)
             db.run("PREPARE rc_as_of(%s) AS SELECT %s FROM rc_zip "
                    "WHERE valid_from <= $1 AND valid_to > $1" % (cfg.period_type, Db.EPOCH_COLS))
 
@@ -720,31 +801,7 @@ class SeedRun:
 
     # ---- loading
     def load_changes(self, changes, has_op, has_seq):
-        db, rng = self.db, self.rng
-        db.drop("rc_changes")
-        db.drop("rc_changes_data")
-        cols = [("id", "int"), ("name", "text"), ("amount", "int"),
-                ("change_time", self.cfg.period_type)]
-        if has_op:
-            cols.append(("op", "text"))
-        if has_seq:
-            cols.append(("seq", "int"))
-        if rng.random() < 0.2:
-            rng.shuffle(cols)                   # columns are matched by name
-        as_view = rng.random() < 0.1
-        table = "rc_changes_data" if as_view else "rc_changes"
-        db.run("CREATE TABLE %s (%s)" % (table, ", ".join("%s %s" % c for c in cols)))
-        values = []
-        for c in changes:
-            d = {"id": c.id, "name": c.name, "amount": c.amount,
-                 "change_time": self.clock.value(c.tick), "op": c.op, "seq": c.seq}
-            values.append(tuple(d[n] for n, _ in cols))
-        psycopg2.extras.execute_values(
-            db.cur, "INSERT INTO %s (%s) VALUES %%s" % (table, ", ".join(n for n, _ in cols)),
-            values, page_size=1000)
-        if as_view:
-            db.run("CREATE VIEW rc_changes AS SELECT * FROM rc_changes_data")
-        return "view" if as_view else "table"
+        return load_changes(self.db, self.clock, changes, has_op, has_seq, self.rng)
 
     # ---- applying: each returns {engine: counts}
     def apply_changes(self, has_seq):
@@ -760,10 +817,7 @@ class SeedRun:
 
     def apply_snapshot(self, rows, t, deletes):
         db = self.db
-        db.drop("rc_snapshot")
-        db.run("CREATE TABLE rc_snapshot (id int, name text, amount int)")
-        if rows:
-            psycopg2.extras.execute_values(db.cur, "INSERT INTO rc_snapshot VALUES %s", rows)
+        load_snapshot(db, rows)
         got = {"zl_ref.apply_snapshot": db.one(
             "SELECT * FROM zl_ref.apply_snapshot('rc_ref', 'rc_snapshot', ARRAY['id'], %s, %s, "
             "open_end => %s)", (self.clock.arg(t), deletes, self.clock.arg(OPEN)))}
@@ -791,10 +845,7 @@ class SeedRun:
     def check_counts(self, expected, got):
         for engine, counts in got.items():     # the reference first
             if counts != expected:
-                raise CountsFailure("%s returned counts that differ from the model's:\n"
-                              "    got       %s\n    model     %s"
-                              % (engine, fmt_counts(counts), fmt_counts(expected)),
-                              [], [], "", "")
+                raise counts_failure(CountsFailure, engine, counts, expected, "model")
             if engine.startswith("zipper_lake"):
                 self.stats.update(counts)
 
@@ -809,22 +860,7 @@ class SeedRun:
                           missing, extra, "timeline", "version model")
 
         # the reference's invariants
-        problems = db.all("""
-            SELECT 'overlap', x.id FROM rc_ref x JOIN rc_ref y
-              ON x.id = y.id AND x.ctid <> y.ctid
-             AND x.valid_from < y.valid_to AND y.valid_from < x.valid_to
-            UNION ALL
-            SELECT 'empty or reversed period', id FROM rc_ref WHERE NOT valid_from < valid_to
-            UNION ALL
-            SELECT 'two open versions', id FROM rc_ref WHERE valid_to = %s
-             GROUP BY id HAVING count(*) > 1
-            UNION ALL
-            SELECT 'adjacent equal versions', x.id FROM rc_ref x JOIN rc_ref y
-              ON x.id = y.id AND x.valid_to = y.valid_from
-             AND ROW(x.name, x.amount) IS NOT DISTINCT FROM ROW(y.name, y.amount)""",
-                          (self.clock.value(OPEN),))
-        if problems:
-            raise Failure("rc_ref violates invariants: %s" % problems[:10], [], [], "", "")
+        check_invariants(db, "rc_ref")
 
         # the reference equals the model
         ref = db.rows("SELECT %s FROM rc_ref" % COLS)
@@ -995,15 +1031,8 @@ class SeedRun:
         clock = self.clock
         out = ["MISMATCH seed=%d batch=%d (%s)" % (self.seed, bno, kind),
                "  config %s" % describe_config(self.cfg)]
-        if isinstance(err, Failure):
-            what, missing, extra, exp_label, got_label = err.args
-            out.append("  " + what)
-            out += ["  only in %-14s %s" % (exp_label + ":", self.fmt_row(r)) for r in missing]
-            out += ["  only in %-14s %s" % (got_label + ":", self.fmt_row(r)) for r in extra]
-            keys = {r[0] for r in missing + extra}
-        else:
-            out.append("  error: %s" % str(err).strip())
-            keys = set()
+        out += describe_failure(err, self.fmt_row)
+        keys = {r[0] for r in err.args[1] + err.args[2]} if isinstance(err, Failure) else set()
         shown = [c for c in changes if not keys or c.id in keys]
         out.append("  batch%s:" % (
             "" if len(shown) == len(changes) else
@@ -1088,6 +1117,598 @@ class SeedRun:
         return True
 
 
+# --------------------------------------------------------------------------- the fold (--mode batching)
+#
+# README "The fold" in this directory: the history a zipper table is to hold
+# whatever the batching.  fold_reference.sql (schema zl_fold) keeps every
+# change in a log and folds it; FoldModel below is the same contract in Python,
+# formulated differently.  FoldRun applies one random stream (a) in as few
+# applications as it allows and (b) cut into random pieces applied in a random
+# order, and checks zl_fold against the model after every application, and
+# both runs against the fold of the stream (with --check-zipper zipper_lake
+# too, which today's release is expected to fail: it applies each batch to the
+# stored history, where changes that left no trace are gone).
+
+def fold_position(t, seq):
+    """A change's place in fold order, applications aside: time, then seq
+    (changes without seq after all changes with seq)."""
+    return (t, (1, 0) if seq is None else (0, seq))
+
+
+# One change of a key as the fold sees it; snapshot_delete: the delete a
+# snapshot with deletes makes of a key missing from its image.
+FoldChange = collections.namedtuple("FoldChange", "t seq app upsert vals snapshot_delete")
+
+
+class FoldModel:
+    """README "The fold" in Python: the third opinion on fold_reference.sql.
+
+    fold_reference.sql folds step by step (a state machine that ends and
+    begins versions, drops empty ones and takes back the version that ended
+    at t when one with its values begins at t).  This model uses instead that
+    the state after a change depends on that change alone (an upsert of v: v;
+    a delete: absent): a key's history is the state after the last change of
+    each instant, held until its next instant, cut into maximal runs of one
+    value.  Its counts (README "Counts of the fold") are computed from the
+    change just before each change (the state it meets) and the last change
+    before its instant, where the reference looks at its running state."""
+
+    def __init__(self):
+        self.log = []           # (key, tick, seq, upsert, vals, app); distinct within an app
+        self.snapshots = {}     # app -> (tick, keys of the image) of snapshots with deletes
+        self.apps = 0
+        self.outcomes = []      # what each change of the last application did
+
+    def keys(self):
+        return {e[0] for e in self.log}
+
+    def changes_of(self, key):
+        """The key's changes in fold order, with the deletes of the snapshots
+        whose image lacks it."""
+        out = [FoldChange(t, seq, app, up, vals, False)
+               for k, t, seq, up, vals, app in self.log if k == key]
+        out += [FoldChange(t, None, app, False, None, True)
+                for app, (t, image) in self.snapshots.items() if key not in image]
+        return sorted(out, key=lambda c: fold_position(c.t, c.seq) + (c.app,))
+
+    @staticmethod
+    def state_after(c):
+        return c.vals if c.upsert else ABSENT
+
+    def history(self, key):
+        """[(valid_from, valid_to, vals)] of one key."""
+        last = {}
+        for c in self.changes_of(key):
+            last[c.t] = c                       # fold order: the last one stays
+        out, state, since = [], ABSENT, None
+        for t in sorted(last):
+            s = self.state_after(last[t])
+            if s != state:
+                if state is not ABSENT:
+                    out.append((since, t, state))
+                state, since = s, t
+        if state is not ABSENT:
+            out.append((since, OPEN, state))
+        return out
+
+    def rows(self):
+        return sorted(((k,) + vals + (f, u) for k in self.keys() for f, u, vals in self.history(k)),
+                      key=sort_key)
+
+    def value_at(self, key, t):
+        for f, u, vals in self.history(key):
+            if f <= t < u:
+                return vals
+        return None
+
+    def apply(self, changes, read=None, snapshot=None):
+        """One application: changes as read (identical duplicates included),
+        snapshot = (tick, deletes) for apply_snapshot (changes: its image as
+        upserts).  Returns the counts; self.outcomes says change by change."""
+        batch = normalize_batch(changes)
+        before = {k: self.changes_of(k) for k in self.keys() | {r[0] for r in batch}}
+        self.apps += 1
+        app = self.apps
+        self.log += [(k, t, seq, up, vals, app) for k, t, seq, up, vals in batch]
+        if snapshot is not None and snapshot[1]:
+            self.snapshots[app] = (snapshot[0], {r[0] for r in batch})
+        counts = collections.Counter(changes=len(changes) if read is None else read,
+                                     unchanged=len(changes) - len(batch))
+        self.outcomes = []
+        for key in sorted(self.keys()):
+            old = before.get(key, [])
+            newest = max((fold_position(c.t, c.seq) for c in old), default=None)
+            cs = self.changes_of(key)
+            for i, c in enumerate(cs):
+                if c.app != app:
+                    continue
+                held = self.state_after(cs[i - 1]) if i else ABSENT
+                if c.snapshot_delete and held is ABSENT:
+                    continue                    # a missing key that was absent anyway
+                earlier = [x for x in cs[:i] if x.t < c.t]
+                at_instant = self.state_after(earlier[-1]) if earlier else ABSENT
+                opened = newest is None or not fold_position(c.t, c.seq) < newest
+                did = collections.Counter()
+                if (held == c.vals) if c.upsert else (held is ABSENT):
+                    did["unchanged"] += 1
+                elif c.upsert:
+                    did["inserted"] += 1
+                    # the open version ends, unless it began at t
+                    did["closed"] += held is not ABSENT and opened and held == at_instant
+                else:
+                    did["deleted"] += 1
+                    did["closed"] += opened
+                if not opened and not any(
+                        x.t == c.t and x.seq == c.seq and x.upsert == c.upsert and
+                        (not c.upsert or x.vals == c.vals) for x in old):
+                    did["late"] += 1
+                counts.update(did)
+                self.outcomes.append((key, c, did))
+        return {k: counts[k] for k in COUNTS}
+
+
+# A snapshot in a stream: its tick, its image [(id, name, amount)], deletes.
+StreamSnapshot = collections.namedtuple("StreamSnapshot", "tick rows deletes")
+
+# One application of a plan: a batch of changes (as loaded: identical
+# duplicates included; has_seq: with a seq column) or a snapshot; again: a
+# re-application of the entry before, which must change nothing.
+App = collections.namedtuple("App", "changes snapshot has_seq again")
+
+
+def chain_slots(item, keys):
+    """The (key, instant)s where a stream item is a change without seq: there
+    its order against the other such changes is the order of application, so
+    a plan must keep their order of the stream (a snapshot with deletes is
+    such a change of every key)."""
+    if isinstance(item, StreamSnapshot):
+        ks = range(1, keys + 1) if item.deletes else {r[0] for r in item.rows}
+        return {(k, item.tick) for k in ks}
+    return {(item.id, item.tick)} if item.seq is None else set()
+
+
+def fold_stream(rng, args, ticks):
+    """One random stream for --mode batching: (items, model), model being
+    the fold of the items applied one by one in stream order (the history
+    every plan must end with).  The stream's time goes on from 0 to ticks;
+    a quarter of the changes are late, a quarter of the fresh ones have a
+    seq; besides fresh changes there are changes repeated exactly, changes at
+    the instant of an earlier one ordered by a new seq, changes without seq
+    at an instant that already has one (corrections: the later one wins),
+    and snapshots (now or late) with and without deletes.  Values are often
+    the key's value at t (no-ops) or one it had before (returns)."""
+    model = FoldModel()
+    items, seqless = [], []         # seqless: chain slots so far, for corrections
+    seqs = collections.defaultdict(set)
+    kinds = collections.Counter()
+
+    def fresh_seq(key, t):
+        seq = rng.randint(1, 999)
+        while seq in seqs[(key, t)]:
+            seq = rng.randint(1, 999)
+        seqs[(key, t)].add(seq)
+        return seq
+
+    def values(key, t):
+        r = rng.random()
+        if r < 0.3 and model.value_at(key, t) is not None:
+            return model.value_at(key, t)
+        if r < 0.5 and model.history(key):
+            return rng.choice(model.history(key))[2]
+        return rng.choice(NAMES), rng.choice(AMOUNTS)
+
+    nchanges = 0
+    while nchanges < args.batch_size:
+        now = nchanges * (ticks - 4) // args.batch_size
+        plain = [it for it in items if isinstance(it, Change)]
+        r = rng.random()
+        if r < 0.06 and plain:
+            t = now if rng.random() < 0.7 else rng.randint(0, now)
+            rows = []
+            for key in range(1, args.keys + 1):
+                v, x = model.value_at(key, t), rng.random()
+                if v is None and x < 0.15:
+                    rows.append((key, rng.choice(NAMES), rng.choice(AMOUNTS)))
+                elif v is not None and x >= 0.15:
+                    rows.append((key,) + (v if x >= 0.4 else (rng.choice(NAMES), rng.choice(AMOUNTS))))
+            if not rows:            # zipper_lake refuses an empty image
+                rows.append((rng.randint(1, args.keys), rng.choice(NAMES), rng.choice(AMOUNTS)))
+            item = StreamSnapshot(t, rows, rng.random() < 0.6)
+            model.apply([Change(k, n, a, t, "U", None) for k, n, a in rows], read=len(rows),
+                        snapshot=(t, item.deletes))
+            kinds["snapshots"] += 1
+        else:
+            if r < 0.14 and plain:
+                item = rng.choice(plain)
+                kinds["repeated"] += 1
+            else:
+                if r < 0.26 and plain:
+                    other = rng.choice(plain)
+                    key, t, seq = other.id, other.tick, fresh_seq(other.id, other.tick)
+                    kinds["same instant with seq"] += 1
+                elif r < 0.36 and seqless:
+                    key, t = rng.choice(seqless)
+                    seq = None
+                    kinds["corrections"] += 1
+                else:
+                    key = rng.randint(1, args.keys)
+                    t = rng.randint(0, now) if rng.random() < 0.25 else min(ticks - 1, now + rng.randint(0, 3))
+                    seq = fresh_seq(key, t) if rng.random() < 0.25 else None
+                if rng.random() < 0.2:
+                    op, (name, amount) = rng.choice(DELETE_OPS), (rng.choice(NAMES), rng.choice(AMOUNTS))
+                else:
+                    op, (name, amount) = rng.choice(UPSERT_OPS), values(key, t)
+                item = Change(key, name, amount, t, op, seq)
+            model.apply([item])
+            nchanges += 1
+        items.append(item)
+        seqless += sorted(chain_slots(item, args.keys) - set(seqless))
+    return items, model, kinds
+
+
+def fold_plan_levels(items, keys):
+    """Plan (a): as few applications as the stream allows: level n holds the
+    items that are the n-th of a chain slot they share with earlier items;
+    one batch of the changes of each level, then its snapshots one by one."""
+    level, last = [], {}
+    for it in items:
+        lv = max([last[s] + 1 for s in chain_slots(it, keys) if s in last], default=0)
+        level.append(lv)
+        for s in chain_slots(it, keys):
+            last[s] = lv
+    groups = []
+    for lv in range(max(level, default=-1) + 1):
+        changes = [it for it, l in zip(items, level) if l == lv and isinstance(it, Change)]
+        if changes:
+            groups.append(changes)
+        groups += [it for it, l in zip(items, level) if l == lv and isinstance(it, StreamSnapshot)]
+    return groups
+
+
+def fold_plan_random(rng, items, keys, max_pieces):
+    """Plan (b): the items in a random order that keeps every chain slot's
+    order (from the stream's own order to any), cut into up to max_pieces
+    pieces (and wherever a piece would hold two changes of one chain slot,
+    and around every snapshot), the pieces applied in a random order that
+    keeps the chain slots' order again."""
+    n = len(items)
+    preds, last = [set() for _ in items], {}
+    for i, it in enumerate(items):
+        for s in chain_slots(it, keys):
+            if s in last:
+                preds[i].add(last[s])
+            last[s] = i
+    spread = rng.choice([0, 3, 10, n])
+    rank = [i + rng.uniform(0, spread) for i in range(n)]
+    order, done = [], set()
+    while len(order) < n:
+        i = min((i for i in range(n) if i not in done and preds[i] <= done), key=lambda i: rank[i])
+        order.append(i)
+        done.add(i)
+
+    cuts = set(rng.sample(range(1, n), min(n - 1, rng.randint(1, max_pieces - 1)))) if n > 1 else set()
+    pieces, cur, cur_slots = [], [], set()
+    for pos, i in enumerate(order):
+        slots = chain_slots(items[i], keys)
+        if cur and (pos in cuts or isinstance(items[i], StreamSnapshot) or slots & cur_slots):
+            pieces.append(cur)
+            cur, cur_slots = [], set()
+        cur.append(i)
+        cur_slots |= slots
+        if isinstance(items[i], StreamSnapshot):
+            pieces.append(cur)
+            cur, cur_slots = [], set()
+    if cur:
+        pieces.append(cur)
+
+    piece_of = {i: p for p, piece in enumerate(pieces) for i in piece}
+    piece_preds = [{piece_of[q] for i in piece for q in preds[i]} for piece in pieces]
+    groups, done = [], set()
+    while len(groups) < len(pieces):
+        p = rng.choice([p for p in range(len(pieces)) if p not in done and piece_preds[p] <= done])
+        done.add(p)
+        first = items[pieces[p][0]]
+        groups.append(first if isinstance(first, StreamSnapshot) else [items[i] for i in pieces[p]])
+    return groups
+
+
+def fold_plan(rng, groups, reapply):
+    """Plan entries for groups of items: identical duplicate rows now and
+    then, a seq column when a change has a seq (and sometimes without), and
+    with reapply, now and then the same entry again."""
+    plan = []
+    for g in groups:
+        if isinstance(g, StreamSnapshot):
+            rows = list(g.rows)
+            if rng.random() < 0.2:
+                rows.append(rng.choice(rows))
+            rng.shuffle(rows)
+            app = App(None, g._replace(rows=rows), False, False)
+        else:
+            changes = list(g)
+            if rng.random() < 0.2:
+                changes.append(rng.choice(changes))
+            rng.shuffle(changes)
+            app = App(changes, None, any(c.seq is not None for c in changes) or rng.random() < 0.2, False)
+        plan.append(app)
+        if reapply and rng.random() < 0.1:
+            plan.append(app._replace(again=True))
+    return plan
+
+
+def fold_model_apply(model, app):
+    if app.snapshot:
+        s = app.snapshot
+        return model.apply([Change(k, n, a, s.tick, "U", None) for k, n, a in s.rows],
+                           read=len(s.rows), snapshot=(s.tick, s.deletes))
+    return model.apply(app.changes)
+
+
+class ZipperDiffers(Failure):
+    pass
+
+
+# README "Batching test": the example every fold must give exactly (ticks are
+# days from 2024-01-01), with the counts of README "Counts of the fold".
+EXAMPLE_CONFIG = Config("example", "timestamptz", DAY, datetime.datetime(2024, 1, 1),
+                        "UTC", "day", "1 day", "1 day", 32, "infinity")
+EXAMPLE_PLAN = [
+    App([Change(1, None, None, 1, "d", None)], None, False, False),
+    App([Change(1, "a", None, 0, "c", None), Change(2, "a", None, 0, "c", None),
+         Change(2, "a", None, 2, "u", None), Change(3, "a", None, 0, "c", None),
+         Change(3, "a", None, 2, "c", None)], None, False, False),
+    App([Change(2, "b", None, 1, "u", None), Change(3, None, None, 1, "d", None)], None, False, False)]
+EXAMPLE_ROWS = [(1, "a", None, 0, 1),
+                (2, "a", None, 0, 1), (2, "b", None, 1, 2), (2, "a", None, 2, OPEN),
+                (3, "a", None, 0, 1), (3, "a", None, 2, OPEN)]
+EXAMPLE_COUNTS = [(1, 0, 0, 0, 1, 0), (5, 3, 0, 0, 2, 1), (2, 1, 0, 1, 0, 2)]
+
+
+class FoldRun:
+    """One seed of --mode batching (README "Batching test")."""
+
+    def __init__(self, db, args, seed, cfg=None):
+        self.db, self.args, self.seed = db, args, seed
+        self.cfg = cfg or (CONFIG_BY_NAME[args.config] if args.config
+                           else CONFIGS[(seed - 1) % len(CONFIGS)])
+        self.clock = db.clock = Clock(self.cfg)
+        self.rng = random.Random(seed)
+        self.zip = args.check_zipper
+        self.counts = collections.Counter()     # what the run did
+        self.stats = collections.Counter()      # summed counts of plan (b)
+
+    def fmt_row(self, r):
+        return "(id=%s name=%s amount=%s [%s, %s))" % (
+            r[0], r[1], r[2], self.clock.show(r[3]), self.clock.show(r[4]))
+
+    def setup(self, fold=True):
+        db = self.db
+        for name in ("rc_changes", "rc_changes_data", "rc_snapshot", "rc_fold", "rc_zip"):
+            db.drop(name)
+        db.run("SET TimeZone = 'UTC'")
+        if fold:
+            db.run("CREATE TABLE rc_fold " + TABLE_DDL % {"t": self.cfg.period_type})
+            db.run("SELECT zl_fold.register('rc_fold', ARRAY['id'], %s)", (self.clock.arg(OPEN),))
+        if self.zip:
+            create_zip_table(db, self.cfg, self.clock)
+
+    def apply(self, app, fold=True):
+        """Apply one plan entry to rc_fold and (--check-zipper) rc_zip:
+        {engine: counts}."""
+        db, clock, got = self.db, self.clock, {}
+        if app.snapshot:
+            s = app.snapshot
+            load_snapshot(db, s.rows)
+            if fold:
+                got["zl_fold.apply_snapshot"] = db.one(
+                    "SELECT * FROM zl_fold.apply_snapshot('rc_fold', 'rc_snapshot', %s, %s)",
+                    (clock.arg(s.tick), s.deletes))
+            if self.zip:
+                got["zipper_lake.apply_snapshot"] = db.one(
+                    "SELECT * FROM zipper_lake.apply_snapshot('rc_zip', 'rc_snapshot', %s, "
+                    "deletes => %s)", (clock.arg(s.tick), s.deletes))
+            return got
+        load_changes(db, clock, app.changes, True, app.has_seq)
+        seq_arg = ", seq => 'seq'" if app.has_seq else ""
+        if fold:
+            got["zl_fold.apply_changes"] = db.one(
+                "SELECT * FROM zl_fold.apply_changes('rc_fold', 'rc_changes'%s)" % seq_arg)
+        if self.zip:
+            got["zipper_lake.apply_changes"] = db.one(
+                "SELECT * FROM zipper_lake.apply_changes('rc_zip', 'rc_changes'%s)" % seq_arg)
+        return got
+
+    def zipper_difference(self, model, want, got):
+        """How rc_zip differs from the fold after an application: "history",
+        "counts" or None."""
+        zipped = self.db.rows("SELECT %s FROM rc_zip" % COLS)
+        missing, extra = diff(model.rows(), zipped)
+        if missing or extra:
+            return ZipperDiffers("rc_zip differs from the fold (zipper_lake today applies each "
+                                 "batch to the stored history)", missing, extra, "the fold", "rc_zip")
+        for engine, counts in got.items():
+            if engine.startswith("zipper_lake") and counts != want:
+                return counts_failure(ZipperDiffers, engine, counts, want, "fold")
+        return None
+
+    def run_plan(self, label, plan, expected):
+        """Apply a plan from empty tables, checking after every entry.
+        Returns the model, or None after reporting a failure."""
+        self.setup()
+        model = FoldModel()
+        for no, app in enumerate(plan, 1):
+            before = model.rows()
+            try:
+                want = fold_model_apply(model, app)
+                got = self.apply(app)
+                for engine, counts in got.items():
+                    if engine.startswith("zl_fold") and counts != want:
+                        raise counts_failure(CountsFailure, engine, counts, want, "model")
+                if app.again:
+                    missing, extra = diff(before, model.rows())
+                    if missing or extra or any(want[k] for k in ("inserted", "closed", "deleted", "late")):
+                        raise Failure("re-applying the entry before changed the model's history "
+                                      "or counted something (%s)" % fmt_counts(want),
+                                      missing, extra, "before", "after")
+                ref = self.db.rows("SELECT %s FROM rc_fold" % COLS)
+                missing, extra = diff(model.rows(), ref)
+                if missing or extra:
+                    raise Failure("rc_fold (zl_fold) differs from the Python fold model",
+                                  missing, extra, "model", "rc_fold")
+                check_invariants(self.db, "rc_fold")
+                if no == len(plan):
+                    missing, extra = diff(expected, model.rows())
+                    if missing or extra:
+                        raise Failure("plan %s ends with another history than the fold of the "
+                                      "stream (not batch-independent)" % label,
+                                      missing, extra, "the stream", "plan " + label)
+                if self.zip:
+                    err = self.zipper_difference(model, want, got)
+                    if err:
+                        raise err
+            except (Failure, psycopg2.Error) as err:
+                self.report(label, plan, no, err, model)
+                return None
+            if label == "b":
+                self.stats.update(want)
+            self.counts["applications " + label] += 1
+            self.counts["re-applied"] += app.again
+        return model
+
+    def run(self):
+        args = self.args
+        items, model, kinds = fold_stream(self.rng, args, 24)
+        self.counts.update(kinds)
+        self.items = items
+        expected = model.rows()
+        plan_a = fold_plan(self.rng, fold_plan_levels(items, args.keys), False)
+        plan_b = fold_plan(self.rng, fold_plan_random(self.rng, items, args.keys, args.batches), True)
+        return (self.run_plan("a", plan_a, expected) is not None and
+                self.run_plan("b", plan_b, expected) is not None)
+
+    def run_example(self):
+        """The example of README "Batching test": exact history and counts."""
+        self.items = []
+        self.setup()
+        model = FoldModel()
+        for no, (app, counts) in enumerate(zip(EXAMPLE_PLAN, EXAMPLE_COUNTS), 1):
+            want = fold_model_apply(model, app)
+            if tuple(want[k] for k in COUNTS) != counts:
+                raise AssertionError("the fold model counts %s for batch b%d of the example, "
+                                     "README says %s" % (fmt_counts(want), no - 1, counts))
+        if model.rows() != sorted(EXAMPLE_ROWS, key=sort_key):
+            raise AssertionError("the fold model gives %s for the example" % model.rows())
+        return self.run_plan("example", EXAMPLE_PLAN, EXAMPLE_ROWS) is not None
+
+    # ---- zipper_lake: the smallest plan that still shows the difference
+    def zipper_fails(self, plan, kind):
+        """Replay plan on a new rc_zip only; whether it differs from the fold
+        in the same way (kind: "history", "counts" or "error")."""
+        self.setup(fold=False)
+        model = FoldModel()
+        for app in plan:
+            want = fold_model_apply(model, app)
+            try:
+                got = self.apply(app, fold=False)
+            except psycopg2.Error:
+                return kind == "error"
+            self.zip_counts = next(iter(got.values()))
+            err = self.zipper_difference(model, want, got)
+            if err:
+                return kind == ("history" if err.args[1] or err.args[2] else "counts")
+        return False
+
+    def shrink(self, plan, kind, budget=60):
+        """Drop applications, then changes and image rows, one at a time as
+        long as the difference stays (and the time budget lasts)."""
+        deadline, trials = time.time() + budget, 0
+        progress = True
+        while progress and time.time() < deadline:
+            progress = False
+            for i in reversed(range(len(plan))):
+                if len(plan) > 1 and i < len(plan) and time.time() < deadline:
+                    trials += 1
+                    if self.zipper_fails(plan[:i] + plan[i + 1:], kind):
+                        plan, progress = plan[:i] + plan[i + 1:], True
+            for i in reversed(range(len(plan))):
+                app = plan[i]
+                if app.has_seq and all(c.seq is None for c in app.changes):
+                    cand = app._replace(has_seq=False)      # a seq column of NULLs
+                    trials += 1
+                    if self.zipper_fails(plan[:i] + [cand] + plan[i + 1:], kind):
+                        plan, app, progress = plan[:i] + [cand] + plan[i + 1:], cand, True
+                elems = app.changes if app.changes is not None else app.snapshot.rows
+                for j in reversed(range(len(elems))):
+                    if len(elems) == 1 or time.time() >= deadline:
+                        break
+                    rest = elems[:j] + elems[j + 1:]
+                    cand = (app._replace(changes=rest) if app.changes is not None
+                            else app._replace(snapshot=app.snapshot._replace(rows=rest)))
+                    trials += 1
+                    if self.zipper_fails(plan[:i] + [cand] + plan[i + 1:], kind):
+                        plan, app, elems, progress = plan[:i] + [cand] + plan[i + 1:], cand, rest, True
+        return plan, trials
+
+    # ---- reporting
+    def fmt_app(self, no, app):
+        clock = self.clock
+        if app.snapshot:
+            s = app.snapshot
+            return ["  %d. apply_snapshot at %s, deletes => %s: (id, name, amount) = %s"
+                    % (no, clock.show(s.tick), "true" if s.deletes else "false",
+                       ", ".join("(%s, %s, %s)" % r for r in s.rows))]
+        out = ["  %d. apply_changes%s%s: (id, name, amount, change_time, op%s) ="
+               % (no, " (seq column)" if app.has_seq else "",
+                  " again" if app.again else "", ", seq" if app.has_seq else "")]
+        for c in app.changes:
+            out.append("       (%s, %s, %s, %s, %s%s)"
+                       % (c.id, c.name, c.amount, clock.show(c.tick), c.op,
+                          ", %s" % c.seq if app.has_seq else ""))
+        return out
+
+    def report(self, label, plan, no, err, model):
+        out = ["MISMATCH --mode batching seed=%d plan (%s), application %d of %d"
+               % (self.seed, label, no, len(plan)),
+               "  config %s" % describe_config(self.cfg)]
+        out += describe_failure(err, self.fmt_row)
+        out.append("  the application:")
+        out += self.fmt_app(no, plan[no - 1])
+        if isinstance(err, CountsFailure):
+            out.append("  what the model says each change of it did:")
+            for key, c, did in model.outcomes:
+                out.append("    id=%s t=%s seq=%s %s%s: %s" % (
+                    key, self.clock.show(c.t), c.seq, "upsert %s" % (c.vals,) if c.upsert else "delete",
+                    " (snapshot's delete of a missing key)" if c.snapshot_delete else "",
+                    ", ".join(sorted(did.elements())) or "nothing"))
+        rerun = "  rerun: %s %s" % (sys.argv[0], "--mode batching --seeds 0%s" % (
+            " --check-zipper" if self.zip else "") if self.cfg is EXAMPLE_CONFIG
+            else repro_args(self.args, self.seed, self.cfg))
+        whole = ["the plan:"] + [l for i, a in enumerate(plan, 1) for l in self.fmt_app(i, a)]
+        if isinstance(err, ZipperDiffers):
+            kind = "history" if err.args[1] or err.args[2] else "counts"
+            small, trials = self.shrink(plan[:no], kind)
+            out.append("  a smallest plan that shows it (%s; %d replays):" % (kind, trials))
+            for i, a in enumerate(small, 1):
+                out += ["  " + l for l in self.fmt_app(i, a)]
+            model = FoldModel()
+            for a in small:
+                want = fold_model_apply(model, a)
+            self.zipper_fails(small, kind)
+            in_time = lambda rows: "; ".join(self.fmt_row(r) for r in sorted(rows, key=lambda r: (r[0], r[3])))
+            out.append("    the fold:    " + in_time(model.rows()))
+            out.append("    zipper_lake: " + in_time(self.db.rows("SELECT %s FROM rc_zip" % COLS)))
+            if kind == "counts":
+                out.append("    counts of the last application: fold %s; zipper_lake %s"
+                           % (fmt_counts(want), fmt_counts(self.zip_counts)))
+        path = os.path.join(tempfile.gettempdir(), "random_compare-batching-seed%d.txt" % self.seed)
+        with open(path, "w") as f:
+            f.write("\n".join(out + whole + ["the stream:"] + ["  %s" % (it,) for it in self.items]
+                              + [rerun]) + "\n")
+        if len(out) > 80:
+            out = out[:60] + ["  ... %d more lines" % (len(out) - 60)]
+        print("\n".join(out + ["  the whole plan and the stream: %s" % path, rerun]))
+
+
 def repro_args(args, seed, cfg):
     parts = ["--seed %d" % seed, "--config %s" % cfg.name, "--keys %d" % args.keys,
              "--batches %d" % args.batches, "--batch-size %d" % args.batch_size,
@@ -1096,6 +1717,8 @@ def repro_args(args, seed, cfg):
         parts.append("--reference-only")
     if args.no_read_helpers:
         parts.append("--no-read-helpers")
+    if args.check_zipper:
+        parts.append("--check-zipper")
     return " ".join(parts)
 
 
@@ -1112,23 +1735,68 @@ def parse_seeds(text):
 DEFAULT_SEEDS = 4 * len(CONFIGS)        # CI: every configuration four times
 
 
+def run_seed(run, args, seed):
+    """run.run(); on an unexpected error, name the seed and how to rerun it."""
+    try:
+        return run.run()
+    except Exception:
+        print("seed %d, config %s: unexpected error; rerun: %s %s"
+              % (seed, run.cfg.name, sys.argv[0], repro_args(args, seed, run.cfg)))
+        raise
+
+
+def main_batching(db, args, seeds):
+    """--mode batching: the example, then one stream per seed.  Exit status."""
+    target = "zl_fold vs Python fold model" + (" vs zipper_lake" if args.check_zipper else "")
+    started = time.time()
+    if args.seed is None:           # a rerun of one seed skips it
+        if not FoldRun(db, args, 0, EXAMPLE_CONFIG).run_example():
+            return 1
+        print("example ok: the fold of README \"Batching test\"")
+    for seed in seeds:
+        t0 = time.time()
+        run = FoldRun(db, args, seed)
+        if not run_seed(run, args, seed):
+            return 1
+        c, st = run.counts, run.stats
+        print("seed %d ok [%s]: %d changes (%d repeated, %d same-instant with seq, %d corrections), "
+              "%d snapshots; (a) %d applications, (b) %d (%d re-applied): %d late, %d unchanged, "
+              "%d inserted, %d deleted, %d closed; %.1fs"
+              % (seed, run.cfg.name, args.batch_size, c["repeated"], c["same instant with seq"],
+                 c["corrections"], c["snapshots"], c["applications a"], c["applications b"],
+                 c["re-applied"], st["late"], st["unchanged"], st["inserted"], st["deleted"],
+                 st["closed"], time.time() - t0))
+    print("all %d seeds passed (%s, %d keys, streams of %d changes, plan (b) in up to %d pieces) "
+          "in %.1fs" % (len(seeds), target, args.keys, args.batch_size, args.batches,
+                        time.time() - started))
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser(description="randomized comparison of zipper_lake against a reference")
     p.add_argument("--seeds", help="count N (seeds 1..N), list a,b,c or range a-b "
-                                   "(default %d: each configuration %d times)"
-                                   % (DEFAULT_SEEDS, DEFAULT_SEEDS // len(CONFIGS)))
+                                   "(default %d: each configuration %d times; batching: %d)"
+                                   % (DEFAULT_SEEDS, DEFAULT_SEEDS // len(CONFIGS), len(CONFIGS)))
     p.add_argument("--seed", type=int, help="run exactly this one seed")
     p.add_argument("--config", choices=sorted(CONFIG_BY_NAME),
                    help="table configuration for every seed (default: seed s runs "
                         "configuration (s - 1) mod %d, in the order of CONFIGS)" % len(CONFIGS))
     p.add_argument("--list-configs", action="store_true", help="print the configurations and exit")
-    p.add_argument("--keys", type=int, help="key space size (default 12 x scale)")
-    p.add_argument("--batches", type=int, help="batches per seed (default 15)")
-    p.add_argument("--batch-size", type=int, help="changes per batch (default 30 x scale)")
+    p.add_argument("--keys", type=int, help="key space size (default 12 x scale; batching: 6 x scale)")
+    p.add_argument("--batches", type=int, help="batches per seed (default 15; batching: the most "
+                                                "pieces plan (b) cuts the stream into, default 8)")
+    p.add_argument("--batch-size", type=int, help="changes per batch (default 30 x scale; "
+                                                  "batching: changes in the stream, default 60 x scale)")
     p.add_argument("--scale", type=int, nargs="?", const=25, default=1, metavar="F",
                    help="multiply the default key space and batch size by F "
                         "(same changes per key and batch, more rows; --scale alone: 25)")
-    p.add_argument("--mode", choices=["inorder", "late", "mixed"], default="mixed")
+    p.add_argument("--mode", choices=["inorder", "late", "mixed", "batching"], default="mixed",
+                   help="how late change times may be (default mixed); batching: the fold test "
+                        "of fold_reference.sql against the Python fold model, a stream applied "
+                        "in one batch and in random pieces")
+    p.add_argument("--check-zipper", action="store_true",
+                   help="batching: check zipper_lake against the fold too (today's release "
+                        "fails this)")
     p.add_argument("--reference-only", action="store_true",
                    help="check zl_ref against the Python models only; no zipper_lake needed")
     p.add_argument("--no-read-helpers", action="store_true",
@@ -1141,16 +1809,25 @@ def main():
             print("%d  %s" % (i + 1, describe_config(cfg)))
         return
 
-    seeds = [args.seed] if args.seed is not None else parse_seeds(args.seeds or str(DEFAULT_SEEDS))
-    args.keys = args.keys or 12 * args.scale
-    args.batches = args.batches or 15
-    args.batch_size = args.batch_size or 30 * args.scale
+    batching = args.mode == "batching"
+    seeds = [args.seed] if args.seed is not None else parse_seeds(
+        args.seeds or str(len(CONFIGS) if batching else DEFAULT_SEEDS))
+    args.keys = args.keys or (6 if batching else 12) * args.scale
+    args.batches = args.batches or (8 if batching else 15)
+    args.batch_size = args.batch_size or (60 if batching else 30) * args.scale
+    if args.check_zipper and not batching:
+        p.error("--check-zipper goes with --mode batching")
 
     db = Db()
     with open(os.path.join(HERE, "reference.sql")) as f:
         db.run(f.read())
-    if not args.reference_only:
+    if batching:
+        with open(os.path.join(HERE, "fold_reference.sql")) as f:
+            db.run(f.read())
+    if (not args.reference_only and not batching) or args.check_zipper:
         db.run("CREATE EXTENSION IF NOT EXISTS zipper_lake")
+    if batching:
+        sys.exit(main_batching(db, args, seeds))
 
     target = "zl_ref vs Python model" if args.reference_only else "zipper_lake vs zl_ref vs Python model"
     started = time.time()
@@ -1158,13 +1835,7 @@ def main():
     for seed in seeds:
         t0 = time.time()
         run = SeedRun(db, args, seed)
-        try:
-            ok = run.run()
-        except Exception:
-            print("seed %d, config %s: unexpected error; rerun: %s %s"
-                  % (seed, run.cfg.name, sys.argv[0], repro_args(args, seed, run.cfg)))
-            raise
-        if not ok:
+        if not run_seed(run, args, seed):
             sys.exit(1)
         configs[run.cfg.name] += 1
         ev = run.model.events

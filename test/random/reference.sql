@@ -39,7 +39,8 @@
  * removals of an open version count as "closed" (see above).
  *
  * apply_changes works in four steps:
- *   1. validate and normalize the batch into temp table zl_ref_batch: key and
+ *   1. (zl_ref.normalize_batch, shared with fold_reference.sql) validate and
+ *      normalize the batch into temp table zl_ref_batch: key and
  *      value columns cast to the target's types, change time as timestamptz, op
  *      reduced to a boolean (true = upsert, false = delete; a delete's values are
  *      irrelevant and stored as NULL), exact duplicates collapsed (DISTINCT),
@@ -126,18 +127,42 @@ LANGUAGE sql IMMUTABLE AS $$
     END
 $$;
 
-CREATE FUNCTION zl_ref.apply_changes(
+-- Value columns of a target: all but the key and period columns, in attribute order.
+CREATE FUNCTION zl_ref.value_columns(target regclass, key text[])
+RETURNS text[]
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(array_agg(col::text ORDER BY ord), '{}')
+    FROM zl_ref.columns_of(target) WITH ORDINALITY AS c(col, typ, ord)
+    WHERE col::text <> ALL (key || ARRAY['valid_from', 'valid_to'])
+$$;
+
+-- "x's values IS NOT DISTINCT FROM y's values" for two rows aliased x and y
+-- (ROW() IS NOT DISTINCT FROM ROW() is true, so zero value columns work too).
+CREATE FUNCTION zl_ref.same_values(vcols text[])
+RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT format('ROW(%s) IS NOT DISTINCT FROM ROW(%s)',
+                  zl_ref.col_list(vcols, 'x'), zl_ref.col_list(vcols, 'y'))
+$$;
+
+/*
+ * Step 1 of apply_changes (see the top of this file), also used by
+ * fold_reference.sql: checks the columns of target and changes, validates the
+ * batch and leaves it normalized in temp table zl_ref_batch (key and value
+ * columns, zl_time, zl_upsert, zl_seq, zl_ord, zl_key_no).  Returns the
+ * number of rows read.
+ */
+CREATE FUNCTION zl_ref.normalize_batch(
     target regclass,
     changes regclass,
     key text[],
-    change_time name DEFAULT 'change_time',
-    op name DEFAULT 'op',
-    seq name DEFAULT NULL,
-    open_end timestamptz DEFAULT 'infinity')
-RETURNS zl_ref.counts
+    change_time name,
+    op name,
+    seq name,
+    open_end timestamptz)
+RETURNS bigint
 LANGUAGE plpgsql
 SET client_min_messages = warning     -- quiet DROP TABLE IF EXISTS
-SET jit = off                        -- thousands of tiny queries
 SET TimeZone = 'UTC'                 -- timestamp/date <-> timestamptz without DST
 AS $fn$
 DECLARE
@@ -149,21 +174,8 @@ DECLARE
     kl      text;       -- key column list
     vl      text;       -- value column list
     casts   text := ''; -- 'ch.k::int AS k, ch.name::text AS name, ...'
-    same    text;       -- "x's values IS NOT DISTINCT FROM y's values"
     bad     record;
-    nkeys   bigint;
-    ch      record;     -- one change: zl_ord, zl_time (t), zl_upsert
-    a       timestamptz;    -- start of the version containing t
-    b       timestamptz;    -- its end
-    n       timestamptz;    -- start of the next version (upsert into a gap)
-    equal   boolean;        -- that version already has the change's value
-    inside  boolean;
-    x_from  timestamptz;
-    y_from  timestamptz;
-    y_to    timestamptz;
-    newest  timestamptz;    -- valid_from of the key's newest version
     cnt     bigint;
-    res     zl_ref.counts := ROW(0, 0, 0, 0, 0, 0);
 BEGIN
     ---------------------------------------------------------------- columns
     SELECT array_agg(col::text ORDER BY ord), array_agg(typ ORDER BY ord)
@@ -180,10 +192,7 @@ BEGIN
     IF NOT tcols @> key THEN
         RAISE EXCEPTION 'zl_ref: target % lacks a key column of %', target, key;
     END IF;
-    SELECT array_agg(c ORDER BY i) INTO vcols
-      FROM unnest(tcols) WITH ORDINALITY AS u(c, i)
-     WHERE c <> ALL (key || ARRAY['valid_from', 'valid_to']);
-    vcols := coalesce(vcols, '{}');
+    vcols := zl_ref.value_columns(target, key);
 
     IF NOT ccols @> key THEN
         RAISE EXCEPTION 'zl_ref: changes % lacks a key column of %', changes, key;
@@ -206,13 +215,9 @@ BEGIN
             casts := casts || format('ch.%I::%s AS %I, ', tcols[i], ttypes[i], tcols[i]);
         END IF;
     END LOOP;
-    -- ROW() IS NOT DISTINCT FROM ROW() is true, so zero value columns work too
-    same := format('ROW(%s) IS NOT DISTINCT FROM ROW(%s)',
-                   zl_ref.col_list(vcols, 'x'), zl_ref.col_list(vcols, 'y'));
 
-    ------------------------------------------------- 1. normalize the batch
-    DROP TABLE IF EXISTS pg_temp.zl_ref_raw, pg_temp.zl_ref_batch, pg_temp.zl_ref_old,
-                         pg_temp.zl_ref_cur, pg_temp.zl_ref_new;
+    ---------------------------------------------- validate and normalize
+    DROP TABLE IF EXISTS pg_temp.zl_ref_raw, pg_temp.zl_ref_batch;
 
     EXECUTE format(
         'CREATE TEMP TABLE zl_ref_raw AS
@@ -276,16 +281,63 @@ BEGIN
             CASE WHEN seq IS NULL THEN ' (no seq column)' ELSE ' (equal seq)' END;
     END IF;
 
-    -- every row read counts; identical duplicates collapsed above are unchanged
-    EXECUTE 'SELECT count(*) FROM zl_ref_raw' INTO res.changes;
+    EXECUTE 'SELECT count(*) FROM zl_ref_raw' INTO cnt;
+    DROP TABLE pg_temp.zl_ref_raw;
+    RETURN cnt;
+END
+$fn$;
+
+CREATE FUNCTION zl_ref.apply_changes(
+    target regclass,
+    changes regclass,
+    key text[],
+    change_time name DEFAULT 'change_time',
+    op name DEFAULT 'op',
+    seq name DEFAULT NULL,
+    open_end timestamptz DEFAULT 'infinity')
+RETURNS zl_ref.counts
+LANGUAGE plpgsql
+SET client_min_messages = warning     -- quiet DROP TABLE IF EXISTS
+SET jit = off                        -- thousands of tiny queries
+SET TimeZone = 'UTC'                 -- timestamp/date <-> timestamptz without DST
+AS $fn$
+DECLARE
+    tcols   text[];     -- all target columns, in attribute order
+    vcols   text[];     -- value columns: all but key and period columns
+    kl      text;       -- key column list
+    same    text;       -- "x's values IS NOT DISTINCT FROM y's values"
+    nkeys   bigint;
+    ch      record;     -- one change: zl_ord, zl_time (t), zl_upsert
+    a       timestamptz;    -- start of the version containing t
+    b       timestamptz;    -- its end
+    n       timestamptz;    -- start of the next version (upsert into a gap)
+    equal   boolean;        -- that version already has the change's value
+    inside  boolean;
+    x_from  timestamptz;
+    y_from  timestamptz;
+    y_to    timestamptz;
+    newest  timestamptz;    -- valid_from of the key's newest version
+    cnt     bigint;
+    res     zl_ref.counts := ROW(0, 0, 0, 0, 0, 0);
+BEGIN
+    ------------------------------------------------- 1. normalize the batch
+    res.changes := zl_ref.normalize_batch(target, changes, key, change_time, op, seq, open_end);
+    -- every row read counts; identical duplicates collapsed are unchanged
     EXECUTE 'SELECT $1 - count(*) FROM zl_ref_batch' INTO res.unchanged USING res.changes;
+
+    SELECT array_agg(col::text ORDER BY ord) INTO tcols
+      FROM zl_ref.columns_of(target) WITH ORDINALITY AS c(col, typ, ord);
+    vcols := zl_ref.value_columns(target, key);
+    kl := zl_ref.col_list(key);
+    same := zl_ref.same_values(vcols);
 
     EXECUTE 'SELECT max(zl_key_no) FROM zl_ref_batch' INTO nkeys;
     IF nkeys IS NULL THEN       -- empty batch
-        DROP TABLE pg_temp.zl_ref_raw, pg_temp.zl_ref_batch;
+        DROP TABLE pg_temp.zl_ref_batch;
         RETURN res;
     END IF;
 
+    DROP TABLE IF EXISTS pg_temp.zl_ref_old, pg_temp.zl_ref_cur, pg_temp.zl_ref_new;
     -------------------------------------- 2. take the affected keys' versions out
     EXECUTE format(
         'CREATE TEMP TABLE zl_ref_old AS
@@ -400,8 +452,7 @@ BEGIN
     ---------------------------------------------------------- 4. put them back
     EXECUTE format('INSERT INTO %s SELECT * FROM zl_ref_new', target);
 
-    DROP TABLE pg_temp.zl_ref_raw, pg_temp.zl_ref_batch, pg_temp.zl_ref_old,
-               pg_temp.zl_ref_cur, pg_temp.zl_ref_new;
+    DROP TABLE pg_temp.zl_ref_batch, pg_temp.zl_ref_old, pg_temp.zl_ref_cur, pg_temp.zl_ref_new;
     RETURN res;
 END
 $fn$;
@@ -433,15 +484,11 @@ SET jit = off                        -- thousands of tiny queries
 SET TimeZone = 'UTC'                 -- as in apply_changes
 AS $fn$
 DECLARE
-    tcols  text[];
     vcols  text[];
     kl     text;
     res    zl_ref.counts;
 BEGIN
-    SELECT array_agg(col::text) INTO tcols FROM zl_ref.columns_of(target);
-    SELECT array_agg(c) INTO vcols FROM unnest(tcols) AS c
-     WHERE c <> ALL (key || ARRAY['valid_from', 'valid_to']);
-    vcols := coalesce(vcols, '{}');
+    vcols := zl_ref.value_columns(target, key);
     kl := zl_ref.col_list(key);
 
     DROP TABLE IF EXISTS pg_temp.zl_ref_snapshot_changes;

@@ -1,0 +1,397 @@
+/*
+ * test/random/fold_reference.sql — reference implementation of the fold: the
+ * history a zipper table must hold whatever the batching (the contract of
+ * the next release, specified in test/random/README.md, "The fold"), in plain
+ * PL/pgSQL on an ordinary heap table.  Needs reference.sql (schema zl_ref)
+ * loaded first: it validates and normalizes batches with
+ * zl_ref.normalize_batch and returns zl_ref.counts.
+ *
+ * Design: clarity over speed.  Every change ever applied is kept in a log
+ * (a heap table per target), and after every application the target is
+ * recomputed from the whole log, key by key, by literally folding the key's
+ * changes in fold order, starting from "absent":
+ *
+ *   change      state before            step
+ *   upsert v    absent                  a version with v begins at t
+ *   upsert v    holding w <> v (from a) [a, t) with w ends; one with v begins
+ *   upsert v    holding v               nothing (no-op)
+ *   delete      holding w (from a)      [a, t) with w ends
+ *   delete      absent                  nothing
+ *
+ * Fold order: change_time, then seq (NULL after every seq), then the
+ * application number.  Two rules make "only the last change at an instant
+ * shapes the history there": a version that ends where it began ([t, t)) is
+ * never written, and a version that begins at t with the values of the
+ * version that ended at t is that version going on (it is taken back), so
+ * adjacent versions never have equal values.  The version held at the end
+ * stays open (valid_to = open end).
+ *
+ * Tables (schema zl_fold):
+ *   targets      one row per registered target: key, open end, its log, the
+ *                number of applications so far;
+ *   snapshots    one row per apply_snapshot (application number, time,
+ *                deletes);
+ *   log_<oid>    the log of one target: the key and value columns (the
+ *                target's types), zl_id, zl_app (application number),
+ *                zl_time, zl_seq, zl_upsert; the distinct normalized changes
+ *                of every application (identical duplicates within one batch
+ *                collapsed; a delete's values are NULL).  A snapshot's image
+ *                rows are logged as its upserts.  "Every key missing from
+ *                the image is deleted" is not logged row by row: when the
+ *                log is folded, each snapshot with deletes adds a delete at
+ *                its time, seq NULL, its application number, for every key
+ *                of the log that has no row of that snapshot -- also for keys
+ *                that first appear in later applications.
+ *
+ * Counts (zl_ref.counts; definitions in test/random/README.md, "Counts of
+ * the fold"), for the changes of the application being made only, each by
+ * its own step in the fold of the log including the application:
+ *   changes    rows read (a snapshot: image rows);
+ *   inserted   upserts that are not no-ops;
+ *   deleted    deletes that end a version;
+ *   unchanged  no-op upserts, deletes of an absent key, identical duplicates
+ *              within the batch;
+ *   closed     inserted or deleted changes that end the version the key held
+ *              at the open end (the change comes after every change applied
+ *              to the key before), except an upsert replacing a version
+ *              that began at its own instant;
+ *   late       changes -- identical re-applications excepted -- whose
+ *              (change_time, seq) precedes the newest change applied to the
+ *              key before this application.
+ * A snapshot's delete of a missing key counts only when it deletes something.
+ *
+ * Functions:
+ *   zl_fold.register(target, key, open_end)   start an (empty) target's log
+ *   zl_fold.apply_changes(target, changes, change_time, op, seq)
+ *   zl_fold.apply_snapshot(target, snapshot, snapshot_time, deletes)
+ * Conventions as in reference.sql (period columns valid_from / valid_to of
+ * type timestamptz, timestamp or date; times handled as timestamptz under
+ * TimeZone UTC; names starting with zl_ are internal).
+ *
+ * Load with:  psql -f test/random/reference.sql -f test/random/fold_reference.sql
+ */
+
+DROP SCHEMA IF EXISTS zl_fold CASCADE;
+CREATE SCHEMA zl_fold;
+
+CREATE TABLE zl_fold.targets (
+    tbl      regclass PRIMARY KEY,
+    key      text[] NOT NULL,
+    open_end timestamptz NOT NULL,
+    log      regclass NOT NULL,
+    apps     bigint NOT NULL DEFAULT 0      -- applications so far
+);
+
+CREATE TABLE zl_fold.snapshots (
+    tbl           regclass,
+    app           bigint,
+    snapshot_time timestamptz NOT NULL,
+    deletes       boolean NOT NULL,
+    PRIMARY KEY (tbl, app)
+);
+
+-- Whether (t1, s1) comes before (t2, s2) in fold order, applications aside:
+-- an earlier time, or the same time and a seq where the other has a larger
+-- one or none (changes without seq come after all changes with seq).
+CREATE FUNCTION zl_fold.precedes(t1 timestamptz, s1 bigint, t2 timestamptz, s2 bigint)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT t1 < t2 OR (t1 = t2 AND s1 IS NOT NULL AND (s2 IS NULL OR s1 < s2))
+$$;
+
+/*
+ * Register an empty heap table as a fold target: its history will be the fold
+ * of its log, which starts empty.  Registering it again starts over.
+ */
+CREATE FUNCTION zl_fold.register(target regclass, key text[],
+                                 open_end timestamptz DEFAULT 'infinity')
+RETURNS void
+LANGUAGE plpgsql
+SET client_min_messages = warning     -- quiet DROP TABLE IF EXISTS
+AS $fn$
+DECLARE
+    log  text := format('zl_fold.%I', 'log_' || target::oid);
+    cols text[];
+    n    bigint;
+BEGIN
+    SELECT array_agg(col::text) INTO cols FROM zl_ref.columns_of(target);
+    IF key IS NULL OR cardinality(key) = 0 OR NOT cols @> key
+       OR NOT cols @> ARRAY['valid_from', 'valid_to'] THEN
+        RAISE EXCEPTION 'zl_fold: % needs the key columns % and valid_from, valid_to', target, key;
+    END IF;
+    EXECUTE format('SELECT count(*) FROM %s', target) INTO n;
+    IF n > 0 THEN
+        RAISE EXCEPTION 'zl_fold: % must be empty when registered (its history is the fold of its log)',
+            target;
+    END IF;
+
+    DELETE FROM zl_fold.targets WHERE tbl = target;
+    DELETE FROM zl_fold.snapshots WHERE tbl = target;
+    EXECUTE format('DROP TABLE IF EXISTS %s', log);
+    EXECUTE format('CREATE TABLE %s AS SELECT %s FROM %s WITH NO DATA',
+                   log, zl_ref.col_list(key || zl_ref.value_columns(target, key)), target);
+    EXECUTE format('ALTER TABLE %s ADD zl_id bigint GENERATED ALWAYS AS IDENTITY,
+                    ADD zl_app bigint NOT NULL, ADD zl_time timestamptz NOT NULL,
+                    ADD zl_seq bigint, ADD zl_upsert boolean NOT NULL', log);
+    INSERT INTO zl_fold.targets (tbl, key, open_end, log)
+    VALUES (target, key, open_end, log::regclass);
+END
+$fn$;
+
+-- The registration of a target.
+CREATE FUNCTION zl_fold.target_of(target regclass)
+RETURNS zl_fold.targets
+LANGUAGE plpgsql STABLE AS $fn$
+DECLARE
+    t zl_fold.targets;
+BEGIN
+    SELECT * INTO t FROM zl_fold.targets WHERE tbl = target;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'zl_fold: % is not registered', target;
+    END IF;
+    RETURN t;
+END
+$fn$;
+
+/*
+ * Append the normalized batch (temp table zl_ref_batch, which is dropped) to
+ * the target's log as a new application; a snapshot also gets its row in
+ * zl_fold.snapshots.  Returns the application number.
+ */
+CREATE FUNCTION zl_fold.record(target regclass, snapshot_time timestamptz, deletes boolean)
+RETURNS bigint
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    t   zl_fold.targets;
+    kvl text;
+BEGIN
+    t := zl_fold.target_of(target);
+    UPDATE zl_fold.targets SET apps = apps + 1 WHERE tbl = target RETURNING * INTO t;
+    IF snapshot_time IS NOT NULL THEN
+        INSERT INTO zl_fold.snapshots VALUES (target, t.apps, snapshot_time, deletes);
+    END IF;
+    kvl := zl_ref.col_list(t.key || zl_ref.value_columns(target, t.key));
+    EXECUTE format('INSERT INTO %s (%s, zl_app, zl_time, zl_seq, zl_upsert)
+                    SELECT %s, $1, zl_time, zl_seq, zl_upsert FROM zl_ref_batch',
+                   t.log, kvl, kvl)
+      USING t.apps;
+    DROP TABLE pg_temp.zl_ref_batch;
+    RETURN t.apps;
+END
+$fn$;
+
+/*
+ * Recompute the whole target from its log (the fold described at the top),
+ * and count what the changes of application app do (rows_read: the rows the
+ * application read).
+ */
+CREATE FUNCTION zl_fold.refold(target regclass, app bigint, rows_read bigint)
+RETURNS zl_ref.counts
+LANGUAGE plpgsql
+SET client_min_messages = warning     -- quiet DROP TABLE IF EXISTS
+SET jit = off                        -- thousands of tiny queries
+SET TimeZone = 'UTC'                 -- timestamp/date <-> timestamptz without DST
+AS $fn$
+DECLARE
+    t        zl_fold.targets;
+    kvl      text;          -- key and value column list
+    same     text;          -- "x's values IS NOT DISTINCT FROM y's values"
+    equals   text;          -- whether log rows $1 and $2 have equal values
+    write    text;          -- write a version: values of log row $1, period [$2, $3)
+    nkeys    bigint;
+    ch       record;        -- one change: zl_id (NULL: a snapshot's delete), zl_app, zl_time, zl_seq, zl_upsert
+    present  boolean;       -- the key holds a version ...
+    cur_id   bigint;        -- ... with the values of this log row ...
+    cur_from timestamptz;   -- ... since this time
+    p_id     bigint;        -- the last version that ended, not yet written
+    p_from   timestamptz;
+    p_to     timestamptz;
+    equal    boolean;       -- an upsert of the values held
+    n_time   timestamptz;   -- the newest change of the key before app
+    n_seq    bigint;
+    has_old  boolean;       -- the key had changes before app
+    opened   boolean;       -- the change comes after all of them
+    cnt      bigint;
+    res      zl_ref.counts := ROW(rows_read, 0, 0, 0, 0, 0);
+BEGIN
+    t := zl_fold.target_of(target);
+    kvl := zl_ref.col_list(t.key || zl_ref.value_columns(target, t.key));
+    same := zl_ref.same_values(zl_ref.value_columns(target, t.key));
+    equals := format('SELECT %s FROM zl_fold_changes x, zl_fold_changes y
+                      WHERE x.zl_id = $1 AND y.zl_id = $2', same);
+    write := format('INSERT INTO %s (%s, valid_from, valid_to)
+                     SELECT %s, $2, $3 FROM zl_fold_changes WHERE zl_id = $1', target, kvl, kvl);
+
+    -- identical duplicates within the batch were collapsed before logging
+    EXECUTE format('SELECT $1 - count(*) FROM %s WHERE zl_app = $2', t.log)
+       INTO res.unchanged USING rows_read, app;
+
+    -- every change of the log, keys numbered, and the deletes of the
+    -- snapshots with deletes: one for every key with no row in the image
+    DROP TABLE IF EXISTS pg_temp.zl_fold_changes;
+    EXECUTE format('CREATE TEMP TABLE zl_fold_changes AS
+                    SELECT dense_rank() OVER (ORDER BY %s) AS zl_key_no, l.* FROM %s l',
+                   zl_ref.col_list(t.key), t.log);
+    EXECUTE format(
+        'INSERT INTO zl_fold_changes (zl_key_no, %s, zl_app, zl_time, zl_seq, zl_upsert)
+         SELECT k.zl_key_no, %s, s.app, s.snapshot_time, NULL, false
+         FROM (SELECT DISTINCT zl_key_no, %s FROM zl_fold_changes) k, zl_fold.snapshots s
+         WHERE s.tbl = $1 AND s.deletes
+           AND NOT EXISTS (SELECT FROM zl_fold_changes c
+                           WHERE c.zl_key_no = k.zl_key_no AND c.zl_app = s.app)',
+        zl_ref.col_list(t.key), zl_ref.col_list(t.key, 'k'), zl_ref.col_list(t.key))
+      USING target;
+    -- (every statement on zl_fold_changes is dynamic: its columns differ from
+    -- call to call, and none of them can clash with a PL/pgSQL variable)
+    EXECUTE 'CREATE INDEX ON zl_fold_changes (zl_key_no)';
+    EXECUTE 'CREATE INDEX ON zl_fold_changes (zl_id)';
+    EXECUTE 'ANALYZE zl_fold_changes';
+
+    EXECUTE format('DELETE FROM %s', target);
+    EXECUTE 'SELECT max(zl_key_no) FROM zl_fold_changes' INTO nkeys;
+
+    FOR k IN 1 .. coalesce(nkeys, 0) LOOP
+        -- the newest change applied to the key before this application
+        EXECUTE 'SELECT zl_time, zl_seq FROM zl_fold_changes WHERE zl_key_no = $1 AND zl_app < $2
+                 ORDER BY zl_time DESC, zl_seq DESC NULLS FIRST LIMIT 1'
+           INTO n_time, n_seq USING k, app;
+        GET DIAGNOSTICS cnt = ROW_COUNT;
+        has_old := cnt > 0;
+
+        present := false;
+        p_id := NULL;
+        FOR ch IN EXECUTE 'SELECT zl_id, zl_app, zl_time, zl_seq, zl_upsert FROM zl_fold_changes
+                           WHERE zl_key_no = $1
+                           ORDER BY zl_time, zl_seq NULLS LAST, zl_app'     -- fold order
+                   USING k
+        LOOP
+            equal := false;
+            IF present AND ch.zl_upsert THEN
+                EXECUTE equals INTO equal USING cur_id, ch.zl_id;
+            END IF;
+
+            ------------------------------------------------ the counts
+            -- (a snapshot's delete of a missing key only when it deletes)
+            IF ch.zl_app = app AND (ch.zl_id IS NOT NULL OR present) THEN
+                opened := NOT has_old
+                          OR NOT zl_fold.precedes(ch.zl_time, ch.zl_seq, n_time, n_seq);
+                IF equal OR (NOT ch.zl_upsert AND NOT present) THEN
+                    res.unchanged := res.unchanged + 1;
+                ELSIF ch.zl_upsert THEN
+                    res.inserted := res.inserted + 1;
+                    IF present AND opened AND cur_from < ch.zl_time THEN
+                        res.closed := res.closed + 1;
+                    END IF;
+                ELSE
+                    res.deleted := res.deleted + 1;
+                    IF opened THEN
+                        res.closed := res.closed + 1;
+                    END IF;
+                END IF;
+                IF NOT opened THEN
+                    -- late, unless an identical change was applied before
+                    EXECUTE format(
+                        'SELECT count(*) FROM zl_fold_changes x
+                         WHERE x.zl_key_no = $1 AND x.zl_app < $2 AND x.zl_time = $3
+                           AND x.zl_seq IS NOT DISTINCT FROM $4 AND x.zl_upsert = $5
+                           AND (NOT $5 OR EXISTS (SELECT FROM zl_fold_changes y
+                                                  WHERE y.zl_id = $6 AND %s))', same)
+                       INTO cnt USING k, app, ch.zl_time, ch.zl_seq, ch.zl_upsert, ch.zl_id;
+                    IF cnt = 0 THEN
+                        res.late := res.late + 1;
+                    END IF;
+                END IF;
+            END IF;
+
+            -------------------------------------------- the fold step
+            IF NOT equal AND (ch.zl_upsert OR present) THEN
+                -- the version held ends at t (never written if it began at t)
+                IF present AND cur_from < ch.zl_time THEN
+                    IF p_id IS NOT NULL THEN
+                        EXECUTE write USING p_id, p_from, p_to;
+                    END IF;
+                    p_id := cur_id;
+                    p_from := cur_from;
+                    p_to := ch.zl_time;
+                END IF;
+                present := ch.zl_upsert;
+                IF present THEN
+                    -- a version begins at t: the one that ended at t if it has these values
+                    equal := false;
+                    IF p_id IS NOT NULL AND p_to = ch.zl_time THEN
+                        EXECUTE equals INTO equal USING p_id, ch.zl_id;
+                    END IF;
+                    IF equal THEN
+                        cur_id := p_id;
+                        cur_from := p_from;
+                        p_id := NULL;
+                    ELSE
+                        cur_id := ch.zl_id;
+                        cur_from := ch.zl_time;
+                    END IF;
+                END IF;
+            END IF;
+        END LOOP;
+
+        IF p_id IS NOT NULL THEN
+            EXECUTE write USING p_id, p_from, p_to;
+        END IF;
+        IF present THEN
+            EXECUTE write USING cur_id, cur_from, t.open_end;
+        END IF;
+    END LOOP;
+
+    DROP TABLE pg_temp.zl_fold_changes;
+    RETURN res;
+END
+$fn$;
+
+-- apply_changes: the batch (validated as zl_ref.apply_changes does) joins the log.
+CREATE FUNCTION zl_fold.apply_changes(
+    target regclass,
+    changes regclass,
+    change_time name DEFAULT 'change_time',
+    op name DEFAULT 'op',
+    seq name DEFAULT NULL)
+RETURNS zl_ref.counts
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    t     zl_fold.targets;
+    nread bigint;
+BEGIN
+    t := zl_fold.target_of(target);
+    nread := zl_ref.normalize_batch(target, changes, t.key, change_time, op, seq, t.open_end);
+    RETURN zl_fold.refold(target, zl_fold.record(target, NULL, NULL), nread);
+END
+$fn$;
+
+/*
+ * apply_snapshot: every image row is an upsert at snapshot_time (two
+ * different rows of one key are an error, identical ones collapse); with
+ * deletes, every key missing from the image is deleted then (see the log
+ * above).
+ */
+CREATE FUNCTION zl_fold.apply_snapshot(
+    target regclass,
+    snapshot regclass,
+    snapshot_time timestamptz,
+    deletes boolean DEFAULT true)
+RETURNS zl_ref.counts
+LANGUAGE plpgsql
+SET client_min_messages = warning     -- quiet DROP TABLE IF EXISTS
+AS $fn$
+DECLARE
+    t     zl_fold.targets;
+    nread bigint;
+BEGIN
+    t := zl_fold.target_of(target);
+    DROP TABLE IF EXISTS pg_temp.zl_fold_image;
+    EXECUTE format('CREATE TEMP TABLE zl_fold_image AS SELECT %s, $1 AS zl_fold_time FROM %s',
+                   zl_ref.col_list(t.key || zl_ref.value_columns(target, t.key)), snapshot)
+      USING snapshot_time;
+    nread := zl_ref.normalize_batch(target, 'pg_temp.zl_fold_image'::regclass, t.key,
+                                    'zl_fold_time', NULL, NULL, t.open_end);
+    DROP TABLE pg_temp.zl_fold_image;
+    RETURN zl_fold.refold(target, zl_fold.record(target, snapshot_time, deletes), nread);
+END
+$fn$;
