@@ -58,7 +58,7 @@
 /*
  * Memory (kB) of the sorts and buffers of a flush (zl_write.c, "Memory"):
  * each of the two sorts of pending rows (loaded rows by key, rows to
- * place) half of work_mem, 8 MB at least; each other one 1 MB.
+ * place) half of work_mem, 8 MB at least; every other sort or buffer 1 MB.
  */
 #define ZL_MAIN_SORT_KB			Max(work_mem / 2, 8192)
 #define ZL_SIDE_KB				1024

@@ -1,19 +1,20 @@
 /*-------------------------------------------------------------------------
  *
  * zl_compact.c
- *	  Retiring stored rows: masks, or compaction of a sub-group.
+ *	  Compaction: retiring stored rows by rewriting their sub-group.
  *
- * Stored rows that a writer replaced — versions apply_changes edits or
- * deletes, stored versions a load merged with loaded ones (zl_load.c) —
- * are retired by a mask row that lists their positions in their
- * sub-group (zl_meta_insert_masks) — unless the sub-group is in the
- * current partition and would be more than half masked: then it is
- * compacted, its remaining rows written again (into the same window,
- * through the writer's write state) and its metadata row deleted, masks
- * and all.  Readers with older snapshots keep seeing the old sub-group,
- * whose blocks later writers reuse once none can (zl_freespace.c); the
- * current partition stays at most about twice its live size, so the cost
- * of a batch does not grow with history.
+ * Stored rows that a writer replaced (versions apply_changes edited or
+ * deleted, stored versions a load merged with loaded ones, zl_load.c) are
+ * retired by a mask row that lists their positions in their sub-group
+ * (zl_meta_insert_masks), unless the sub-group is in the current partition
+ * and would be more than half masked: then it is compacted, its remaining
+ * rows written again (into the same window, through the writer's write
+ * state) and its metadata row deleted, masks and all.  Writers ask
+ * zl_compact_subgroup first and list in mask rows what it leaves to them.
+ * Readers with older snapshots keep seeing the old sub-group, whose blocks
+ * later writers reuse once none can (zl_freespace.c); the current
+ * partition stays at most about twice its live size, so the cost of a
+ * batch does not grow with history.
  *
  *-------------------------------------------------------------------------
  */
