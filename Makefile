@@ -7,7 +7,10 @@ OBJS = \
 	src/zl_storage.o \
 	src/zl_freespace.o \
 	src/zl_metadata.o \
+	src/zl_rowsort.o \
 	src/zl_write.o \
+	src/zl_compact.o \
+	src/zl_load.o \
 	src/zl_scan.o \
 	src/zl_time.o \
 	src/zl_register.o \

@@ -7,12 +7,15 @@
  * registration and of sub-group metadata, then the functions of each
  * source file, grouped by file in layer order: time and relation helpers,
  * storage and metadata at the bottom, then writing (free space, row
- * checks, the write state), then reading and planning (pruning, scans,
- * the custom scan, inlining), then the hooks.  The SQL entry points
- * (register, create_table, apply, read helpers, inspect, verify, reclaim)
- * are called only by SQL and declare nothing here.  See the design comments at the top of
- * zl_storage.c (pages), zl_metadata.c (catalog and visibility),
- * zl_write.c (placement and the write path) and zl_scan.c (reads).
+ * checks, rows in sorts, the write state, compaction, and the checks of
+ * loaded rows, which a flush runs before it places them), then reading
+ * and planning (pruning, scans, the custom scan, inlining), then the
+ * hooks.  The SQL entry points (register, create_table, apply, read
+ * helpers, inspect, verify, reclaim) are called only by SQL and declare
+ * nothing here.  See the design comments at the top of zl_storage.c
+ * (pages), zl_metadata.c (catalog and visibility), zl_write.c (placement
+ * and the write path), zl_load.c (checks of loaded rows) and zl_scan.c
+ * (reads).
  *
  *-------------------------------------------------------------------------
  */
@@ -51,6 +54,14 @@
 
 /* largest sub-group written in one piece; bigger runs are split */
 #define ZL_MAX_SUBGROUP_ROWS	(64 * 1024)
+
+/*
+ * Memory (kB) of the sorts and buffers of a flush (zl_write.c, "Memory"):
+ * each of the two sorts of pending rows (loaded rows by key, rows to
+ * place) half of work_mem, 8 MB at least; every other sort or buffer 1 MB.
+ */
+#define ZL_MAIN_SORT_KB			Max(work_mem / 2, 8192)
+#define ZL_SIDE_KB				1024
 
 /* ---------- GUCs (zl_mod.c) ---------- */
 
@@ -278,6 +289,7 @@ typedef struct ZLKeyHasher ZLKeyHasher;
 extern ZLKeyHasher *zl_key_hasher_create(TupleDesc tupdesc, const ZLTableOptions *opts);
 extern uint32 zl_key_hash(const ZLKeyHasher *h, const Datum *values);
 extern bool zl_keys_equal(const ZLKeyHasher *h, const Datum *a, const Datum *b);
+extern int	zl_key_hash_cmp(const void *a, const void *b);
 extern void zl_key_extract(const ZLKeyHasher *h, HeapTuple tuple, TupleDesc tupdesc,
 						   Datum *values);
 extern bytea *zl_key_directory_build(const uint32 *hashes, const int32 *positions, int n);
@@ -320,6 +332,28 @@ extern ZLRowCheck *zl_row_check_begin(Relation rel, const ZLTableOptions *opts);
 extern HeapTuple zl_row_check(ZLRowCheck *rc, HeapTuple tuple);
 extern void zl_row_check_end(ZLRowCheck *rc);
 
+/* ---------- zl_rowsort.c ---------- */
+
+/* a buffer for the bytea of a row, grown in context */
+typedef struct ZLRowPayload
+{
+	MemoryContext context;
+	bytea	   *buffer;
+	Size		size;
+} ZLRowPayload;
+
+extern void zl_rowsort_slots(TupleDesc desc, TupleTableSlot **put, TupleTableSlot **read);
+extern struct Tuplesortstate *zl_rowsort_begin(TupleDesc desc, int nkeys,
+											   const AttrNumber *attnums, int work_mem_kb);
+extern void zl_rowsort_put_pending(struct Tuplesortstate *sort, TupleTableSlot *slot);
+extern void zl_rowsort_perform_pending(struct Tuplesortstate *sort);
+extern Datum zl_rowsort_payload(ZLRowPayload *payload, HeapTuple tuple);
+extern int64 zl_rowsort_int8(TupleTableSlot *slot, AttrNumber attnum);
+extern uint32 zl_rowsort_row_length(TupleTableSlot *slot, AttrNumber attnum);
+extern void zl_rowsort_row_into(TupleTableSlot *slot, AttrNumber attnum, HeapTuple tuple,
+								char *buffer);
+extern HeapTuple zl_rowsort_row_copy(TupleTableSlot *slot, AttrNumber attnum);
+
 /* ---------- zl_write.c ---------- */
 
 typedef struct ZLWriteState ZLWriteState;
@@ -328,14 +362,29 @@ extern ZLWriteState *zl_write_state_get(Relation rel);
 
 extern void zl_write_add(ZLWriteState *state, HeapTuple tuple);
 extern void zl_write_load(ZLWriteState *state, HeapTuple tuple);
-extern bool zl_write_compact_subgroup(Relation rel, ZLWriteState *state, const ZLSubGroup *sg,
-									  const int32 *dropped, int ndropped);
+extern void zl_write_place(ZLWriteState *state, HeapTuple tuple, int64 valid_from,
+						   int64 valid_to);
 
 extern void zl_write_flush_relation(Oid relid);
 extern void zl_write_flush_all(void);
 extern void zl_write_discard_relation(Oid relid);
 extern void zl_write_place_unplaced(Relation rel);
 extern void zl_write_register_callbacks(void);
+
+/* ---------- zl_compact.c ---------- */
+
+extern bool zl_compact_subgroup(Relation rel, ZLWriteState *state, const ZLSubGroup *sg,
+								const int32 *dropped, int ndropped);
+
+/* ---------- zl_load.c ---------- */
+
+typedef struct ZLLoad ZLLoad;
+
+extern ZLLoad *zl_load_begin(const ZLTableOptions *opts, uint64 storage_id,
+							 TupleDesc tupdesc, ZLKeyHasher *hasher);
+extern void zl_load_add(ZLLoad *load, HeapTuple tuple, int64 valid_from, int64 valid_to);
+extern void zl_load_check(ZLLoad *load, Relation rel, ZLWriteState *writer);
+extern void zl_load_end(ZLLoad *load);
 
 /* ---------- zl_prune.c ---------- */
 
@@ -376,12 +425,16 @@ extern const ZLPruneStats *zl_scan_stats(TableScanDesc scan);
 typedef void (*ZLRowCallback) (void *arg, const ZLSubGroup *sg, int32 position,
 							   HeapTuple tuple);
 extern ZLSubGroup **zl_subgroups_by_block(ZLSubGroup *sgs, int n);
+extern int	zl_position_cmp(const void *a, const void *b);
 extern void zl_read_subgroup_positions(Relation rel, const ZLSubGroup *sg,
 									   const int32 *positions, int npositions,
 									   ZLRowCallback callback, void *arg);
 extern void zl_read_subgroup_rows(Relation rel, const ZLSubGroup *sg,
 								  bool include_masked, ZLRowCallback callback,
 								  void *arg);
+extern void zl_read_subgroup_keys(Relation rel, const ZLSubGroup *sg,
+								  const uint32 *hashes, int nhashes,
+								  ZLRowCallback callback, void *arg);
 
 /* ---------- zl_read.c ---------- */
 

@@ -711,24 +711,6 @@ collect_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 		ks->has_current = true;
 }
 
-static int
-uint32_cmp(const void *a, const void *b)
-{
-	uint32		x = *(const uint32 *) a;
-	uint32		y = *(const uint32 *) b;
-
-	return x < y ? -1 : (x > y);
-}
-
-static int
-int32_cmp(const void *a, const void *b)
-{
-	int32		x = *(const int32 *) a;
-	int32		y = *(const int32 *) b;
-
-	return x < y ? -1 : (x > y);
-}
-
 /*
  * The rows of a sub-group whose key hash is one of the batch's: its key
  * directory names their positions, and only those rows are read.  Without
@@ -739,21 +721,10 @@ static void
 read_batch_key_rows(ApplyContext *ac, const ZLSubGroup *sg, ZLRowCallback callback,
 					void *arg)
 {
-	int32	   *positions;
-	int			npositions;
-
-	if (ac->delete_missing || sg->key_directory == NULL)
-	{
+	if (ac->delete_missing)
 		zl_read_subgroup_rows(ac->rel, sg, false, callback, arg);
-		return;
-	}
-	positions = zl_key_directory_probe(sg->key_directory, ac->hashes, ac->nhashes,
-									   &npositions);
-	if (npositions == 0)
-		return;
-	qsort(positions, npositions, sizeof(int32), int32_cmp);
-	zl_read_subgroup_positions(ac->rel, sg, positions, npositions, callback, arg);
-	pfree(positions);
+	else
+		zl_read_subgroup_keys(ac->rel, sg, ac->hashes, ac->nhashes, callback, arg);
 }
 
 /*
@@ -767,7 +738,7 @@ find_current_versions(ApplyContext *ac, CollectArg *arg)
 	ac->hashes = palloc(sizeof(uint32) * Max(ac->nkeys, 1));
 	for (int k = 0; k < ac->nkeys; k++)
 		ac->hashes[k] = ac->keys[k]->hash;
-	qsort(ac->hashes, ac->nkeys, sizeof(uint32), uint32_cmp);
+	qsort(ac->hashes, ac->nkeys, sizeof(uint32), zl_key_hash_cmp);
 	for (int k = 0; k < ac->nkeys; k++)
 		if (ac->nhashes == 0 || ac->hashes[ac->nhashes - 1] != ac->hashes[k])
 			ac->hashes[ac->nhashes++] = ac->hashes[k];
@@ -1218,7 +1189,7 @@ stored_cmp(const void *a, const void *b)
  * Retire the stored versions that did not survive.  Normally one mask row
  * per sub-group lists them (all inserted by one statement); a current
  * sub-group that would be more than half masked is compacted instead
- * (zl_write_compact_subgroup).
+ * (zl_compact.c).
  */
 static void
 write_masks(ApplyContext *ac, ZLWriteState *state, uint64 storage_id)
@@ -1241,7 +1212,7 @@ write_masks(ApplyContext *ac, ZLWriteState *state, uint64 storage_id)
 		if (n == 0 || (i + 1 < ac->nstored && ac->stored[i + 1]->sg == sg))
 			continue;
 
-		if (!zl_write_compact_subgroup(ac->rel, state, sg, positions, n))
+		if (!zl_compact_subgroup(ac->rel, state, sg, positions, n))
 		{
 			mask_subgroups[nmasks] = sg->subgroup_id;
 			mask_positions[nmasks] = palloc(sizeof(int32) * n);

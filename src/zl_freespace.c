@@ -5,7 +5,7 @@
  *
  * Sub-groups are immutable, but they are deleted: compaction rewrites a
  * current-partition sub-group that is mostly masked (apply_changes and
- * loads, zl_write_compact_subgroup), and
+ * loads, zl_compact.c), and
  * registration rewrites unplaced ones (zl_write.c).  Deleting a sub-group's
  * metadata row also records its block range in zipper_lake.free_extent,
  * with the id of the deleting transaction (zl_meta_delete_subgroup).

@@ -111,6 +111,16 @@ zl_key_extract(const ZLKeyHasher *h, HeapTuple tuple, TupleDesc tupdesc, Datum *
 		values[h->attnums[i] - 1] = heap_getattr(tuple, h->attnums[i], tupdesc, &isnull);
 }
 
+/* orders key hashes (qsort, bsearch) */
+int
+zl_key_hash_cmp(const void *a, const void *b)
+{
+	uint32		x = *(const uint32 *) a;
+	uint32		y = *(const uint32 *) b;
+
+	return x < y ? -1 : (x > y);
+}
+
 static int
 dir_entry_cmp(const void *a, const void *b)
 {

@@ -712,6 +712,42 @@ zl_read_subgroup_positions(Relation rel, const ZLSubGroup *sg,
 		ReleaseBuffer(buffer);
 }
 
+/* orders row positions (qsort, bsearch) */
+int
+zl_position_cmp(const void *a, const void *b)
+{
+	int32		x = *(const int32 *) a;
+	int32		y = *(const int32 *) b;
+
+	return x < y ? -1 : (x > y);
+}
+
+/*
+ * Call back for the rows of a sub-group that may be of keys whose hashes
+ * are given (ascending, distinct), skipping masked ones: the positions its
+ * key directory names for them, if it has one loaded (current partition,
+ * zl_meta_load_key_directories), else all its rows.
+ */
+void
+zl_read_subgroup_keys(Relation rel, const ZLSubGroup *sg, const uint32 *hashes,
+					  int nhashes, ZLRowCallback callback, void *arg)
+{
+	int32	   *positions;
+	int			npositions;
+
+	if (sg->key_directory == NULL)
+	{
+		zl_read_subgroup_rows(rel, sg, false, callback, arg);
+		return;
+	}
+	positions = zl_key_directory_probe(sg->key_directory, hashes, nhashes, &npositions);
+	if (npositions == 0)
+		return;
+	qsort(positions, npositions, sizeof(int32), zl_position_cmp);
+	zl_read_subgroup_positions(rel, sg, positions, npositions, callback, arg);
+	pfree(positions);
+}
+
 /* ---------- parallel scans ---------- */
 
 Size
