@@ -208,3 +208,27 @@ SELECT * FROM w;
 
 SELECT * FROM zipper_lake.verify('ld_acct');
 SELECT * FROM zipper_lake.verify('ld_early');
+
+-- rows stored before ADD COLUMN ... DEFAULT hold the default: a loaded
+-- neighbour with NULL there differs, one with the default merges
+CREATE TABLE ld_added (id int, v text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+SELECT zipper_lake.register('ld_added', ARRAY['id']);
+INSERT INTO ld_added VALUES (1, 'a', '2026-01-01', '2026-01-03'), (2, 'a', '2026-01-01', '2026-01-03');
+ALTER TABLE ld_added ADD COLUMN c int DEFAULT 5;
+INSERT INTO ld_added VALUES (1, 'a', '2026-01-03', '2026-01-05', NULL);
+INSERT INTO ld_added VALUES (2, 'a', '2026-01-03', '2026-01-05', 5);
+SELECT id, v, c, valid_from, valid_to FROM ld_added ORDER BY id, valid_from;
+SELECT * FROM zipper_lake.verify('ld_added');
+
+-- generated columns follow from the others: a generated column that reads
+-- the period does not keep equal neighbours apart, and is computed again
+CREATE TABLE ld_gen (id int, v text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL,
+                     dur interval GENERATED ALWAYS AS (valid_to - valid_from) STORED) USING zipper_lake;
+SELECT zipper_lake.register('ld_gen', ARRAY['id']);
+INSERT INTO ld_gen (id, v, valid_from, valid_to)
+  VALUES (1, 'a', '2026-01-01', '2026-01-03'), (1, 'a', '2026-01-03', '2026-01-08'),
+         (2, 'a', '2026-01-01', '2026-01-03'), (2, 'a', '2026-01-05', '2026-01-08');
+INSERT INTO ld_gen (id, v, valid_from, valid_to) VALUES (2, 'a', '2026-01-03', '2026-01-05');
+SELECT * FROM ld_gen ORDER BY id, valid_from;
+DROP TABLE ld_added, ld_gen;

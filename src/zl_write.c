@@ -230,7 +230,7 @@ zl_write_state_get(Relation rel)
 			{
 				zl_write_flush_relation(state->relid);	/* rows of the old shape */
 				old = MemoryContextSwitchTo(state->context);
-				state->tupdesc = CreateTupleDescCopy(RelationGetDescr(rel));
+				state->tupdesc = CreateTupleDescCopyConstr(RelationGetDescr(rel));	/* see below */
 				state->rel_desc = RelationGetDescr(rel);
 				state->key_row = palloc0(sizeof(Datum) * state->tupdesc->natts);
 				MemoryContextSwitchTo(old);
@@ -263,7 +263,12 @@ zl_write_state_get(Relation rel)
 											   "zipper_lake row",
 											   ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(state->context);
-	state->tupdesc = CreateTupleDescCopy(RelationGetDescr(rel));
+
+	/*
+	 * With its constraints: rows stored before ADD COLUMN ... DEFAULT read
+	 * the default only through them, and generated columns are marked there.
+	 */
+	state->tupdesc = CreateTupleDescCopyConstr(RelationGetDescr(rel));
 	state->rel_desc = RelationGetDescr(rel);
 	state->key_row = palloc0(sizeof(Datum) * state->tupdesc->natts);
 	state->payload.context = state->context;
