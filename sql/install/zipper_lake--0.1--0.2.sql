@@ -79,7 +79,8 @@ LANGUAGE C
 SET search_path = pg_catalog, pg_temp;
 
 -- ---------------------------------------------------------------------------
--- verify(): reads only the table itself, not its inheritance children
+-- verify(): reads only the table itself, not its inheritance children, and
+-- reports adjacent versions with equal values (0.1 loaded them unmerged)
 -- ---------------------------------------------------------------------------
 
 CREATE OR REPLACE FUNCTION zipper_lake.verify(tbl regclass)
@@ -92,6 +93,9 @@ DECLARE
     keys text;
     period_type regtype;
     open_end text;
+    value_cols text;
+    value_equal text;
+    value_lags text;
 BEGIN
     RETURN QUERY SELECT * FROM zipper_lake._verify_storage(tbl);
     SELECT * INTO reg FROM zipper_lake.registration r WHERE r.tbl = verify.tbl;
@@ -122,6 +126,33 @@ BEGIN
         '  FROM (SELECT %s, count(*) AS n FROM ONLY %s WHERE %I = %s'
         '         GROUP BY %s HAVING count(*) > 1) v',
         keys, keys, keys, tbl, reg.valid_to, open_end, keys);
+
+    -- adjacent versions of a key with equal values never occur: every value
+    -- column compared with the type's = where the type has one, else as text
+    -- (aliases zl_* keep clear of the table's own column names)
+    SELECT string_agg(format('%I', a.attname), ', ' ORDER BY a.attnum),
+           string_agg(CASE WHEN to_regoperator(format('=(%s,%s)', a.atttypid::regtype, a.atttypid::regtype)) IS NOT NULL
+                           THEN format('%1$I IS NOT DISTINCT FROM zl_prev_%2$s', a.attname, a.attnum)
+                           ELSE format('%1$I::text IS NOT DISTINCT FROM zl_prev_%2$s::text', a.attname, a.attnum) END,
+                      ' AND ' ORDER BY a.attnum),
+           string_agg(format('lag(%I) OVER zl_w AS zl_prev_%s', a.attname, a.attnum), ', ' ORDER BY a.attnum)
+      INTO value_cols, value_equal, value_lags
+      FROM pg_attribute a
+     WHERE a.attrelid = tbl AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+       AND a.attname <> ALL (reg.key) AND a.attname NOT IN (reg.valid_from, reg.valid_to);
+    RETURN QUERY EXECUTE format(
+        'SELECT ''adjacent equal versions''::text,'
+        '       format(''Key (%%s)=%%s has [%%s, %%s) and [%%s, %%s) with equal values.'', %L, row(%s)::text,'
+        '              zl_prev_from, zl_from, zl_from, zl_to)'
+        '  FROM (SELECT %s, %I AS zl_from, %I AS zl_to, lag(%I) OVER zl_w AS zl_prev_from,'
+        '               lag(%I) OVER zl_w AS zl_prev_to%s%s%s%s'
+        '          FROM ONLY %s WINDOW zl_w AS (PARTITION BY %s ORDER BY %I)) zl_rows'
+        ' WHERE zl_prev_to = zl_from%s',
+        keys, keys, keys, reg.valid_from, reg.valid_to, reg.valid_from, reg.valid_to,
+        CASE WHEN value_cols IS NULL THEN '' ELSE ', ' END, coalesce(value_cols, ''),
+        CASE WHEN value_cols IS NULL THEN '' ELSE ', ' END, coalesce(value_lags, ''),
+        tbl, keys, reg.valid_from,
+        CASE WHEN value_equal IS NULL THEN '' ELSE ' AND ' || value_equal END);
 END
 $$;
 

@@ -35,3 +35,12 @@ SELECT zipper_lake.register('preload', ARRAY['k']);
 CREATE TABLE src (code text PRIMARY KEY, label text);
 SELECT zipper_lake.create_table('derived', 'src');
 INSERT INTO derived VALUES ('a', 'A', '2024-01-01', 'infinity');
+
+-- 0.1 loaded adjacent equal versions unmerged (0.2's verify() reports them)
+CREATE TABLE legacy_adjacent (id int, v text, j json, n numeric,
+                              valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('legacy_adjacent', ARRAY['id']);
+INSERT INTO legacy_adjacent VALUES
+  (1, 'a', '{"x": 1}', 1.0, '2024-01-01', '2024-01-02'), (1, 'a', '{"x": 1}', 1.00, '2024-01-02', 'infinity'),
+  (2, 'a', '{"x": 1}', 1, '2024-01-01', '2024-01-02'), (2, 'a', '{"x": 2}', 1, '2024-01-02', 'infinity'),
+  (3, NULL, NULL, NULL, '2024-01-01', '2024-01-02'), (3, NULL, NULL, NULL, '2024-01-03', 'infinity');
