@@ -3,32 +3,47 @@
  * zl_apply.c
  *	  apply_changes() and apply_snapshot(): event-time change batches.
  *
- * The contract is README "Change semantics": per key, changes are applied in (change_time,
- * seq) order, each editing the key's versions (split, close, replace,
- * delete, or nothing for a no-op), and adjacent equal versions are merged
- * after each change.  This file does that with the patent's write path:
+ * The contract is README "Change semantics": per key, changes are applied
+ * in (change_time, seq) order, each editing the key's versions (split,
+ * close, replace, delete, or nothing for a no-op), and adjacent equal
+ * versions are merged after each change.  This file does that with the
+ * patent's write path:
  *
- *  1. Read the batch (as the caller, so its privileges apply), validate
- *     every change, and group the changes by key in a hash table; each
- *     key's changes are sorted by (change_time, seq, arrival).  Identical
- *     duplicates collapse; conflicting ones are an error.
- *  2. Under the table's writer lock, with the latest snapshot, find the
- *     open version of every batch key: the key directories of the current
- *     partition's sub-groups (zl_keys.c) name the rows whose key hash is
- *     one of the batch's, and only those rows are read.  (apply_snapshot
- *     with deletes reads the whole current partition: it needs every key.)
- *  3. Only keys whose earliest change is at or before their open version's
+ *  1. Read the batch (as the caller, so its privileges apply) through a
+ *     cursor, convert and validate every change, and sort the changes by
+ *     key hash in a tuplesort that spills past work_mem.
+ *  2. Apply the sorted batch a chunk of keys at a time (apply_chunks):
+ *     keys are independent, so each chunk is a batch of its own, and a
+ *     chunk ends at the first new key hash once its keys, changes and
+ *     stored versions use work_mem.  Within a chunk each key's changes are
+ *     sorted by (change_time, seq, arrival); identical duplicates collapse,
+ *     conflicting ones are an error.
+ *  3. Under the table's writer lock, with the latest snapshot, find the
+ *     open version of every key of the chunk: the key directories of the
+ *     current partition's sub-groups (zl_keys.c) name the rows whose key
+ *     hash is one of the chunk's, and only those rows are read.
+ *     (apply_snapshot with deletes reads the whole current partition: it
+ *     needs every open key of the chunk's hash range.)
+ *  4. Only keys whose earliest change is at or before their open version's
  *     start (late changes, new or deleted keys) need history: scan just
  *     the partitions whose end date can hold a valid_to >= that change
  *     time, and keep versions ending at or after it.
- *  4. Replay each key's changes over the versions found, in memory.
- *  5. A stored version that did not survive unchanged is masked (one
- *     append-only mask row per sub-group), or its sub-group compacted when
- *     it would be more than half masked; every version that is new or
- *     changed is handed to the write state, which places it — closed
- *     versions into the history partition of their end date, open ones
- *     into the current partition's file groups with rollover — and
- *     writes sorted sub-groups.
+ *  5. Replay each key's changes over the versions found, in memory, and
+ *     hand every version that is new or changed to the write state, which
+ *     places it — closed versions into the history partition of their end
+ *     date, open ones into the current partition's file groups with
+ *     rollover — and, at the end of the batch, writes sorted sub-groups.
+ *  6. Stored versions that did not survive unchanged are remembered (in a
+ *     tuplesort) and retired once the whole batch is applied
+ *     (retire_rows): masked (one append-only mask row per sub-group), or
+ *     their sub-group compacted when it would be more than half masked.
+ *     Writing no catalog row before then keeps the rows of all chunks
+ *     pending together, so the batch writes full sub-groups.
+ *
+ * Memory: the batch's sort takes work_mem, a chunk about work_mem (a
+ * single key's changes are never split), the sort of retired rows 1 MB,
+ * the write state its own sorts (zl_write.c): about twice work_mem plus a
+ * constant, whatever the batch's size (README "Guarantees").
  *
  * Everything happens in the caller's transaction: an error anywhere, or a
  * rollback, leaves nothing visible.  Writers of a table serialize on its
@@ -36,7 +51,7 @@
  * never blocked and see all of a batch or none of it.  A transaction whose
  * snapshot is older than the latest (REPEATABLE READ, SERIALIZABLE) fails
  * with a serialization failure, like heap's UPDATE, when a version of a
- * batch key where steps 2 and 3 look was written, masked or removed after
+ * batch key where steps 3 and 4 look was written, masked or removed after
  * that snapshot (check_concurrent_changes).
  *
  * Counts returned: changes (rows read), inserted (versions begun by an
@@ -54,6 +69,7 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_operator_d.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
@@ -67,12 +83,20 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/tuplesort.h"
 #include "utils/typcache.h"
 
 PG_FUNCTION_INFO_V1(zipper_lake_apply_changes);
 PG_FUNCTION_INFO_V1(zipper_lake_apply_snapshot);
 PG_FUNCTION_INFO_V1(zipper_lake_apply_changes_v2);
 PG_FUNCTION_INFO_V1(zipper_lake_apply_snapshot_v2);
+
+/* rows read from the changes at a time */
+#define ZL_BATCH_FETCH_ROWS		1000
+
+/* memory (kB) of the sort of retired rows; positions per mask insert */
+#define ZL_RETIRED_SORT_KB		1024
+#define ZL_MASKS_PER_INSERT		(1024 * 1024)
 
 typedef enum ChangeOp
 {
@@ -122,6 +146,13 @@ typedef struct KeyState
 	bool		has_current;
 	int64		min_time;
 } KeyState;
+
+/* a sub-group the batch retired rows of */
+typedef struct TouchedSubGroup
+{
+	int64		subgroup_id;
+	bool		current;		/* in the current partition: may be compacted */
+} TouchedSubGroup;
 
 typedef struct ApplyCounts
 {
@@ -175,6 +206,32 @@ typedef struct ApplyContext
 	/* apply_snapshot: delete open keys missing from the batch at this time */
 	bool		delete_missing;
 	int64		delete_time;
+
+	/*
+	 * The batch, converted and checked, sorted by key hash (and arrival)
+	 * in a tuplesort that spills; it is applied a chunk of keys at a time,
+	 * the keys whose hashes lie in [chunk_lo, chunk_hi], everything of a
+	 * chunk in chunk_context.
+	 */
+	TupleDesc	sort_desc;
+	Tuplesortstate *sort;
+	TupleTableSlot *put_slot;	/* virtual: a change into the sort */
+	TupleTableSlot *sort_slot;	/* a change out of it */
+	MemoryContext chunk_context;
+	uint32		chunk_lo;
+	uint32		chunk_hi;
+	bool		later_chunk;	/* not the first chunk of the batch */
+
+	/*
+	 * Stored rows the batch retired, as (index in touched << 32 | position)
+	 * in a tuplesort: they are masked, or their sub-group compacted, once
+	 * the whole batch is applied (retire_rows).
+	 */
+	Tuplesortstate *retired;
+	TouchedSubGroup *touched;	/* in the batch's memory */
+	int			ntouched;
+	int			maxtouched;
+	MemoryContext batch_context;
 
 	ApplyCounts counts;
 } ApplyContext;
@@ -415,6 +472,110 @@ add_change(KeyState *ks, Change *c)
 	ks->changes[ks->nchanges++] = c;
 }
 
+/* ---------- the batch in a tuplesort, by key hash ---------- */
+
+/*
+ * A change as a sort tuple: the table's columns (converted), then the
+ * change time, the op (ChangeOp), seq (NULL: none), the key hash and the
+ * arrival; sorted by (hash, arrival).
+ */
+#define SORT_TIME(ncols)		((ncols) + 1)
+#define SORT_OP(ncols)			((ncols) + 2)
+#define SORT_SEQ(ncols)			((ncols) + 3)
+#define SORT_HASH(ncols)		((ncols) + 4)
+#define SORT_ARRIVAL(ncols)		((ncols) + 5)
+
+static void
+begin_change_sort(ApplyContext *ac)
+{
+	int			ncols = ac->tupdesc->natts;
+	TupleDesc	desc = CreateTemplateTupleDesc(ncols + 5);
+	AttrNumber	attnums[2] = {SORT_HASH(ncols), SORT_ARRIVAL(ncols)};
+	Oid			operators[2] = {Int8LessOperator, Int8LessOperator};
+	Oid			collations[2] = {InvalidOid, InvalidOid};
+	bool		nulls_first[2] = {false, false};
+
+	for (int i = 0; i < ncols; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(ac->tupdesc, i);
+
+		if (att->attisdropped)
+			TupleDescInitEntry(desc, i + 1, NULL, INT4OID, -1, 0);	/* always NULL */
+		else
+			TupleDescInitEntry(desc, i + 1, NameStr(att->attname), att->atttypid,
+							   att->atttypmod, 0);
+	}
+	TupleDescInitEntry(desc, SORT_TIME(ncols), "change_time", INT8OID, -1, 0);
+	TupleDescInitEntry(desc, SORT_OP(ncols), "op", INT4OID, -1, 0);
+	TupleDescInitEntry(desc, SORT_SEQ(ncols), "seq", INT8OID, -1, 0);
+	TupleDescInitEntry(desc, SORT_HASH(ncols), "hash", INT8OID, -1, 0);
+	TupleDescInitEntry(desc, SORT_ARRIVAL(ncols), "arrival", INT8OID, -1, 0);
+	ac->sort_desc = desc;
+	ac->put_slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+	ac->sort_slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	ac->sort = tuplesort_begin_heap(desc, 2, attnums, operators, collations, nulls_first,
+									work_mem, NULL, TUPLESORT_NONE);
+}
+
+/* a checked change into the sort (its memory is the caller's) */
+static void
+put_change(ApplyContext *ac, Change *c)
+{
+	int			ncols = ac->tupdesc->natts;
+	Datum	   *values = ac->put_slot->tts_values;
+	bool	   *isnull = ac->put_slot->tts_isnull;
+
+	ExecClearTuple(ac->put_slot);
+	memcpy(values, c->values, sizeof(Datum) * ncols);
+	memcpy(isnull, c->isnull, sizeof(bool) * ncols);
+	for (int i = 0; i < ncols; i++)
+		if (TupleDescAttr(ac->tupdesc, i)->attisdropped)
+			isnull[i] = true;
+	values[SORT_TIME(ncols) - 1] = Int64GetDatum(c->time);
+	isnull[SORT_TIME(ncols) - 1] = false;
+	values[SORT_OP(ncols) - 1] = Int32GetDatum((int32) c->op);
+	isnull[SORT_OP(ncols) - 1] = false;
+	values[SORT_SEQ(ncols) - 1] = Int64GetDatum(c->seq);
+	isnull[SORT_SEQ(ncols) - 1] = !c->has_seq;
+	values[SORT_HASH(ncols) - 1] = Int64GetDatum((int64) zl_key_hash(ac->hasher, c->values));
+	isnull[SORT_HASH(ncols) - 1] = false;
+	values[SORT_ARRIVAL(ncols) - 1] = Int64GetDatum((int64) c->arrival);
+	isnull[SORT_ARRIVAL(ncols) - 1] = false;
+	ExecStoreVirtualTuple(ac->put_slot);
+	tuplesort_puttupleslot(ac->sort, ac->put_slot);
+	ExecClearTuple(ac->put_slot);
+}
+
+/* does a row-shaped key belong to the chunk being applied? */
+static bool
+key_in_chunk(ApplyContext *ac, const Datum *key_values)
+{
+	uint32		hash = zl_key_hash(ac->hasher, key_values);
+
+	return hash >= ac->chunk_lo && hash <= ac->chunk_hi;
+}
+
+/* the change in sort_slot, copied into the current (chunk) memory */
+static Change *
+slot_change(ApplyContext *ac)
+{
+	int			ncols = ac->tupdesc->natts;
+	Change	   *c = palloc0(sizeof(Change));
+	HeapTuple	tuple = ExecCopySlotHeapTuple(ac->sort_slot);
+	Datum	   *values = palloc(sizeof(Datum) * (ncols + 5));
+	bool	   *isnull = palloc(sizeof(bool) * (ncols + 5));
+
+	heap_deform_tuple(tuple, ac->sort_desc, values, isnull);
+	c->values = values;
+	c->isnull = isnull;
+	c->time = DatumGetInt64(values[SORT_TIME(ncols) - 1]);
+	c->op = (ChangeOp) DatumGetInt32(values[SORT_OP(ncols) - 1]);
+	c->has_seq = !isnull[SORT_SEQ(ncols) - 1];
+	c->seq = c->has_seq ? DatumGetInt64(values[SORT_SEQ(ncols) - 1]) : 0;
+	c->arrival = (uint32) DatumGetInt64(values[SORT_ARRIVAL(ncols) - 1]);
+	return c;
+}
+
 /* error context while a batch row is converted: which row of which changes */
 typedef struct BatchRowContext
 {
@@ -436,8 +597,10 @@ batch_row_error_context(void *arg)
  * upsert at snapshot_time.  op_column NULL means the column "op" if the
  * changes have one; a named one must exist.
  *
- * The batch is selected as it is and every column converted to the
- * table's type and typmod as INSERT assigns it (zl_rowcheck.c), so a
+ * The batch is read through a cursor, ZL_BATCH_FETCH_ROWS rows at a time,
+ * into the sort by key hash (put_change).  It is selected as it is and
+ * every column converted to the table's type and typmod as INSERT assigns
+ * it (zl_rowcheck.c), so a
  * char(3) key never arrives as char(1) and a varchar(n), numeric(p,s) or
  * domain refuses what INSERT refuses.  Generated columns are not read:
  * they are computed for every version written.
@@ -451,9 +614,13 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 	int			ncols = tupdesc->natts;
 	AttrNumber	op_attnum = InvalidAttrNumber;
 	bool		has_seq = seq_column != NULL;
-	MemoryContext batch_context = CurrentMemoryContext;
+	MemoryContext row_memory = AllocSetContextCreate(CurrentMemoryContext,
+													 "zipper_lake batch row",
+													 ALLOCSET_DEFAULT_SIZES);
 	BatchRowContext row_context = {ac, 0};
 	ErrorContextCallback callback;
+	Portal		portal;
+	uint64		r = 0;
 
 	ac->assignment = zl_assignment_create(ncols + 3);
 	initStringInfo(&sql);
@@ -498,59 +665,68 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(source_relid)),
 												get_rel_name(source_relid)));
 
+	begin_change_sort(ac);		/* outside SPI's memory, which SPI_finish frees */
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute(sql.data, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "reading changes failed: %s", sql.data);
+	portal = SPI_cursor_open_with_args(NULL, sql.data, 0, NULL, NULL, NULL, true, 0);
 
 	callback.callback = batch_row_error_context;
 	callback.arg = &row_context;
 	callback.previous = error_context_stack;
 	error_context_stack = &callback;
-	for (uint64 r = 0; r < SPI_processed; r++)
+	for (;;)
 	{
-		HeapTuple	row = SPI_tuptable->vals[r];
-		MemoryContext old = MemoryContextSwitchTo(batch_context);
-		Change	   *c = palloc0(sizeof(Change));
-		bool		time_null = false;
-		HeapTuple	flat;
-		KeyState   *ks;
+		SPI_cursor_fetch(portal, true, ZL_BATCH_FETCH_ROWS);
+		if (SPI_processed == 0)
+			break;
+		for (uint64 f = 0; f < SPI_processed; f++, r++)
+		{
+			HeapTuple	row = SPI_tuptable->vals[f];
+			MemoryContext old = MemoryContextSwitchTo(row_memory);
+			Change	   *c = palloc0(sizeof(Change));
+			bool		time_null = false;
+			HeapTuple	flat;
 
-		row_context.row = r;
-		/* values must point neither into the source's TOAST nor into SPI memory */
-		flat = HeapTupleHasExternal(row) ? toast_flatten_tuple(row, SPI_tuptable->tupdesc) :
-			heap_copytuple(row);
-		c->values = palloc(sizeof(Datum) * (ncols + 3));
-		c->isnull = palloc(sizeof(bool) * (ncols + 3));
-		heap_deform_tuple(flat, SPI_tuptable->tupdesc, c->values, c->isnull);
-		zl_assignment_apply(ac->assignment, c->values, c->isnull, batch_context);
-		c->arrival = (uint32) r;
-		if (time_column != NULL)
-		{
-			time_null = c->isnull[ncols];
-			if (!time_null)
-				c->time = zl_datum_to_instant(c->values[ncols], ac->opts.period_type);
-			check_change(ac, c, time_null, time_column);
-			c->op = parse_op(ac, c->isnull[ncols + 1] ? NULL :
-							 TextDatumGetCString(c->values[ncols + 1]), c);
-			c->has_seq = has_seq && !c->isnull[ncols + 2];
-			c->seq = c->has_seq ? DatumGetInt64(c->values[ncols + 2]) : 0;
+			row_context.row = r;
+			/* values must point neither into the source's TOAST nor into SPI memory */
+			flat = HeapTupleHasExternal(row) ? toast_flatten_tuple(row, SPI_tuptable->tupdesc) :
+				heap_copytuple(row);
+			c->values = palloc(sizeof(Datum) * (ncols + 3));
+			c->isnull = palloc(sizeof(bool) * (ncols + 3));
+			heap_deform_tuple(flat, SPI_tuptable->tupdesc, c->values, c->isnull);
+			zl_assignment_apply(ac->assignment, c->values, c->isnull, row_memory);
+			c->arrival = (uint32) r;
+			if (time_column != NULL)
+			{
+				time_null = c->isnull[ncols];
+				if (!time_null)
+					c->time = zl_datum_to_instant(c->values[ncols], ac->opts.period_type);
+				check_change(ac, c, time_null, time_column);
+				c->op = parse_op(ac, c->isnull[ncols + 1] ? NULL :
+								 TextDatumGetCString(c->values[ncols + 1]), c);
+				c->has_seq = has_seq && !c->isnull[ncols + 2];
+				c->seq = c->has_seq ? DatumGetInt64(c->values[ncols + 2]) : 0;
+			}
+			else
+			{
+				c->time = snapshot_time;
+				c->op = OP_UPSERT;
+				check_change(ac, c, false, "snapshot_time");
+			}
+			put_change(ac, c);
+			ac->counts.changes++;
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(row_memory);
 		}
-		else
-		{
-			c->time = snapshot_time;
-			c->op = OP_UPSERT;
-			check_change(ac, c, false, "snapshot_time");
-		}
-		ks = key_lookup(ac, c->values, c->isnull, true);
-		add_change(ks, c);
-		ac->counts.changes++;
-		MemoryContextSwitchTo(old);
+		SPI_freetuptable(SPI_tuptable);
 	}
 	error_context_stack = callback.previous;
+	SPI_cursor_close(portal);
 	SPI_finish();
+	MemoryContextDelete(row_memory);
 	zl_assignment_end(ac->assignment);
 	ac->assignment = NULL;
+	tuplesort_performsort(ac->sort);
 }
 
 static int
@@ -685,7 +861,7 @@ collect_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 
 	zl_key_extract(ac->hasher, tuple, ac->tupdesc, ca->probe);
 	ks = key_lookup(ac, ca->probe, NULL, false);
-	if (ks == NULL && ca->current && ac->delete_missing)
+	if (ks == NULL && ca->current && ac->delete_missing && key_in_chunk(ac, ca->probe))
 		ks = add_missing_key_delete(ac, tuple);
 	if (ks == NULL || ks->nchanges == 0)
 		return;
@@ -861,7 +1037,7 @@ collect_concurrent_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTupl
 		 * apply_snapshot with deletes edits every open key: one the snapshot
 		 * saw open that is no longer (it would be found otherwise) changed.
 		 */
-		if (ac->delete_missing && current)
+		if (ac->delete_missing && current && key_in_chunk(ac, ca->probe))
 			report_concurrent_change(ac, zl_describe_key(&ac->opts, ac->tupdesc, tuple));
 		return;
 	}
@@ -1174,55 +1350,136 @@ write_version(ApplyContext *ac, ZLWriteState *state, Version *v)
 	pfree(values);
 }
 
-static int
-stored_cmp(const void *a, const void *b)
-{
-	const StoredVersion *sa = *(StoredVersion *const *) a;
-	const StoredVersion *sb = *(StoredVersion *const *) b;
 
-	if (sa->sg->subgroup_id != sb->sg->subgroup_id)
-		return sa->sg->subgroup_id < sb->sg->subgroup_id ? -1 : 1;
-	return sa->position < sb->position ? -1 : (sa->position > sb->position);
+/* the index of a sub-group among those the batch retired rows of */
+static int
+touched_index(ApplyContext *ac, const ZLSubGroup *sg)
+{
+	MemoryContext old;
+
+	for (int i = ac->ntouched - 1; i >= 0; i--)
+		if (ac->touched[i].subgroup_id == sg->subgroup_id)
+			return i;
+	old = MemoryContextSwitchTo(ac->batch_context);
+	grow_array((void **) &ac->touched, &ac->maxtouched, ac->ntouched + 1,
+			   sizeof(TouchedSubGroup));
+	if (ac->retired == NULL)
+		ac->retired = tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid, false,
+											ZL_RETIRED_SORT_KB, NULL, TUPLESORT_NONE);
+	MemoryContextSwitchTo(old);
+	ac->touched[ac->ntouched].subgroup_id = sg->subgroup_id;
+	ac->touched[ac->ntouched].current = sg->partition_end == ZL_CURRENT_PARTITION;
+	return ac->ntouched++;
 }
 
 /*
- * Retire the stored versions that did not survive.  Normally one mask row
- * per sub-group lists them (all inserted by one statement); a current
- * sub-group that would be more than half masked is compacted instead
- * (zl_compact.c).
+ * The stored versions of a chunk that did not survive are remembered; no
+ * catalog row is written before the batch is applied (a writing statement
+ * would flush the rows pending in the write state, chunk by chunk).
  */
 static void
-write_masks(ApplyContext *ac, ZLWriteState *state, uint64 storage_id)
+remember_retired(ApplyContext *ac)
 {
-	int32	   *positions = palloc(sizeof(int32) * Max(ac->nstored, 1));
-	int			n = 0;
-	int			nmasks = 0;
-	int64	   *mask_subgroups = palloc(sizeof(int64) * Max(ac->nstored, 1));
-	int32	  **mask_positions = palloc(sizeof(int32 *) * Max(ac->nstored, 1));
-	int		   *mask_counts = palloc(sizeof(int) * Max(ac->nstored, 1));
-
-	qsort(ac->stored, ac->nstored, sizeof(StoredVersion *), stored_cmp);
 	for (int i = 0; i < ac->nstored; i++)
 	{
 		StoredVersion *s = ac->stored[i];
-		const ZLSubGroup *sg = s->sg;
 
 		if (!s->survives)
-			positions[n++] = s->position;
-		if (n == 0 || (i + 1 < ac->nstored && ac->stored[i + 1]->sg == sg))
-			continue;
-
-		if (!zl_compact_subgroup(ac->rel, state, sg, positions, n))
 		{
-			mask_subgroups[nmasks] = sg->subgroup_id;
-			mask_positions[nmasks] = palloc(sizeof(int32) * n);
-			memcpy(mask_positions[nmasks], positions, sizeof(int32) * n);
-			mask_counts[nmasks++] = n;
+			int			index = touched_index(ac, s->sg);	/* begins the sort */
+
+			tuplesort_putdatum(ac->retired,
+							   Int64GetDatum(((int64) index << 32) | (uint32) s->position),
+							   false);
 		}
-		n = 0;
 	}
-	zl_meta_insert_masks(storage_id, nmasks, mask_subgroups, mask_positions, mask_counts);
-	pfree(positions);
+}
+
+/*
+ * After the last chunk, retire the rows the batch replaced: one mask row
+ * per sub-group lists them, unless the sub-group is in the current
+ * partition and would be more than half masked: then it is compacted
+ * (zl_compact.c), so the cost of a batch does not grow with history.
+ * Masks are inserted together (in pieces of ZL_MASKS_PER_INSERT positions
+ * at most), so that the rows the batch left pending are written once.
+ */
+static void
+retire_rows(ApplyContext *ac)
+{
+	uint64		storage_id = zl_storage_id(ac->rel);
+	ZLWriteState *state;
+	Snapshot	snapshot;
+	ZLSubGroup *current;
+	int			ncurrent;
+	int64	   *mask_subgroups;
+	int32	  **mask_positions;
+	int		   *mask_counts;
+	int			nmasks = 0;
+	int64		pending = 0;
+	int32	   *positions;
+	int			npositions = 0;
+	int			maxpositions = 1024;
+	int			index = -1;
+	Datum		d;
+	bool		isnull;
+	bool		more;
+
+	if (ac->retired == NULL)
+		return;
+	state = zl_write_state_get(ac->rel);
+	tuplesort_performsort(ac->retired);
+	CommandCounterIncrement();
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	current = zl_meta_load_subgroups(storage_id, snapshot, ZL_CURRENT_PARTITION, &ncurrent);
+	mask_subgroups = palloc(sizeof(int64) * ac->ntouched);
+	mask_positions = palloc(sizeof(int32 *) * ac->ntouched);
+	mask_counts = palloc(sizeof(int) * ac->ntouched);
+	positions = palloc(sizeof(int32) * maxpositions);
+	do
+	{
+		int64		item = 0;
+
+		more = tuplesort_getdatum(ac->retired, true, &d, &isnull, NULL);
+		if (more)
+			item = DatumGetInt64(d);
+		if (npositions > 0 && (!more || (int) (item >> 32) != index))
+		{
+			const TouchedSubGroup *t = &ac->touched[index];
+			ZLSubGroup *sg = t->current ?
+				zl_meta_find_subgroup(current, ncurrent, t->subgroup_id) : NULL;
+
+			if (sg == NULL || !zl_compact_subgroup(ac->rel, state, sg, positions, npositions))
+			{
+				mask_subgroups[nmasks] = t->subgroup_id;
+				mask_positions[nmasks] = positions;
+				mask_counts[nmasks++] = npositions;
+				pending += npositions;
+				positions = palloc(sizeof(int32) * maxpositions);
+			}
+			npositions = 0;
+			if (pending >= ZL_MASKS_PER_INSERT || (!more && nmasks > 0))
+			{
+				zl_meta_insert_masks(storage_id, nmasks, mask_subgroups, mask_positions, mask_counts);
+				for (int i = 0; i < nmasks; i++)
+					pfree(mask_positions[i]);
+				nmasks = 0;
+				pending = 0;
+			}
+		}
+		if (more)
+		{
+			index = (int) (item >> 32);
+			if (npositions == maxpositions)
+			{
+				maxpositions *= 2;
+				positions = repalloc(positions, sizeof(int32) * maxpositions);
+			}
+			positions[npositions++] = (int32) (uint32) item;
+		}
+	} while (more);
+	UnregisterSnapshot(snapshot);
+	tuplesort_end(ac->retired);
+	ac->retired = NULL;
 }
 
 static void
@@ -1233,8 +1490,15 @@ apply_batch(ApplyContext *ac)
 
 	order_changes(ac);
 
-	/* serialize with other writers, then read what they committed */
-	zl_write_flush_relation(RelationGetRelid(ac->rel));
+	/*
+	 * Serialize with other writers, then read what they committed (and
+	 * what this transaction's earlier statements left pending).  Later
+	 * chunks need not see the versions earlier ones wrote (other keys'),
+	 * and no catalog row is written before the end of the batch (masks
+	 * and compaction: retire_rows).
+	 */
+	if (!ac->later_chunk)
+		zl_write_flush_relation(RelationGetRelid(ac->rel));
 	(void) zl_write_lock_table(storage_id, false);
 	CommandCounterIncrement();
 	ac->snapshot = RegisterSnapshot(GetLatestSnapshot());
@@ -1259,8 +1523,84 @@ apply_batch(ApplyContext *ac)
 				write_version(ac, state, &ks->versions[i]);
 		}
 	}
-	write_masks(ac, state, storage_id);
+	remember_retired(ac);
+}
+
+
+/* ---------- applying the sorted batch a chunk of keys at a time ---------- */
+
+/* the per-key state of a chunk starts empty (its memory was reset) */
+static void
+chunk_begin(ApplyContext *ac)
+{
+	ac->keys = NULL;
+	ac->nkeys = ac->maxkeys = 0;
+	ac->nbuckets = 1024;
+	ac->buckets = palloc(sizeof(int) * ac->nbuckets);
+	memset(ac->buckets, -1, sizeof(int) * ac->nbuckets);
+	ac->current = ac->history = NULL;
+	ac->ncurrent = ac->nhistory = 0;
+	ac->hashes = NULL;
+	ac->nhashes = 0;
+	ac->stored = NULL;
+	ac->nstored = ac->maxstored = 0;
+}
+
+/*
+ * Keys are independent: the batch is applied as consecutive chunks of its
+ * keys in hash order, each as a batch of its own (apply_batch), so that
+ * the keys, changes and stored versions in memory at once stay within
+ * work_mem (a chunk ends at the first new hash once work_mem is used; the
+ * changes of one key are never split).  A chunk covers the hash range
+ * from its first key to the next chunk's: apply_snapshot deletes the open
+ * keys of that range missing from it.  An empty batch is one chunk of
+ * every hash (an empty image with allow_empty deletes every open key).
+ */
+static void
+apply_chunks(ApplyContext *ac)
+{
+	int			ncols = ac->tupdesc->natts;
+	Size		limit = (Size) work_mem * 1024;
+	bool		more = tuplesort_gettupleslot(ac->sort, true, false, ac->sort_slot, NULL);
+	uint32		lo = 0;
+
+	ac->batch_context = CurrentMemoryContext;
+	ac->chunk_context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake apply chunk",
+											  ALLOCSET_DEFAULT_SIZES);
+	do
+	{
+		MemoryContext old = MemoryContextSwitchTo(ac->chunk_context);
+		uint32		hash = 0;
+		uint32		last = 0;
+
+		chunk_begin(ac);
+		while (more)
+		{
+			bool		isnull;
+			Change	   *c;
+
+			hash = (uint32) DatumGetInt64(slot_getattr(ac->sort_slot, SORT_HASH(ncols), &isnull));
+			if (ac->nkeys > 0 && hash != last &&
+				MemoryContextMemAllocated(ac->chunk_context, true) >= limit)
+				break;
+			c = slot_change(ac);
+			add_change(key_lookup(ac, c->values, c->isnull, true), c);
+			last = hash;
+			more = tuplesort_gettupleslot(ac->sort, true, false, ac->sort_slot, NULL);
+		}
+		ac->chunk_lo = lo;
+		ac->chunk_hi = more ? hash - 1 : PG_UINT32_MAX;
+		elog(DEBUG2, "zipper_lake: chunk of %d keys, hashes %u..%u", ac->nkeys, ac->chunk_lo, ac->chunk_hi);
+		apply_batch(ac);
+		ac->later_chunk = true;
+		lo = hash;
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(ac->chunk_context);
+	} while (more);
+	retire_rows(ac);
 	zl_write_flush_relation(RelationGetRelid(ac->rel));
+	tuplesort_end(ac->sort);
+	MemoryContextDelete(ac->chunk_context);
 }
 
 /* ---------- SQL entry points ---------- */
@@ -1298,9 +1638,6 @@ apply_begin(ApplyContext *ac, Oid relid, Oid source_relid)
 				 errhint("Register it with zipper_lake.register().")));
 	prepare_comparisons(ac);
 	ac->row_check = zl_row_check_begin(ac->rel, &ac->opts);
-	ac->nbuckets = 1024;
-	ac->buckets = palloc(sizeof(int) * ac->nbuckets);
-	memset(ac->buckets, -1, sizeof(int) * ac->nbuckets);
 }
 
 static Datum
@@ -1354,7 +1691,7 @@ apply_changes(FunctionCallInfo fcinfo, bool op_defaults_to_op)
 		op_column = NULL;
 	apply_begin(&ac, PG_GETARG_OID(0), PG_GETARG_OID(1));
 	read_batch(&ac, PG_GETARG_OID(1), time_column, op_column, name_arg(fcinfo, 4), 0);
-	apply_batch(&ac);
+	apply_chunks(&ac);
 	return apply_result(fcinfo, &ac);
 }
 
@@ -1389,7 +1726,7 @@ apply_snapshot(FunctionCallInfo fcinfo, bool allow_empty)
 				 errdetail("An empty image changes nothing in zipper table \"%s\".",
 						   RelationGetRelationName(ac.rel)),
 				 errhint("Pass allow_empty => true if the source really is empty; nothing was applied.")));
-	apply_batch(&ac);
+	apply_chunks(&ac);
 	return apply_result(fcinfo, &ac);
 }
 

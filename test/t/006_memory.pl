@@ -1,4 +1,5 @@
-# COPY into a zipper table runs in bounded memory.
+# COPY into a zipper table, and apply_changes / apply_snapshot of batches
+# larger than work_mem, run in bounded memory.
 #
 # A load buffers its rows in tuplesorts that spill to temporary files past
 # work_mem (README, "INSERT / COPY"), so the backend's private memory stays
@@ -125,6 +126,42 @@ SELECT count(*) || ' ' || count(*) FILTER (WHERE valid_from = timestamptz '2020-
 	'1875000 125000', 'all versions loaded, every other key merged across the two loads');
 is($node->safe_psql('postgres', q(SELECT * FROM zipper_lake.verify('acct'))),
 	'', 'verify is clean');
+
+# apply_changes and apply_snapshot read their batch into a tuplesort by key
+# hash and apply it a chunk of keys at a time, each chunk within work_mem
+# (README, "Guarantees"): about twice work_mem plus a constant.  A batch of
+# 500,000 changes (two per key, one of every five late) and an image of
+# 225,000 rows, each many times work_mem.
+my $apply_bound_kb = 2 * $work_mem_kb + 64 * 1024;
+$node->safe_psql('postgres', q(
+CREATE TABLE chg AS
+SELECT k % 250000 + 1 AS id, 'chg-' || k || repeat('x', 150) AS name, (k % 1000)::numeric AS balance,
+       timestamptz '2020-06-01' + (k % 1000) * interval '1 hour' + (k / 250000) * interval '1 day'
+       + CASE WHEN k % 5 = 0 THEN interval '45 days' ELSE interval '200 days' END AS change_time
+  FROM generate_series(0, 499999) k;
+CREATE TABLE img AS
+SELECT id, name || '-img' AS name, balance FROM acct WHERE valid_to = 'infinity' AND id % 10 <> 0;
+));
+cmp_ok($node->safe_psql('postgres', q(SELECT pg_total_relation_size('chg'))), '>', 20 * $work_mem_kb * 1024,
+	'the batch is more than 20 times work_mem');
+
+($start, $peak) = peak_rss_anon("SELECT * FROM zipper_lake.apply_changes('acct', 'chg')");
+cmp_ok($peak, '>', 0, 'sampled the backend during apply_changes');
+cmp_ok($peak, '<=', $apply_bound_kb,
+	"apply_changes of 500,000 changes: RssAnon peak $peak kB (at start $start kB) within 2 x work_mem + 64 MB");
+
+($start, $peak) = peak_rss_anon("SELECT * FROM zipper_lake.apply_snapshot('acct', 'img', '2021-06-01')");
+cmp_ok($peak, '>', 0, 'sampled the backend during apply_snapshot');
+cmp_ok($peak, '<=', $apply_bound_kb,
+	"apply_snapshot of 225,000 rows: RssAnon peak $peak kB (at start $start kB) within 2 x work_mem + 64 MB");
+
+is($node->safe_psql('postgres', q(
+SELECT count(*) FILTER (WHERE valid_to = 'infinity') || ' ' ||
+       count(*) FILTER (WHERE valid_to = 'infinity' AND name LIKE '%-img')
+  FROM acct)),
+	'225000 225000', 'the image is what is open: keys missing from it were deleted');
+is($node->safe_psql('postgres', q(SELECT * FROM zipper_lake.verify('acct'))),
+	'', 'verify is clean after the applies');
 
 $node->stop;
 done_testing();
