@@ -298,6 +298,8 @@ extern bytea *zl_key_directory_cached(Oid catalog, int64 subgroup_id);
 extern bytea *zl_key_directory_remember(Oid catalog, int64 subgroup_id, Datum directory);
 extern int32 *zl_key_directory_probe(const bytea *dir, const uint32 *hashes,
 									 int nhashes, int *npositions);
+extern int32 *zl_key_directory_range(const bytea *dir, uint32 lo, uint32 hi,
+									 int *npositions);
 
 typedef struct ZLValueComparer ZLValueComparer;
 
@@ -435,6 +437,8 @@ extern void zl_read_subgroup_rows(Relation rel, const ZLSubGroup *sg,
 extern void zl_read_subgroup_keys(Relation rel, const ZLSubGroup *sg,
 								  const uint32 *hashes, int nhashes,
 								  ZLRowCallback callback, void *arg);
+extern void zl_read_subgroup_key_range(Relation rel, const ZLSubGroup *sg, uint32 lo,
+									   uint32 hi, ZLRowCallback callback, void *arg);
 
 /* ---------- zl_read.c ---------- */
 

@@ -22,8 +22,8 @@
  *     open version of every key of the chunk: the key directories of the
  *     current partition's sub-groups (zl_keys.c) name the rows whose key
  *     hash is one of the chunk's, and only those rows are read.
- *     (apply_snapshot with deletes reads the whole current partition: it
- *     needs every open key of the chunk's hash range.)
+ *     (apply_snapshot with deletes reads every open key of the chunk's
+ *     hash range: the directories name those too.)
  *  4. Only keys whose earliest change is at or before their open version's
  *     start (late changes, new or deleted keys) need history: scan just
  *     the partitions whose end date can hold a valid_to >= that change
@@ -897,8 +897,8 @@ static void
 read_batch_key_rows(ApplyContext *ac, const ZLSubGroup *sg, ZLRowCallback callback,
 					void *arg)
 {
-	if (ac->delete_missing)
-		zl_read_subgroup_rows(ac->rel, sg, false, callback, arg);
+	if (ac->delete_missing)		/* every open key of the chunk's range */
+		zl_read_subgroup_key_range(ac->rel, sg, ac->chunk_lo, ac->chunk_hi, callback, arg);
 	else
 		zl_read_subgroup_keys(ac->rel, sg, ac->hashes, ac->nhashes, callback, arg);
 }
@@ -918,9 +918,8 @@ find_current_versions(ApplyContext *ac, CollectArg *arg)
 	for (int k = 0; k < ac->nkeys; k++)
 		if (ac->nhashes == 0 || ac->hashes[ac->nhashes - 1] != ac->hashes[k])
 			ac->hashes[ac->nhashes++] = ac->hashes[k];
-	if (!ac->delete_missing)
-		zl_meta_load_key_directories(zl_storage_id(ac->rel), ac->snapshot,
-									 ac->current, ac->ncurrent);
+	zl_meta_load_key_directories(zl_storage_id(ac->rel), ac->snapshot,
+								 ac->current, ac->ncurrent);
 
 	for (int i = 0; i < ac->ncurrent; i++)
 	{
@@ -1162,7 +1161,7 @@ check_concurrent_changes(ApplyContext *ac)
 		if (read_subgroup(ac, then[i].subgroup_id) == NULL && then[i].placed &&
 			then[i].partition_end == ZL_CURRENT_PARTITION)
 			deleted_current = true;
-	if (deleted_current && !ac->delete_missing)
+	if (deleted_current)
 		zl_meta_load_key_directories(storage_id, snapshot, then, nthen);
 	for (int i = 0; i < nthen; i++)
 		if (read_subgroup(ac, then[i].subgroup_id) == NULL &&

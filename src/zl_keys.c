@@ -317,6 +317,25 @@ lower_bound(const ZLKeyDirEntry *entries, int lo, int hi, uint32 hash)
 	return lo;
 }
 
+/* positions in a directory whose hash lies in [lo, hi] */
+int32 *
+zl_key_directory_range(const bytea *dir, uint32 lo, uint32 hi, int *npositions)
+{
+	const ZLKeyDirEntry *entries = (const ZLKeyDirEntry *) VARDATA_ANY(dir);
+	int			n = (VARSIZE_ANY_EXHDR(dir)) / sizeof(ZLKeyDirEntry);
+	int			first = lower_bound(entries, 0, n, lo);
+	int			end = first;
+	int32	   *found;
+
+	while (end < n && entries[end].hash <= hi)
+		end++;
+	found = palloc(sizeof(int32) * Max(end - first, 1));
+	for (int e = first; e < end; e++)
+		found[e - first] = entries[e].position;
+	*npositions = end - first;
+	return found;
+}
+
 /*
  * Positions in a directory whose hash is one of the given ones (sorted,
  * distinct).  Both sides are sorted by hash: few hashes are looked up by

@@ -722,6 +722,20 @@ zl_position_cmp(const void *a, const void *b)
 	return x < y ? -1 : (x > y);
 }
 
+/* the rows at positions a key directory named (in hash order), then freed */
+static void
+read_directory_positions(Relation rel, const ZLSubGroup *sg, int32 *positions,
+						 int npositions, ZLRowCallback callback, void *arg)
+{
+	if (npositions > 0)
+	{
+		qsort(positions, npositions, sizeof(int32), zl_position_cmp);
+		zl_read_subgroup_positions(rel, sg, positions, npositions, callback, arg);
+	}
+	if (positions)
+		pfree(positions);
+}
+
 /*
  * Call back for the rows of a sub-group that may be of keys whose hashes
  * are given (ascending, distinct), skipping masked ones: the positions its
@@ -741,11 +755,24 @@ zl_read_subgroup_keys(Relation rel, const ZLSubGroup *sg, const uint32 *hashes,
 		return;
 	}
 	positions = zl_key_directory_probe(sg->key_directory, hashes, nhashes, &npositions);
-	if (npositions == 0)
+	read_directory_positions(rel, sg, positions, npositions, callback, arg);
+}
+
+/* the same for the keys whose hashes lie in [lo, hi] */
+void
+zl_read_subgroup_key_range(Relation rel, const ZLSubGroup *sg, uint32 lo, uint32 hi,
+						   ZLRowCallback callback, void *arg)
+{
+	int32	   *positions;
+	int			npositions;
+
+	if (sg->key_directory == NULL)
+	{
+		zl_read_subgroup_rows(rel, sg, false, callback, arg);
 		return;
-	qsort(positions, npositions, sizeof(int32), zl_position_cmp);
-	zl_read_subgroup_positions(rel, sg, positions, npositions, callback, arg);
-	pfree(positions);
+	}
+	positions = zl_key_directory_range(sg->key_directory, lo, hi, &npositions);
+	read_directory_positions(rel, sg, positions, npositions, callback, arg);
 }
 
 /* ---------- parallel scans ---------- */
