@@ -94,6 +94,9 @@ PG_FUNCTION_INFO_V1(zipper_lake_apply_snapshot_v2);
 /* rows read from the changes at a time */
 #define ZL_BATCH_FETCH_ROWS		1000
 
+/* apply_snapshot with deletes: memory an open row read for a chunk takes */
+#define ZL_OPEN_ROW_BYTES		1024
+
 /* memory (kB) of the sort of retired rows; positions per mask insert */
 #define ZL_RETIRED_SORT_KB		1024
 #define ZL_MASKS_PER_INSERT		(1024 * 1024)
@@ -1449,11 +1452,12 @@ retire_rows(ApplyContext *ac)
 
 			if (sg == NULL || !zl_compact_subgroup(ac->rel, state, sg, positions, npositions))
 			{
+				/* a copy of its own size: positions is the scratch buffer */
 				mask_subgroups[nmasks] = t->subgroup_id;
-				mask_positions[nmasks] = positions;
+				mask_positions[nmasks] = palloc(sizeof(int32) * npositions);
+				memcpy(mask_positions[nmasks], positions, sizeof(int32) * npositions);
 				mask_counts[nmasks++] = npositions;
 				pending += npositions;
-				positions = palloc(sizeof(int32) * maxpositions);
 			}
 			npositions = 0;
 			if (pending >= ZL_MASKS_PER_INSERT || (!more && nmasks > 0))
@@ -1552,50 +1556,93 @@ chunk_begin(ApplyContext *ac)
  * work_mem (a chunk ends at the first new hash once work_mem is used; the
  * changes of one key are never split).  A chunk covers the hash range
  * from its first key to the next chunk's: apply_snapshot deletes the open
- * keys of that range missing from it.  An empty batch is one chunk of
- * every hash (an empty image with allow_empty deletes every open key).
+ * keys of that range missing from it.  Since it reads every open key of
+ * the range, with deletes a chunk also covers at most a share of the hash
+ * space that holds about work_mem of open rows (hashes are uniform), so
+ * an image much smaller than the table (or an empty one, allow_empty) is
+ * still applied in bounded memory, as chunks with few or no image rows.
  */
+/*
+ * The open rows of the table (an estimate: committed state, no lock), for
+ * apply_snapshot with deletes, which reads every open key of a chunk's
+ * hash range whether the image has it or not.
+ */
+static int64
+count_open_rows(ApplyContext *ac)
+{
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	int			nsgs;
+	ZLSubGroup *sgs = zl_meta_load_subgroups(zl_storage_id(ac->rel), snapshot,
+											 ZL_CURRENT_PARTITION, &nsgs);
+	int64		rows = 0;
+
+	UnregisterSnapshot(snapshot);
+	for (int i = 0; i < nsgs; i++)
+		rows += sgs[i].row_count - sgs[i].masked_rows;
+	return rows;
+}
+
 static void
 apply_chunks(ApplyContext *ac)
 {
 	int			ncols = ac->tupdesc->natts;
 	Size		limit = (Size) work_mem * 1024;
 	bool		more = tuplesort_gettupleslot(ac->sort, true, false, ac->sort_slot, NULL);
-	uint32		lo = 0;
+	uint64		span = (uint64) PG_UINT32_MAX + 1;	/* hashes a chunk may cover */
+	uint64		lo = 0;
 
+	/*
+	 * Key hashes are uniform: with deletes, a chunk covers a share of the
+	 * hash space that holds about work_mem of open rows.
+	 */
+	if (ac->delete_missing)
+	{
+		int64		open_rows = count_open_rows(ac);
+		int64		rows_per_chunk = Max(1, (int64) (limit / ZL_OPEN_ROW_BYTES));
+
+		if (open_rows > rows_per_chunk)
+			span = Max(1, (uint64) ((((uint64) PG_UINT32_MAX + 1) / open_rows) * rows_per_chunk));
+	}
 	ac->batch_context = CurrentMemoryContext;
 	ac->chunk_context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake apply chunk",
 											  ALLOCSET_DEFAULT_SIZES);
 	do
 	{
 		MemoryContext old = MemoryContextSwitchTo(ac->chunk_context);
-		uint32		hash = 0;
+		uint64		range_end = Min(lo + span - 1, (uint64) PG_UINT32_MAX);
+		uint64		hi = range_end;
 		uint32		last = 0;
 
 		chunk_begin(ac);
 		while (more)
 		{
 			bool		isnull;
+			uint32		hash = (uint32) DatumGetInt64(slot_getattr(ac->sort_slot, SORT_HASH(ncols),
+																	&isnull));
 			Change	   *c;
 
-			hash = (uint32) DatumGetInt64(slot_getattr(ac->sort_slot, SORT_HASH(ncols), &isnull));
+			if (hash > range_end)
+				break;			/* a later chunk's */
 			if (ac->nkeys > 0 && hash != last &&
 				MemoryContextMemAllocated(ac->chunk_context, true) >= limit)
+			{
+				hi = (uint64) hash - 1;
 				break;
+			}
 			c = slot_change(ac);
 			add_change(key_lookup(ac, c->values, c->isnull, true), c);
 			last = hash;
 			more = tuplesort_gettupleslot(ac->sort, true, false, ac->sort_slot, NULL);
 		}
-		ac->chunk_lo = lo;
-		ac->chunk_hi = more ? hash - 1 : PG_UINT32_MAX;
+		ac->chunk_lo = (uint32) lo;
+		ac->chunk_hi = (uint32) hi;
 		elog(DEBUG2, "zipper_lake: chunk of %d keys, hashes %u..%u", ac->nkeys, ac->chunk_lo, ac->chunk_hi);
 		apply_batch(ac);
 		ac->later_chunk = true;
-		lo = hash;
+		lo = hi + 1;
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(ac->chunk_context);
-	} while (more);
+	} while (lo <= PG_UINT32_MAX);
 	retire_rows(ac);
 	zl_write_flush_relation(RelationGetRelid(ac->rel));
 	tuplesort_end(ac->sort);

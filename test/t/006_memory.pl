@@ -160,6 +160,14 @@ SELECT count(*) FILTER (WHERE valid_to = 'infinity') || ' ' ||
        count(*) FILTER (WHERE valid_to = 'infinity' AND name LIKE '%-img')
   FROM acct)),
 	'225000 225000', 'the image is what is open: keys missing from it were deleted');
+# an image much smaller than the table: every other open key is read (and
+# deleted), a share of the key-hash space at a time
+$node->safe_psql('postgres', q(CREATE TABLE img_small AS SELECT * FROM img WHERE id <= 1000));
+($start, $peak) = peak_rss_anon("SELECT * FROM zipper_lake.apply_snapshot('acct', 'img_small', '2021-07-01')");
+cmp_ok($peak, '<=', $apply_bound_kb,
+	"apply_snapshot of 900 rows deleting 224,100 open keys: RssAnon peak $peak kB (at start $start kB) within 2 x work_mem + 64 MB");
+is($node->safe_psql('postgres', q(SELECT count(*) FROM acct WHERE valid_to = 'infinity')),
+	'900', 'only the small image is open');
 is($node->safe_psql('postgres', q(SELECT * FROM zipper_lake.verify('acct'))),
 	'', 'verify is clean after the applies');
 
