@@ -234,6 +234,7 @@ typedef struct ApplyContext
 	TouchedSubGroup *touched;	/* in the batch's memory */
 	int			ntouched;
 	int			maxtouched;
+	int			last_touched;	/* the index found last */
 	MemoryContext batch_context;
 
 	ApplyCounts counts;
@@ -1359,9 +1360,12 @@ touched_index(ApplyContext *ac, const ZLSubGroup *sg)
 {
 	MemoryContext old;
 
+	/* the stored rows of a chunk come sub-group by sub-group: try the last first */
+	if (ac->ntouched > 0 && ac->touched[ac->last_touched].subgroup_id == sg->subgroup_id)
+		return ac->last_touched;
 	for (int i = ac->ntouched - 1; i >= 0; i--)
 		if (ac->touched[i].subgroup_id == sg->subgroup_id)
-			return i;
+			return ac->last_touched = i;
 	old = MemoryContextSwitchTo(ac->batch_context);
 	grow_array((void **) &ac->touched, &ac->maxtouched, ac->ntouched + 1,
 			   sizeof(TouchedSubGroup));
@@ -1371,6 +1375,7 @@ touched_index(ApplyContext *ac, const ZLSubGroup *sg)
 	MemoryContextSwitchTo(old);
 	ac->touched[ac->ntouched].subgroup_id = sg->subgroup_id;
 	ac->touched[ac->ntouched].current = sg->partition_end == ZL_CURRENT_PARTITION;
+	ac->last_touched = ac->ntouched;
 	return ac->ntouched++;
 }
 
