@@ -67,9 +67,7 @@ primary_key_of(Relation source)
 	if (!OidIsValid(index_oid))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
-				 errmsg("source table %s has no primary key",
-						quote_qualified_identifier(get_namespace_name(RelationGetNamespace(source)),
-												   RelationGetRelationName(source))),
+				 errmsg("source table %s has no primary key", zl_qualified_name(source)),
 				 errhint("Add a primary key to the source, or create the table yourself and call zipper_lake.register().")));
 	index = index_open(index_oid, AccessShareLock);
 	nkeys = index->rd_index->indnkeyatts;
@@ -106,8 +104,7 @@ zipper_lake_create_table(PG_FUNCTION_ARGS)
 	namespace = RangeVarGetCreationNamespace(target);
 
 	source = relation_open(PG_GETARG_OID(1), AccessShareLock);
-	source_name = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(source)),
-											 RelationGetRelationName(source));
+	source_name = zl_qualified_name(source);
 	key = primary_key_of(source);
 	for (int p = 0; p < 2; p++)
 	{
