@@ -17,6 +17,8 @@ OBJS = \
 	src/zl_inspect.o \
 	src/zl_verify.o \
 	src/zl_apply.o \
+	src/zl_fold.o \
+	src/zl_record.o \
 	src/zl_prune.o \
 	src/zl_read.o \
 	src/zl_customscan.o \

@@ -108,6 +108,7 @@ typedef struct ZLTableOptions
 	int64		open_end;
 	char	   *time_zone;
 	bool		zone_is_utc;
+	int64		late_horizon;	/* microseconds; 0: none (README "Late data") */
 } ZLTableOptions;
 
 /* ---------- sub-group metadata ---------- */
@@ -245,6 +246,7 @@ extern void zl_meta_forget_storage(uint64 storage_id);
 extern bool zl_meta_forget_table(Oid relid);
 extern Oid	zl_meta_storage_owner(uint64 storage_id);
 extern void zl_meta_insert_registration(Datum *values);
+extern void zl_meta_set_late_horizon(Oid relid, Interval *horizon);
 extern bool zl_meta_time_zone_exists(const char *name);
 extern bool zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write);
 extern ZLSubGroup *zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot,
@@ -268,6 +270,31 @@ extern void zl_meta_insert_masks(uint64 storage_id, int nmasks,
 								 const int *npositions);
 
 /* blocks of deleted sub-groups, free once freed_by is old enough */
+/* a segment of the change record, or (zl_meta_record_pieces) a piece */
+typedef struct ZLRecordSegment
+{
+	int64		piece;
+	int32		segment;
+	int64		bytes;
+} ZLRecordSegment;
+
+extern bool zl_meta_record_exists(void);
+extern ZLRecordSegment *zl_meta_record_segments(Oid relid, Snapshot snapshot,
+												uint32 hash_lo, uint32 hash_hi,
+												int64 newest_from, int *nsegments);
+extern bytea *zl_meta_record_entries(Oid relid, Snapshot snapshot, int64 piece,
+									 int32 segment);
+extern ZLRecordSegment *zl_meta_record_pieces(Oid relid, int *npieces);
+extern int64 zl_meta_new_id(void);
+extern void zl_meta_record_insert(Oid relid, int64 piece, int32 segment, uint32 hash_lo,
+								  uint32 hash_hi, int64 newest, int64 instants,
+								  bytea *entries);
+extern void zl_meta_record_delete_piece(Oid relid, int64 piece);
+extern bool zl_meta_record_head(Oid relid, Snapshot snapshot, int64 *newest_change,
+								int64 **times, int *ntimes);
+extern void zl_meta_record_save_head(Oid relid, int64 newest_change, int64 snapshot_time);
+extern void zl_meta_record_forget(Oid relid);
+
 typedef struct ZLFreeExtent
 {
 	BlockNumber first_block;
@@ -470,6 +497,111 @@ typedef struct ZLReadHelper
 } ZLReadHelper;
 
 extern const ZLReadHelper *zl_read_helper(const char *name);
+
+/* ---------- zl_fold.c ---------- */
+
+/*
+ * One instant the change record remembers for a key (zl_record.c): what
+ * the versions do not show.  is_delete is the winning change's kind, which
+ * the versions also imply (verify compares).
+ */
+typedef struct ZLRecordInstant
+{
+	int64		time;
+	bool		has_seq;
+	bool		is_delete;
+	int64		seq;
+} ZLRecordInstant;
+
+/* a change of one key, as the fold takes it */
+typedef struct ZLFoldChange
+{
+	int64		time;
+	bool		has_seq;
+	int64		seq;
+	bool		is_delete;
+	bool		missing_key;	/* apply_snapshot's delete of a key its image lacks */
+	Datum	   *values;			/* a full row; period slots unused */
+	bool	   *isnull;
+} ZLFoldChange;
+
+/* a version of a key; stored: the row it is, NULL when new */
+typedef struct ZLFoldVersion
+{
+	int64		from;
+	int64		to;
+	Datum	   *values;
+	bool	   *isnull;
+	struct StoredVersion *stored;
+} ZLFoldVersion;
+
+typedef struct ZLFoldCounts
+{
+	int64		inserted;
+	int64		closed;
+	int64		deleted;
+	int64		unchanged;
+	int64		late;
+} ZLFoldCounts;
+
+/* everything the fold of one key reads and writes */
+typedef struct ZLFoldKey
+{
+	int64		since;			/* the key's earliest change of the batch */
+	ZLFoldVersion *versions;	/* sorted; every stored one ending at or after since */
+	int			nversions;
+	ZLRecordInstant *record;	/* sorted; remembered instants at or after since */
+	int			nrecord;
+	ZLFoldChange **changes;		/* sorted in fold order, duplicates collapsed */
+	int			nchanges;
+	/* out */
+	ZLFoldVersion *result;		/* replaces versions */
+	int			nresult;
+	ZLRecordInstant *remember;	/* replaces record */
+	int			nremember;
+	bool		record_changed;
+} ZLFoldKey;
+
+/* the instants every key has (apply_snapshot with deletes, README "Change semantics") */
+typedef struct ZLTableInstants
+{
+	int64	   *times;			/* sorted */
+	int			ntimes;
+	int64		batch_time;		/* this batch's own, or PG_INT64_MIN */
+} ZLTableInstants;
+
+extern void zl_fold_key(const ZLValueComparer *comparer, int64 open_end,
+						const ZLTableInstants *table, ZLFoldKey *key,
+						ZLFoldCounts *counts);
+extern bool zl_fold_precedes(int64 time, bool has_seq, int64 seq,
+							 int64 other_time, bool other_has_seq, int64 other_seq);
+
+/* ---------- zl_record.c ---------- */
+
+/* one key's entry in a piece of the change record */
+typedef struct ZLRecordEntry
+{
+	uint32		hash;
+	Datum	   *key;			/* row-shaped: key slots only */
+	int64		since;			/* replaces older pieces' instants from here on */
+	int64		overridden;		/* the newest instant it replaces, PG_INT64_MIN if none */
+	int			ninstants;
+	ZLRecordInstant *instants;
+} ZLRecordEntry;
+
+typedef struct ZLRecordCodec ZLRecordCodec;
+typedef struct ZLRecordWriter ZLRecordWriter;
+typedef void (*ZLRecordCallback) (void *arg, const ZLRecordEntry *entry);
+
+extern ZLRecordCodec *zl_record_codec_create(TupleDesc tupdesc, const ZLTableOptions *opts,
+											 const ZLKeyHasher *hasher);
+extern void zl_record_read(ZLRecordCodec *codec, Oid relid, Snapshot snapshot,
+						   uint32 hash_lo, uint32 hash_hi, int64 newest_from,
+						   ZLRecordCallback callback, void *arg);
+extern ZLRecordWriter *zl_record_writer_begin(ZLRecordCodec *codec);
+extern void zl_record_writer_add(ZLRecordWriter *writer, const ZLRecordEntry *entry);
+extern void zl_record_writer_finish(ZLRecordWriter *writer, Oid relid);
+extern void zl_record_merge(ZLRecordCodec *codec, Oid relid);
 
 /* ---------- zl_customscan.c ---------- */
 

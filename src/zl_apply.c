@@ -114,6 +114,7 @@ typedef struct Change
 	int64		seq;
 	uint32		arrival;
 	ChangeOp	op;
+	bool		missing_key;	/* apply_snapshot's delete of a key its image lacks */
 	Datum	   *values;			/* a full target row; period slots unused */
 	bool	   *isnull;
 } Change;
@@ -126,14 +127,7 @@ typedef struct StoredVersion
 	bool		survives;
 } StoredVersion;
 
-typedef struct Version
-{
-	int64		from;
-	int64		to;
-	Datum	   *values;
-	bool	   *isnull;
-	StoredVersion *stored;		/* the stored row this still is, or NULL */
-} Version;
+typedef ZLFoldVersion Version;
 
 typedef struct KeyState
 {
@@ -148,6 +142,10 @@ typedef struct KeyState
 	int			maxversions;
 	bool		has_current;
 	int64		min_time;
+	ZLRecordInstant *record;	/* remembered instants at or after min_time */
+	int			nrecord;
+	int			maxrecord;
+	int64		record_newest;	/* the newest of them, PG_INT64_MIN if none */
 } KeyState;
 
 /* a sub-group the batch retired rows of */
@@ -209,6 +207,21 @@ typedef struct ApplyContext
 	/* apply_snapshot: delete open keys missing from the batch at this time */
 	bool		delete_missing;
 	int64		delete_time;
+	bool		snapshot_late;	/* ... which precedes the newest change applied */
+
+	/*
+	 * The change record (zl_record.c): what the table remembers besides
+	 * its versions, read under the writer lock by the first chunk; the
+	 * entries the batch changes wait in record_writer until its rows are
+	 * written.  Off while the catalog is 0.1's (no record tables).
+	 */
+	bool		record_on;
+	ZLRecordCodec *record_codec;
+	ZLRecordWriter *record_writer;
+	bool		head_loaded;
+	int64		newest_change;	/* applied before the batch; PG_INT64_MIN none */
+	ZLTableInstants table_instants;
+	int64		batch_newest;	/* the batch's newest change time */
 
 	/*
 	 * The batch, converted and checked, sorted by key hash (and arrival)
@@ -831,10 +844,37 @@ add_missing_key_delete(ApplyContext *ac, HeapTuple tuple)
 	heap_deform_tuple(heap_copytuple(tuple), ac->tupdesc, c->values, c->isnull);
 	c->time = ac->delete_time;
 	c->op = OP_DELETE;
+	c->missing_key = true;
 	ks = key_lookup(ac, c->values, c->isnull, true);
 	add_change(ks, c);
 	ks->min_time = c->time;
 	return ks;
+}
+
+/*
+ * apply_snapshot with deletes older than the newest change applied: a key
+ * of the chunk missing from the image whose closed version holds the
+ * snapshot time is deleted there too (its open version, if any, was found
+ * in the current partition).
+ */
+static void
+discover_missing_key(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
+{
+	CollectArg *ca = arg;
+	ApplyContext *ac = ca->ac;
+	bool		isnull;
+	int64		from,
+				to;
+
+	zl_key_extract(ac->hasher, tuple, ac->tupdesc, ca->probe);
+	if (!key_in_chunk(ac, ca->probe) || key_lookup(ac, ca->probe, NULL, false) != NULL)
+		return;
+	from = zl_datum_to_instant(heap_getattr(tuple, ac->opts.from_attnum, ac->tupdesc, &isnull),
+							   ac->opts.period_type);
+	to = zl_datum_to_instant(heap_getattr(tuple, ac->opts.to_attnum, ac->tupdesc, &isnull),
+							 ac->opts.period_type);
+	if (from <= ac->delete_time && ac->delete_time < to)
+		(void) add_missing_key_delete(ac, tuple);
 }
 
 /*
@@ -912,16 +952,24 @@ read_batch_key_rows(ApplyContext *ac, const ZLSubGroup *sg, ZLRowCallback callba
  * sub-groups.  apply_snapshot with deletes needs every open key, so it
  * reads the whole current partition.
  */
+/* the chunk's key hashes, sorted and distinct */
 static void
-find_current_versions(ApplyContext *ac, CollectArg *arg)
+set_chunk_hashes(ApplyContext *ac)
 {
 	ac->hashes = palloc(sizeof(uint32) * Max(ac->nkeys, 1));
+	ac->nhashes = 0;
 	for (int k = 0; k < ac->nkeys; k++)
 		ac->hashes[k] = ac->keys[k]->hash;
 	qsort(ac->hashes, ac->nkeys, sizeof(uint32), zl_key_hash_cmp);
 	for (int k = 0; k < ac->nkeys; k++)
 		if (ac->nhashes == 0 || ac->hashes[ac->nhashes - 1] != ac->hashes[k])
 			ac->hashes[ac->nhashes++] = ac->hashes[k];
+}
+
+static void
+find_current_versions(ApplyContext *ac, CollectArg *arg)
+{
+	set_chunk_hashes(ac);
 	zl_meta_load_key_directories(zl_storage_id(ac->rel), ac->snapshot,
 								 ac->current, ac->ncurrent);
 
@@ -956,6 +1004,8 @@ find_stored_versions(ApplyContext *ac)
 	for (int k = 0; k < ac->nkeys; k++)
 		if (key_needs_history(ac->keys[k]))
 			history_from = Min(history_from, ac->keys[k]->min_time);
+	if (ac->snapshot_late)
+		history_from = Min(history_from, ac->delete_time);
 	ac->history_partition = ZL_CURRENT_PARTITION;
 	if (history_from == PG_INT64_MAX)
 		return;
@@ -965,6 +1015,15 @@ find_stored_versions(ApplyContext *ac)
 	ac->history = zl_meta_load_subgroups(storage_id, ac->snapshot, ac->history_partition,
 										 &ac->nhistory);
 	arg.current = false;
+	if (ac->snapshot_late)
+		for (int i = 0; i < ac->nhistory; i++)
+		{
+			const ZLSubGroup *sg = &ac->history[i];
+
+			if (sg->partition_end != ZL_CURRENT_PARTITION && sg->masked_rows < sg->row_count &&
+				sg->first_start <= ac->delete_time)
+				zl_read_subgroup_rows(ac->rel, sg, false, discover_missing_key, &arg);
+		}
 	for (int i = 0; i < ac->nhistory; i++)
 	{
 		const ZLSubGroup *sg = &ac->history[i];
@@ -1212,124 +1271,187 @@ version_cmp(const void *a, const void *b)
 	return va->from < vb->from ? -1 : (va->from > vb->from ? 1 : 0);
 }
 
-/* ---------- replaying changes ---------- */
+static void write_version(ApplyContext *ac, ZLWriteState *state, Version *v);
 
+/* ---------- the change record ---------- */
+
+/*
+ * What the table remembers besides its versions, read once per batch
+ * under the writer lock: the newest change applied (late data, the
+ * horizon) and the instants of snapshots with deletes.
+ */
 static void
-insert_version_at(KeyState *ks, int index, int64 from, int64 to,
-				  Datum *values, bool *isnull)
+load_record_head(ApplyContext *ac)
 {
-	add_version(ks, 0, 0, NULL, NULL, NULL);	/* make room */
-	memmove(&ks->versions[index + 1], &ks->versions[index],
-			sizeof(Version) * (ks->nversions - 1 - index));
-	ks->versions[index].from = from;
-	ks->versions[index].to = to;
-	ks->versions[index].values = values;
-	ks->versions[index].isnull = isnull;
-	ks->versions[index].stored = NULL;
+	ac->head_loaded = true;
+	ac->newest_change = PG_INT64_MIN;
+	ac->table_instants.times = NULL;
+	ac->table_instants.ntimes = 0;
+	if (ac->record_on)
+	{
+		MemoryContext old = MemoryContextSwitchTo(ac->batch_context);
+
+		(void) zl_meta_record_head(RelationGetRelid(ac->rel), ac->snapshot, &ac->newest_change,
+								   &ac->table_instants.times, &ac->table_instants.ntimes);
+		MemoryContextSwitchTo(old);
+	}
+	ac->snapshot_late = ac->delete_missing && ac->delete_time < ac->newest_change;
 }
 
+/*
+ * README "Late data": with a late_horizon, a change older than the newest
+ * change applied before the batch minus the horizon is refused.
+ */
 static void
-remove_version_at(KeyState *ks, int index)
+check_horizon(ApplyContext *ac, KeyState *ks)
 {
-	memmove(&ks->versions[index], &ks->versions[index + 1],
-			sizeof(Version) * (ks->nversions - 1 - index));
-	ks->nversions--;
+	int64		cutoff;
+
+	if (ac->opts.late_horizon <= 0 || ac->newest_change == PG_INT64_MIN ||
+		ks->nchanges == 0)
+		return;
+	cutoff = ac->newest_change - ac->opts.late_horizon;
+	if (ks->min_time < cutoff)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("change for key %s at %s is beyond the late horizon",
+						describe_key_values(ac, ks->values, ks->isnull),
+						time_text(ac, ks->min_time)),
+				 errdetail("Zipper table \"%s\" accepts changes from %s on (its newest change, %s, minus its late_horizon).",
+						   RelationGetRelationName(ac->rel), time_text(ac, cutoff),
+						   time_text(ac, ac->newest_change)),
+				 errhint("Drop the change, or widen the horizon with zipper_lake.set_late_horizon(); nothing was applied.")));
 }
 
+/* a record entry of a batch key: it replaces what older pieces said from its since on */
 static void
-coalesce_versions(ApplyContext *ac, KeyState *ks)
+collect_record_entry(void *arg, const ZLRecordEntry *e)
 {
-	for (int i = 0; i + 1 < ks->nversions;)
-	{
-		Version    *v = &ks->versions[i];
-		Version    *next = &ks->versions[i + 1];
+	ApplyContext *ac = arg;
+	KeyState   *ks;
+	int			kept = 0;
 
-		if (v->to == next->from &&
-			values_equal(ac, v->values, v->isnull, next->values, next->isnull))
-		{
-			v->to = next->to;
-			v->stored = NULL;
-			remove_version_at(ks, i + 1);
-		}
-		else
-			i++;
+	if (bsearch(&e->hash, ac->hashes, ac->nhashes, sizeof(uint32), zl_key_hash_cmp) == NULL)
+		return;
+	ks = key_lookup(ac, e->key, NULL, false);
+	if (ks == NULL || ks->nchanges == 0)
+		return;
+	for (int i = 0; i < ks->nrecord; i++)
+		if (ks->record[i].time < e->since)
+			ks->record[kept++] = ks->record[i];
+	ks->nrecord = kept;
+	for (int i = 0; i < e->ninstants; i++)
+	{
+		if (e->instants[i].time < ks->min_time)
+			continue;
+		grow_array((void **) &ks->record, &ks->maxrecord, ks->nrecord + 1,
+				   sizeof(ZLRecordInstant));
+		ks->record[ks->nrecord++] = e->instants[i];
 	}
 }
 
+/*
+ * The remembered instants of the chunk's keys at or after their earliest
+ * change: only segments of the chunk's hash range holding such an instant
+ * are read, so an in-order batch reads none.
+ */
 static void
-apply_one(ApplyContext *ac, KeyState *ks, Change *c)
+find_record_instants(ApplyContext *ac)
 {
-	int64		t = c->time;
-	int			inside = -1;
-	int			next = ks->nversions;
+	int64		from = PG_INT64_MAX;
 
-	for (int i = 0; i < ks->nversions; i++)
+	if (!ac->record_on)
+		return;
+	for (int k = 0; k < ac->nkeys; k++)
+		if (ac->keys[k]->nchanges > 0)
+			from = Min(from, ac->keys[k]->min_time);
+	if (from == PG_INT64_MAX)
+		return;
+	/* the keys now include those apply_snapshot found missing from its image */
+	set_chunk_hashes(ac);
+	zl_record_read(ac->record_codec, RelationGetRelid(ac->rel), ac->snapshot,
+				   ac->chunk_lo, ac->chunk_hi, from, collect_record_entry, ac);
+	for (int k = 0; k < ac->nkeys; k++)
 	{
-		if (ks->versions[i].from <= t && t < ks->versions[i].to)
-			inside = i;
-		if (ks->versions[i].from > t)
-		{
-			next = i;
-			break;
-		}
+		KeyState   *ks = ac->keys[k];
+
+		ks->record_newest = ks->nrecord > 0 ? ks->record[ks->nrecord - 1].time : PG_INT64_MIN;
 	}
-	if (ks->nversions > 0 && t < ks->versions[ks->nversions - 1].from)
-		ac->counts.late++;
+}
 
-	if (c->op == OP_UPSERT)
+static int
+key_hash_order(const void *a, const void *b)
+{
+	const KeyState *ka = *(KeyState *const *) a;
+	const KeyState *kb = *(KeyState *const *) b;
+
+	return ka->hash < kb->hash ? -1 : (ka->hash > kb->hash);
+}
+
+/* ---------- folding the changes in ---------- */
+
+/*
+ * One key: its changes folded into its stored versions and remembered
+ * instants (zl_fold.c); new versions go to the write state, the record
+ * entry to the record writer.
+ */
+static void
+fold_key(ApplyContext *ac, ZLWriteState *state, KeyState *ks)
+{
+	ZLFoldKey	fk;
+	ZLFoldCounts counts = {0};
+	ZLFoldChange *changes = palloc(sizeof(ZLFoldChange) * Max(1, ks->nchanges));
+	ZLFoldChange **ordered = palloc(sizeof(ZLFoldChange *) * Max(1, ks->nchanges));
+
+	for (int i = 0; i < ks->nchanges; i++)
 	{
-		if (inside >= 0)
-		{
-			Version    *v = &ks->versions[inside];
+		Change	   *c = ks->changes[i];
 
-			if (values_equal(ac, v->values, v->isnull, c->values, c->isnull))
-			{
-				ac->counts.unchanged++;
-				return;
-			}
-			if (v->from == t)
-			{
-				/* same instant: the new value replaces the version's */
-				v->values = c->values;
-				v->isnull = c->isnull;
-				v->stored = NULL;
-			}
-			else
-			{
-				int64		end = v->to;
+		changes[i].time = c->time;
+		changes[i].has_seq = c->has_seq;
+		changes[i].seq = c->seq;
+		changes[i].is_delete = c->op == OP_DELETE;
+		changes[i].missing_key = c->missing_key;
+		changes[i].values = c->values;
+		changes[i].isnull = c->isnull;
+		ordered[i] = &changes[i];
+	}
+	memset(&fk, 0, sizeof(fk));
+	fk.since = ks->min_time;
+	fk.versions = ks->versions;
+	fk.nversions = ks->nversions;
+	fk.record = ks->record;
+	fk.nrecord = ks->nrecord;
+	fk.changes = ordered;
+	fk.nchanges = ks->nchanges;
+	zl_fold_key(ac->value_comparer, ac->opts.open_end, &ac->table_instants, &fk, &counts);
 
-				if (end == ac->opts.open_end)
-					ac->counts.closed++;
-				v->to = t;
-				v->stored = NULL;
-				insert_version_at(ks, inside + 1, t, end, c->values, c->isnull);
-			}
-		}
+	ac->counts.inserted += counts.inserted;
+	ac->counts.closed += counts.closed;
+	ac->counts.deleted += counts.deleted;
+	ac->counts.unchanged += counts.unchanged;
+	ac->counts.late += counts.late;
+	ac->batch_newest = Max(ac->batch_newest, ks->changes[ks->nchanges - 1]->time);
+
+	for (int i = 0; i < fk.nresult; i++)
+	{
+		if (fk.result[i].stored != NULL)
+			fk.result[i].stored->survives = true;
 		else
-			insert_version_at(ks, next, t,
-							  next < ks->nversions ? ks->versions[next].from : ac->opts.open_end,
-							  c->values, c->isnull);
-		ac->counts.inserted++;
+			write_version(ac, state, &fk.result[i]);
 	}
-	else
+	if (fk.record_changed && ac->record_on)
 	{
-		if (inside < 0)
-		{
-			ac->counts.unchanged++;
-			return;
-		}
-		if (ks->versions[inside].to == ac->opts.open_end)
-			ac->counts.closed++;
-		if (ks->versions[inside].from == t)
-			remove_version_at(ks, inside);
-		else
-		{
-			ks->versions[inside].to = t;
-			ks->versions[inside].stored = NULL;
-		}
-		ac->counts.deleted++;
+		ZLRecordEntry e;
+
+		e.hash = ks->hash;
+		e.key = ks->values;
+		e.since = ks->min_time;
+		e.overridden = ks->record_newest;
+		e.ninstants = fk.nremember;
+		e.instants = fk.remember;
+		zl_record_writer_add(ac->record_writer, &e);
 	}
-	coalesce_versions(ac, ks);
 }
 
 /* ---------- writing the outcome ---------- */
@@ -1510,30 +1632,52 @@ apply_batch(ApplyContext *ac)
 	(void) zl_write_lock_table(storage_id, false);
 	CommandCounterIncrement();
 	ac->snapshot = RegisterSnapshot(GetLatestSnapshot());
+	if (!ac->head_loaded)
+		load_record_head(ac);
+	for (int k = 0; k < ac->nkeys; k++)
+		check_horizon(ac, ac->keys[k]);
 	find_stored_versions(ac);
+	find_record_instants(ac);
 	UnregisterSnapshot(ac->snapshot);
 	if (IsolationUsesXactSnapshot())
 		check_concurrent_changes(ac);
 
+	/* keys in hash order: the record's entries are written in that order */
 	state = zl_write_state_get(ac->rel);
+	qsort(ac->keys, ac->nkeys, sizeof(KeyState *), key_hash_order);
 	for (int k = 0; k < ac->nkeys; k++)
 	{
 		KeyState   *ks = ac->keys[k];
 
+		if (ks->nchanges == 0)
+			continue;
 		qsort(ks->versions, ks->nversions, sizeof(Version), version_cmp);
-		for (int i = 0; i < ks->nchanges; i++)
-			apply_one(ac, ks, ks->changes[i]);
-		for (int i = 0; i < ks->nversions; i++)
-		{
-			if (ks->versions[i].stored != NULL)
-				ks->versions[i].stored->survives = true;
-			else
-				write_version(ac, state, &ks->versions[i]);
-		}
+		fold_key(ac, state, ks);
 	}
 	remember_retired(ac);
 }
 
+
+/*
+ * After the batch's rows: its record entries as the table's newest piece,
+ * merged with older ones as they accumulate, and the newest change time
+ * and (apply_snapshot with deletes) the snapshot's table-wide instant.
+ */
+static void
+save_record(ApplyContext *ac)
+{
+	Oid			relid = RelationGetRelid(ac->rel);
+
+	if (!ac->record_on)
+		return;
+	zl_record_writer_finish(ac->record_writer, relid);
+	if (ac->delete_missing)
+		ac->batch_newest = Max(ac->batch_newest, ac->delete_time);
+	if (ac->batch_newest != PG_INT64_MIN)
+		zl_meta_record_save_head(relid, ac->batch_newest,
+								 ac->delete_missing ? ac->delete_time : PG_INT64_MIN);
+	zl_record_merge(ac->record_codec, relid);
+}
 
 /* ---------- applying the sorted batch a chunk of keys at a time ---------- */
 
@@ -1609,6 +1753,9 @@ apply_chunks(ApplyContext *ac)
 			span = Max(1, (uint64) ((((uint64) PG_UINT32_MAX + 1) / open_rows) * rows_per_chunk));
 	}
 	ac->batch_context = CurrentMemoryContext;
+	ac->table_instants.batch_time = ac->delete_missing ? ac->delete_time : PG_INT64_MIN;
+	if (ac->record_on)
+		ac->record_writer = zl_record_writer_begin(ac->record_codec);
 	ac->chunk_context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake apply chunk",
 											  ALLOCSET_DEFAULT_SIZES);
 	do
@@ -1652,6 +1799,7 @@ apply_chunks(ApplyContext *ac)
 	zl_write_flush_relation(RelationGetRelid(ac->rel));
 	tuplesort_end(ac->sort);
 	MemoryContextDelete(ac->chunk_context);
+	save_record(ac);
 }
 
 /* ---------- SQL entry points ---------- */
@@ -1689,6 +1837,10 @@ apply_begin(ApplyContext *ac, Oid relid, Oid source_relid)
 				 errhint("Register it with zipper_lake.register().")));
 	prepare_comparisons(ac);
 	ac->row_check = zl_row_check_begin(ac->rel, &ac->opts);
+	ac->batch_newest = PG_INT64_MIN;
+	ac->record_on = zl_meta_record_exists();
+	if (ac->record_on)
+		ac->record_codec = zl_record_codec_create(ac->tupdesc, &ac->opts, ac->hasher);
 }
 
 static Datum

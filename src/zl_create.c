@@ -51,6 +51,7 @@ static const struct
 	{"max_subgroups", INT4OID},
 	{"open_end", TIMESTAMPTZOID},
 	{"time_zone", TEXTOID},
+	{"late_horizon", INTERVALOID},
 };
 
 #define FIRST_OPTION_ARG 2

@@ -83,6 +83,15 @@ typedef enum ZLMetaQuery
 	Q_TABLE_STORAGES,
 	Q_STORAGE_OWNER,
 	Q_FORGET_REGISTRATION,
+	Q_SET_LATE_HORIZON,
+	Q_RECORD_SEGMENTS,
+	Q_RECORD_ENTRIES,
+	Q_RECORD_PIECES,
+	Q_RECORD_INSERT,
+	Q_RECORD_DELETE_PIECE,
+	Q_RECORD_HEAD,
+	Q_RECORD_SAVE_HEAD,
+	Q_RECORD_FORGET,
 	Q_COUNT
 } ZLMetaQuery;
 
@@ -115,10 +124,12 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		10, {REGCLASSOID, NAMEARRAYOID, NAMEOID, NAMEOID, TEXTOID, INTERVALOID,
 		INTERVALOID, INT4OID, TIMESTAMPTZOID, TEXTOID}
 	},
+	/* late_horizon came with 0.2: 0.1's catalog has no such column */
 	[Q_LOAD_OPTIONS] = {
 		"SELECT key, valid_from, valid_to, partition_unit, history_group_span,"
-		" current_group_span, max_subgroups, open_end, time_zone"
-		" FROM zipper_lake.registration WHERE tbl = $1",
+		" current_group_span, max_subgroups, open_end, time_zone,"
+		" (to_jsonb(r) ->> 'late_horizon')::interval"
+		" FROM zipper_lake.registration r WHERE tbl = $1",
 		1, {OIDOID}
 	},
 	[Q_LOAD_SUBGROUPS] = {
@@ -234,6 +245,54 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	},
 	[Q_FORGET_REGISTRATION] = {
 		"DELETE FROM zipper_lake.registration WHERE tbl = $1", 1, {OIDOID}
+	},
+	[Q_SET_LATE_HORIZON] = {
+		"UPDATE zipper_lake.registration SET late_horizon = $2 WHERE tbl = $1",
+		2, {OIDOID, INTERVALOID}
+	},
+	[Q_RECORD_SEGMENTS] = {
+		"SELECT piece, segment FROM zipper_lake.record_segment"
+		" WHERE tbl = $1 AND hash_hi >= $2 AND hash_lo <= $3 AND newest >= $4"
+		" ORDER BY piece, segment",
+		4, {OIDOID, INT8OID, INT8OID, TIMESTAMPTZOID}
+	},
+	[Q_RECORD_ENTRIES] = {
+		"SELECT entries FROM zipper_lake.record_segment"
+		" WHERE tbl = $1 AND piece = $2 AND segment = $3",
+		3, {OIDOID, INT8OID, INT4OID}
+	},
+	[Q_RECORD_PIECES] = {
+		"SELECT piece, sum(pg_column_size(entries))::int8 FROM zipper_lake.record_segment"
+		" WHERE tbl = $1 GROUP BY piece ORDER BY piece",
+		1, {OIDOID}
+	},
+	[Q_RECORD_INSERT] = {
+		"INSERT INTO zipper_lake.record_segment"
+		" (tbl, piece, segment, hash_lo, hash_hi, newest, instants, entries)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+		8, {REGCLASSOID, INT8OID, INT4OID, INT8OID, INT8OID, TIMESTAMPTZOID, INT8OID, BYTEAOID}
+	},
+	[Q_RECORD_DELETE_PIECE] = {
+		"DELETE FROM zipper_lake.record_segment WHERE tbl = $1 AND piece = $2",
+		2, {OIDOID, INT8OID}
+	},
+	[Q_RECORD_HEAD] = {
+		"SELECT newest_change, snapshots FROM zipper_lake.record_head WHERE tbl = $1",
+		1, {OIDOID}
+	},
+	[Q_RECORD_SAVE_HEAD] = {
+		"INSERT INTO zipper_lake.record_head AS h (tbl, newest_change, snapshots)"
+		" VALUES ($1, $2, CASE WHEN $3 IS NULL THEN '{}' ELSE ARRAY[$3] END)"
+		" ON CONFLICT (tbl) DO UPDATE SET"
+		" newest_change = greatest(h.newest_change, excluded.newest_change),"
+		" snapshots = CASE WHEN $3 IS NULL OR $3 = ANY (h.snapshots) THEN h.snapshots"
+		" ELSE ARRAY(SELECT s FROM unnest(h.snapshots || $3) s ORDER BY s) END",
+		3, {REGCLASSOID, TIMESTAMPTZOID, TIMESTAMPTZOID}
+	},
+	[Q_RECORD_FORGET] = {
+		"WITH s AS (DELETE FROM zipper_lake.record_segment WHERE tbl = $1)"
+		" DELETE FROM zipper_lake.record_head WHERE tbl = $1",
+		1, {OIDOID}
 	},
 	[Q_TIME_ZONE_EXISTS] = {
 		"SELECT 1 FROM pg_timezone_names WHERE name = $1", 1, {TEXTOID}
@@ -407,6 +466,7 @@ zl_meta_forget_table(Oid relid)
 	}
 	meta_exec(Q_FORGET_REGISTRATION, values, NULL, InvalidSnapshot, false);
 	meta_end(&session);
+	zl_meta_record_forget(relid);
 	for (uint64 i = 0; i < nstorages; i++)
 		zl_meta_forget_storage((uint64) storages[i]);
 	return nstorages > 0;
@@ -443,6 +503,19 @@ zl_meta_insert_registration(Datum *values)
 
 	meta_begin(&session);
 	meta_exec(Q_INSERT_REGISTRATION, values, NULL, InvalidSnapshot, false);
+	meta_end(&session);
+}
+
+/* README "Late data": NULL horizon = none */
+void
+zl_meta_set_late_horizon(Oid relid, Interval *horizon)
+{
+	ZLMetaSession session;
+	Datum		values[2] = {ObjectIdGetDatum(relid), PointerGetDatum(horizon)};
+	char		nulls[2] = {' ', horizon == NULL ? 'n' : ' '};
+
+	meta_begin(&session);
+	meta_exec(Q_SET_LATE_HORIZON, values, nulls, InvalidSnapshot, false);
 	meta_end(&session);
 }
 
@@ -614,6 +687,11 @@ options_from_row(Relation rel, HeapTuple tuple, TupleDesc tupdesc, ZLTableOption
 	opts->time_zone = pstrdup(SPI_getvalue(tuple, tupdesc, 9));
 	MemoryContextSwitchTo(old);
 	opts->zone_is_utc = (pg_strcasecmp(opts->time_zone, "UTC") == 0);
+	{
+		Datum		horizon = SPI_getbinval(tuple, tupdesc, 10, &isnull);
+
+		opts->late_horizon = isnull ? 0 : zl_span_from_interval(DatumGetIntervalP(horizon)).usecs;
+	}
 	if (pg_tzset(opts->time_zone) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -1063,5 +1141,215 @@ zl_meta_insert_masks(uint64 storage_id, int nmasks, const int64 *subgroup_ids,
 												TYPALIGN_INT));
 	meta_begin(&session);
 	meta_exec(Q_INSERT_MASK, values, NULL, InvalidSnapshot, false);
+	meta_end(&session);
+}
+
+/* ---------- the change record (zl_record.c) ---------- */
+
+/* false while the extension's catalog is 0.1's, which has no change record */
+bool
+zl_meta_record_exists(void)
+{
+	Oid			nspid = get_namespace_oid(ZL_SCHEMA, false);
+
+	return OidIsValid(get_relname_relid("record_head", nspid));
+}
+
+/*
+ * The segments of a table's record that hold entries of key hashes in
+ * [hash_lo, hash_hi] and an instant at or after newest_from, oldest piece
+ * first.
+ */
+ZLRecordSegment *
+zl_meta_record_segments(Oid relid, Snapshot snapshot, uint32 hash_lo, uint32 hash_hi,
+						int64 newest_from, int *nsegments)
+{
+	ZLMetaSession session;
+	Datum		values[4];
+	ZLRecordSegment *segments = NULL;
+
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = Int64GetDatum((int64) hash_lo);
+	values[2] = Int64GetDatum((int64) hash_hi);
+	values[3] = Int64GetDatum(newest_from);
+	meta_begin(&session);
+	meta_exec(Q_RECORD_SEGMENTS, values, NULL, snapshot, true);
+	*nsegments = (int) SPI_processed;
+	if (*nsegments > 0)
+		segments = MemoryContextAlloc(session.caller_context,
+									  sizeof(ZLRecordSegment) * *nsegments);
+	for (int i = 0; i < *nsegments; i++)
+	{
+		bool		isnull;
+
+		segments[i].piece = result_int64(i, 1);
+		segments[i].segment = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
+														  SPI_tuptable->tupdesc, 2, &isnull));
+		segments[i].bytes = 0;
+	}
+	meta_end(&session);
+	return segments;
+}
+
+/* the entries of one segment, detoasted into the caller's memory */
+bytea *
+zl_meta_record_entries(Oid relid, Snapshot snapshot, int64 piece, int32 segment)
+{
+	ZLMetaSession session;
+	Datum		values[3];
+	bytea	   *entries = NULL;
+
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = Int64GetDatum(piece);
+	values[2] = Int32GetDatum(segment);
+	meta_begin(&session);
+	meta_exec(Q_RECORD_ENTRIES, values, NULL, snapshot, true);
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		MemoryContext old = MemoryContextSwitchTo(session.caller_context);
+
+		entries = DatumGetByteaPCopy(d);
+		MemoryContextSwitchTo(old);
+	}
+	meta_end(&session);
+	if (entries == NULL)
+		elog(ERROR, "change record segment " INT64_FORMAT "/%d of relation %u is missing",
+			 piece, segment, relid);
+	return entries;
+}
+
+/* the pieces of a table's record, oldest first, with their bytes (latest snapshot) */
+ZLRecordSegment *
+zl_meta_record_pieces(Oid relid, int *npieces)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	ZLRecordSegment *pieces = NULL;
+
+	meta_begin(&session);
+	meta_exec(Q_RECORD_PIECES, values, NULL, GetLatestSnapshot(), true);
+	*npieces = (int) SPI_processed;
+	if (*npieces > 0)
+		pieces = MemoryContextAlloc(session.caller_context, sizeof(ZLRecordSegment) * *npieces);
+	for (int i = 0; i < *npieces; i++)
+	{
+		pieces[i].piece = result_int64(i, 1);
+		pieces[i].segment = 0;
+		pieces[i].bytes = result_int64(i, 2);
+	}
+	meta_end(&session);
+	return pieces;
+}
+
+int64
+zl_meta_new_id(void)
+{
+	ZLMetaSession session;
+	int64		id;
+
+	meta_begin(&session);
+	meta_exec(Q_NEW_ID, NULL, NULL, InvalidSnapshot, false);
+	id = result_int64(0, 1);
+	meta_end(&session);
+	return id;
+}
+
+void
+zl_meta_record_insert(Oid relid, int64 piece, int32 segment, uint32 hash_lo, uint32 hash_hi,
+					  int64 newest, int64 instants, bytea *entries)
+{
+	ZLMetaSession session;
+	Datum		values[8];
+
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = Int64GetDatum(piece);
+	values[2] = Int32GetDatum(segment);
+	values[3] = Int64GetDatum((int64) hash_lo);
+	values[4] = Int64GetDatum((int64) hash_hi);
+	values[5] = Int64GetDatum(newest);
+	values[6] = Int64GetDatum(instants);
+	values[7] = PointerGetDatum(entries);
+	meta_begin(&session);
+	meta_exec(Q_RECORD_INSERT, values, NULL, InvalidSnapshot, false);
+	meta_end(&session);
+}
+
+void
+zl_meta_record_delete_piece(Oid relid, int64 piece)
+{
+	ZLMetaSession session;
+	Datum		values[2] = {ObjectIdGetDatum(relid), Int64GetDatum(piece)};
+
+	meta_begin(&session);
+	meta_exec(Q_RECORD_DELETE_PIECE, values, NULL, InvalidSnapshot, false);
+	meta_end(&session);
+}
+
+/* the newest change time applied and the table's instants; false if none */
+bool
+zl_meta_record_head(Oid relid, Snapshot snapshot, int64 *newest_change,
+					int64 **times, int *ntimes)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		found;
+
+	*newest_change = PG_INT64_MIN;
+	*times = NULL;
+	*ntimes = 0;
+	meta_begin(&session);
+	meta_exec(Q_RECORD_HEAD, values, NULL, snapshot, true);
+	found = SPI_processed == 1;
+	if (found)
+	{
+		bool		isnull;
+		Datum		d;
+		Datum	   *elems;
+		int			nelems;
+
+		*newest_change = result_int64(0, 1);
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+		deconstruct_array(DatumGetArrayTypeP(d), TIMESTAMPTZOID, sizeof(int64), true,
+						  TYPALIGN_DOUBLE, &elems, NULL, &nelems);
+		*times = MemoryContextAlloc(session.caller_context, sizeof(int64) * Max(1, nelems));
+		for (int i = 0; i < nelems; i++)
+			(*times)[i] = DatumGetInt64(elems[i]);
+		*ntimes = nelems;
+	}
+	meta_end(&session);
+	return found;
+}
+
+/* the batch's newest change time; snapshot_time: a table instant (PG_INT64_MIN: none) */
+void
+zl_meta_record_save_head(Oid relid, int64 newest_change, int64 snapshot_time)
+{
+	ZLMetaSession session;
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
+
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = Int64GetDatum(newest_change);
+	values[2] = Int64GetDatum(snapshot_time);
+	if (snapshot_time == PG_INT64_MIN)
+		nulls[2] = 'n';
+	meta_begin(&session);
+	meta_exec(Q_RECORD_SAVE_HEAD, values, nulls, InvalidSnapshot, false);
+	meta_end(&session);
+}
+
+/* TRUNCATE, DROP, SET ACCESS METHOD: the record goes with the rows */
+void
+zl_meta_record_forget(Oid relid)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+
+	if (!zl_meta_record_exists())
+		return;
+	meta_begin(&session);
+	meta_exec(Q_RECORD_FORGET, values, NULL, InvalidSnapshot, false);
 	meta_end(&session);
 }

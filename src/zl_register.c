@@ -36,6 +36,7 @@
 #include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(zipper_lake_register);
+PG_FUNCTION_INFO_V1(zipper_lake_set_late_horizon);
 PG_FUNCTION_INFO_V1(zipper_lake_register_row);
 PG_FUNCTION_INFO_V1(zipper_lake_place_unplaced_trigger);
 PG_FUNCTION_INFO_V1(zipper_lake_storage_id);
@@ -162,6 +163,21 @@ check_span(const Interval *span)
  * (written with the metadata owner's rights, zl_metadata.c).  Only the
  * table's owner registers it.
  */
+/* a late horizon: positive, in days and time (months have no fixed length) */
+static Interval *
+checked_horizon(Interval *horizon)
+{
+	if (horizon->month != 0 || horizon->day < 0 || horizon->time < 0 ||
+		(horizon->day == 0 && horizon->time == 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid late_horizon %s",
+						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(horizon)))),
+				 errdetail("A late horizon is a positive span of days and time."),
+				 errhint("Write it in days, e.g. '30 days' or '365 days'; NULL means no horizon.")));
+	return horizon;
+}
+
 static Datum
 register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 {
@@ -357,7 +373,41 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 	values[8] = TimestampTzGetDatum(open_end);
 	values[9] = PG_GETARG_DATUM(9);
 	zl_meta_insert_registration(values);
+	if (PG_NARGS() > 10 && !PG_ARGISNULL(10))
+		zl_meta_set_late_horizon(RelationGetRelid(rel), checked_horizon(PG_GETARG_INTERVAL_P(10)));
 	/* cached registrations (zl_metadata.c) follow a commit or rollback */
+	CacheInvalidateRelcache(rel);
+	table_close(rel, NoLock);
+	PG_RETURN_VOID();
+}
+
+/*
+ * set_late_horizon(tbl, late_horizon): README "Late data".  Only the
+ * owner changes it; writers of the table wait (its writer lock), so a
+ * batch applies under one horizon.
+ */
+Datum
+zipper_lake_set_late_horizon(PG_FUNCTION_ARGS)
+{
+	Relation	rel;
+	ZLTableOptions opts;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("table must not be null"),
+				 errhint("Pass the zipper table; a NULL late_horizon removes the horizon.")));
+	if (!pg_class_ownercheck(PG_GETARG_OID(0), GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(PG_GETARG_OID(0)));
+	rel = zl_open_zipper_table(PG_GETARG_OID(0), ShareUpdateExclusiveLock);
+	if (!zl_meta_load_options(rel, &opts, true))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" is not registered", RelationGetRelationName(rel)),
+				 errhint("Register it with zipper_lake.register(), which takes late_horizon too.")));
+	(void) zl_write_lock_table(zl_storage_id(rel), false);
+	zl_meta_set_late_horizon(RelationGetRelid(rel),
+							 PG_ARGISNULL(1) ? NULL : checked_horizon(PG_GETARG_INTERVAL_P(1)));
 	CacheInvalidateRelcache(rel);
 	table_close(rel, NoLock);
 	PG_RETURN_VOID();

@@ -7,7 +7,10 @@
 -- PL/pgSQL validator and its internal _register() go.
 -- ---------------------------------------------------------------------------
 
-CREATE OR REPLACE FUNCTION zipper_lake.register(
+-- late_horizon (README "Late data") is new: a new signature
+DROP FUNCTION zipper_lake.register(regclass, text[], name, name, text, interval,
+    interval, int, timestamptz, text);
+CREATE FUNCTION zipper_lake.register(
     tbl regclass,
     key text[],
     valid_from name DEFAULT 'valid_from',
@@ -17,7 +20,8 @@ CREATE OR REPLACE FUNCTION zipper_lake.register(
     current_group_span interval DEFAULT '1 day',
     max_subgroups int DEFAULT 32,
     open_end timestamptz DEFAULT 'infinity',
-    time_zone text DEFAULT 'UTC')
+    time_zone text DEFAULT 'UTC',
+    late_horizon interval DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'zipper_lake_register'
 LANGUAGE C;
@@ -32,7 +36,9 @@ DROP FUNCTION zipper_lake._register(regclass, name[], name, name, text, interval
 -- public run with the rights of whoever called it.
 DROP FUNCTION zipper_lake._create_table(text[], regclass, name, name, text, interval,
     interval, int, timestamptz, text);
-CREATE OR REPLACE FUNCTION zipper_lake.create_table(
+DROP FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval,
+    interval, int, timestamptz, text);
+CREATE FUNCTION zipper_lake.create_table(
     name text,
     source regclass,
     valid_from name DEFAULT NULL,
@@ -42,7 +48,8 @@ CREATE OR REPLACE FUNCTION zipper_lake.create_table(
     current_group_span interval DEFAULT NULL,
     max_subgroups int DEFAULT NULL,
     open_end timestamptz DEFAULT NULL,
-    time_zone text DEFAULT NULL)
+    time_zone text DEFAULT NULL,
+    late_horizon interval DEFAULT NULL)
 RETURNS regclass
 AS 'MODULE_PATHNAME', 'zipper_lake_create_table'
 LANGUAGE C;
@@ -193,9 +200,9 @@ ALTER EVENT TRIGGER zipper_lake_column_drops ENABLE ALWAYS;
 -- them as the querying user).
 -- ---------------------------------------------------------------------------
 
-ALTER FUNCTION zipper_lake.register(regclass, text[], name, name, text, interval, interval, int, timestamptz, text)
+ALTER FUNCTION zipper_lake.register(regclass, text[], name, name, text, interval, interval, int, timestamptz, text, interval)
     VOLATILE PARALLEL UNSAFE;
-ALTER FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval, interval, int, timestamptz, text)
+ALTER FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval, interval, int, timestamptz, text, interval)
     VOLATILE PARALLEL UNSAFE;
 ALTER FUNCTION zipper_lake.apply_changes(regclass, regclass, name, name, name)
     VOLATILE PARALLEL UNSAFE ROWS 1;
@@ -214,9 +221,9 @@ ALTER FUNCTION zipper_lake._storage_id(regclass) STABLE PARALLEL RESTRICTED;
 REVOKE ALL ON FUNCTION zipper_lake.tableam_handler(internal) FROM PUBLIC;
 REVOKE ALL ON FUNCTION zipper_lake._storage_id(regclass) FROM PUBLIC;
 
-COMMENT ON FUNCTION zipper_lake.register(regclass, text[], name, name, text, interval, interval, int, timestamptz, text) IS
+COMMENT ON FUNCTION zipper_lake.register(regclass, text[], name, name, text, interval, interval, int, timestamptz, text, interval) IS
     'registers a zipper_lake table: its key, period columns and layout (owner only)';
-COMMENT ON FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval, interval, int, timestamptz, text) IS
+COMMENT ON FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval, interval, int, timestamptz, text, interval) IS
     'creates and registers a zipper table with the columns and primary key of a source table';
 COMMENT ON FUNCTION zipper_lake.apply_changes(regclass, regclass, name, name, name) IS
     'applies a batch of changes, each at its own change time, to a zipper table';
@@ -246,3 +253,70 @@ COMMENT ON FUNCTION zipper_lake._place_unplaced() IS
     'internal: places rows loaded before a table was registered';
 COMMENT ON FUNCTION zipper_lake._load_hooks() IS
     'internal: loads the library, and with it the DDL hook, before DDL commands';
+
+-- ---------------------------------------------------------------------------
+-- The change record (README "Change semantics", src/zl_record.c): what a
+-- zipper table's versions do not show, so that its history is the fold of
+-- every change ever applied whatever the batching.  Both tables are
+-- extension configuration: pg_dump dumps them with the table.
+-- ---------------------------------------------------------------------------
+
+ALTER TABLE zipper_lake.registration ADD COLUMN late_horizon interval;
+
+-- immutable pieces (one per application that changed the record, oldest
+-- first), cut into segments of entries in key-hash order
+CREATE TABLE zipper_lake.record_segment (
+    tbl       regclass NOT NULL,
+    piece     bigint NOT NULL,
+    segment   int NOT NULL,
+    hash_lo   bigint NOT NULL,       -- key hashes of its entries (uint32)
+    hash_hi   bigint NOT NULL,
+    newest    timestamptz NOT NULL,  -- its newest instant (an instant, see src/zl_time.c)
+    instants  bigint NOT NULL,
+    entries   bytea NOT NULL,
+    PRIMARY KEY (tbl, piece, segment)
+);
+SELECT pg_catalog.pg_extension_config_dump('zipper_lake.record_segment', '');
+
+-- per table: the newest change time applied, and the times of
+-- apply_snapshot(deletes => true), an instant of every key
+CREATE TABLE zipper_lake.record_head (
+    tbl            regclass PRIMARY KEY,
+    newest_change  timestamptz NOT NULL,
+    snapshots      timestamptz[] NOT NULL
+);
+SELECT pg_catalog.pg_extension_config_dump('zipper_lake.record_head', '');
+REVOKE ALL ON zipper_lake.record_segment, zipper_lake.record_head FROM PUBLIC;
+
+CREATE FUNCTION zipper_lake.set_late_horizon(tbl regclass, late_horizon interval)
+RETURNS void
+AS 'MODULE_PATHNAME', 'zipper_lake_set_late_horizon'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION zipper_lake.set_late_horizon(regclass, interval) IS
+    'Set (or with NULL remove) the late horizon of a zipper table: older changes are refused (README "Late data").';
+
+-- the record's size, piece by piece, for whoever may read the table
+CREATE FUNCTION zipper_lake.inspect_record(tbl regclass)
+RETURNS TABLE (piece bigint, segments bigint, hash_lo bigint, hash_hi bigint,
+               newest timestamptz, instants bigint, bytes bigint)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF NOT has_table_privilege(tbl, 'SELECT') THEN
+        RAISE EXCEPTION 'permission denied for table %', tbl
+            USING ERRCODE = '42501',
+                  HINT = 'inspect_record() needs SELECT on the zipper table.';
+    END IF;
+    RETURN QUERY
+        SELECT s.piece, count(*), min(s.hash_lo), max(s.hash_hi), max(s.newest),
+               sum(s.instants)::bigint, sum(pg_column_size(s.entries))::bigint
+          FROM zipper_lake.record_segment s
+         WHERE s.tbl = inspect_record.tbl
+         GROUP BY s.piece ORDER BY s.piece;
+END
+$$;
+REVOKE ALL ON FUNCTION zipper_lake.inspect_record(regclass) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION zipper_lake.inspect_record(regclass) TO PUBLIC;
+COMMENT ON FUNCTION zipper_lake.inspect_record(regclass) IS
+    'The change record of a zipper table: its pieces, instants and bytes (README "Change semantics").';

@@ -57,7 +57,11 @@
  *              that began at its own instant;
  *   late       changes -- identical re-applications excepted -- whose
  *              (change_time, seq) precedes the newest change applied to the
- *              key before this application.
+ *              key before this application; identical means equal to the
+ *              change applied before that held its instant.
+ * A change that a change applied before follows at its own instant (a
+ * higher seq there) counts as unchanged only, never late: zipper_lake
+ * remembers only the winner of an instant.
  * A snapshot's delete of a missing key counts only when it deletes something.
  *
  * Functions:
@@ -273,9 +277,16 @@ BEGIN
             ------------------------------------------------ the counts
             -- (a snapshot's delete of a missing key only when it deletes)
             IF ch.zl_app = app AND (ch.zl_id IS NOT NULL OR present) THEN
+                -- a change applied before follows it at its instant: it shapes nothing
+                EXECUTE 'SELECT count(*) FROM zl_fold_changes x
+                         WHERE x.zl_key_no = $1 AND x.zl_app < $2 AND x.zl_time = $3
+                           AND zl_fold.precedes($3, $4, x.zl_time, x.zl_seq)'
+                   INTO cnt USING k, app, ch.zl_time, ch.zl_seq;
                 opened := NOT has_old
                           OR NOT zl_fold.precedes(ch.zl_time, ch.zl_seq, n_time, n_seq);
-                IF equal OR (NOT ch.zl_upsert AND NOT present) THEN
+                IF cnt > 0 THEN
+                    res.unchanged := res.unchanged + 1;
+                ELSIF equal OR (NOT ch.zl_upsert AND NOT present) THEN
                     res.unchanged := res.unchanged + 1;
                 ELSIF ch.zl_upsert THEN
                     res.inserted := res.inserted + 1;
@@ -288,12 +299,14 @@ BEGIN
                         res.closed := res.closed + 1;
                     END IF;
                 END IF;
-                IF NOT opened THEN
-                    -- late, unless an identical change was applied before
+                IF NOT opened AND cnt = 0 THEN
+                    -- late, unless it is identical to the change applied before
+                    -- that held its instant (the last one there in fold order)
                     EXECUTE format(
-                        'SELECT count(*) FROM zl_fold_changes x
-                         WHERE x.zl_key_no = $1 AND x.zl_app < $2 AND x.zl_time = $3
-                           AND x.zl_seq IS NOT DISTINCT FROM $4 AND x.zl_upsert = $5
+                        'SELECT count(*) FROM (SELECT * FROM zl_fold_changes w
+                                                WHERE w.zl_key_no = $1 AND w.zl_app < $2 AND w.zl_time = $3
+                                                ORDER BY w.zl_seq DESC NULLS FIRST, w.zl_app DESC LIMIT 1) x
+                         WHERE x.zl_seq IS NOT DISTINCT FROM $4 AND x.zl_upsert = $5
                            AND (NOT $5 OR EXISTS (SELECT FROM zl_fold_changes y
                                                   WHERE y.zl_id = $6 AND %s))', same)
                        INTO cnt USING k, app, ch.zl_time, ch.zl_seq, ch.zl_upsert, ch.zl_id;

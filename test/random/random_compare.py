@@ -1229,6 +1229,13 @@ class FoldModel:
                 at_instant = self.state_after(earlier[-1]) if earlier else ABSENT
                 opened = newest is None or not fold_position(c.t, c.seq) < newest
                 did = collections.Counter()
+                if any(x.t == c.t and x.app < app for x in cs[i + 1:]):
+                    # a change applied before follows it at its instant: it
+                    # shapes nothing, and is never late (README "Counts of the fold")
+                    did["unchanged"] += 1
+                    counts.update(did)
+                    self.outcomes.append((key, c, did))
+                    continue
                 if (held == c.vals) if c.upsert else (held is ABSENT):
                     did["unchanged"] += 1
                 elif c.upsert:
@@ -1238,9 +1245,11 @@ class FoldModel:
                 else:
                     did["deleted"] += 1
                     did["closed"] += opened
-                if not opened and not any(
-                        x.t == c.t and x.seq == c.seq and x.upsert == c.upsert and
-                        (not c.upsert or x.vals == c.vals) for x in old):
+                held_before = [x for x in old if x.t == c.t]    # fold order: the last held it
+                if not opened and not (
+                        held_before and held_before[-1].seq == c.seq and
+                        held_before[-1].upsert == c.upsert and
+                        (not c.upsert or held_before[-1].vals == c.vals)):
                     did["late"] += 1
                 counts.update(did)
                 self.outcomes.append((key, c, did))

@@ -1,0 +1,676 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_record.c
+ *	  The change record: what a key's versions do not show.
+ *
+ * README "Change semantics" makes a key's history the fold of every change
+ * ever applied to it (zl_fold.c).  The versions show most of that; the
+ * record keeps the rest, per key: the instants that are no version
+ * boundary (no-op upserts, deletes of an absent key, boundaries later
+ * merged away) and the seq of instants a change with seq won.  Each
+ * remembered instant carries the kind of its winning change, which the
+ * versions also imply (verify compares the two).
+ *
+ * Layout
+ * ------
+ * The record is a list of immutable *pieces*, one per application that
+ * changed it, oldest first (piece ids come from the extension's sequence,
+ * and writers of a table serialize).  A piece holds one *entry* per key
+ * it changed — the key, a time `since` and the key's remembered instants
+ * at or after it — and replaces what older pieces remember of that key
+ * from `since` on.  A piece is cut into *segments* of about
+ * ZL_RECORD_SEGMENT_BYTES, rows of zipper_lake.record_segment (MVCC,
+ * WAL-logged, dumped with the table by pg_dump as extension configuration)
+ * holding the entries in key-hash order and their hash range and newest
+ * instant, so a batch reads only segments of its chunk's hash range that
+ * hold an instant at or after its earliest change: an in-order stream
+ * reads none.
+ *
+ * Encoding (varints; a segment's first entry starts from zero):
+ *		hash delta, key columns (binary send format, length-prefixed),
+ *		header (instants << 1 | has overridden), since delta (zigzag),
+ *		[overridden - since], then per instant
+ *		(delta from the previous instant or since) << 2 | has_seq << 1 |
+ *		is_delete, [seq (zigzag)].
+ * A no-op remembered for a bigint key takes about 15 bytes.
+ *
+ * Merging
+ * -------
+ * After each application the two newest pieces are merged while the older
+ * is at most twice the size of the newer, like the levels of an LSM tree,
+ * so a table has O(log size) pieces and a key's probe does not grow with
+ * the number of batches.  Merging streams both pieces segment by segment
+ * (bounded memory); into the oldest piece, replaced instants and empty
+ * entries drop out.
+ *
+ * The table-wide part of the record (the newest change time applied, and
+ * the instants of apply_snapshot with deletes) is one row of
+ * zipper_lake.record_head (zl_metadata.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "zipper_lake.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/tuplestore.h"
+
+/* entries are cut into segments of about this size */
+#define ZL_RECORD_SEGMENT_BYTES		(64 * 1024)
+
+struct ZLRecordCodec
+{
+	int			natts;
+	int			nkeys;
+	AttrNumber	attnums[INDEX_MAX_KEYS];
+	FmgrInfo	send[INDEX_MAX_KEYS];
+	FmgrInfo	receive[INDEX_MAX_KEYS];
+	Oid			ioparam[INDEX_MAX_KEYS];
+	int32		typmod[INDEX_MAX_KEYS];
+	int16		typlen[INDEX_MAX_KEYS];
+	bool		typbyval[INDEX_MAX_KEYS];
+	const ZLKeyHasher *hasher;
+};
+
+/* a segment being written */
+struct ZLRecordWriter
+{
+	ZLRecordCodec *codec;
+	StringInfoData buf;
+	bool		empty;
+	uint32		prev_hash;
+	int64		prev_since;
+	uint32		hash_lo;
+	int64		newest;
+	int64		instants;
+	Tuplestorestate *segments;	/* (hash_lo, hash_hi, newest, instants, entries) */
+	TupleDesc	desc;
+	TupleTableSlot *slot;
+	int			nsegments;
+};
+
+/* ---------- varints ---------- */
+
+static void
+put_varint(StringInfo buf, uint64 v)
+{
+	do
+	{
+		uint8		b = v & 0x7F;
+
+		v >>= 7;
+		if (v != 0)
+			b |= 0x80;
+		appendStringInfoChar(buf, (char) b);
+	} while (v != 0);
+}
+
+static void
+put_zigzag(StringInfo buf, int64 v)
+{
+	put_varint(buf, ((uint64) v << 1) ^ (uint64) (v >> 63));
+}
+
+typedef struct Reader
+{
+	const uint8 *p;
+	const uint8 *end;
+} Reader;
+
+static uint64
+get_varint(Reader *r)
+{
+	uint64		v = 0;
+	int			shift = 0;
+
+	for (;;)
+	{
+		uint8		b;
+
+		if (r->p >= r->end || shift > 63)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("change record segment is damaged"),
+					 errhint("zipper_lake.verify() reports the table's state.")));
+		b = *r->p++;
+		v |= (uint64) (b & 0x7F) << shift;
+		if ((b & 0x80) == 0)
+			return v;
+		shift += 7;
+	}
+}
+
+static int64
+get_zigzag(Reader *r)
+{
+	uint64		v = get_varint(r);
+
+	return (int64) (v >> 1) ^ -(int64) (v & 1);
+}
+
+/* ---------- keys ---------- */
+
+ZLRecordCodec *
+zl_record_codec_create(TupleDesc tupdesc, const ZLTableOptions *opts, const ZLKeyHasher *hasher)
+{
+	ZLRecordCodec *codec = palloc0(sizeof(ZLRecordCodec));
+
+	codec->natts = tupdesc->natts;
+	codec->nkeys = opts->nkeys;
+	codec->hasher = hasher;
+	for (int i = 0; i < opts->nkeys; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, opts->key_attnums[i] - 1);
+		Oid			send,
+					receive;
+		bool		varlena;
+
+		codec->attnums[i] = opts->key_attnums[i];
+		codec->typmod[i] = att->atttypmod;
+		codec->typlen[i] = att->attlen;
+		codec->typbyval[i] = att->attbyval;
+		getTypeBinaryOutputInfo(att->atttypid, &send, &varlena);
+		getTypeBinaryInputInfo(att->atttypid, &receive, &codec->ioparam[i]);
+		fmgr_info(send, &codec->send[i]);
+		fmgr_info(receive, &codec->receive[i]);
+	}
+	return codec;
+}
+
+static void
+put_key(const ZLRecordCodec *codec, StringInfo buf, const Datum *key)
+{
+	for (int i = 0; i < codec->nkeys; i++)
+	{
+		bytea	   *b = SendFunctionCall((FmgrInfo *) &codec->send[i], key[codec->attnums[i] - 1]);
+
+		put_varint(buf, VARSIZE(b) - VARHDRSZ);
+		appendBinaryStringInfo(buf, VARDATA(b), VARSIZE(b) - VARHDRSZ);
+		pfree(b);
+	}
+}
+
+static Datum *
+get_key(const ZLRecordCodec *codec, Reader *r)
+{
+	Datum	   *key = palloc0(sizeof(Datum) * codec->natts);
+
+	for (int i = 0; i < codec->nkeys; i++)
+	{
+		uint64		len = get_varint(r);
+		StringInfoData value;
+
+		if (len > (uint64) (r->end - r->p))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("change record segment is damaged"),
+					 errhint("zipper_lake.verify() reports the table's state.")));
+		initStringInfo(&value);
+		appendBinaryStringInfo(&value, (const char *) r->p, (int) len);
+		r->p += len;
+		key[codec->attnums[i] - 1] =
+			ReceiveFunctionCall((FmgrInfo *) &codec->receive[i], &value,
+								codec->ioparam[i], codec->typmod[i]);
+		pfree(value.data);
+	}
+	return key;
+}
+
+/* ---------- entries ---------- */
+
+static void
+put_entry(ZLRecordWriter *w, const ZLRecordEntry *e)
+{
+	StringInfo	buf = &w->buf;
+	int64		prev;
+	bool		overridden = e->overridden != PG_INT64_MIN;
+
+	put_varint(buf, e->hash - w->prev_hash);
+	put_key(w->codec, buf, e->key);
+	put_varint(buf, ((uint64) e->ninstants << 1) | overridden);
+	put_zigzag(buf, e->since - w->prev_since);
+	if (overridden)
+		put_varint(buf, (uint64) (e->overridden - e->since));
+	prev = e->since;
+	for (int i = 0; i < e->ninstants; i++)
+	{
+		const ZLRecordInstant *in = &e->instants[i];
+
+		put_varint(buf, ((uint64) (in->time - prev) << 2) |
+				   ((uint64) in->has_seq << 1) | (uint64) in->is_delete);
+		if (in->has_seq)
+			put_zigzag(buf, in->seq);
+		prev = in->time;
+	}
+	w->prev_hash = e->hash;
+	w->prev_since = e->since;
+}
+
+/* the next entry; key NULL when only its hash is wanted (skip) */
+typedef struct EntryReader
+{
+	Reader		r;
+	uint32		prev_hash;
+	int64		prev_since;
+} EntryReader;
+
+static bool
+next_entry(const ZLRecordCodec *codec, EntryReader *er, ZLRecordEntry *e,
+		   uint32 want_lo, uint32 want_hi)
+{
+	uint64		header;
+	int64		prev;
+
+	if (er->r.p >= er->r.end)
+		return false;
+	e->hash = er->prev_hash + (uint32) get_varint(&er->r);
+	er->prev_hash = e->hash;
+	if (e->hash >= want_lo && e->hash <= want_hi)
+		e->key = get_key(codec, &er->r);
+	else
+	{
+		e->key = NULL;
+		for (int i = 0; i < codec->nkeys; i++)
+			er->r.p += get_varint(&er->r);
+	}
+	header = get_varint(&er->r);
+	e->ninstants = (int) (header >> 1);
+	e->since = er->prev_since + get_zigzag(&er->r);
+	er->prev_since = e->since;
+	e->overridden = (header & 1) ? e->since + (int64) get_varint(&er->r) : PG_INT64_MIN;
+	e->instants = e->ninstants > 0 ? palloc(sizeof(ZLRecordInstant) * e->ninstants) : NULL;
+	prev = e->since;
+	for (int i = 0; i < e->ninstants; i++)
+	{
+		ZLRecordInstant *in = &e->instants[i];
+		uint64		v = get_varint(&er->r);
+
+		in->time = prev + (int64) (v >> 2);
+		in->has_seq = (v & 2) != 0;
+		in->is_delete = (v & 1) != 0;
+		in->seq = in->has_seq ? get_zigzag(&er->r) : 0;
+		prev = in->time;
+	}
+	return true;
+}
+
+/* ---------- writing ---------- */
+
+ZLRecordWriter *
+zl_record_writer_begin(ZLRecordCodec *codec)
+{
+	ZLRecordWriter *w = palloc0(sizeof(ZLRecordWriter));
+
+	w->codec = codec;
+	initStringInfo(&w->buf);
+	w->empty = true;
+	w->desc = CreateTemplateTupleDesc(5);
+	TupleDescInitEntry(w->desc, 1, "hash_lo", INT8OID, -1, 0);
+	TupleDescInitEntry(w->desc, 2, "hash_hi", INT8OID, -1, 0);
+	TupleDescInitEntry(w->desc, 3, "newest", INT8OID, -1, 0);
+	TupleDescInitEntry(w->desc, 4, "instants", INT8OID, -1, 0);
+	TupleDescInitEntry(w->desc, 5, "entries", BYTEAOID, -1, 0);
+	w->slot = MakeSingleTupleTableSlot(w->desc, &TTSOpsMinimalTuple);
+	/* segments wait here until the batch's rows are written (zl_apply.c) */
+	w->segments = tuplestore_begin_heap(false, false, ZL_SIDE_KB);
+	return w;
+}
+
+static void
+flush_segment(ZLRecordWriter *w)
+{
+	Datum		values[5];
+	bool		nulls[5] = {0};
+	bytea	   *entries;
+
+	if (w->empty)
+		return;
+	entries = palloc(VARHDRSZ + w->buf.len);
+	SET_VARSIZE(entries, VARHDRSZ + w->buf.len);
+	memcpy(VARDATA(entries), w->buf.data, w->buf.len);
+	values[0] = Int64GetDatum((int64) w->hash_lo);
+	values[1] = Int64GetDatum((int64) w->prev_hash);
+	values[2] = Int64GetDatum(w->newest);
+	values[3] = Int64GetDatum(w->instants);
+	values[4] = PointerGetDatum(entries);
+	tuplestore_putvalues(w->segments, w->desc, values, nulls);
+	pfree(entries);
+	w->nsegments++;
+	resetStringInfo(&w->buf);
+	w->empty = true;
+	w->prev_hash = 0;
+	w->prev_since = 0;
+}
+
+/* entries come in key-hash order */
+void
+zl_record_writer_add(ZLRecordWriter *w, const ZLRecordEntry *e)
+{
+	if (w->empty)
+	{
+		w->hash_lo = e->hash;
+		w->newest = PG_INT64_MIN;
+		w->instants = 0;
+		w->empty = false;
+	}
+	Assert(e->hash >= w->prev_hash);
+	put_entry(w, e);
+	w->newest = Max(w->newest, e->overridden);
+	if (e->ninstants > 0)
+		w->newest = Max(w->newest, e->instants[e->ninstants - 1].time);
+	w->instants += e->ninstants;
+	if (w->buf.len >= ZL_RECORD_SEGMENT_BYTES)
+		flush_segment(w);
+}
+
+/* write what was added as the table's newest piece */
+void
+zl_record_writer_finish(ZLRecordWriter *w, Oid relid)
+{
+	int64		piece;
+	int32		segment = 0;
+
+	flush_segment(w);
+	if (w->nsegments > 0)
+	{
+		piece = zl_meta_new_id();
+		while (tuplestore_gettupleslot(w->segments, true, false, w->slot))
+		{
+			bool		isnull;
+			int64		newest = DatumGetInt64(slot_getattr(w->slot, 3, &isnull));
+
+			zl_meta_record_insert(relid, piece, segment++,
+								  (uint32) DatumGetInt64(slot_getattr(w->slot, 1, &isnull)),
+								  (uint32) DatumGetInt64(slot_getattr(w->slot, 2, &isnull)),
+								  newest == PG_INT64_MIN ? 0 : newest,
+								  DatumGetInt64(slot_getattr(w->slot, 4, &isnull)),
+								  DatumGetByteaPP(slot_getattr(w->slot, 5, &isnull)));
+		}
+	}
+	tuplestore_end(w->segments);
+	ExecDropSingleTupleTableSlot(w->slot);
+	pfree(w->buf.data);
+}
+
+/* ---------- reading ---------- */
+
+/*
+ * Every entry of key hashes in [hash_lo, hash_hi] in the segments holding
+ * an instant at or after newest_from, oldest piece first: the callback
+ * applies each over what older ones said (an entry replaces the key's
+ * instants from its since on).
+ */
+void
+zl_record_read(ZLRecordCodec *codec, Oid relid, Snapshot snapshot, uint32 hash_lo,
+			   uint32 hash_hi, int64 newest_from, ZLRecordCallback callback, void *arg)
+{
+	int			nsegments;
+	ZLRecordSegment *segments = zl_meta_record_segments(relid, snapshot, hash_lo, hash_hi,
+														 newest_from, &nsegments);
+	MemoryContext entry_context = AllocSetContextCreate(CurrentMemoryContext,
+														"zipper_lake record entry",
+														ALLOCSET_SMALL_SIZES);
+
+	for (int i = 0; i < nsegments; i++)
+	{
+		bytea	   *entries = zl_meta_record_entries(relid, snapshot, segments[i].piece,
+													 segments[i].segment);
+		EntryReader er = {{(const uint8 *) VARDATA(entries),
+		(const uint8 *) VARDATA(entries) + VARSIZE(entries) - VARHDRSZ}, 0, 0};
+
+		for (;;)
+		{
+			MemoryContext old = MemoryContextSwitchTo(entry_context);
+			ZLRecordEntry e;
+			bool		more = next_entry(codec, &er, &e, hash_lo, hash_hi);
+
+			MemoryContextSwitchTo(old);
+			if (!more)
+				break;
+			if (e.key != NULL)
+				callback(arg, &e);
+			MemoryContextReset(entry_context);
+		}
+		pfree(entries);
+	}
+	MemoryContextDelete(entry_context);
+}
+
+/* ---------- merging ---------- */
+
+/* one piece read entry by entry, segment by segment */
+typedef struct PieceCursor
+{
+	ZLRecordCodec *codec;
+	Oid			relid;
+	Snapshot	snapshot;
+	ZLRecordSegment *segments;
+	int			nsegments;
+	int			next_segment;
+	bytea	   *entries;
+	EntryReader er;
+	bool		have;			/* entry holds the next entry */
+	ZLRecordEntry entry;
+	MemoryContext context;		/* of entry */
+} PieceCursor;
+
+static void
+cursor_advance(PieceCursor *c)
+{
+	MemoryContext old;
+
+	MemoryContextReset(c->context);
+	old = MemoryContextSwitchTo(c->context);
+	for (;;)
+	{
+		if (c->entries != NULL &&
+			next_entry(c->codec, &c->er, &c->entry, 0, PG_UINT32_MAX))
+		{
+			c->have = true;
+			break;
+		}
+		if (c->entries != NULL)
+		{
+			pfree(c->entries);
+			c->entries = NULL;
+		}
+		if (c->next_segment >= c->nsegments)
+		{
+			c->have = false;
+			break;
+		}
+		MemoryContextSwitchTo(old);
+		c->entries = zl_meta_record_entries(c->relid, c->snapshot,
+											c->segments[c->next_segment].piece,
+											c->segments[c->next_segment].segment);
+		c->next_segment++;
+		MemoryContextSwitchTo(c->context);
+		c->er.r.p = (const uint8 *) VARDATA(c->entries);
+		c->er.r.end = c->er.r.p + VARSIZE(c->entries) - VARHDRSZ;
+		c->er.prev_hash = 0;
+		c->er.prev_since = 0;
+	}
+	MemoryContextSwitchTo(old);
+}
+
+static void
+cursor_open(PieceCursor *c, ZLRecordCodec *codec, Oid relid, Snapshot snapshot, int64 piece)
+{
+	int			n;
+	ZLRecordSegment *all = zl_meta_record_segments(relid, snapshot, 0, PG_UINT32_MAX,
+												   PG_INT64_MIN, &n);
+
+	memset(c, 0, sizeof(*c));
+	c->codec = codec;
+	c->relid = relid;
+	c->snapshot = snapshot;
+	c->segments = palloc(sizeof(ZLRecordSegment) * Max(1, n));
+	for (int i = 0; i < n; i++)
+		if (all[i].piece == piece)
+			c->segments[c->nsegments++] = all[i];
+	c->context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake record merge",
+									   ALLOCSET_SMALL_SIZES);
+	cursor_advance(c);
+}
+
+/* a copy of an entry that outlives its cursor's next step */
+static ZLRecordEntry *
+copy_entry(const ZLRecordCodec *codec, const ZLRecordEntry *e)
+{
+	ZLRecordEntry *copy = palloc(sizeof(ZLRecordEntry));
+
+	*copy = *e;
+	copy->key = palloc0(sizeof(Datum) * codec->natts);
+	for (int i = 0; i < codec->nkeys; i++)
+	{
+		int			col = codec->attnums[i] - 1;
+
+		copy->key[col] = datumCopy(e->key[col], codec->typbyval[i], codec->typlen[i]);
+	}
+	copy->instants = palloc(sizeof(ZLRecordInstant) * Max(1, e->ninstants));
+	if (e->ninstants > 0)
+		memcpy(copy->instants, e->instants, sizeof(ZLRecordInstant) * e->ninstants);
+	return copy;
+}
+
+/* the entries of the cursor's next hash (copies) */
+static ZLRecordEntry **
+take_hash_group(PieceCursor *c, uint32 hash, int *n)
+{
+	ZLRecordEntry **group = NULL;
+	int			max = 0;
+
+	*n = 0;
+	while (c->have && c->entry.hash == hash)
+	{
+		if (*n == max)
+		{
+			max = Max(4, max * 2);
+			group = group == NULL ? palloc(sizeof(ZLRecordEntry *) * max) :
+				repalloc(group, sizeof(ZLRecordEntry *) * max);
+		}
+		group[(*n)++] = copy_entry(c->codec, &c->entry);
+		cursor_advance(c);
+	}
+	return group;
+}
+
+/* older's entry with newer's over it, into w (oldest: nothing older remains) */
+static void
+merge_entries(ZLRecordWriter *w, const ZLRecordEntry *older, const ZLRecordEntry *newer,
+			  bool oldest)
+{
+	ZLRecordEntry e;
+	int			n = 0;
+
+	if (older == NULL || newer == NULL)
+	{
+		e = older != NULL ? *older : *newer;
+		if (oldest)
+			e.overridden = PG_INT64_MIN;
+	}
+	else
+	{
+		e = *newer;
+		e.instants = palloc(sizeof(ZLRecordInstant) * (older->ninstants + newer->ninstants + 1));
+		for (int i = 0; i < older->ninstants && older->instants[i].time < newer->since; i++)
+			e.instants[n++] = older->instants[i];
+		memcpy(&e.instants[n], newer->instants, sizeof(ZLRecordInstant) * newer->ninstants);
+		e.ninstants = n + newer->ninstants;
+		e.since = Min(older->since, newer->since);
+		e.overridden = oldest ? PG_INT64_MIN : Max(older->overridden, newer->overridden);
+	}
+	if (e.ninstants == 0 && e.overridden == PG_INT64_MIN)
+		return;					/* says nothing */
+	zl_record_writer_add(w, &e);
+}
+
+/*
+ * Merge the two newest pieces into one (taking the newer's id) while the
+ * older is at most twice the newer's size.
+ */
+void
+zl_record_merge(ZLRecordCodec *codec, Oid relid)
+{
+	for (;;)
+	{
+		int			npieces;
+		ZLRecordSegment *pieces;
+		PieceCursor older,
+					newer;
+		ZLRecordWriter *w;
+		Snapshot	snapshot;
+		bool		oldest;
+		int64		newer_id;
+		MemoryContext group_context;
+
+		CommandCounterIncrement();
+		pieces = zl_meta_record_pieces(relid, &npieces);
+		if (npieces < 2 || pieces[npieces - 2].bytes > 2 * pieces[npieces - 1].bytes)
+			return;
+		oldest = npieces == 2;
+		newer_id = pieces[npieces - 1].piece;
+		snapshot = RegisterSnapshot(GetLatestSnapshot());
+		cursor_open(&older, codec, relid, snapshot, pieces[npieces - 2].piece);
+		cursor_open(&newer, codec, relid, snapshot, newer_id);
+		w = zl_record_writer_begin(codec);
+		group_context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake record group",
+											  ALLOCSET_SMALL_SIZES);
+		while (older.have || newer.have)
+		{
+			if (!newer.have || (older.have && older.entry.hash < newer.entry.hash))
+			{
+				merge_entries(w, &older.entry, NULL, oldest);
+				cursor_advance(&older);
+			}
+			else if (!older.have || newer.entry.hash < older.entry.hash)
+			{
+				merge_entries(w, NULL, &newer.entry, oldest);
+				cursor_advance(&newer);
+			}
+			else
+			{
+				/* the keys of one hash (collisions aside, one key) */
+				MemoryContext old = MemoryContextSwitchTo(group_context);
+				uint32		hash = older.entry.hash;
+				int			nold,
+							nnew;
+				ZLRecordEntry **olds = take_hash_group(&older, hash, &nold);
+				ZLRecordEntry **news = take_hash_group(&newer, hash, &nnew);
+
+				for (int i = 0; i < nold; i++)
+				{
+					ZLRecordEntry *match = NULL;
+
+					for (int j = 0; j < nnew && match == NULL; j++)
+						if (news[j] != NULL && zl_keys_equal(codec->hasher, olds[i]->key, news[j]->key))
+						{
+							match = news[j];
+							news[j] = NULL;
+						}
+					merge_entries(w, olds[i], match, oldest);
+				}
+				for (int j = 0; j < nnew; j++)
+					if (news[j] != NULL)
+						merge_entries(w, NULL, news[j], oldest);
+				MemoryContextSwitchTo(old);
+				MemoryContextReset(group_context);
+			}
+		}
+		MemoryContextDelete(group_context);
+		UnregisterSnapshot(snapshot);
+		zl_meta_record_delete_piece(relid, pieces[npieces - 2].piece);
+		zl_meta_record_delete_piece(relid, newer_id);
+		zl_record_writer_finish(w, relid);
+		MemoryContextDelete(older.context);
+		MemoryContextDelete(newer.context);
+	}
+}
