@@ -602,6 +602,8 @@ extern ZLRecordWriter *zl_record_writer_begin(ZLRecordCodec *codec);
 extern void zl_record_writer_add(ZLRecordWriter *writer, const ZLRecordEntry *entry);
 extern void zl_record_writer_finish(ZLRecordWriter *writer, Oid relid);
 extern void zl_record_merge(ZLRecordCodec *codec, Oid relid);
+extern void zl_record_resolve(ZLRecordCodec *codec, Oid relid, Snapshot snapshot,
+							  ZLRecordCallback callback, void *arg);
 
 /* ---------- zl_customscan.c ---------- */
 

@@ -173,13 +173,11 @@ find_instant(const InstantList *list, int64 t)
 }
 
 static bool
-is_table_instant(const ZLTableInstants *table, int64 t)
+is_stored_table_instant(const ZLTableInstants *table, int64 t)
 {
 	int			lo = 0,
 				hi = table->ntimes - 1;
 
-	if (t == table->batch_time)
-		return true;
 	while (lo <= hi)
 	{
 		int			mid = (lo + hi) / 2;
@@ -192,6 +190,12 @@ is_table_instant(const ZLTableInstants *table, int64 t)
 			hi = mid - 1;
 	}
 	return false;
+}
+
+static bool
+is_table_instant(const ZLTableInstants *table, int64 t)
+{
+	return t == table->batch_time || is_stored_table_instant(table, t);
 }
 
 /* the instants the stored versions, the record and the table's instants give */
@@ -221,12 +225,22 @@ stored_instants(const ZLFoldKey *key, int64 open_end, const ZLTableInstants *tab
 			push_instant(list, table->times[i], false, 0,
 						 version_effect(version_at(key, table->times[i])));
 
-	/* one instant per time; the record's seq, sorted first, stays */
+	/*
+	 * One instant per time; the record's seq, sorted first, stays, except
+	 * at a table instant: a change without seq won there, whatever the
+	 * record said before.
+	 */
 	qsort(list->items, list->n, sizeof(Instant), instant_cmp);
 	for (int i = 0; i < list->n; i++)
 		if (kept == 0 || list->items[kept - 1].time != list->items[i].time)
 			list->items[kept++] = list->items[i];
 	list->n = kept;
+	for (int i = 0; i < list->n; i++)
+		if (list->items[i].has_seq && is_stored_table_instant(table, list->items[i].time))
+		{
+			list->items[i].has_seq = false;
+			list->items[i].seq = 0;
+		}
 }
 
 /* one change of the batch, in fold order: count it and merge it in */

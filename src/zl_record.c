@@ -460,6 +460,7 @@ typedef struct PieceCursor
 	bool		have;			/* entry holds the next entry */
 	ZLRecordEntry entry;
 	MemoryContext context;		/* of entry */
+	MemoryContext segment_context;	/* of entries */
 } PieceCursor;
 
 static void
@@ -477,17 +478,14 @@ cursor_advance(PieceCursor *c)
 			c->have = true;
 			break;
 		}
-		if (c->entries != NULL)
-		{
-			pfree(c->entries);
-			c->entries = NULL;
-		}
+		MemoryContextReset(c->segment_context);
+		c->entries = NULL;
 		if (c->next_segment >= c->nsegments)
 		{
 			c->have = false;
 			break;
 		}
-		MemoryContextSwitchTo(old);
+		MemoryContextSwitchTo(c->segment_context);
 		c->entries = zl_meta_record_entries(c->relid, c->snapshot,
 											c->segments[c->next_segment].piece,
 											c->segments[c->next_segment].segment);
@@ -518,6 +516,9 @@ cursor_open(PieceCursor *c, ZLRecordCodec *codec, Oid relid, Snapshot snapshot, 
 			c->segments[c->nsegments++] = all[i];
 	c->context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake record merge",
 									   ALLOCSET_SMALL_SIZES);
+	c->segment_context = AllocSetContextCreate(CurrentMemoryContext,
+											   "zipper_lake record segment",
+											   ALLOCSET_DEFAULT_SIZES);
 	cursor_advance(c);
 }
 
@@ -541,61 +542,111 @@ copy_entry(const ZLRecordCodec *codec, const ZLRecordEntry *e)
 	return copy;
 }
 
-/* the entries of the cursor's next hash (copies) */
-static ZLRecordEntry **
-take_hash_group(PieceCursor *c, uint32 hash, int *n)
-{
-	ZLRecordEntry **group = NULL;
-	int			max = 0;
-
-	*n = 0;
-	while (c->have && c->entry.hash == hash)
-	{
-		if (*n == max)
-		{
-			max = Max(4, max * 2);
-			group = group == NULL ? palloc(sizeof(ZLRecordEntry *) * max) :
-				repalloc(group, sizeof(ZLRecordEntry *) * max);
-		}
-		group[(*n)++] = copy_entry(c->codec, &c->entry);
-		cursor_advance(c);
-	}
-	return group;
-}
-
-/* older's entry with newer's over it, into w (oldest: nothing older remains) */
+/* a newer piece's entry of a key over an older one's: one entry */
 static void
-merge_entries(ZLRecordWriter *w, const ZLRecordEntry *older, const ZLRecordEntry *newer,
-			  bool oldest)
+combine_entries(ZLRecordEntry *older, const ZLRecordEntry *newer)
 {
-	ZLRecordEntry e;
+	ZLRecordInstant *instants = palloc(sizeof(ZLRecordInstant) *
+									   (older->ninstants + newer->ninstants + 1));
 	int			n = 0;
 
-	if (older == NULL || newer == NULL)
-	{
-		e = older != NULL ? *older : *newer;
-		if (oldest)
-			e.overridden = PG_INT64_MIN;
-	}
-	else
-	{
-		e = *newer;
-		e.instants = palloc(sizeof(ZLRecordInstant) * (older->ninstants + newer->ninstants + 1));
-		for (int i = 0; i < older->ninstants && older->instants[i].time < newer->since; i++)
-			e.instants[n++] = older->instants[i];
-		memcpy(&e.instants[n], newer->instants, sizeof(ZLRecordInstant) * newer->ninstants);
-		e.ninstants = n + newer->ninstants;
-		e.since = Min(older->since, newer->since);
-		e.overridden = oldest ? PG_INT64_MIN : Max(older->overridden, newer->overridden);
-	}
-	if (e.ninstants == 0 && e.overridden == PG_INT64_MIN)
-		return;					/* says nothing */
-	zl_record_writer_add(w, &e);
+	for (int i = 0; i < older->ninstants && older->instants[i].time < newer->since; i++)
+		instants[n++] = older->instants[i];
+	memcpy(&instants[n], newer->instants, sizeof(ZLRecordInstant) * newer->ninstants);
+	older->instants = instants;
+	older->ninstants = n + newer->ninstants;
+	older->since = Min(older->since, newer->since);
+	older->overridden = Max(older->overridden, newer->overridden);
 }
 
 /*
- * Merge the two newest pieces into one (taking the newer's id) while the
- * older is at most twice the newer's size.
+ * The entries of several pieces (oldest first) in key-hash order, each
+ * key's entries combined into one, newer over older; from_oldest: nothing
+ * older remains, so what they replace no longer matters and empty entries
+ * drop out.  Streams every piece segment by segment.
+ */
+static void
+merge_pieces(ZLRecordCodec *codec, Oid relid, Snapshot snapshot, const int64 *pieces,
+			 int npieces, bool from_oldest, ZLRecordCallback callback, void *arg)
+{
+	PieceCursor *cursors = palloc(sizeof(PieceCursor) * Max(1, npieces));
+	MemoryContext group_context = AllocSetContextCreate(CurrentMemoryContext,
+														"zipper_lake record group",
+														ALLOCSET_SMALL_SIZES);
+	ZLRecordEntry **keys = NULL;
+	int			maxkeys = 0;
+
+	for (int i = 0; i < npieces; i++)
+		cursor_open(&cursors[i], codec, relid, snapshot, pieces[i]);
+	for (;;)
+	{
+		MemoryContext old;
+		bool		any = false;
+		uint32		hash = 0;
+		int			nkeys = 0;
+
+		for (int i = 0; i < npieces; i++)
+			if (cursors[i].have && (!any || cursors[i].entry.hash < hash))
+			{
+				hash = cursors[i].entry.hash;
+				any = true;
+			}
+		if (!any)
+			break;
+
+		/* the entries of this hash, piece by piece: one key, collisions aside */
+		old = MemoryContextSwitchTo(group_context);
+		for (int i = 0; i < npieces; i++)
+			while (cursors[i].have && cursors[i].entry.hash == hash)
+			{
+				ZLRecordEntry *e = &cursors[i].entry;
+				int			k = 0;
+
+				while (k < nkeys && !zl_keys_equal(codec->hasher, keys[k]->key, e->key))
+					k++;
+				if (k < nkeys)
+					combine_entries(keys[k], e);
+				else
+				{
+					if (nkeys == maxkeys)
+					{
+						MemoryContextSwitchTo(old);
+						maxkeys = Max(4, maxkeys * 2);
+						keys = keys == NULL ? palloc(sizeof(ZLRecordEntry *) * maxkeys) :
+							repalloc(keys, sizeof(ZLRecordEntry *) * maxkeys);
+						MemoryContextSwitchTo(group_context);
+					}
+					keys[nkeys++] = copy_entry(codec, e);
+				}
+				cursor_advance(&cursors[i]);
+			}
+		for (int k = 0; k < nkeys; k++)
+		{
+			if (from_oldest)
+				keys[k]->overridden = PG_INT64_MIN;
+			if (keys[k]->ninstants > 0 || keys[k]->overridden != PG_INT64_MIN)
+				callback(arg, keys[k]);
+		}
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(group_context);
+	}
+	for (int i = 0; i < npieces; i++)
+	{
+		MemoryContextDelete(cursors[i].context);
+		MemoryContextDelete(cursors[i].segment_context);
+	}
+	MemoryContextDelete(group_context);
+}
+
+static void
+write_entry(void *arg, const ZLRecordEntry *e)
+{
+	zl_record_writer_add((ZLRecordWriter *) arg, e);
+}
+
+/*
+ * Merge the two newest pieces into one (a new id, after all others) while
+ * the older is at most twice the newer's size.
  */
 void
 zl_record_merge(ZLRecordCodec *codec, Oid relid)
@@ -604,73 +655,36 @@ zl_record_merge(ZLRecordCodec *codec, Oid relid)
 	{
 		int			npieces;
 		ZLRecordSegment *pieces;
-		PieceCursor older,
-					newer;
+		int64		pair[2];
 		ZLRecordWriter *w;
 		Snapshot	snapshot;
-		bool		oldest;
-		int64		newer_id;
-		MemoryContext group_context;
 
 		CommandCounterIncrement();
 		pieces = zl_meta_record_pieces(relid, &npieces);
 		if (npieces < 2 || pieces[npieces - 2].bytes > 2 * pieces[npieces - 1].bytes)
 			return;
-		oldest = npieces == 2;
-		newer_id = pieces[npieces - 1].piece;
+		pair[0] = pieces[npieces - 2].piece;
+		pair[1] = pieces[npieces - 1].piece;
 		snapshot = RegisterSnapshot(GetLatestSnapshot());
-		cursor_open(&older, codec, relid, snapshot, pieces[npieces - 2].piece);
-		cursor_open(&newer, codec, relid, snapshot, newer_id);
 		w = zl_record_writer_begin(codec);
-		group_context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake record group",
-											  ALLOCSET_SMALL_SIZES);
-		while (older.have || newer.have)
-		{
-			if (!newer.have || (older.have && older.entry.hash < newer.entry.hash))
-			{
-				merge_entries(w, &older.entry, NULL, oldest);
-				cursor_advance(&older);
-			}
-			else if (!older.have || newer.entry.hash < older.entry.hash)
-			{
-				merge_entries(w, NULL, &newer.entry, oldest);
-				cursor_advance(&newer);
-			}
-			else
-			{
-				/* the keys of one hash (collisions aside, one key) */
-				MemoryContext old = MemoryContextSwitchTo(group_context);
-				uint32		hash = older.entry.hash;
-				int			nold,
-							nnew;
-				ZLRecordEntry **olds = take_hash_group(&older, hash, &nold);
-				ZLRecordEntry **news = take_hash_group(&newer, hash, &nnew);
-
-				for (int i = 0; i < nold; i++)
-				{
-					ZLRecordEntry *match = NULL;
-
-					for (int j = 0; j < nnew && match == NULL; j++)
-						if (news[j] != NULL && zl_keys_equal(codec->hasher, olds[i]->key, news[j]->key))
-						{
-							match = news[j];
-							news[j] = NULL;
-						}
-					merge_entries(w, olds[i], match, oldest);
-				}
-				for (int j = 0; j < nnew; j++)
-					if (news[j] != NULL)
-						merge_entries(w, NULL, news[j], oldest);
-				MemoryContextSwitchTo(old);
-				MemoryContextReset(group_context);
-			}
-		}
-		MemoryContextDelete(group_context);
+		merge_pieces(codec, relid, snapshot, pair, 2, npieces == 2, write_entry, w);
 		UnregisterSnapshot(snapshot);
-		zl_meta_record_delete_piece(relid, pieces[npieces - 2].piece);
-		zl_meta_record_delete_piece(relid, newer_id);
+		zl_meta_record_delete_piece(relid, pair[0]);
+		zl_meta_record_delete_piece(relid, pair[1]);
 		zl_record_writer_finish(w, relid);
-		MemoryContextDelete(older.context);
-		MemoryContextDelete(newer.context);
 	}
+}
+
+/* every key's remembered instants, pieces combined, in key-hash order (verify) */
+void
+zl_record_resolve(ZLRecordCodec *codec, Oid relid, Snapshot snapshot,
+				  ZLRecordCallback callback, void *arg)
+{
+	int			npieces;
+	ZLRecordSegment *pieces = zl_meta_record_pieces(relid, &npieces);
+	int64	   *ids = palloc(sizeof(int64) * Max(1, npieces));
+
+	for (int i = 0; i < npieces; i++)
+		ids[i] = pieces[i].piece;
+	merge_pieces(codec, relid, snapshot, ids, npieces, true, callback, arg);
 }

@@ -299,7 +299,10 @@ forget_current_storage(Relation rel)
 
 	zl_write_discard_relation(RelationGetRelid(rel));
 	if (smgrexists(srel, MAIN_FORKNUM) && smgrnblocks(srel, MAIN_FORKNUM) > 0)
+	{
 		zl_meta_forget_storage(zl_storage_id(rel));
+		zl_meta_record_forget(RelationGetRelid(rel));	/* it describes the rows */
+	}
 	else
 
 		/*

@@ -8,8 +8,10 @@
  * and disjoint, row counts, rows sorted by valid_from, stored first/last
  * start times, each row in the partition of its valid_to and the window
  * of its valid_from, and valid_from < valid_to.  The checks across
- * versions of a key (overlaps, several open versions) are plain SQL in
- * zipper_lake.verify().  Each problem is reported once per sub-group.
+ * versions of a key (overlaps, several open versions, the change record
+ * against the versions) are plain SQL in zipper_lake.verify(), which gets
+ * the record's instants from zipper_lake._record_instants() below.  Each
+ * storage problem is reported once per sub-group.
  *
  * It reads the metadata on the caller's behalf after checking SELECT on
  * the table (zl_open_readable_zipper_table): the metadata tables
@@ -24,12 +26,16 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "storage/bufmgr.h"
+#include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
 PG_FUNCTION_INFO_V1(zipper_lake_verify_storage);
+PG_FUNCTION_INFO_V1(zipper_lake_record_instants);
 
 typedef struct VerifyOutput
 {
@@ -227,4 +233,80 @@ zipper_lake_verify_storage(PG_FUNCTION_ARGS)
 
 	table_close(rel, AccessShareLock);
 	PG_RETURN_NULL();
+}
+
+/* ---------- the change record ---------- */
+
+typedef struct RecordOutput
+{
+	ReturnSetInfo *rsinfo;
+	const ZLTableOptions *opts;
+	TupleDesc	tupdesc;
+	FmgrInfo	output[INDEX_MAX_KEYS];
+} RecordOutput;
+
+static void
+emit_record_entry(void *arg, const ZLRecordEntry *e)
+{
+	RecordOutput *out = arg;
+	Datum	   *key = palloc(sizeof(Datum) * out->opts->nkeys);
+	ArrayType  *key_array;
+
+	for (int i = 0; i < out->opts->nkeys; i++)
+		key[i] = CStringGetTextDatum(OutputFunctionCall(&out->output[i],
+														e->key[out->opts->key_attnums[i] - 1]));
+	key_array = construct_array(key, out->opts->nkeys, TEXTOID, -1, false, TYPALIGN_INT);
+	for (int i = 0; i < e->ninstants; i++)
+	{
+		const ZLRecordInstant *in = &e->instants[i];
+		Datum		values[4];
+		bool		nulls[4] = {false, false, false, !in->has_seq};
+
+		values[0] = PointerGetDatum(key_array);
+		values[1] = CStringGetTextDatum(zl_instant_to_cstring(in->time, out->opts->period_type));
+		values[2] = BoolGetDatum(in->is_delete);
+		values[3] = Int64GetDatum(in->seq);
+		tuplestore_putvalues(out->rsinfo->setResult, out->rsinfo->setDesc, values, nulls);
+	}
+}
+
+/*
+ * zipper_lake._record_instants(tbl): the instants the change record
+ * remembers, key by key (key columns as text, the instant as text of the
+ * period type), for verify()'s check against the versions.
+ */
+Datum
+zipper_lake_record_instants(PG_FUNCTION_ARGS)
+{
+	Relation	rel;
+	ZLTableOptions opts;
+	RecordOutput out;
+	Snapshot	snapshot;
+
+	InitMaterializedSRF(fcinfo, 0);
+	rel = zl_open_readable_zipper_table(PG_GETARG_OID(0));
+	if (!zl_meta_load_options(rel, &opts, false) || !zl_meta_record_exists())
+	{
+		table_close(rel, AccessShareLock);
+		PG_RETURN_VOID();
+	}
+	out.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	out.opts = &opts;
+	out.tupdesc = RelationGetDescr(rel);
+	for (int i = 0; i < opts.nkeys; i++)
+	{
+		Oid			typoutput;
+		bool		varlena;
+
+		getTypeOutputInfo(TupleDescAttr(out.tupdesc, opts.key_attnums[i] - 1)->atttypid,
+						  &typoutput, &varlena);
+		fmgr_info(typoutput, &out.output[i]);
+	}
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	zl_record_resolve(zl_record_codec_create(out.tupdesc, &opts,
+											 zl_key_hasher_create(out.tupdesc, &opts)),
+					  RelationGetRelid(rel), snapshot, emit_record_entry, &out);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, AccessShareLock);
+	PG_RETURN_VOID();
 }

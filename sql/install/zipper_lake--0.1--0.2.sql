@@ -103,6 +103,7 @@ DECLARE
     value_cols text;
     value_equal text;
     value_lags text;
+    key_texts text;
 BEGIN
     RETURN QUERY SELECT * FROM zipper_lake._verify_storage(tbl);
     SELECT * INTO reg FROM zipper_lake.registration r WHERE r.tbl = verify.tbl;
@@ -160,6 +161,22 @@ BEGIN
         CASE WHEN value_cols IS NULL THEN '' ELSE ', ' END, coalesce(value_lags, ''),
         tbl, keys, reg.valid_from,
         CASE WHEN value_equal IS NULL THEN '' ELSE ' AND ' || value_equal END);
+
+    -- the change record against the versions (README "Change semantics"):
+    -- a remembered upsert lies inside a version of its key, a remembered
+    -- delete in a gap
+    SELECT string_agg(format('%I::text', k), ', ') INTO key_texts FROM unnest(reg.key) k;
+    RETURN QUERY EXECUTE format(
+        'SELECT ''change record contradicts versions''::text,'
+        '       format(''Key (%%s)=(%%s): the change record remembers %%s at %%s, but %%s.'', %L,'
+        '              array_to_string(r.key, '', ''),'
+        '              CASE WHEN r.is_delete THEN ''a delete'' ELSE ''an upsert'' END, r.instant,'
+        '              CASE WHEN r.is_delete THEN ''a version holds that instant'''
+        '                   ELSE ''no version holds it'' END)'
+        '  FROM zipper_lake._record_instants(%L) r'
+        ' WHERE r.is_delete = EXISTS (SELECT FROM ONLY %s v WHERE ARRAY[%s] = r.key'
+        '                             AND v.%I <= r.instant::%s AND r.instant::%s < v.%I)',
+        keys, tbl, tbl, key_texts, reg.valid_from, period_type, period_type, reg.valid_to);
 END
 $$;
 
@@ -287,6 +304,14 @@ CREATE TABLE zipper_lake.record_head (
 );
 SELECT pg_catalog.pg_extension_config_dump('zipper_lake.record_head', '');
 REVOKE ALL ON zipper_lake.record_segment, zipper_lake.record_head FROM PUBLIC;
+
+-- verify(): the record's instants key by key (SELECT on the table checked)
+CREATE FUNCTION zipper_lake._record_instants(tbl regclass)
+RETURNS TABLE (key text[], instant text, is_delete boolean, seq bigint)
+AS 'MODULE_PATHNAME', 'zipper_lake_record_instants'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION zipper_lake._record_instants(regclass) IS
+    'Internal: the instants the change record of a zipper table remembers, for verify().';
 
 CREATE FUNCTION zipper_lake.set_late_horizon(tbl regclass, late_horizon interval)
 RETURNS void

@@ -1,0 +1,184 @@
+-- README "Change semantics": the history is the fold of every change ever
+-- applied, whatever the batching.  Each line of the fold table across two
+-- batches, the README's example, corrections, seq across batches,
+-- re-application, the late horizon, late changes before snapshots.
+SET timezone = 'UTC';
+SET datestyle = 'ISO';
+CREATE TABLE fb (id int, v text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+SELECT zipper_lake.register('fb', ARRAY['id']);
+CREATE TABLE fb_ch (id int, v text, change_time timestamptz, op text, seq bigint);
+CREATE FUNCTION fb_apply(seq boolean DEFAULT false) RETURNS SETOF record LANGUAGE sql AS $$
+    SELECT * FROM zipper_lake.apply_changes('fb', 'fb_ch', seq => CASE WHEN seq THEN 'seq' END)
+$$;
+CREATE FUNCTION fb_show(lo int, hi int) RETURNS TABLE (id int, v text, valid_from date, valid_to text)
+LANGUAGE sql AS $$
+    SELECT id, v, valid_from::date, CASE WHEN valid_to = 'infinity' THEN 'open' ELSE valid_to::date::text END
+      FROM fb WHERE id BETWEEN lo AND hi ORDER BY id, valid_from
+$$;
+
+-- the fold table, each line meeting a state an earlier batch left:
+-- 11 upsert while absent; 12 upsert while another value is held (until a
+-- no-op applied before); 13 a no-op, which then bounds a later late change;
+-- 14 delete while a version is held (until a no-op); 15 delete while
+-- absent, which then bounds a late upsert
+INSERT INTO fb_ch VALUES
+  (11, 'a', '2024-01-03', 'I', NULL),
+  (12, 'a', '2024-01-01', 'I', NULL), (12, 'a', '2024-01-05', 'U', NULL),
+  (13, 'a', '2024-01-01', 'I', NULL), (13, 'b', '2024-01-05', 'U', NULL),
+  (14, 'a', '2024-01-01', 'I', NULL), (14, 'a', '2024-01-05', 'U', NULL),
+  (15, NULL, '2024-01-04', 'D', NULL),
+  (16, 'a', '2024-01-01', 'I', NULL), (16, NULL, '2024-01-03', 'D', NULL), (16, NULL, '2024-01-05', 'D', NULL);
+SELECT * FROM fb_apply() AS (changes bigint, inserted bigint, closed bigint, deleted bigint, unchanged bigint, late bigint);
+TRUNCATE fb_ch;
+INSERT INTO fb_ch VALUES
+  (11, 'b', '2024-01-01', 'I', NULL),
+  (12, 'b', '2024-01-03', 'U', NULL),
+  (13, 'a', '2024-01-03', 'U', NULL),
+  (14, NULL, '2024-01-03', 'D', NULL),
+  (15, 'a', '2024-01-02', 'I', NULL);
+SELECT * FROM fb_apply() AS (changes bigint, inserted bigint, closed bigint, deleted bigint, unchanged bigint, late bigint);
+SELECT * FROM fb_show(11, 15);
+-- 13's no-op at 01-03 bounds a change at 01-02
+TRUNCATE fb_ch;
+INSERT INTO fb_ch VALUES (13, 'c', '2024-01-02', 'U', NULL);
+SELECT * FROM fb_apply() AS (changes bigint, inserted bigint, closed bigint, deleted bigint, unchanged bigint, late bigint);
+SELECT * FROM fb_show(13, 13);
+
+-- README's example: b0, b1, b2 applied in that order give one batch's fold
+CREATE TABLE fb_b0 (id int, v text, change_time timestamptz, op text);
+CREATE TABLE fb_b1 (LIKE fb_b0); CREATE TABLE fb_b2 (LIKE fb_b0);
+INSERT INTO fb_b0 VALUES (1, NULL, '2024-01-02', 'd');
+INSERT INTO fb_b1 VALUES (1, 'a', '2024-01-01', 'c'), (2, 'a', '2024-01-01', 'c'), (2, 'a', '2024-01-03', 'u'),
+                         (3, 'a', '2024-01-01', 'c'), (3, 'a', '2024-01-03', 'c');
+INSERT INTO fb_b2 VALUES (2, 'b', '2024-01-02', 'u'), (3, NULL, '2024-01-02', 'd');
+SELECT * FROM zipper_lake.apply_changes('fb', 'fb_b0');
+SELECT * FROM zipper_lake.apply_changes('fb', 'fb_b1');
+SELECT * FROM zipper_lake.apply_changes('fb', 'fb_b2');
+SELECT * FROM fb_show(1, 3);
+-- re-applying a batch changes nothing and counts nothing late
+CREATE TABLE fb_before AS SELECT * FROM fb;
+SELECT * FROM zipper_lake.apply_changes('fb', 'fb_b1');
+SELECT * FROM zipper_lake.apply_changes('fb', 'fb_b0');
+SELECT count(*) AS differences
+  FROM ((TABLE fb EXCEPT ALL TABLE fb_before) UNION ALL (TABLE fb_before EXCEPT ALL TABLE fb)) d;
+-- the same changes as one batch, into a second table: the same history
+CREATE TABLE fb_one (LIKE fb) USING zipper_lake;
+SELECT zipper_lake.register('fb_one', ARRAY['id']);
+CREATE TABLE fb_all AS TABLE fb_b0 UNION ALL TABLE fb_b1 UNION ALL TABLE fb_b2;
+SELECT * FROM zipper_lake.apply_changes('fb_one', 'fb_all');
+SELECT count(*) AS differences
+  FROM ((SELECT * FROM fb WHERE id <= 3 EXCEPT ALL TABLE fb_one)
+        UNION ALL (TABLE fb_one EXCEPT ALL SELECT * FROM fb WHERE id <= 3)) d;
+
+-- corrections: a later batch's change without seq at an instant already
+-- applied replaces it (20); one replaces a delete and re-opens the key (21)
+TRUNCATE fb_ch;
+INSERT INTO fb_ch VALUES (20, 'a', '2024-01-01', 'I', NULL), (20, 'b', '2024-01-03', 'U', NULL),
+                         (21, 'a', '2024-01-01', 'I', NULL), (21, NULL, '2024-01-03', 'D', NULL);
+SELECT * FROM fb_apply() AS (changes bigint, inserted bigint, closed bigint, deleted bigint, unchanged bigint, late bigint);
+TRUNCATE fb_ch;
+INSERT INTO fb_ch VALUES (20, 'c', '2024-01-03', 'U', NULL), (21, 'b', '2024-01-03', 'U', NULL);
+SELECT * FROM fb_apply() AS (changes bigint, inserted bigint, closed bigint, deleted bigint, unchanged bigint, late bigint);
+SELECT * FROM fb_show(20, 21);
+
+-- seq across batches: at one instant the highest seq wins, a change without
+-- seq after every change with seq; a change a higher seq applied before
+-- follows shapes nothing (unchanged, not late)
+TRUNCATE fb_ch;
+INSERT INTO fb_ch VALUES (30, 'a', '2024-01-01', 'I', 1), (30, 'b', '2024-01-02', 'U', 5);
+SELECT * FROM fb_apply(true) AS (changes bigint, inserted bigint, closed bigint, deleted bigint, unchanged bigint, late bigint);
+TRUNCATE fb_ch;
+INSERT INTO fb_ch VALUES (30, 'c', '2024-01-02', 'U', 3);
+SELECT * FROM fb_apply(true) AS (changes bigint, inserted bigint, closed bigint, deleted bigint, unchanged bigint, late bigint);
+SELECT * FROM fb_show(30, 30);
+TRUNCATE fb_ch;
+INSERT INTO fb_ch VALUES (30, 'd', '2024-01-02', 'U', 7);
+SELECT * FROM fb_apply(true) AS (changes bigint, inserted bigint, closed bigint, deleted bigint, unchanged bigint, late bigint);
+SELECT * FROM fb_show(30, 30);
+-- re-applied: nothing
+SELECT * FROM fb_apply(true) AS (changes bigint, inserted bigint, closed bigint, deleted bigint, unchanged bigint, late bigint);
+TRUNCATE fb_ch;
+INSERT INTO fb_ch VALUES (30, 'e', '2024-01-02', 'U', NULL);
+SELECT * FROM fb_apply(true) AS (changes bigint, inserted bigint, closed bigint, deleted bigint, unchanged bigint, late bigint);
+TRUNCATE fb_ch;
+INSERT INTO fb_ch VALUES (30, 'f', '2024-01-02', 'U', 9);
+SELECT * FROM fb_apply(true) AS (changes bigint, inserted bigint, closed bigint, deleted bigint, unchanged bigint, late bigint);
+SELECT * FROM fb_show(30, 30);
+
+-- the record is healthy and shown by inspect_record()
+SELECT * FROM zipper_lake.verify('fb');
+SELECT sum(instants) > 0 AS remembers FROM zipper_lake.inspect_record('fb');
+-- a load that contradicts it: key 16's delete at 01-05 (of an absent key)
+-- is now inside a version
+INSERT INTO fb VALUES (16, 'z', '2024-01-04', '2024-01-06');
+SELECT * FROM zipper_lake.verify('fb');
+SELECT * FROM fb_show(16, 16);
+
+-- the late horizon: changes older than the newest change minus the horizon are refused
+CREATE TABLE fb_h (LIKE fb) USING zipper_lake;
+SELECT zipper_lake.register('fb_h', ARRAY['id'], late_horizon => '2 days');
+SELECT late_horizon FROM zipper_lake.registration WHERE tbl = 'fb_h'::regclass;
+CREATE TABLE fb_hc (id int, v text, change_time timestamptz);
+INSERT INTO fb_hc VALUES (1, 'a', '2024-01-10');
+SELECT * FROM zipper_lake.apply_changes('fb_h', 'fb_hc');
+TRUNCATE fb_hc; INSERT INTO fb_hc VALUES (1, 'b', '2024-01-08 12:00'), (2, 'c', '2024-01-07 23:00');
+SELECT * FROM zipper_lake.apply_changes('fb_h', 'fb_hc');
+\echo :SQLSTATE
+SELECT count(*) AS versions FROM fb_h;
+DELETE FROM fb_hc WHERE id = 2;
+SELECT * FROM zipper_lake.apply_changes('fb_h', 'fb_hc');
+-- settable later; NULL removes it; months have no fixed length
+SELECT zipper_lake.set_late_horizon('fb_h', '1 month');
+\echo :SQLSTATE
+SELECT zipper_lake.set_late_horizon('fb_h', NULL);
+TRUNCATE fb_hc; INSERT INTO fb_hc VALUES (2, 'c', '2024-01-01');
+SELECT * FROM zipper_lake.apply_changes('fb_h', 'fb_hc');
+SELECT id, v, valid_from::date, valid_to FROM fb_h ORDER BY id, valid_from;
+
+-- a late apply_changes before an earlier apply_snapshot.  With deletes the
+-- snapshot is a change of every key: a key missing from its image (3) is
+-- absent from it on, even one first seen later; without deletes it only
+-- upserts its rows (a no-op of 1 at 01-07 bounds the late change of 1).
+CREATE TABLE fb_s1 (LIKE fb) USING zipper_lake;
+CREATE TABLE fb_s2 (LIKE fb) USING zipper_lake;
+SELECT zipper_lake.register('fb_s1', ARRAY['id']);
+SELECT zipper_lake.register('fb_s2', ARRAY['id']);
+CREATE TABLE fb_img (id int, v text);
+INSERT INTO fb_img VALUES (1, 'a'), (2, 'b');
+SELECT * FROM zipper_lake.apply_snapshot('fb_s1', 'fb_img', '2024-01-05');
+SELECT * FROM zipper_lake.apply_snapshot('fb_s2', 'fb_img', '2024-01-05', deletes => false);
+SELECT * FROM zipper_lake.apply_snapshot('fb_s1', 'fb_img', '2024-01-07');
+SELECT * FROM zipper_lake.apply_snapshot('fb_s2', 'fb_img', '2024-01-07', deletes => false);
+CREATE TABLE fb_late (id int, v text, change_time timestamptz, op text);
+INSERT INTO fb_late VALUES (1, 'x', '2024-01-06', 'U'), (3, 'y', '2024-01-03', 'I'), (2, NULL, '2024-01-04', 'D');
+SELECT * FROM zipper_lake.apply_changes('fb_s1', 'fb_late');
+SELECT * FROM zipper_lake.apply_changes('fb_s2', 'fb_late');
+SELECT 's1' AS t, id, v, valid_from::date, valid_to FROM fb_s1
+UNION ALL SELECT 's2', id, v, valid_from::date, valid_to FROM fb_s2 ORDER BY 1, 2, 4;
+
+-- a snapshot older than the newest change reads history like any late
+-- change: 5 and 6 held closed versions at 01-04 and are missing from the image
+CREATE TABLE fb_s3 (LIKE fb) USING zipper_lake;
+SELECT zipper_lake.register('fb_s3', ARRAY['id']);
+TRUNCATE fb_late;
+INSERT INTO fb_late VALUES (5, 'p', '2024-01-01', 'I'), (5, 'q', '2024-01-08', 'U'),
+                           (6, 'r', '2024-01-01', 'I'), (6, NULL, '2024-01-06', 'D'),
+                           (1, 'a', '2024-01-01', 'I');
+SELECT * FROM zipper_lake.apply_changes('fb_s3', 'fb_late');
+SELECT * FROM zipper_lake.apply_snapshot('fb_s3', 'fb_img', '2024-01-04');
+SELECT id, v, valid_from::date, valid_to FROM fb_s3 ORDER BY id, valid_from;
+SELECT * FROM zipper_lake.verify('fb_s3');
+
+-- TRUNCATE forgets the record with the rows
+TRUNCATE fb;
+SELECT count(*) AS pieces FROM zipper_lake.inspect_record('fb');
+
+DROP TABLE fb, fb_ch, fb_b0, fb_b1, fb_b2, fb_before, fb_one, fb_all, fb_h, fb_hc,
+           fb_s1, fb_s2, fb_s3, fb_img, fb_late;
+DROP FUNCTION fb_apply(boolean), fb_show(int, int);
+-- DROP forgets it too: no record of a table that is gone
+SELECT count(*) AS orphans FROM zipper_lake.record_head h
+ WHERE NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = h.tbl);
+SELECT count(*) AS orphans FROM zipper_lake.record_segment s
+ WHERE NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = s.tbl);
