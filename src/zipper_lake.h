@@ -294,6 +294,7 @@ extern bool zl_meta_record_head(Oid relid, Snapshot snapshot, int64 *newest_chan
 								int64 **times, int *ntimes);
 extern void zl_meta_record_save_head(Oid relid, int64 newest_change, int64 snapshot_time);
 extern void zl_meta_record_forget(Oid relid);
+extern void zl_meta_record_size(Oid relid, int64 *pieces, int64 *instants, int64 *bytes);
 
 typedef struct ZLFreeExtent
 {

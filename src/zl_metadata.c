@@ -92,6 +92,7 @@ typedef enum ZLMetaQuery
 	Q_RECORD_HEAD,
 	Q_RECORD_SAVE_HEAD,
 	Q_RECORD_FORGET,
+	Q_RECORD_SIZE,
 	Q_COUNT
 } ZLMetaQuery;
 
@@ -292,6 +293,12 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	[Q_RECORD_FORGET] = {
 		"WITH s AS (DELETE FROM zipper_lake.record_segment WHERE tbl = $1)"
 		" DELETE FROM zipper_lake.record_head WHERE tbl = $1",
+		1, {OIDOID}
+	},
+	[Q_RECORD_SIZE] = {
+		"SELECT count(DISTINCT piece), coalesce(sum(instants), 0)::int8,"
+		" coalesce(sum(pg_column_size(entries)), 0)::int8"
+		" FROM zipper_lake.record_segment WHERE tbl = $1",
 		1, {OIDOID}
 	},
 	[Q_TIME_ZONE_EXISTS] = {
@@ -1351,5 +1358,20 @@ zl_meta_record_forget(Oid relid)
 		return;
 	meta_begin(&session);
 	meta_exec(Q_RECORD_FORGET, values, NULL, InvalidSnapshot, false);
+	meta_end(&session);
+}
+
+/* VACUUM VERBOSE: the size of a table's record */
+void
+zl_meta_record_size(Oid relid, int64 *pieces, int64 *instants, int64 *bytes)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+
+	meta_begin(&session);
+	meta_exec(Q_RECORD_SIZE, values, NULL, GetTransactionSnapshot(), true);
+	*pieces = result_int64(0, 1);
+	*instants = result_int64(0, 2);
+	*bytes = result_int64(0, 3);
 	meta_end(&session);
 }

@@ -303,6 +303,8 @@ CREATE TABLE zipper_lake.record_head (
     snapshots      timestamptz[] NOT NULL
 );
 SELECT pg_catalog.pg_extension_config_dump('zipper_lake.record_head', '');
+-- piece ids order the record: a restored database must go on after them
+SELECT pg_catalog.pg_extension_config_dump('zipper_lake.id_seq', '');
 REVOKE ALL ON zipper_lake.record_segment, zipper_lake.record_head FROM PUBLIC;
 
 -- verify(): the record's instants key by key (SELECT on the table checked)

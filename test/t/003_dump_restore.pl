@@ -7,6 +7,11 @@
 # sub-groups: rows that pg_restore loads before the registration row are
 # written unplaced and must be placed when the registration arrives.
 # Restored once normally and once with --single-transaction.
+#
+# The change record (README "Change semantics") is dumped too: a table
+# whose history depends on it (no-ops, deletes of absent keys, a snapshot
+# with deletes) must take the same late batch the same way after a
+# restore, and new record pieces must still come after the restored ones.
 
 use strict;
 use warnings;
@@ -78,6 +83,25 @@ SELECT id, 'm' || id, NULL, timestamptz '2024-02-01 00:00+00' + (id % 10) * inte
        '9999-12-31 00:00+00'
   FROM generate_series(2001, 2400) id;
 ));
+# fold_t: what only the change record knows
+$node->safe_psql('postgres', q(
+CREATE TABLE fold_t (id int, v text, valid_from timestamptz NOT NULL,
+                     valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('fold_t', ARRAY['id'], late_horizon => '400 days');
+CREATE TABLE fold_ch (id int, v text, change_time timestamptz, op text);
+INSERT INTO fold_ch SELECT k, 'a', '2024-01-01', 'I' FROM generate_series(1, 50) k;
+INSERT INTO fold_ch SELECT k, 'a', '2024-01-05', 'U' FROM generate_series(1, 50) k;
+INSERT INTO fold_ch SELECT k, NULL, '2024-01-03', 'D' FROM generate_series(51, 60) k;
+SELECT count(*) FROM zipper_lake.apply_changes('fold_t', 'fold_ch');
+CREATE TABLE fold_img AS SELECT k AS id, 'a'::text AS v FROM generate_series(1, 40) k;
+SELECT count(*) FROM zipper_lake.apply_snapshot('fold_t', 'fold_img', '2024-01-10');
+CREATE TABLE fold_late (id int, v text, change_time timestamptz, op text);
+INSERT INTO fold_late SELECT k, 'b', '2024-01-03', 'U' FROM generate_series(1, 50) k;
+INSERT INTO fold_late SELECT k, 'c', '2024-01-02', 'I' FROM generate_series(51, 60) k;
+INSERT INTO fold_late SELECT k, 'd', '2024-01-06', 'I' FROM generate_series(41, 50) k;
+));
+push @tables, 'fold_t';
+
 my $copy = "COPY rate FROM STDIN;\n";
 for my $c (1 .. 12)
 {
@@ -152,6 +176,20 @@ my %before = map { $_ => content('postgres', $_) } @tables;
 my %placement = map { $_ => placement('postgres', $_) } @tables;
 my $registrations = registrations('postgres');
 
+sub record
+{
+	my ($db) = @_;
+	return query($db, q(
+SELECT count(*) || ' ' || md5(string_agg(format('%s %s %s %s', key, instant, is_delete, seq), ','
+                                        ORDER BY key, instant))
+  FROM zipper_lake._record_instants('fold_t')))
+	  . ' / ' . query($db, q(
+SELECT newest_change || ' ' || snapshots::text FROM zipper_lake.record_head
+ WHERE tbl = 'fold_t'::regclass));
+}
+my $record = record('postgres');
+like($record, qr/^60 /, 'fold_t remembers its 50 no-ops and 10 deletes of absent keys');
+
 like($before{acct}, qr/^4900 /, 'acct loaded');
 like($before{rate}, qr/^960 /, 'rate loaded');
 like($before{acct_hist}, qr/^400 /, 'acct_hist loaded');
@@ -170,6 +208,7 @@ $node->command_ok(
 	[ 'pg_dump', '-Fc', '-f', $dump, '-d', $node->connstr('postgres') ],
 	'pg_dump -Fc');
 
+my %late;
 my %variants = (
 	restored => [],
 	restored_single => ['--single-transaction'],
@@ -184,9 +223,13 @@ for my $db (sort keys %variants)
 
   SKIP:
 	{
-		skip "pg_restore into $db failed", 15 unless $restored;
+		skip "pg_restore into $db failed", 20 unless $restored;
 
 		is(registrations($db), $registrations, "$db: same registrations");
+		is(record($db), $record, "$db: the same change record");
+		is(query($db, q(
+SELECT last_value >= (SELECT max(piece) FROM zipper_lake.record_segment) FROM zipper_lake.id_seq)),
+			't', "$db: new record pieces come after the restored ones");
 		for my $tbl (@tables)
 		{
 			is(content($db, $tbl), $before{$tbl}, "$db: $tbl has the same rows");
@@ -211,7 +254,29 @@ SELECT (SELECT count(*) FROM acct WHERE id = 9001)
 SELECT (SELECT count(*) FROM zipper_lake.verify('acct'))
      + (SELECT count(*) FROM zipper_lake.verify('acct_hist'))}),
 			'0', "$db: verify is clean after new inserts");
+
+		# the same late batch, twice (the second reads the first's piece),
+		# gives the same history as in the original database
+		is(query($db, q{
+SELECT count(*) FROM zipper_lake.apply_changes('fold_t', 'fold_late');
+UPDATE fold_late SET change_time = change_time - interval '12 hours', v = v || '2';
+SELECT count(*) FROM zipper_lake.apply_changes('fold_t', 'fold_late');
+UPDATE fold_late SET change_time = change_time + interval '12 hours', v = left(v, 1)}),
+			"1\n1", "$db: late batches apply to the restored record");
+		$late{$db} = content($db, 'fold_t');
 	}
+}
+
+# the original database takes the same late batches last
+$node->safe_psql('postgres', q{
+SELECT count(*) FROM zipper_lake.apply_changes('fold_t', 'fold_late');
+UPDATE fold_late SET change_time = change_time - interval '12 hours', v = v || '2';
+SELECT count(*) FROM zipper_lake.apply_changes('fold_t', 'fold_late');});
+my $late_original = content('postgres', 'fold_t');
+isnt($late_original, $before{fold_t}, 'the late batches changed fold_t');
+for my $db (sort keys %variants)
+{
+	is($late{$db}, $late_original, "$db: fold_t took the late batches as the original did");
 }
 
 $node->stop;
