@@ -106,6 +106,14 @@ INSERT INTO fb_ch VALUES (30, 'f', '2024-01-02', 'U', 9);
 SELECT * FROM fb_apply(true) AS (changes bigint, inserted bigint, closed bigint, deleted bigint, unchanged bigint, late bigint);
 SELECT * FROM fb_show(30, 30);
 
+-- changelog ops: +I and +U upsert, -D deletes, -U (an update's
+-- before-image) is read and counted unchanged, nothing else
+TRUNCATE fb_ch;
+INSERT INTO fb_ch VALUES (40, 'a', '2024-01-01', '+I', NULL), (40, 'a', '2024-01-02', '-U', NULL),
+                         (40, 'b', '2024-01-02', '+u', NULL), (40, NULL, '2024-01-04', '-D', NULL);
+SELECT * FROM fb_apply() AS (changes bigint, inserted bigint, closed bigint, deleted bigint, unchanged bigint, late bigint);
+SELECT * FROM fb_show(40, 40);
+
 -- the record is healthy and shown by inspect_record()
 SELECT * FROM zipper_lake.verify('fb');
 SELECT sum(instants) > 0 AS remembers FROM zipper_lake.inspect_record('fb');

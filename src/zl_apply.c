@@ -104,7 +104,8 @@ PG_FUNCTION_INFO_V1(zipper_lake_apply_snapshot_v2);
 typedef enum ChangeOp
 {
 	OP_UPSERT,
-	OP_DELETE
+	OP_DELETE,
+	OP_IGNORE					/* -U, an update's before-image */
 } ChangeOp;
 
 typedef struct Change
@@ -422,11 +423,14 @@ refuse_column_type(ApplyContext *ac, Oid source_relid, const char *column,
 static ChangeOp
 parse_op(ApplyContext *ac, const char *op, Change *c)
 {
-	static const char *const upserts[] = {"i", "u", "c", "r", "insert", "update", "upsert"};
-	static const char *const deletes[] = {"d", "delete"};
+	static const char *const upserts[] = {"i", "u", "c", "r", "insert", "update", "upsert",
+	"+i", "+u"};
+	static const char *const deletes[] = {"d", "delete", "-d"};
 
 	if (op == NULL)
 		return OP_UPSERT;
+	if (pg_strcasecmp(op, "-u") == 0)
+		return OP_IGNORE;
 	for (int i = 0; i < lengthof(upserts); i++)
 		if (pg_strcasecmp(op, upserts[i]) == 0)
 			return OP_UPSERT;
@@ -439,7 +443,7 @@ parse_op(ApplyContext *ac, const char *op, Change *c)
 			 errdetail("Change for key %s at %s has op \"%s\".",
 					   describe_key_values(ac, c->values, c->isnull),
 					   time_text(ac, c->time), op),
-			 errhint("Use I, U, c, u, r, insert, update or upsert for upserts and D or delete for deletes.")));
+			 errhint("Use I, U, c, u, r, insert, update, upsert, +I or +U for upserts, D, delete or -D for deletes, -U for an update's before-image (ignored).")));
 	return OP_UPSERT;			/* keep compiler quiet */
 }
 
@@ -730,7 +734,10 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 				c->op = OP_UPSERT;
 				check_change(ac, c, false, "snapshot_time");
 			}
-			put_change(ac, c);
+			if (c->op == OP_IGNORE)
+				ac->counts.unchanged++;
+			else
+				put_change(ac, c);
 			ac->counts.changes++;
 			MemoryContextSwitchTo(old);
 			MemoryContextReset(row_memory);

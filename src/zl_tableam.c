@@ -457,9 +457,10 @@ zl_relation_vacuum(Relation rel, struct VacuumParams *params,
 					bytes;
 
 		zl_meta_record_size(RelationGetRelid(rel), &pieces, &instants, &bytes);
-		ereport((params->options & VACOPT_VERBOSE) ? INFO : DEBUG2,
-				(errmsg("zipper_lake table \"%s\": change record of " INT64_FORMAT " instants in " INT64_FORMAT " bytes (" INT64_FORMAT " pieces)",
-						RelationGetRelationName(rel), instants, bytes, pieces)));
+		if (pieces > 0)
+			ereport((params->options & VACOPT_VERBOSE) ? INFO : DEBUG2,
+					(errmsg("zipper_lake table \"%s\": change record of " INT64_FORMAT " instants in " INT64_FORMAT " bytes (" INT64_FORMAT " pieces)",
+							RelationGetRelationName(rel), instants, bytes, pieces)));
 	}
 
 	vac_update_relstats(rel, nblocks, (double) (rows - masked), 0, false,
