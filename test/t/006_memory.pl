@@ -171,5 +171,32 @@ is($node->safe_psql('postgres', q(SELECT count(*) FROM acct WHERE valid_to = 'in
 is($node->safe_psql('postgres', q(SELECT * FROM zipper_lake.verify('acct'))),
 	'', 'verify is clean after the applies');
 
+# the change record (README "Change semantics"): the image applied twice
+# without deletes remembers a no-op of every key the second time (225,000
+# instants, written as they come), and a late batch of all keys before
+# those no-ops reads them back a chunk at a time
+$node->safe_psql('postgres',
+	q(SELECT * FROM zipper_lake.apply_snapshot('acct', 'img', '2021-08-01', deletes => false)));
+($start, $peak) = peak_rss_anon(
+	"SELECT * FROM zipper_lake.apply_snapshot('acct', 'img', '2021-08-02', deletes => false)");
+cmp_ok($peak, '<=', $apply_bound_kb,
+	"apply_snapshot remembering 225,000 no-ops: RssAnon peak $peak kB (at start $start kB) within 2 x work_mem + 64 MB");
+is($node->safe_psql('postgres', q(SELECT sum(instants) FROM zipper_lake.inspect_record('acct'))),
+	'225900', 'the record remembers a no-op of every key (and of the 900 open at the first image)');
+$node->safe_psql('postgres', q(
+CREATE TABLE chg_late AS
+SELECT id, name || '-late' AS name, balance, timestamptz '2021-08-01 12:00' AS change_time FROM img;
+));
+($start, $peak) = peak_rss_anon("SELECT * FROM zipper_lake.apply_changes('acct', 'chg_late')");
+cmp_ok($peak, '<=', $apply_bound_kb,
+	"a late batch of 225,000 changes over the record: RssAnon peak $peak kB (at start $start kB) within 2 x work_mem + 64 MB");
+is($node->safe_psql('postgres', q(
+SELECT count(*) FILTER (WHERE name LIKE '%-late' AND valid_to = '2021-08-02') || ' ' ||
+       count(*) FILTER (WHERE valid_to = 'infinity' AND valid_from = '2021-08-02')
+  FROM acct)),
+	'225000 225000', 'the late changes end at the no-ops the record remembers');
+is($node->safe_psql('postgres', q(SELECT * FROM zipper_lake.verify('acct'))),
+	'', 'verify is clean after the late batch');
+
 $node->stop;
 done_testing();
