@@ -144,6 +144,20 @@ TRUNCATE fb_hc; INSERT INTO fb_hc VALUES (2, 'c', '2024-01-01');
 SELECT * FROM zipper_lake.apply_changes('fb_h', 'fb_hc');
 SELECT id, v, valid_from::date, valid_to FROM fb_h ORDER BY id, valid_from;
 
+-- the record forgets what no accepted change can reach: with a 2-day
+-- horizon, the no-ops of 01-02 go once the no-ops of 01-10 are merged in
+CREATE TABLE fb_h2 (LIKE fb) USING zipper_lake;
+SELECT zipper_lake.register('fb_h2', ARRAY['id'], late_horizon => '2 days');
+TRUNCATE fb_hc; INSERT INTO fb_hc SELECT k, 'a', '2024-01-01' FROM generate_series(1, 3) k;
+SELECT inserted FROM zipper_lake.apply_changes('fb_h2', 'fb_hc');
+UPDATE fb_hc SET change_time = '2024-01-02';
+SELECT unchanged FROM zipper_lake.apply_changes('fb_h2', 'fb_hc');
+SELECT sum(instants) AS remembered, min(newest) AS oldest_piece_newest FROM zipper_lake.inspect_record('fb_h2');
+UPDATE fb_hc SET change_time = '2024-01-10';
+SELECT unchanged FROM zipper_lake.apply_changes('fb_h2', 'fb_hc');
+SELECT sum(instants) AS remembered, count(*) AS pieces FROM zipper_lake.inspect_record('fb_h2');
+SELECT * FROM zipper_lake.verify('fb_h2');
+
 -- a late apply_changes before an earlier apply_snapshot.  With deletes the
 -- snapshot is a change of every key: a key missing from its image (3) is
 -- absent from it on, even one first seen later; without deletes it only
@@ -182,7 +196,7 @@ SELECT * FROM zipper_lake.verify('fb_s3');
 TRUNCATE fb;
 SELECT count(*) AS pieces FROM zipper_lake.inspect_record('fb');
 
-DROP TABLE fb, fb_ch, fb_b0, fb_b1, fb_b2, fb_before, fb_one, fb_all, fb_h, fb_hc,
+DROP TABLE fb, fb_ch, fb_b0, fb_b1, fb_b2, fb_before, fb_one, fb_all, fb_h, fb_h2, fb_hc,
            fb_s1, fb_s2, fb_s3, fb_img, fb_late;
 DROP FUNCTION fb_apply(boolean), fb_show(int, int);
 -- DROP forgets it too: no record of a table that is gone

@@ -292,7 +292,8 @@ extern void zl_meta_record_insert(Oid relid, int64 piece, int32 segment, uint32 
 extern void zl_meta_record_delete_piece(Oid relid, int64 piece);
 extern bool zl_meta_record_head(Oid relid, Snapshot snapshot, int64 *newest_change,
 								int64 **times, int *ntimes);
-extern void zl_meta_record_save_head(Oid relid, int64 newest_change, int64 snapshot_time);
+extern void zl_meta_record_save_head(Oid relid, int64 newest_change, int64 snapshot_time,
+									  int64 forget_before);
 extern void zl_meta_record_forget(Oid relid);
 extern void zl_meta_record_size(Oid relid, int64 *pieces, int64 *instants, int64 *bytes);
 
@@ -602,7 +603,7 @@ extern void zl_record_read(ZLRecordCodec *codec, Oid relid, Snapshot snapshot,
 extern ZLRecordWriter *zl_record_writer_begin(ZLRecordCodec *codec);
 extern void zl_record_writer_add(ZLRecordWriter *writer, const ZLRecordEntry *entry);
 extern void zl_record_writer_finish(ZLRecordWriter *writer, Oid relid);
-extern void zl_record_merge(ZLRecordCodec *codec, Oid relid);
+extern void zl_record_merge(ZLRecordCodec *codec, Oid relid, int64 forget_before);
 extern void zl_record_resolve(ZLRecordCodec *codec, Oid relid, Snapshot snapshot,
 							  ZLRecordCallback callback, void *arg);
 

@@ -1675,15 +1675,21 @@ save_record(ApplyContext *ac)
 {
 	Oid			relid = RelationGetRelid(ac->rel);
 
+	int64		forget_before = PG_INT64_MIN;
+
 	if (!ac->record_on)
 		return;
 	zl_record_writer_finish(ac->record_writer, relid);
 	if (ac->delete_missing)
 		ac->batch_newest = Max(ac->batch_newest, ac->delete_time);
+	/* README "Late data": what no accepted change can reach any more */
+	if (ac->opts.late_horizon > 0)
+		forget_before = Max(ac->newest_change, ac->batch_newest) - ac->opts.late_horizon;
 	if (ac->batch_newest != PG_INT64_MIN)
 		zl_meta_record_save_head(relid, ac->batch_newest,
-								 ac->delete_missing ? ac->delete_time : PG_INT64_MIN);
-	zl_record_merge(ac->record_codec, relid);
+								 ac->delete_missing ? ac->delete_time : PG_INT64_MIN,
+								 forget_before);
+	zl_record_merge(ac->record_codec, relid, forget_before);
 }
 
 /* ---------- applying the sorted batch a chunk of keys at a time ---------- */

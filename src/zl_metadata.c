@@ -286,9 +286,9 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		" VALUES ($1, $2, CASE WHEN $3 IS NULL THEN '{}' ELSE ARRAY[$3] END)"
 		" ON CONFLICT (tbl) DO UPDATE SET"
 		" newest_change = greatest(h.newest_change, excluded.newest_change),"
-		" snapshots = CASE WHEN $3 IS NULL OR $3 = ANY (h.snapshots) THEN h.snapshots"
-		" ELSE ARRAY(SELECT s FROM unnest(h.snapshots || $3) s ORDER BY s) END",
-		3, {REGCLASSOID, TIMESTAMPTZOID, TIMESTAMPTZOID}
+		" snapshots = ARRAY(SELECT DISTINCT s FROM unnest(h.snapshots || $3) s"
+		" WHERE s IS NOT NULL AND s >= $4 ORDER BY s)",
+		4, {REGCLASSOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID}
 	},
 	[Q_RECORD_FORGET] = {
 		"WITH s AS (DELETE FROM zipper_lake.record_segment WHERE tbl = $1)"
@@ -1329,17 +1329,22 @@ zl_meta_record_head(Oid relid, Snapshot snapshot, int64 *newest_change,
 	return found;
 }
 
-/* the batch's newest change time; snapshot_time: a table instant (PG_INT64_MIN: none) */
+/*
+ * The batch's newest change time; snapshot_time: a table instant
+ * (PG_INT64_MIN: none); table instants before forget_before are forgotten.
+ */
 void
-zl_meta_record_save_head(Oid relid, int64 newest_change, int64 snapshot_time)
+zl_meta_record_save_head(Oid relid, int64 newest_change, int64 snapshot_time,
+						 int64 forget_before)
 {
 	ZLMetaSession session;
-	Datum		values[3];
-	char		nulls[3] = {' ', ' ', ' '};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
 
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = Int64GetDatum(newest_change);
 	values[2] = Int64GetDatum(snapshot_time);
+	values[3] = Int64GetDatum(forget_before);
 	if (snapshot_time == PG_INT64_MIN)
 		nulls[2] = 'n';
 	meta_begin(&session);

@@ -30,9 +30,13 @@
  *		hash delta, key columns (binary send format, length-prefixed),
  *		header (instants << 1 | has overridden), since delta (zigzag),
  *		[overridden - since], then per instant
- *		(delta from the previous instant or since) << 2 | has_seq << 1 |
- *		is_delete, [seq (zigzag)].
- * A no-op remembered for a bigint key takes about 15 bytes.
+ *		(delta from the previous instant or since) << 3 | has_payload << 2 |
+ *		has_seq << 1 | is_delete, [seq (zigzag)], [payload].
+ * A no-op remembered for a bigint key takes about 15 bytes.  The payload
+ * (a length-prefixed byte string, never written yet) is where partial
+ * changes and tracked columns (README "Not supported (yet)") will keep
+ * what an instant's change gave beyond its kind — the columns it set,
+ * untracked values — in the same entries, pieces and merges.
  *
  * Merging
  * -------
@@ -65,6 +69,12 @@
 
 /* entries are cut into segments of about this size */
 #define ZL_RECORD_SEGMENT_BYTES		(64 * 1024)
+
+/* the low bits of an instant's varint */
+#define INSTANT_IS_DELETE		0x1
+#define INSTANT_HAS_SEQ			0x2
+#define INSTANT_HAS_PAYLOAD		0x4
+#define INSTANT_FLAG_BITS		3
 
 struct ZLRecordCodec
 {
@@ -244,8 +254,8 @@ put_entry(ZLRecordWriter *w, const ZLRecordEntry *e)
 	{
 		const ZLRecordInstant *in = &e->instants[i];
 
-		put_varint(buf, ((uint64) (in->time - prev) << 2) |
-				   ((uint64) in->has_seq << 1) | (uint64) in->is_delete);
+		put_varint(buf, ((uint64) (in->time - prev) << INSTANT_FLAG_BITS) |
+				   (in->has_seq ? INSTANT_HAS_SEQ : 0) | (in->is_delete ? INSTANT_IS_DELETE : 0));
 		if (in->has_seq)
 			put_zigzag(buf, in->seq);
 		prev = in->time;
@@ -293,9 +303,14 @@ next_entry(const ZLRecordCodec *codec, EntryReader *er, ZLRecordEntry *e,
 		ZLRecordInstant *in = &e->instants[i];
 		uint64		v = get_varint(&er->r);
 
-		in->time = prev + (int64) (v >> 2);
-		in->has_seq = (v & 2) != 0;
-		in->is_delete = (v & 1) != 0;
+		if (v & INSTANT_HAS_PAYLOAD)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("change record holds data of a newer zipper_lake"),
+					 errhint("Install the zipper_lake version that wrote it.")));
+		in->time = prev + (int64) (v >> INSTANT_FLAG_BITS);
+		in->has_seq = (v & INSTANT_HAS_SEQ) != 0;
+		in->is_delete = (v & INSTANT_IS_DELETE) != 0;
 		in->seq = in->has_seq ? get_zigzag(&er->r) : 0;
 		prev = in->time;
 	}
@@ -563,11 +578,14 @@ combine_entries(ZLRecordEntry *older, const ZLRecordEntry *newer)
  * The entries of several pieces (oldest first) in key-hash order, each
  * key's entries combined into one, newer over older; from_oldest: nothing
  * older remains, so what they replace no longer matters and empty entries
- * drop out.  Streams every piece segment by segment.
+ * drop out, and so do instants before forget_before (README "Late data":
+ * no change older than that is accepted any more).  Streams every piece
+ * segment by segment.
  */
 static void
 merge_pieces(ZLRecordCodec *codec, Oid relid, Snapshot snapshot, const int64 *pieces,
-			 int npieces, bool from_oldest, ZLRecordCallback callback, void *arg)
+			 int npieces, bool from_oldest, int64 forget_before,
+			 ZLRecordCallback callback, void *arg)
 {
 	PieceCursor *cursors = palloc(sizeof(PieceCursor) * Max(1, npieces));
 	MemoryContext group_context = AllocSetContextCreate(CurrentMemoryContext,
@@ -623,7 +641,15 @@ merge_pieces(ZLRecordCodec *codec, Oid relid, Snapshot snapshot, const int64 *pi
 		for (int k = 0; k < nkeys; k++)
 		{
 			if (from_oldest)
+			{
+				int			first = 0;
+
+				while (first < keys[k]->ninstants && keys[k]->instants[first].time < forget_before)
+					first++;
+				keys[k]->instants += first;
+				keys[k]->ninstants -= first;
 				keys[k]->overridden = PG_INT64_MIN;
+			}
 			if (keys[k]->ninstants > 0 || keys[k]->overridden != PG_INT64_MIN)
 				callback(arg, keys[k]);
 		}
@@ -646,10 +672,11 @@ write_entry(void *arg, const ZLRecordEntry *e)
 
 /*
  * Merge the two newest pieces into one (a new id, after all others) while
- * the older is at most twice the newer's size.
+ * the older is at most twice the newer's size; merged into the oldest,
+ * instants before forget_before are forgotten.
  */
 void
-zl_record_merge(ZLRecordCodec *codec, Oid relid)
+zl_record_merge(ZLRecordCodec *codec, Oid relid, int64 forget_before)
 {
 	for (;;)
 	{
@@ -667,7 +694,7 @@ zl_record_merge(ZLRecordCodec *codec, Oid relid)
 		pair[1] = pieces[npieces - 1].piece;
 		snapshot = RegisterSnapshot(GetLatestSnapshot());
 		w = zl_record_writer_begin(codec);
-		merge_pieces(codec, relid, snapshot, pair, 2, npieces == 2, write_entry, w);
+		merge_pieces(codec, relid, snapshot, pair, 2, npieces == 2, forget_before, write_entry, w);
 		UnregisterSnapshot(snapshot);
 		zl_meta_record_delete_piece(relid, pair[0]);
 		zl_meta_record_delete_piece(relid, pair[1]);
@@ -686,5 +713,5 @@ zl_record_resolve(ZLRecordCodec *codec, Oid relid, Snapshot snapshot,
 
 	for (int i = 0; i < npieces; i++)
 		ids[i] = pieces[i].piece;
-	merge_pieces(codec, relid, snapshot, ids, npieces, true, callback, arg);
+	merge_pieces(codec, relid, snapshot, ids, npieces, true, PG_INT64_MIN, callback, arg);
 }
