@@ -134,6 +134,10 @@ TRUNCATE fb_hc; INSERT INTO fb_hc VALUES (1, 'b', '2024-01-08 12:00'), (2, 'c', 
 SELECT * FROM zipper_lake.apply_changes('fb_h', 'fb_hc');
 \echo :SQLSTATE
 SELECT count(*) AS versions FROM fb_h;
+-- a snapshot with deletes is a change of every key, even an empty one
+CREATE TABLE fb_hi (id int, v text);
+SELECT * FROM zipper_lake.apply_snapshot('fb_h', 'fb_hi', '2024-01-07', allow_empty => true);
+\echo :SQLSTATE
 DELETE FROM fb_hc WHERE id = 2;
 SELECT * FROM zipper_lake.apply_changes('fb_h', 'fb_hc');
 -- settable later; NULL removes it; months have no fixed length
@@ -196,7 +200,7 @@ SELECT * FROM zipper_lake.verify('fb_s3');
 TRUNCATE fb;
 SELECT count(*) AS pieces FROM zipper_lake.inspect_record('fb');
 
-DROP TABLE fb, fb_ch, fb_b0, fb_b1, fb_b2, fb_before, fb_one, fb_all, fb_h, fb_h2, fb_hc,
+DROP TABLE fb, fb_ch, fb_b0, fb_b1, fb_b2, fb_before, fb_one, fb_all, fb_h, fb_h2, fb_hc, fb_hi,
            fb_s1, fb_s2, fb_s3, fb_img, fb_late;
 DROP FUNCTION fb_apply(boolean), fb_show(int, int);
 -- DROP forgets it too: no record of a table that is gone

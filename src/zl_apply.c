@@ -1307,23 +1307,27 @@ load_record_head(ApplyContext *ac)
 
 /*
  * README "Late data": with a late_horizon, a change older than the newest
- * change applied before the batch minus the horizon is refused.
+ * change applied before the batch minus the horizon is refused: a key's
+ * earliest change, or (ks NULL) the time of a snapshot with deletes.
  */
 static void
 check_horizon(ApplyContext *ac, KeyState *ks)
 {
 	int64		cutoff;
+	int64		time = ks != NULL ? ks->min_time : ac->delete_time;
 
 	if (ac->opts.late_horizon <= 0 || ac->newest_change == PG_INT64_MIN ||
-		ks->nchanges == 0)
+		(ks != NULL && ks->nchanges == 0))
 		return;
 	cutoff = ac->newest_change - ac->opts.late_horizon;
-	if (ks->min_time < cutoff)
+	if (time < cutoff)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
+				 ks != NULL ?
 				 errmsg("change for key %s at %s is beyond the late horizon",
 						describe_key_values(ac, ks->values, ks->isnull),
-						time_text(ac, ks->min_time)),
+						time_text(ac, time)) :
+				 errmsg("snapshot at %s is beyond the late horizon", time_text(ac, time)),
 				 errdetail("Zipper table \"%s\" accepts changes from %s on (its newest change, %s, minus its late_horizon).",
 						   RelationGetRelationName(ac->rel), time_text(ac, cutoff),
 						   time_text(ac, ac->newest_change)),
@@ -1640,7 +1644,11 @@ apply_batch(ApplyContext *ac)
 	CommandCounterIncrement();
 	ac->snapshot = RegisterSnapshot(GetLatestSnapshot());
 	if (!ac->head_loaded)
+	{
 		load_record_head(ac);
+		if (ac->delete_missing)
+			check_horizon(ac, NULL);	/* a change of every key */
+	}
 	for (int k = 0; k < ac->nkeys; k++)
 		check_horizon(ac, ac->keys[k]);
 	find_stored_versions(ac);
