@@ -3,11 +3,10 @@
  * zl_apply.c
  *	  apply_changes() and apply_snapshot(): event-time change batches.
  *
- * The contract is README "Change semantics": per key, changes are applied
- * in (change_time, seq) order, each editing the key's versions (split,
- * close, replace, delete, or nothing for a no-op), and adjacent equal
- * versions are merged after each change.  This file does that with the
- * patent's write path:
+ * The contract is README "Change semantics": a key's history is the fold
+ * of every change ever applied to it, whatever the batching (zl_fold.c
+ * folds one key; zl_record.c keeps what the versions do not show).  This
+ * file applies a batch with the patent's write path:
  *
  *  1. Read the batch (as the caller, so its privileges apply) through a
  *     cursor, convert and validate every change, and sort the changes by
@@ -27,9 +26,13 @@
  *  4. Only keys whose earliest change is at or before their open version's
  *     start (late changes, new or deleted keys) need history: scan just
  *     the partitions whose end date can hold a valid_to >= that change
- *     time, and keep versions ending at or after it.
- *  5. Replay each key's changes over the versions found, in memory, and
- *     hand every version that is new or changed to the write state, which
+ *     time, and keep versions ending at or after it.  The change record's
+ *     segments of the chunk's hash range holding an instant at or after
+ *     the chunk's earliest change give the keys' remembered instants (an
+ *     in-order batch reads none).
+ *  5. Fold each key's changes into its versions and remembered instants
+ *     (zl_fold.c), in memory, and hand every version that is new or
+ *     changed to the write state, which
  *     places it — closed versions into the history partition of their end
  *     date, open ones into the current partition's file groups with
  *     rollover — and, at the end of the batch, writes sorted sub-groups.
@@ -38,7 +41,9 @@
  *     (retire_rows): masked (one append-only mask row per sub-group), or
  *     their sub-group compacted when it would be more than half masked.
  *     Writing no catalog row before then keeps the rows of all chunks
- *     pending together, so the batch writes full sub-groups.
+ *     pending together, so the batch writes full sub-groups.  The keys'
+ *     new record entries wait the same way and become the record's newest
+ *     piece (save_record), merged with older ones as they accumulate.
  *
  * Memory: the batch's sort takes work_mem, a chunk about work_mem (a
  * single key's changes are never split), the sort of retired rows 1 MB,
@@ -54,11 +59,7 @@
  * batch key where steps 3 and 4 look was written, masked or removed after
  * that snapshot (check_concurrent_changes).
  *
- * Counts returned: changes (rows read), inserted (versions begun by an
- * upsert), closed (open versions that got an end by an upsert or delete),
- * deleted (deletes that ended or removed a version), unchanged (no-op
- * upserts and deletes in a gap), late (changes before the start of the
- * key's newest version at the time they were applied).
+ * Counts returned: README "Counts" (zl_fold.c counts each change).
  *
  *-------------------------------------------------------------------------
  */
