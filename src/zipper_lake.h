@@ -513,6 +513,7 @@ typedef struct ZLRecordInstant
 	bool		has_seq;
 	bool		is_delete;
 	int64		seq;
+	const uint8 *given;			/* a partial change: a bit per column it gave; NULL: all */
 } ZLRecordInstant;
 
 /* a change of one key, as the fold takes it */
@@ -525,6 +526,7 @@ typedef struct ZLFoldChange
 	bool		missing_key;	/* apply_snapshot's delete of a key its image lacks */
 	Datum	   *values;			/* a full row; period slots unused */
 	bool	   *isnull;
+	const uint8 *given;			/* partial: a bit per column it gives (keys always); NULL: all */
 } ZLFoldChange;
 
 /* a version of a key; stored: the row it is, NULL when new */
@@ -572,9 +574,16 @@ typedef struct ZLTableInstants
 	int64		batch_time;		/* this batch's own, or PG_INT64_MIN */
 } ZLTableInstants;
 
-extern void zl_fold_key(const ZLValueComparer *comparer, int64 open_end,
-						const ZLTableInstants *table, ZLFoldKey *key,
-						ZLFoldCounts *counts);
+/* what folding a key needs of its table */
+typedef struct ZLFoldContext
+{
+	const ZLValueComparer *comparer;
+	int64		open_end;
+	const ZLTableInstants *table;
+	int			natts;
+} ZLFoldContext;
+
+extern void zl_fold_key(const ZLFoldContext *cx, ZLFoldKey *key, ZLFoldCounts *counts);
 extern bool zl_fold_precedes(int64 time, bool has_seq, int64 seq,
 							 int64 other_time, bool other_has_seq, int64 other_seq);
 
@@ -600,6 +609,8 @@ extern ZLRecordCodec *zl_record_codec_create(TupleDesc tupdesc, const ZLTableOpt
 extern void zl_record_read(ZLRecordCodec *codec, Oid relid, Snapshot snapshot,
 						   uint32 hash_lo, uint32 hash_hi, int64 newest_from,
 						   ZLRecordCallback callback, void *arg);
+extern ZLRecordInstant *zl_record_copy_instants(const ZLRecordCodec *codec,
+												const ZLRecordInstant *instants, int n);
 extern ZLRecordWriter *zl_record_writer_begin(ZLRecordCodec *codec);
 extern void zl_record_writer_add(ZLRecordWriter *writer, const ZLRecordEntry *entry);
 extern void zl_record_writer_finish(ZLRecordWriter *writer, Oid relid);

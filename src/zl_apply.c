@@ -119,6 +119,7 @@ typedef struct Change
 	bool		missing_key;	/* apply_snapshot's delete of a key its image lacks */
 	Datum	   *values;			/* a full target row; period slots unused */
 	bool	   *isnull;
+	uint8	   *given;			/* a partial change: a bit per column it gives; NULL: all */
 } Change;
 
 /* a version as stored: where it is, so it can be masked */
@@ -166,6 +167,13 @@ typedef struct ApplyCounts
 	int64		unchanged;
 	int64		late;
 } ApplyCounts;
+
+typedef enum ZLMissingColumns
+{
+	MISSING_ERROR,
+	MISSING_NULL,
+	MISSING_KEEP
+} ZLMissingColumns;
 
 /* everything one application needs */
 typedef struct ApplyContext
@@ -223,7 +231,17 @@ typedef struct ApplyContext
 	bool		head_loaded;
 	int64		newest_change;	/* applied before the batch; PG_INT64_MIN none */
 	ZLTableInstants table_instants;
+	ZLFoldContext fold_context;
 	int64		batch_newest;	/* the batch's newest change time */
+
+	/*
+	 * Partial changes (README "Partial changes"): with ignore_nulls a NULL
+	 * value keeps the column; kept_columns are the columns the batch lacks
+	 * under missing_columns => 'keep'.
+	 */
+	bool		ignore_nulls;
+	ZLMissingColumns missing_columns;
+	bool	   *kept_columns;	/* natts, or NULL */
 
 	/*
 	 * The batch, converted and checked, sorted by key hash (and arrival)
@@ -369,7 +387,7 @@ source_column(ApplyContext *ac, Oid relid, const char *column, const char *argum
 						column, ac->source_name),
 				 errdetail("Zipper table \"%s\" needs its key and value columns and the change-time column in every batch.",
 						   RelationGetRelationName(ac->rel)),
-				 errhint("Add the column to the changes, or name the right column in the call.")));
+				 errhint("Add the column to the changes, or pass missing_columns => 'null' or 'keep' for a value column.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_UNDEFINED_COLUMN),
 			 errmsg("column \"%s\" is missing from changes \"%s\"", column, ac->source_name),
@@ -506,12 +524,13 @@ add_change(KeyState *ks, Change *c)
 #define SORT_SEQ(ncols)			((ncols) + 3)
 #define SORT_HASH(ncols)		((ncols) + 4)
 #define SORT_ARRIVAL(ncols)		((ncols) + 5)
+#define SORT_GIVEN(ncols)		((ncols) + 6)
 
 static void
 begin_change_sort(ApplyContext *ac)
 {
 	int			ncols = ac->tupdesc->natts;
-	TupleDesc	desc = CreateTemplateTupleDesc(ncols + 5);
+	TupleDesc	desc = CreateTemplateTupleDesc(ncols + 6);
 	AttrNumber	attnums[2] = {SORT_HASH(ncols), SORT_ARRIVAL(ncols)};
 	Oid			operators[2] = {Int8LessOperator, Int8LessOperator};
 	Oid			collations[2] = {InvalidOid, InvalidOid};
@@ -532,6 +551,7 @@ begin_change_sort(ApplyContext *ac)
 	TupleDescInitEntry(desc, SORT_SEQ(ncols), "seq", INT8OID, -1, 0);
 	TupleDescInitEntry(desc, SORT_HASH(ncols), "hash", INT8OID, -1, 0);
 	TupleDescInitEntry(desc, SORT_ARRIVAL(ncols), "arrival", INT8OID, -1, 0);
+	TupleDescInitEntry(desc, SORT_GIVEN(ncols), "given", BYTEAOID, -1, 0);
 	ac->sort_desc = desc;
 	ac->put_slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
 	ac->sort_slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
@@ -563,6 +583,16 @@ put_change(ApplyContext *ac, Change *c)
 	isnull[SORT_HASH(ncols) - 1] = false;
 	values[SORT_ARRIVAL(ncols) - 1] = Int64GetDatum((int64) c->arrival);
 	isnull[SORT_ARRIVAL(ncols) - 1] = false;
+	isnull[SORT_GIVEN(ncols) - 1] = c->given == NULL;
+	if (c->given != NULL)
+	{
+		int			nbytes = (ncols + 7) / 8;
+		bytea	   *given = palloc(VARHDRSZ + nbytes);
+
+		SET_VARSIZE(given, VARHDRSZ + nbytes);
+		memcpy(VARDATA(given), c->given, nbytes);
+		values[SORT_GIVEN(ncols) - 1] = PointerGetDatum(given);
+	}
 	ExecStoreVirtualTuple(ac->put_slot);
 	tuplesort_puttupleslot(ac->sort, ac->put_slot);
 	ExecClearTuple(ac->put_slot);
@@ -584,8 +614,8 @@ slot_change(ApplyContext *ac)
 	int			ncols = ac->tupdesc->natts;
 	Change	   *c = palloc0(sizeof(Change));
 	HeapTuple	tuple = ExecCopySlotHeapTuple(ac->sort_slot);
-	Datum	   *values = palloc(sizeof(Datum) * (ncols + 5));
-	bool	   *isnull = palloc(sizeof(bool) * (ncols + 5));
+	Datum	   *values = palloc(sizeof(Datum) * (ncols + 6));
+	bool	   *isnull = palloc(sizeof(bool) * (ncols + 6));
 
 	heap_deform_tuple(tuple, ac->sort_desc, values, isnull);
 	c->values = values;
@@ -595,7 +625,52 @@ slot_change(ApplyContext *ac)
 	c->has_seq = !isnull[SORT_SEQ(ncols) - 1];
 	c->seq = c->has_seq ? DatumGetInt64(values[SORT_SEQ(ncols) - 1]) : 0;
 	c->arrival = (uint32) DatumGetInt64(values[SORT_ARRIVAL(ncols) - 1]);
+	if (!isnull[SORT_GIVEN(ncols) - 1])
+		c->given = (uint8 *) VARDATA_ANY(DatumGetByteaPP(values[SORT_GIVEN(ncols) - 1]));
 	return c;
+}
+
+static bool
+is_key_column(ApplyContext *ac, AttrNumber attnum)
+{
+	for (int k = 0; k < ac->opts.nkeys; k++)
+		if (ac->opts.key_attnums[k] == attnum)
+			return true;
+	return false;
+}
+
+/*
+ * README "Partial changes": the columns an upsert gives, NULL if all.  A
+ * column the batch lacks (missing_columns => 'keep') or, with
+ * ignore_nulls, a NULL value keeps what the key holds; keys and periods
+ * are always given.
+ */
+static uint8 *
+given_columns(ApplyContext *ac, Change *c)
+{
+	int			ncols = ac->tupdesc->natts;
+	uint8	   *given = NULL;
+
+	for (int i = 0; i < ncols; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(ac->tupdesc, i);
+		bool		kept;
+
+		if (att->attisdropped || att->attgenerated || is_key_column(ac, att->attnum) ||
+			att->attnum == ac->opts.from_attnum || att->attnum == ac->opts.to_attnum)
+			continue;
+		kept = (ac->kept_columns != NULL && ac->kept_columns[i]) ||
+			(ac->ignore_nulls && c->isnull[i]);
+		if (!kept)
+			continue;
+		if (given == NULL)
+		{
+			given = palloc((ncols + 7) / 8);
+			memset(given, 0xFF, (ncols + 7) / 8);
+		}
+		given[i >> 3] &= ~(1 << (i & 7));
+	}
+	return given;
 }
 
 /* error context while a batch row is converted: which row of which changes */
@@ -651,11 +726,27 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 	{
 		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
 
-		if (att->attisdropped || att->attgenerated ||
-			att->attnum == ac->opts.from_attnum || att->attnum == ac->opts.to_attnum)
+		AttrNumber	source_attnum = InvalidAttrNumber;
+
+		if (!att->attisdropped && !att->attgenerated &&
+			att->attnum != ac->opts.from_attnum && att->attnum != ac->opts.to_attnum)
+			source_attnum = source_column(ac, source_relid, NameStr(att->attname), NULL,
+										  ac->missing_columns == MISSING_ERROR ||
+										  is_key_column(ac, att->attnum));
+		if (source_attnum == InvalidAttrNumber)
+		{
+			/* unused, or missing: NULL (missing_columns => 'null') or kept */
 			appendStringInfo(&sql, "%sNULL", i > 0 ? ", " : "");
-		else if (!select_assigned(ac, &sql, source_relid,
-								  source_column(ac, source_relid, NameStr(att->attname), NULL, true),
+			if (!att->attisdropped && !att->attgenerated &&
+				att->attnum != ac->opts.from_attnum && att->attnum != ac->opts.to_attnum &&
+				ac->missing_columns == MISSING_KEEP)
+			{
+				if (ac->kept_columns == NULL)
+					ac->kept_columns = palloc0(sizeof(bool) * ncols);
+				ac->kept_columns[i] = true;
+			}
+		}
+		else if (!select_assigned(ac, &sql, source_relid, source_attnum,
 								  i, att->atttypid, att->atttypmod))
 			refuse_column_type(ac, source_relid, NameStr(att->attname), NULL, att->atttypid);
 	}
@@ -735,6 +826,8 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 				c->op = OP_UPSERT;
 				check_change(ac, c, false, "snapshot_time");
 			}
+			if (c->op == OP_UPSERT)
+				c->given = given_columns(ac, c);
 			if (c->op == OP_IGNORE)
 				ac->counts.unchanged++;
 			else
@@ -1358,7 +1451,7 @@ collect_record_entry(void *arg, const ZLRecordEntry *e)
 			continue;
 		grow_array((void **) &ks->record, &ks->maxrecord, ks->nrecord + 1,
 				   sizeof(ZLRecordInstant));
-		ks->record[ks->nrecord++] = e->instants[i];
+		ks->record[ks->nrecord++] = *zl_record_copy_instants(ac->record_codec, &e->instants[i], 1);
 	}
 }
 
@@ -1426,6 +1519,7 @@ fold_key(ApplyContext *ac, ZLWriteState *state, KeyState *ks)
 		changes[i].missing_key = c->missing_key;
 		changes[i].values = c->values;
 		changes[i].isnull = c->isnull;
+		changes[i].given = c->given;
 		ordered[i] = &changes[i];
 	}
 	memset(&fk, 0, sizeof(fk));
@@ -1436,7 +1530,7 @@ fold_key(ApplyContext *ac, ZLWriteState *state, KeyState *ks)
 	fk.nrecord = ks->nrecord;
 	fk.changes = ordered;
 	fk.nchanges = ks->nchanges;
-	zl_fold_key(ac->value_comparer, ac->opts.open_end, &ac->table_instants, &fk, &counts);
+	zl_fold_key(&ac->fold_context, &fk, &counts);
 
 	ac->counts.inserted += counts.inserted;
 	ac->counts.closed += counts.closed;
@@ -1776,6 +1870,10 @@ apply_chunks(ApplyContext *ac)
 	}
 	ac->batch_context = CurrentMemoryContext;
 	ac->table_instants.batch_time = ac->delete_missing ? ac->delete_time : PG_INT64_MIN;
+	ac->fold_context.comparer = ac->value_comparer;
+	ac->fold_context.open_end = ac->opts.open_end;
+	ac->fold_context.table = &ac->table_instants;
+	ac->fold_context.natts = ac->tupdesc->natts;
 	if (ac->record_on)
 		ac->record_writer = zl_record_writer_begin(ac->record_codec);
 	ac->chunk_context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake apply chunk",
@@ -1885,6 +1983,30 @@ apply_result(FunctionCallInfo fcinfo, ApplyContext *ac)
 	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
 }
 
+/* ignore_nulls and missing_columns, at argno and argno + 1 (0.2 only) */
+static void
+partial_options(FunctionCallInfo fcinfo, ApplyContext *ac, int argno)
+{
+	char	   *mode;
+
+	if (PG_NARGS() <= argno + 1)
+		return;
+	ac->ignore_nulls = !PG_ARGISNULL(argno) && PG_GETARG_BOOL(argno);
+	mode = PG_ARGISNULL(argno + 1) ? "error" : text_to_cstring(PG_GETARG_TEXT_PP(argno + 1));
+	if (strcmp(mode, "error") == 0)
+		ac->missing_columns = MISSING_ERROR;
+	else if (strcmp(mode, "null") == 0)
+		ac->missing_columns = MISSING_NULL;
+	else if (strcmp(mode, "keep") == 0)
+		ac->missing_columns = MISSING_KEEP;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid missing_columns \"%s\"", mode),
+				 errdetail("A value column the changes lack is an error, NULL, or kept from what the key holds."),
+				 errhint("Pass 'error', 'null' or 'keep'.")));
+}
+
 static char *
 name_arg(FunctionCallInfo fcinfo, int argno)
 {
@@ -1915,6 +2037,7 @@ apply_changes(FunctionCallInfo fcinfo, bool op_defaults_to_op)
 	if (op_defaults_to_op && op_column != NULL && strcmp(op_column, "op") == 0)
 		op_column = NULL;
 	apply_begin(&ac, PG_GETARG_OID(0), PG_GETARG_OID(1));
+	partial_options(fcinfo, &ac, 5);
 	read_batch(&ac, PG_GETARG_OID(1), time_column, op_column, name_arg(fcinfo, 4), 0);
 	apply_chunks(&ac);
 	return apply_result(fcinfo, &ac);
@@ -1940,6 +2063,7 @@ apply_snapshot(FunctionCallInfo fcinfo, bool allow_empty)
 											zl_timestamptz_to_instant(&ac.opts, PG_GETARG_TIMESTAMPTZ(2)));
 	ac.delete_missing = PG_GETARG_BOOL(3);
 	ac.delete_time = snapshot_time;
+	partial_options(fcinfo, &ac, 5);
 	read_batch(&ac, PG_GETARG_OID(1), NULL, NULL, NULL, snapshot_time);
 	if (ac.counts.changes == 0 && !allow_empty)
 		ereport(ERROR,

@@ -5,29 +5,32 @@
  *
  * README "Change semantics": a key's history is the fold of its changes in
  * fold order (time; seq, changes without seq last; order of application).
- * Only the last change at an instant shapes the history there, and the
- * state after a change depends on that change alone (an upsert of v: v; a
- * delete: absent).  So a history is a list of *instants*, each with the
- * effect of the change that won it, held until the next instant; its
- * versions are the maximal runs of one value.
+ * Only the last change at an instant shapes the history there.  So a
+ * history is a list of *instants*, each with the *effect* of what was
+ * applied there: absent (a delete), or values — all of them (a full
+ * upsert), or only some (a partial change, README "Partial changes",
+ * which keeps the other columns from the state before it).  The *state*
+ * after an instant is its effect over the state after the instant before;
+ * the versions are the maximal runs of one state.
  *
  * The stored versions and the change record (zl_record.c) give that list
  * from the batch's earliest change of the key on: every version begins at
- * an instant (an upsert of its values) and, unless another version begins
- * where it ends, ends at one (a delete); the record adds the instants the
- * versions do not show (no-ops, deletes of an absent key, boundaries later
- * merged away) and the seq of instants a change with seq won; and
- * apply_snapshot with deletes gave every key an instant (ZLTableInstants)
- * whose effect is the key's state there.  An instant that is no boundary
- * has the effect the versions imply: inside a version, an upsert of its
- * values; in a gap, a delete.
+ * an instant and, unless another version begins where it ends, ends at one
+ * (a delete); the record adds the instants the versions do not show
+ * (no-ops, deletes of an absent key, boundaries later merged away), the
+ * seq of instants a change with seq won and the columns a partial change
+ * gave; and apply_snapshot with deletes gave every key an instant
+ * (ZLTableInstants).  An instant's values are the version's that holds it
+ * (in a gap: a delete) — exactly the state after it — and a partial one
+ * keeps the columns it did not give from the instant before.
  *
  * zl_fold_key merges a batch's changes of one key into that list, in fold
  * order, counting each (README "Counts"), then cuts the list into versions
  * again and says which instants the record must keep from the batch's
- * earliest change on: those that are no boundary and boundaries won by a
- * change with seq — never a table instant, which is remembered once for
- * the whole table.
+ * earliest change on: those that are no boundary, boundaries won by a
+ * change with seq, partial ones — never a plain table instant, which is
+ * remembered once for the whole table.  Two changes at one instant
+ * compose: the later one's columns over the earlier one's.
  *
  * A change that a change applied before follows at its own instant (a
  * higher seq there) shapes nothing: it counts as unchanged, and is never
@@ -38,15 +41,18 @@
  */
 #include "zipper_lake.h"
 
-/* what a change leaves: absent, or a version with these values */
+/* what was applied at an instant, or the state after it */
 typedef struct Effect
 {
 	bool		absent;
 	Datum	   *values;
 	bool	   *isnull;
+	const uint8 *given;			/* partial: a bit per column it gives; NULL: all */
 } Effect;
 
-static const Effect ABSENT = {true, NULL, NULL};
+static const Effect ABSENT = {true, NULL, NULL, NULL};
+
+#define GIVEN(bits, col)	(((bits)[(col) >> 3] & (1 << ((col) & 7))) != 0)
 
 typedef struct Instant
 {
@@ -54,7 +60,9 @@ typedef struct Instant
 	bool		has_seq;
 	int64		seq;
 	Effect		effect;
+	Effect		state;			/* after this instant */
 	bool		old;			/* won by a change applied before the batch */
+	bool		recorded;		/* from the record (it knows seq and columns) */
 	bool		boundary;		/* a version begins or ends here */
 } Instant;
 
@@ -64,6 +72,12 @@ typedef struct InstantList
 	int			n;
 	int			max;
 } InstantList;
+
+typedef struct Fold
+{
+	const ZLFoldContext *cx;
+	InstantList list;
+} Fold;
 
 bool
 zl_fold_precedes(int64 time, bool has_seq, int64 seq,
@@ -76,17 +90,18 @@ zl_fold_precedes(int64 time, bool has_seq, int64 seq,
 	return has_seq && seq < other_seq;	/* equal: the later application follows */
 }
 
+/* states (complete values) */
 static bool
-effects_equal(const ZLValueComparer *comparer, Effect a, Effect b)
+states_equal(const ZLFoldContext *cx, Effect a, Effect b)
 {
 	if (a.absent || b.absent)
 		return a.absent == b.absent;
 	return a.values == b.values ||
-		zl_values_equal(comparer, a.values, a.isnull, b.values, b.isnull);
+		zl_values_equal(cx->comparer, a.values, a.isnull, b.values, b.isnull);
 }
 
 static Effect
-version_effect(const ZLFoldVersion *v)
+version_effect(const ZLFoldVersion *v, const uint8 *given)
 {
 	Effect		e = ABSENT;
 
@@ -95,7 +110,54 @@ version_effect(const ZLFoldVersion *v)
 		e.absent = false;
 		e.values = v->values;
 		e.isnull = v->isnull;
+		e.given = given;
 	}
+	return e;
+}
+
+/* the state an effect leaves after the state prev */
+static Effect
+resolve(const ZLFoldContext *cx, Effect effect, Effect prev)
+{
+	Effect		state = effect;
+
+	if (effect.absent || effect.given == NULL)
+	{
+		state.given = NULL;
+		return state;
+	}
+	state.values = palloc(sizeof(Datum) * cx->natts);
+	state.isnull = palloc(sizeof(bool) * cx->natts);
+	state.given = NULL;
+	for (int col = 0; col < cx->natts; col++)
+	{
+		bool		from_effect = GIVEN(effect.given, col);
+
+		state.values[col] = from_effect ? effect.values[col] : prev.absent ? (Datum) 0 : prev.values[col];
+		state.isnull[col] = from_effect ? effect.isnull[col] : prev.absent ? true : prev.isnull[col];
+	}
+	return state;
+}
+
+/* a later change at an instant over an earlier one there: one effect */
+static Effect
+compose(const ZLFoldContext *cx, Effect later, Effect earlier)
+{
+	Effect		e;
+	uint8	   *given;
+	int			nbytes = (cx->natts + 7) / 8;
+
+	if (later.absent || later.given == NULL)
+		return later;
+	if (earlier.absent)
+		return resolve(cx, later, ABSENT);	/* what it keeps is NULL */
+	if (earlier.given == NULL)
+		return resolve(cx, later, earlier);
+	e = resolve(cx, later, earlier);
+	given = palloc(nbytes);
+	for (int i = 0; i < nbytes; i++)
+		given[i] = later.given[i] | earlier.given[i];
+	e.given = given;
 	return e;
 }
 
@@ -133,12 +195,12 @@ push_instant(InstantList *list, int64 time, bool has_seq, int64 seq, Effect effe
 			repalloc(list->items, sizeof(Instant) * list->max);
 	}
 	in = &list->items[list->n++];
+	memset(in, 0, sizeof(Instant));
 	in->time = time;
 	in->has_seq = has_seq;
 	in->seq = seq;
 	in->effect = effect;
 	in->old = true;
-	in->boundary = false;
 	return in;
 }
 
@@ -150,7 +212,7 @@ instant_cmp(const void *a, const void *b)
 
 	if (ia->time != ib->time)
 		return ia->time < ib->time ? -1 : 1;
-	return (int) ib->has_seq - (int) ia->has_seq;	/* the record's, with seq, first */
+	return (int) ib->recorded - (int) ia->recorded; /* the record's first */
 }
 
 /* the first instant at or after t */
@@ -198,19 +260,29 @@ is_table_instant(const ZLTableInstants *table, int64 t)
 	return t == table->batch_time || is_stored_table_instant(table, t);
 }
 
+/* the states of the instants from the p-th on */
+static void
+resolve_from(Fold *f, int p)
+{
+	for (int i = p; i < f->list.n; i++)
+		f->list.items[i].state = resolve(f->cx, f->list.items[i].effect,
+										 i > 0 ? f->list.items[i - 1].state : ABSENT);
+}
+
 /* the instants the stored versions, the record and the table's instants give */
 static void
-stored_instants(const ZLFoldKey *key, int64 open_end, const ZLTableInstants *table,
-				InstantList *list)
+stored_instants(Fold *f, const ZLFoldKey *key)
 {
+	const ZLFoldContext *cx = f->cx;
+	InstantList *list = &f->list;
 	int			kept = 0;
 
 	for (int i = 0; i < key->nversions; i++)
 	{
 		const ZLFoldVersion *v = &key->versions[i];
 
-		push_instant(list, v->from, false, 0, version_effect(v));
-		if (v->to != open_end && (i + 1 == key->nversions || key->versions[i + 1].from != v->to))
+		push_instant(list, v->from, false, 0, version_effect(v, NULL));
+		if (v->to != cx->open_end && (i + 1 == key->nversions || key->versions[i + 1].from != v->to))
 			push_instant(list, v->to, false, 0, ABSENT);
 	}
 	for (int i = 0; i < key->nrecord; i++)
@@ -218,17 +290,17 @@ stored_instants(const ZLFoldKey *key, int64 open_end, const ZLTableInstants *tab
 		const ZLRecordInstant *r = &key->record[i];
 
 		push_instant(list, r->time, r->has_seq, r->seq,
-					 version_effect(version_at(key, r->time)));
+					 version_effect(version_at(key, r->time), r->given))->recorded = true;
 	}
-	for (int i = 0; i < table->ntimes; i++)
-		if (table->times[i] >= key->since)
-			push_instant(list, table->times[i], false, 0,
-						 version_effect(version_at(key, table->times[i])));
+	for (int i = 0; i < cx->table->ntimes; i++)
+		if (cx->table->times[i] >= key->since)
+			push_instant(list, cx->table->times[i], false, 0,
+						 version_effect(version_at(key, cx->table->times[i]), NULL));
 
 	/*
-	 * One instant per time; the record's seq, sorted first, stays, except
-	 * at a table instant: a change without seq won there, whatever the
-	 * record said before.
+	 * One instant per time; the record's, sorted first, stays — except that
+	 * at a table instant a change without seq won, whatever the record
+	 * said of seq before.
 	 */
 	qsort(list->items, list->n, sizeof(Instant), instant_cmp);
 	for (int i = 0; i < list->n; i++)
@@ -236,25 +308,29 @@ stored_instants(const ZLFoldKey *key, int64 open_end, const ZLTableInstants *tab
 			list->items[kept++] = list->items[i];
 	list->n = kept;
 	for (int i = 0; i < list->n; i++)
-		if (list->items[i].has_seq && is_stored_table_instant(table, list->items[i].time))
+		if (list->items[i].has_seq && is_stored_table_instant(cx->table, list->items[i].time))
 		{
 			list->items[i].has_seq = false;
 			list->items[i].seq = 0;
 		}
+	resolve_from(f, 0);
 }
 
 /* one change of the batch, in fold order: count it and merge it in */
 static void
-fold_change(const ZLValueComparer *comparer, InstantList *list, const Instant *newest,
-			const ZLFoldChange *c, ZLFoldCounts *counts)
+fold_change(Fold *f, const Instant *newest, const ZLFoldChange *c, ZLFoldCounts *counts)
 {
+	const ZLFoldContext *cx = f->cx;
+	InstantList *list = &f->list;
 	int			p = find_instant(list, c->time);
 	Instant    *at = p < list->n && list->items[p].time == c->time ? &list->items[p] : NULL;
-	Effect		before = p > 0 ? list->items[p - 1].effect : ABSENT;
-	Effect		held = at != NULL ? at->effect : before;
-	Effect		effect = {c->is_delete, c->values, c->isnull};
+	Effect		before = p > 0 ? list->items[p - 1].state : ABSENT;
+	Effect		held = at != NULL ? at->state : before;
+	Effect		effect = {c->is_delete, c->values, c->isnull, c->given};
+	Effect		after;
 	bool		opened = newest == NULL ||
 		!zl_fold_precedes(c->time, c->has_seq, c->seq, newest->time, newest->has_seq, newest->seq);
+	bool		unchanged;
 	bool		identical;
 
 	if (c->is_delete)
@@ -266,8 +342,12 @@ fold_change(const ZLValueComparer *comparer, InstantList *list, const Instant *n
 		counts->unchanged++;
 		return;
 	}
-	identical = at != NULL && at->old && at->has_seq == c->has_seq &&
-		(!c->has_seq || at->seq == c->seq) && effects_equal(comparer, held, effect);
+	if (at != NULL)
+		effect = compose(cx, effect, at->effect);
+	after = resolve(cx, effect, before);
+	unchanged = states_equal(cx, after, held);
+	identical = unchanged && at != NULL && at->old && at->has_seq == c->has_seq &&
+		(!c->has_seq || at->seq == c->seq);
 
 	if (c->is_delete)
 	{
@@ -282,13 +362,13 @@ fold_change(const ZLValueComparer *comparer, InstantList *list, const Instant *n
 			counts->closed += opened;
 		}
 	}
-	else if (effects_equal(comparer, held, effect))
+	else if (unchanged)
 		counts->unchanged++;
 	else
 	{
 		counts->inserted++;
 		/* the version held ends, unless it began at this instant */
-		counts->closed += !held.absent && opened && effects_equal(comparer, held, before);
+		counts->closed += !held.absent && opened && states_equal(cx, held, before);
 	}
 	if (!opened && !identical && !(c->missing_key && held.absent))
 		counts->late++;
@@ -298,17 +378,18 @@ fold_change(const ZLValueComparer *comparer, InstantList *list, const Instant *n
 		(void) push_instant(list, 0, false, 0, ABSENT);	/* make room */
 		memmove(&list->items[p + 1], &list->items[p], sizeof(Instant) * (list->n - 1 - p));
 		at = &list->items[p];
+		memset(at, 0, sizeof(Instant));
 		at->time = c->time;
-		at->boundary = false;
 	}
 	at->has_seq = c->has_seq;
 	at->seq = c->seq;
 	at->effect = effect;
 	at->old = false;
+	resolve_from(f, p);
 }
 
 static void
-push_version(ZLFoldKey *key, int *max, int64 from, int64 to, Effect effect)
+push_version(ZLFoldKey *key, int *max, int64 from, int64 to, Effect state)
 {
 	ZLFoldVersion *v;
 
@@ -321,16 +402,16 @@ push_version(ZLFoldKey *key, int *max, int64 from, int64 to, Effect effect)
 	v = &key->result[key->nresult++];
 	v->from = from;
 	v->to = to;
-	v->values = effect.values;
-	v->isnull = effect.isnull;
+	v->values = state.values;
+	v->isnull = state.isnull;
 	v->stored = NULL;
 }
 
-/* the list cut into maximal runs of one value; stored versions kept as they are */
+/* the list cut into maximal runs of one state; stored versions kept as they are */
 static void
-cut_versions(const ZLValueComparer *comparer, int64 open_end, InstantList *list,
-			 ZLFoldKey *key)
+cut_versions(Fold *f, ZLFoldKey *key)
 {
+	const ZLFoldContext *cx = f->cx;
 	Effect		state = ABSENT;
 	int64		from = 0;
 	int			max = 0;
@@ -338,20 +419,20 @@ cut_versions(const ZLValueComparer *comparer, int64 open_end, InstantList *list,
 
 	key->result = NULL;
 	key->nresult = 0;
-	for (int i = 0; i < list->n; i++)
+	for (int i = 0; i < f->list.n; i++)
 	{
-		Instant    *in = &list->items[i];
+		Instant    *in = &f->list.items[i];
 
-		in->boundary = !effects_equal(comparer, state, in->effect);
+		in->boundary = !states_equal(cx, state, in->state);
 		if (!in->boundary)
 			continue;
 		if (!state.absent)
 			push_version(key, &max, from, in->time, state);
-		state = in->effect;
+		state = in->state;
 		from = in->time;
 	}
 	if (!state.absent)
-		push_version(key, &max, from, open_end, state);
+		push_version(key, &max, from, cx->open_end, state);
 
 	for (int i = 0; i < key->nresult; i++)
 	{
@@ -361,33 +442,44 @@ cut_versions(const ZLValueComparer *comparer, int64 open_end, InstantList *list,
 			old++;
 		if (old < key->nversions && key->versions[old].from == v->from &&
 			key->versions[old].to == v->to &&
-			effects_equal(comparer, version_effect(&key->versions[old]), version_effect(v)))
+			states_equal(cx, version_effect(&key->versions[old], NULL), version_effect(v, NULL)))
 			*v = key->versions[old];
 	}
 }
 
+static bool
+given_equal(const ZLFoldContext *cx, const uint8 *a, const uint8 *b)
+{
+	if (a == NULL || b == NULL)
+		return a == b;
+	return memcmp(a, b, (cx->natts + 7) / 8) == 0;
+}
+
 /* what the record keeps of the key from its earliest change on */
 static void
-instants_to_remember(const ZLTableInstants *table, const InstantList *list, ZLFoldKey *key)
+instants_to_remember(Fold *f, ZLFoldKey *key)
 {
-	int			first = find_instant(list, key->since);
+	const ZLFoldContext *cx = f->cx;
+	int			first = find_instant(&f->list, key->since);
 
-	key->remember = palloc(sizeof(ZLRecordInstant) * Max(1, list->n - first));
+	key->remember = palloc(sizeof(ZLRecordInstant) * Max(1, f->list.n - first));
 	key->nremember = 0;
-	for (int i = first; i < list->n; i++)
+	for (int i = first; i < f->list.n; i++)
 	{
-		const Instant *in = &list->items[i];
+		const Instant *in = &f->list.items[i];
+		bool		plain = !in->has_seq && in->effect.given == NULL;
 		ZLRecordInstant *r;
 
-		if (in->boundary && !in->has_seq)
+		if (in->boundary && plain)
 			continue;			/* the versions show it */
-		if (!in->has_seq && is_table_instant(table, in->time))
+		if (plain && is_table_instant(cx->table, in->time))
 			continue;			/* the table remembers it */
 		r = &key->remember[key->nremember++];
 		r->time = in->time;
 		r->has_seq = in->has_seq;
 		r->seq = in->has_seq ? in->seq : 0;
 		r->is_delete = in->effect.absent;
+		r->given = in->effect.absent ? NULL : in->effect.given;
 	}
 	key->record_changed = key->nremember != key->nrecord;
 	for (int i = 0; i < key->nremember && !key->record_changed; i++)
@@ -396,26 +488,24 @@ instants_to_remember(const ZLTableInstants *table, const InstantList *list, ZLFo
 		const ZLRecordInstant *b = &key->record[i];
 
 		key->record_changed = a->time != b->time || a->has_seq != b->has_seq ||
-			a->seq != b->seq || a->is_delete != b->is_delete;
+			a->seq != b->seq || a->is_delete != b->is_delete ||
+			!given_equal(cx, a->given, b->given);
 	}
 }
 
 void
-zl_fold_key(const ZLValueComparer *comparer, int64 open_end, const ZLTableInstants *table,
-			ZLFoldKey *key, ZLFoldCounts *counts)
+zl_fold_key(const ZLFoldContext *cx, ZLFoldKey *key, ZLFoldCounts *counts)
 {
-	InstantList list = {NULL, 0, 0};
+	Fold		f = {cx, {NULL, 0, 0}};
 	Instant		newest;
 	bool		have_newest;
 
-	stored_instants(key, open_end, table, &list);
-	have_newest = list.n > 0;
+	stored_instants(&f, key);
+	have_newest = f.list.n > 0;
 	if (have_newest)
-		newest = list.items[list.n - 1];
+		newest = f.list.items[f.list.n - 1];
 	for (int i = 0; i < key->nchanges; i++)
-		fold_change(comparer, &list, have_newest ? &newest : NULL, key->changes[i], counts);
-	cut_versions(comparer, open_end, &list, key);
-	instants_to_remember(table, &list, key);
-	if (list.items != NULL)
-		pfree(list.items);
+		fold_change(&f, have_newest ? &newest : NULL, key->changes[i], counts);
+	cut_versions(&f, key);
+	instants_to_remember(&f, key);
 }

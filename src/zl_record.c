@@ -33,10 +33,10 @@
  *		(delta from the previous instant or since) << 3 | has_payload << 2 |
  *		has_seq << 1 | is_delete, [seq (zigzag)], [payload].
  * A no-op remembered for a bigint key takes about 15 bytes.  The payload
- * (a length-prefixed byte string, never written yet) is where partial
- * changes and tracked columns (README "Not supported (yet)") will keep
- * what an instant's change gave beyond its kind — the columns it set,
- * untracked values — in the same entries, pieces and merges.
+ * (a length-prefixed byte string) is what an instant's change gave beyond
+ * its kind: for a partial change (README "Partial changes") a bit per
+ * column (by attribute number) it set; tracked columns will add their
+ * untracked values the same way, in the same entries, pieces and merges.
  *
  * Merging
  * -------
@@ -69,6 +69,9 @@
 
 /* entries are cut into segments of about this size */
 #define ZL_RECORD_SEGMENT_BYTES		(64 * 1024)
+
+/* bytes of a partial change's bitmap of given columns */
+#define GIVEN_BYTES(codec)		(((codec)->natts + 7) / 8)
 
 /* the low bits of an instant's varint */
 #define INSTANT_IS_DELETE		0x1
@@ -255,9 +258,15 @@ put_entry(ZLRecordWriter *w, const ZLRecordEntry *e)
 		const ZLRecordInstant *in = &e->instants[i];
 
 		put_varint(buf, ((uint64) (in->time - prev) << INSTANT_FLAG_BITS) |
-				   (in->has_seq ? INSTANT_HAS_SEQ : 0) | (in->is_delete ? INSTANT_IS_DELETE : 0));
+				   (in->has_seq ? INSTANT_HAS_SEQ : 0) | (in->is_delete ? INSTANT_IS_DELETE : 0) |
+				   (in->given != NULL ? INSTANT_HAS_PAYLOAD : 0));
 		if (in->has_seq)
 			put_zigzag(buf, in->seq);
+		if (in->given != NULL)
+		{
+			put_varint(buf, GIVEN_BYTES(w->codec));
+			appendBinaryStringInfo(buf, (const char *) in->given, GIVEN_BYTES(w->codec));
+		}
 		prev = in->time;
 	}
 	w->prev_hash = e->hash;
@@ -303,18 +312,50 @@ next_entry(const ZLRecordCodec *codec, EntryReader *er, ZLRecordEntry *e,
 		ZLRecordInstant *in = &e->instants[i];
 		uint64		v = get_varint(&er->r);
 
-		if (v & INSTANT_HAS_PAYLOAD)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("change record holds data of a newer zipper_lake"),
-					 errhint("Install the zipper_lake version that wrote it.")));
 		in->time = prev + (int64) (v >> INSTANT_FLAG_BITS);
 		in->has_seq = (v & INSTANT_HAS_SEQ) != 0;
 		in->is_delete = (v & INSTANT_IS_DELETE) != 0;
 		in->seq = in->has_seq ? get_zigzag(&er->r) : 0;
+		in->given = NULL;
+		if (v & INSTANT_HAS_PAYLOAD)
+		{
+			uint64		len = get_varint(&er->r);
+			uint8	   *given;
+
+			if (len > (uint64) (er->r.end - er->r.p))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("change record segment is damaged"),
+						 errhint("zipper_lake.verify() reports the table's state.")));
+			/* columns added since are not given (len is the writer's) */
+			given = palloc0(Max(len, GIVEN_BYTES(codec)));
+			memcpy(given, er->r.p, len);
+			er->r.p += len;
+			in->given = given;
+		}
 		prev = in->time;
 	}
 	return true;
+}
+
+/* instants (and their payloads) copied into the current memory context */
+ZLRecordInstant *
+zl_record_copy_instants(const ZLRecordCodec *codec, const ZLRecordInstant *instants, int n)
+{
+	ZLRecordInstant *copy = palloc(sizeof(ZLRecordInstant) * Max(1, n));
+
+	for (int i = 0; i < n; i++)
+	{
+		copy[i] = instants[i];
+		if (instants[i].given != NULL)
+		{
+			uint8	   *given = palloc(GIVEN_BYTES(codec));
+
+			memcpy(given, instants[i].given, GIVEN_BYTES(codec));
+			copy[i].given = given;
+		}
+	}
+	return copy;
 }
 
 /* ---------- writing ---------- */
@@ -551,15 +592,13 @@ copy_entry(const ZLRecordCodec *codec, const ZLRecordEntry *e)
 
 		copy->key[col] = datumCopy(e->key[col], codec->typbyval[i], codec->typlen[i]);
 	}
-	copy->instants = palloc(sizeof(ZLRecordInstant) * Max(1, e->ninstants));
-	if (e->ninstants > 0)
-		memcpy(copy->instants, e->instants, sizeof(ZLRecordInstant) * e->ninstants);
+	copy->instants = zl_record_copy_instants(codec, e->instants, e->ninstants);
 	return copy;
 }
 
 /* a newer piece's entry of a key over an older one's: one entry */
 static void
-combine_entries(ZLRecordEntry *older, const ZLRecordEntry *newer)
+combine_entries(const ZLRecordCodec *codec, ZLRecordEntry *older, const ZLRecordEntry *newer)
 {
 	ZLRecordInstant *instants = palloc(sizeof(ZLRecordInstant) *
 									   (older->ninstants + newer->ninstants + 1));
@@ -567,7 +606,8 @@ combine_entries(ZLRecordEntry *older, const ZLRecordEntry *newer)
 
 	for (int i = 0; i < older->ninstants && older->instants[i].time < newer->since; i++)
 		instants[n++] = older->instants[i];
-	memcpy(&instants[n], newer->instants, sizeof(ZLRecordInstant) * newer->ninstants);
+	memcpy(&instants[n], zl_record_copy_instants(codec, newer->instants, newer->ninstants),
+		   sizeof(ZLRecordInstant) * newer->ninstants);
 	older->instants = instants;
 	older->ninstants = n + newer->ninstants;
 	older->since = Min(older->since, newer->since);
@@ -623,7 +663,7 @@ merge_pieces(ZLRecordCodec *codec, Oid relid, Snapshot snapshot, const int64 *pi
 				while (k < nkeys && !zl_keys_equal(codec->hasher, keys[k]->key, e->key))
 					k++;
 				if (k < nkeys)
-					combine_entries(keys[k], e);
+					combine_entries(codec, keys[k], e);
 				else
 				{
 					if (nkeys == maxkeys)

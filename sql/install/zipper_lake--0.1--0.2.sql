@@ -58,14 +58,18 @@ LANGUAGE C;
 -- apply_changes(): op => NULL means "the column op if the changes have one";
 -- a column named explicitly must exist.
 -- apply_snapshot(): an empty image is an error unless allow_empty => true.
+-- Both: ignore_nulls and missing_columns (README "Partial changes").
 -- ---------------------------------------------------------------------------
 
-CREATE OR REPLACE FUNCTION zipper_lake.apply_changes(
+DROP FUNCTION zipper_lake.apply_changes(regclass, regclass, name, name, name);
+CREATE FUNCTION zipper_lake.apply_changes(
     tbl regclass,
     changes regclass,
     change_time name DEFAULT 'change_time',
     op name DEFAULT NULL,
-    seq name DEFAULT NULL)
+    seq name DEFAULT NULL,
+    ignore_nulls boolean DEFAULT false,
+    missing_columns text DEFAULT 'error')
 RETURNS TABLE (changes bigint, inserted bigint, closed bigint, deleted bigint,
                unchanged bigint, late bigint)
 AS 'MODULE_PATHNAME', 'zipper_lake_apply_changes_v2'
@@ -78,7 +82,9 @@ CREATE FUNCTION zipper_lake.apply_snapshot(
     snapshot regclass,
     snapshot_time timestamptz,
     deletes boolean DEFAULT true,
-    allow_empty boolean DEFAULT false)
+    allow_empty boolean DEFAULT false,
+    ignore_nulls boolean DEFAULT false,
+    missing_columns text DEFAULT 'error')
 RETURNS TABLE (changes bigint, inserted bigint, closed bigint, deleted bigint,
                unchanged bigint, late bigint)
 AS 'MODULE_PATHNAME', 'zipper_lake_apply_snapshot_v2'
@@ -221,9 +227,9 @@ ALTER FUNCTION zipper_lake.register(regclass, text[], name, name, text, interval
     VOLATILE PARALLEL UNSAFE;
 ALTER FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval, interval, int, timestamptz, text, interval)
     VOLATILE PARALLEL UNSAFE;
-ALTER FUNCTION zipper_lake.apply_changes(regclass, regclass, name, name, name)
+ALTER FUNCTION zipper_lake.apply_changes(regclass, regclass, name, name, name, boolean, text)
     VOLATILE PARALLEL UNSAFE ROWS 1;
-ALTER FUNCTION zipper_lake.apply_snapshot(regclass, regclass, timestamptz, boolean, boolean)
+ALTER FUNCTION zipper_lake.apply_snapshot(regclass, regclass, timestamptz, boolean, boolean, boolean, text)
     VOLATILE PARALLEL UNSAFE ROWS 1;
 ALTER FUNCTION zipper_lake.inspect(regclass) VOLATILE PARALLEL UNSAFE ROWS 100;
 ALTER FUNCTION zipper_lake._verify_storage(regclass) VOLATILE PARALLEL UNSAFE ROWS 10;
@@ -242,9 +248,9 @@ COMMENT ON FUNCTION zipper_lake.register(regclass, text[], name, name, text, int
     'registers a zipper_lake table: its key, period columns and layout (owner only)';
 COMMENT ON FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval, interval, int, timestamptz, text, interval) IS
     'creates and registers a zipper table with the columns and primary key of a source table';
-COMMENT ON FUNCTION zipper_lake.apply_changes(regclass, regclass, name, name, name) IS
+COMMENT ON FUNCTION zipper_lake.apply_changes(regclass, regclass, name, name, name, boolean, text) IS
     'applies a batch of changes, each at its own change time, to a zipper table';
-COMMENT ON FUNCTION zipper_lake.apply_snapshot(regclass, regclass, timestamptz, boolean, boolean) IS
+COMMENT ON FUNCTION zipper_lake.apply_snapshot(regclass, regclass, timestamptz, boolean, boolean, boolean, text) IS
     'applies a full image of the source taken at a time: changed rows upserted, missing keys deleted';
 COMMENT ON FUNCTION zipper_lake.as_of(anyelement, timestamptz) IS
     'the versions valid at a time (valid_from <= at < valid_to)';
