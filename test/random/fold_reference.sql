@@ -7,9 +7,10 @@
  * zl_ref.normalize_batch and returns zl_ref.counts.
  *
  * Design: clarity over speed.  Every change ever applied is kept in a log
- * (a heap table per target), and after every application the target is
- * recomputed from the whole log, key by key, by literally folding the key's
- * changes in fold order, starting from "absent":
+ * (a heap table per target), and after every application the history of
+ * every key it changes (a snapshot with deletes: every key) is recomputed
+ * from the whole log, key by key, by literally folding the key's changes in
+ * fold order, starting from "absent":
  *
  *   change      state before            step
  *   upsert v    absent                  a version with v begins at t
@@ -185,9 +186,10 @@ END
 $fn$;
 
 /*
- * Recompute the whole target from its log (the fold described at the top),
- * and count what the changes of application app do (rows_read: the rows the
- * application read).
+ * Recompute from the log the history of every key that application app
+ * changes (the fold described at the top; the history of a key is the fold
+ * of its own changes, so no other key's changes), and count what the
+ * changes of app do (rows_read: the rows the application read).
  */
 CREATE FUNCTION zl_fold.refold(target regclass, app bigint, rows_read bigint)
 RETURNS zl_ref.counts
@@ -202,7 +204,7 @@ DECLARE
     same     text;          -- "x's values IS NOT DISTINCT FROM y's values"
     equals   text;          -- whether log rows $1 and $2 have equal values
     write    text;          -- write a version: values of log row $1, period [$2, $3)
-    nkeys    bigint;
+    k        bigint;        -- the key being folded (zl_key_no)
     ch       record;        -- one change: zl_id (NULL: a snapshot's delete), zl_app, zl_time, zl_seq, zl_upsert
     present  boolean;       -- the key holds a version ...
     cur_id   bigint;        -- ... with the values of this log row ...
@@ -251,10 +253,16 @@ BEGIN
     EXECUTE 'CREATE INDEX ON zl_fold_changes (zl_id)';
     EXECUTE 'ANALYZE zl_fold_changes';
 
-    EXECUTE format('DELETE FROM %s', target);
-    EXECUTE 'SELECT max(zl_key_no) FROM zl_fold_changes' INTO nkeys;
+    -- only the keys that app changes: they have a change of app (a snapshot
+    -- with deletes has one of every key now); their versions are written anew
+    EXECUTE 'DELETE FROM zl_fold_changes c
+             WHERE NOT EXISTS (SELECT FROM zl_fold_changes x
+                               WHERE x.zl_key_no = c.zl_key_no AND x.zl_app = $1)'
+      USING app;
+    EXECUTE format('DELETE FROM %s t USING (SELECT DISTINCT %s FROM zl_fold_changes) k WHERE %s',
+                   target, zl_ref.col_list(t.key), zl_ref.key_match(t.key, 't', 'k'));
 
-    FOR k IN 1 .. coalesce(nkeys, 0) LOOP
+    FOR k IN EXECUTE 'SELECT DISTINCT zl_key_no FROM zl_fold_changes ORDER BY 1' LOOP
         -- the newest change applied to the key before this application
         EXECUTE 'SELECT zl_time, zl_seq FROM zl_fold_changes WHERE zl_key_no = $1 AND zl_app < $2
                  ORDER BY zl_time DESC, zl_seq DESC NULLS FIRST LIMIT 1'

@@ -1,13 +1,18 @@
 /*
- * test/random/reference.sql — reference implementation of zipper_lake's change
- * semantics (README "Change semantics" and apply_snapshot of README "Reference") in plain PL/pgSQL, operating
- * on an ordinary heap table.  The randomized comparison test
- * (random_compare.py) applies every batch both to a zipper_lake table and to a
- * heap table through these functions and compares the results.
+ * test/random/reference.sql — schema zl_ref: the helpers fold_reference.sql
+ * builds on (column lists, zl_ref.normalize_batch, the type zl_ref.counts),
+ * and zl_ref.apply_changes, which applies one batch of changes to the
+ * history stored in an ordinary heap table, in plain PL/pgSQL.  The history
+ * that gives is the fold of every change applied (test/random/README.md,
+ * "The fold") while no change precedes, in fold order, a change applied to
+ * its key in an earlier batch, and may differ from it otherwise.  The
+ * regression test pruning (sql/pruning.sql) compares a zipper table with
+ * it; the randomized comparison test (random_compare.py) compares zipper_lake
+ * with the fold (fold_reference.sql).
  *
  * Design: clarity over speed.  Nothing here knows about partitions, file groups
- * or the table access method; it is a literal transcription of the table in
- * README "Change semantics", applied one change at a time:
+ * or the table access method; apply_changes applies the batch one change at
+ * a time to the key's stored versions:
  *
  *   change at t   key's state at t                result
  *   upsert v      inside [a,b) with value v       nothing (no-op)
@@ -18,8 +23,8 @@
  *   then: merge adjacent versions (x.valid_to = y.valid_from) whose value
  *         columns are all IS NOT DISTINCT FROM equal, until none are left.
  *
- * It returns the counts of README "Change semantics" (type zl_ref.counts),
- * counted change by change as the rules are applied:
+ * It returns counts (type zl_ref.counts), counted change by change as the
+ * rules are applied:
  *   changes    rows of the changes relation;
  *   inserted   upserts that are not no-ops (rows 2 and 3 of the table), also
  *              when the new version at once merges with a neighbour;
@@ -34,9 +39,6 @@
  *   late       changes (of any kind, after collapsing duplicates) whose time
  *              is before the valid_from of the key's newest version at the
  *              moment the change is applied.
- * The README leaves two things open that are decided here as zipper_lake's
- * apply_one() does: whether "inserted" subtracts merges (no) and which
- * removals of an open version count as "closed" (see above).
  *
  * apply_changes works in four steps:
  *   1. (zl_ref.normalize_batch, shared with fold_reference.sql) validate and
@@ -82,7 +84,8 @@
 DROP SCHEMA IF EXISTS zl_ref CASCADE;
 CREATE SCHEMA zl_ref;
 
--- What apply_changes / apply_snapshot return (README "Change semantics").
+-- What apply_changes here and in fold_reference.sql, and apply_snapshot
+-- there, return (README "Change semantics").
 CREATE TYPE zl_ref.counts AS (
     changes bigint, inserted bigint, closed bigint,
     deleted bigint, unchanged bigint, late bigint);
@@ -458,65 +461,4 @@ END
 $fn$;
 
 COMMENT ON FUNCTION zl_ref.apply_changes(regclass, regclass, text[], name, name, name, timestamptz) IS
-'reference implementation of README "Change semantics" on a heap table (test use only)';
-
-/*
- * apply_snapshot (README "Reference").  Every snapshot row becomes an upsert at
- * snapshot_time (rows equal to the key's state there are no-ops by §1); when
- * deletes is true, every key that has an open version (valid_to = open_end)
- * and is missing from the snapshot gets a delete at snapshot_time.  The result
- * goes through apply_changes, so validation is the same.  The counts are
- * apply_changes', except that "changes" is the number of snapshot rows: the
- * deletes of missing keys are not rows read from the batch (they show in
- * "deleted" and "closed"), as in zipper_lake.
- */
-CREATE FUNCTION zl_ref.apply_snapshot(
-    target regclass,
-    snapshot regclass,
-    key text[],
-    snapshot_time timestamptz,
-    deletes boolean DEFAULT true,
-    open_end timestamptz DEFAULT 'infinity')
-RETURNS zl_ref.counts
-LANGUAGE plpgsql
-SET client_min_messages = warning     -- quiet DROP TABLE IF EXISTS
-SET jit = off                        -- thousands of tiny queries
-SET TimeZone = 'UTC'                 -- as in apply_changes
-AS $fn$
-DECLARE
-    vcols  text[];
-    kl     text;
-    res    zl_ref.counts;
-BEGIN
-    vcols := zl_ref.value_columns(target, key);
-    kl := zl_ref.col_list(key);
-
-    DROP TABLE IF EXISTS pg_temp.zl_ref_snapshot_changes;
-    -- the snapshot's own column types; apply_changes casts them to the target's
-    EXECUTE format(
-        'CREATE TEMP TABLE zl_ref_snapshot_changes AS
-         SELECT %s, $1 AS zl_ref_change_time, %L::text AS zl_ref_op FROM %s',
-        zl_ref.col_list(key || vcols), 'U', snapshot)
-      USING snapshot_time;
-
-    IF deletes THEN
-        EXECUTE format(
-            'INSERT INTO zl_ref_snapshot_changes (%s, zl_ref_change_time, zl_ref_op)
-             SELECT %s, $1, %L FROM (SELECT %s FROM %s WHERE valid_to = $2
-                                     EXCEPT
-                                     SELECT %s FROM %s) missing',
-            kl, kl, 'D', kl, target, kl, snapshot)
-          USING snapshot_time, open_end;
-    END IF;
-
-    res := zl_ref.apply_changes(target, 'pg_temp.zl_ref_snapshot_changes'::regclass, key,
-                                change_time => 'zl_ref_change_time', op => 'zl_ref_op',
-                                open_end => open_end);
-    EXECUTE format('SELECT count(*) FROM %s', snapshot) INTO res.changes;
-    DROP TABLE pg_temp.zl_ref_snapshot_changes;
-    RETURN res;
-END
-$fn$;
-
-COMMENT ON FUNCTION zl_ref.apply_snapshot(regclass, regclass, text[], timestamptz, boolean, timestamptz) IS
-'reference implementation of apply_snapshot (README "Reference") on a heap table (test use only)';
+'one batch applied to the history stored in a heap table, change by change (test use only)';
