@@ -25,6 +25,7 @@
 #include "postgres.h"
 
 #include "access/htup.h"
+#include "access/htup_details.h"
 #include "access/relscan.h"
 #include "access/sdir.h"
 #include "access/transam.h"
@@ -35,6 +36,7 @@
 #include "nodes/parsenodes.h"
 #include "nodes/pg_list.h"
 #include "storage/block.h"
+#include "utils/array.h"
 #include "utils/date.h"
 #include "utils/rel.h"
 #include "utils/snapshot.h"
@@ -109,7 +111,13 @@ typedef struct ZLTableOptions
 	char	   *time_zone;
 	bool		zone_is_utc;
 	int64		late_horizon;	/* microseconds; 0: none (README "Late data") */
+	bool		some_untracked; /* track_columns names only some (README "Tracked columns") */
+	uint8		tracked[(MaxHeapAttributeNumber + 7) / 8];	/* a bit per attribute */
 } ZLTableOptions;
+
+#define ZL_TRACKED(opts, attnum) \
+	(!(opts)->some_untracked || \
+	 ((opts)->tracked[((attnum) - 1) >> 3] & (1 << (((attnum) - 1) & 7))) != 0)
 
 /* ---------- sub-group metadata ---------- */
 
@@ -247,6 +255,7 @@ extern bool zl_meta_forget_table(Oid relid);
 extern Oid	zl_meta_storage_owner(uint64 storage_id);
 extern void zl_meta_insert_registration(Datum *values);
 extern void zl_meta_set_late_horizon(Oid relid, Interval *horizon);
+extern void zl_meta_set_track_columns(Oid relid, ArrayType *names);
 extern bool zl_meta_time_zone_exists(const char *name);
 extern bool zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write);
 extern ZLSubGroup *zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot,
@@ -333,7 +342,8 @@ extern int32 *zl_key_directory_range(const bytea *dir, uint32 lo, uint32 hi,
 typedef struct ZLValueComparer ZLValueComparer;
 
 extern ZLValueComparer *zl_value_comparer_create(TupleDesc tupdesc,
-												 const ZLTableOptions *opts);
+												 const ZLTableOptions *opts,
+												 bool tracked_only);
 extern bool zl_values_equal(const ZLValueComparer *c, const Datum *a, const bool *anull,
 							const Datum *b, const bool *bnull);
 
@@ -507,6 +517,15 @@ extern const ZLReadHelper *zl_read_helper(const char *name);
  * the versions do not show.  is_delete is the winning change's kind, which
  * the versions also imply (verify compares).
  */
+/* the untracked values the state after an instant holds (README "Tracked columns") */
+typedef struct ZLUntrackedValues
+{
+	int			n;
+	AttrNumber *attnums;
+	Datum	   *values;
+	bool	   *isnull;
+} ZLUntrackedValues;
+
 typedef struct ZLRecordInstant
 {
 	int64		time;
@@ -514,6 +533,7 @@ typedef struct ZLRecordInstant
 	bool		is_delete;
 	int64		seq;
 	const uint8 *given;			/* a partial change: a bit per column it gave; NULL: all */
+	const ZLUntrackedValues *untracked; /* when they differ from its version's */
 } ZLRecordInstant;
 
 /* a change of one key, as the fold takes it */
@@ -577,7 +597,10 @@ typedef struct ZLTableInstants
 /* what folding a key needs of its table */
 typedef struct ZLFoldContext
 {
-	const ZLValueComparer *comparer;
+	const ZLValueComparer *comparer;	/* every value column */
+	const ZLValueComparer *tracked; /* the tracked ones: they make versions */
+	const ZLTableOptions *opts;
+	TupleDesc	tupdesc;
 	int64		open_end;
 	const ZLTableInstants *table;
 	int			natts;

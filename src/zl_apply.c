@@ -149,6 +149,7 @@ typedef struct KeyState
 	int			nrecord;
 	int			maxrecord;
 	int64		record_newest;	/* the newest of them, PG_INT64_MIN if none */
+	int64		record_from;	/* the record is read and rewritten from here */
 } KeyState;
 
 /* a sub-group the batch retired rows of */
@@ -188,6 +189,7 @@ typedef struct ApplyContext
 	ZLAssignment *assignment;	/* batch columns to table columns (zl_rowcheck.c) */
 	ZLRowCheck *row_check;		/* generated columns and constraints of versions */
 	ZLValueComparer *value_comparer;
+	ZLValueComparer *tracked_comparer;	/* README "Tracked columns" */
 
 	/* keys of the batch: open addressing over keys[] */
 	KeyState  **keys;
@@ -305,7 +307,8 @@ static void
 prepare_comparisons(ApplyContext *ac)
 {
 	ac->hasher = zl_key_hasher_create(ac->tupdesc, &ac->opts);
-	ac->value_comparer = zl_value_comparer_create(ac->tupdesc, &ac->opts);
+	ac->value_comparer = zl_value_comparer_create(ac->tupdesc, &ac->opts, false);
+	ac->tracked_comparer = zl_value_comparer_create(ac->tupdesc, &ac->opts, true);
 }
 
 static void
@@ -1447,7 +1450,7 @@ collect_record_entry(void *arg, const ZLRecordEntry *e)
 	ks->nrecord = kept;
 	for (int i = 0; i < e->ninstants; i++)
 	{
-		if (e->instants[i].time < ks->min_time)
+		if (e->instants[i].time < ks->record_from)
 			continue;
 		grow_array((void **) &ks->record, &ks->maxrecord, ks->nrecord + 1,
 				   sizeof(ZLRecordInstant));
@@ -1468,8 +1471,21 @@ find_record_instants(ApplyContext *ac)
 	if (!ac->record_on)
 		return;
 	for (int k = 0; k < ac->nkeys; k++)
-		if (ac->keys[k]->nchanges > 0)
-			from = Min(from, ac->keys[k]->min_time);
+	{
+		KeyState   *ks = ac->keys[k];
+
+		/*
+		 * README "Tracked columns": a version shows the untracked values of
+		 * its last instant, so a change anywhere in it concerns every
+		 * instant of it: the key's record is read from its start.
+		 */
+		qsort(ks->versions, ks->nversions, sizeof(Version), version_cmp);
+		ks->record_from = ks->min_time;
+		if (ac->opts.some_untracked && ks->nversions > 0)
+			ks->record_from = Min(ks->min_time, ks->versions[0].from);
+		if (ks->nchanges > 0)
+			from = Min(from, ks->record_from);
+	}
 	if (from == PG_INT64_MAX)
 		return;
 	/* the keys now include those apply_snapshot found missing from its image */
@@ -1523,7 +1539,7 @@ fold_key(ApplyContext *ac, ZLWriteState *state, KeyState *ks)
 		ordered[i] = &changes[i];
 	}
 	memset(&fk, 0, sizeof(fk));
-	fk.since = ks->min_time;
+	fk.since = ac->record_on ? ks->record_from : ks->min_time;
 	fk.versions = ks->versions;
 	fk.nversions = ks->nversions;
 	fk.record = ks->record;
@@ -1552,7 +1568,7 @@ fold_key(ApplyContext *ac, ZLWriteState *state, KeyState *ks)
 
 		e.hash = ks->hash;
 		e.key = ks->values;
-		e.since = ks->min_time;
+		e.since = ks->record_from;
 		e.overridden = ks->record_newest;
 		e.ninstants = fk.nremember;
 		e.instants = fk.remember;
@@ -1871,6 +1887,9 @@ apply_chunks(ApplyContext *ac)
 	ac->batch_context = CurrentMemoryContext;
 	ac->table_instants.batch_time = ac->delete_missing ? ac->delete_time : PG_INT64_MIN;
 	ac->fold_context.comparer = ac->value_comparer;
+	ac->fold_context.tracked = ac->tracked_comparer;
+	ac->fold_context.opts = &ac->opts;
+	ac->fold_context.tupdesc = ac->tupdesc;
 	ac->fold_context.open_end = ac->opts.open_end;
 	ac->fold_context.table = &ac->table_instants;
 	ac->fold_context.natts = ac->tupdesc->natts;

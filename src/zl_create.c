@@ -52,6 +52,7 @@ static const struct
 	{"open_end", TIMESTAMPTZOID},
 	{"time_zone", TEXTOID},
 	{"late_horizon", INTERVALOID},
+	{"track_columns", TEXTARRAYOID},
 };
 
 #define FIRST_OPTION_ARG 2

@@ -61,6 +61,7 @@
 #include "fmgr.h"
 #include "storage/smgr.h"
 #include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -97,12 +98,13 @@ typedef struct PendingColumnDrop
 	SubTransactionId subxid;
 	char	   *relname;
 	char	   *attname;
+	bool		tracked;		/* tracked (README "Tracked columns"), not key or period */
 } PendingColumnDrop;
 
 static List *pending_column_drops = NIL;	/* in TopTransactionContext */
 
 static void
-remember_column_drop(Relation rel, Form_pg_attribute att)
+remember_column_drop(Relation rel, Form_pg_attribute att, bool tracked)
 {
 	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
 	PendingColumnDrop *drop = palloc(sizeof(PendingColumnDrop));
@@ -111,6 +113,7 @@ remember_column_drop(Relation rel, Form_pg_attribute att)
 	drop->subxid = GetCurrentSubTransactionId();
 	drop->relname = pstrdup(RelationGetRelationName(rel));
 	drop->attname = pstrdup(NameStr(att->attname));
+	drop->tracked = tracked;
 	pending_column_drops = lappend(pending_column_drops, drop);
 	MemoryContextSwitchTo(old);
 }
@@ -134,6 +137,13 @@ refuse_pending_column_drops(void)
 		return;
 	drop = linitial(pending_column_drops);
 	pending_column_drops = NIL;
+	if (drop->tracked)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot drop tracked column \"%s\" of zipper table \"%s\"",
+						drop->attname, drop->relname),
+				 errdetail("Its changes make the table's versions (track_columns)."),
+				 errhint("Stop tracking it with zipper_lake.set_track_columns() first.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
 			 errmsg("cannot drop registered column \"%s\" of zipper table \"%s\"",
@@ -248,6 +258,42 @@ refuse_registered_column_change(Relation rel, Form_pg_attribute old, const char 
 			 errhint(REGISTERED_COLUMN_HINT)));
 }
 
+/*
+ * README "Tracked columns": a tracked column cannot be dropped while
+ * tracked; a renamed one stays tracked under its new name.
+ */
+static void
+check_tracked_column_change(Relation rel, const ZLTableOptions *opts, AttrNumber attnum,
+							bool dropped)
+{
+	Form_pg_attribute old = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+	HeapTuple	tuple;
+	Form_pg_attribute now;
+	Datum	   *names;
+	int			n = 0;
+
+	if (dropped)
+	{
+		remember_column_drop(rel, old, true);
+		return;
+	}
+	tuple = attribute_as_written(RelationGetRelid(rel), attnum);
+	now = tuple ? (Form_pg_attribute) GETSTRUCT(tuple) : NULL;
+	if (now == NULL || strcmp(NameStr(now->attname), NameStr(old->attname)) == 0)
+		return;
+	names = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
+	for (int i = 0; i < RelationGetDescr(rel)->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), i);
+
+		if (!att->attisdropped && ZL_TRACKED(opts, att->attnum))
+			names[n++] = NameGetDatum(att->attnum == attnum ? &now->attname : &att->attname);
+	}
+	zl_meta_set_track_columns(RelationGetRelid(rel),
+							  construct_array(names, n, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR));
+	CacheInvalidateRelcache(rel);
+}
+
 /* a column of a relation is dropped (subid > 0) or altered */
 static void
 check_column_change(Oid relid, AttrNumber attnum, bool dropped)
@@ -260,12 +306,16 @@ check_column_change(Oid relid, AttrNumber attnum, bool dropped)
 		return;
 	if (!registered_column(rel, attnum, &opts))
 	{
+		if (zl_is_zipper_relation(rel) && metadata_present() &&
+			zl_meta_load_options(rel, &opts, false) && opts.some_untracked &&
+			ZL_TRACKED(&opts, attnum))
+			check_tracked_column_change(rel, &opts, attnum, dropped);
 		relation_close(rel, NoLock);
 		return;
 	}
 	old = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
 	if (dropped)
-		remember_column_drop(rel, old);
+		remember_column_drop(rel, old, false);
 	else
 	{
 		HeapTuple	tuple = attribute_as_written(relid, attnum);

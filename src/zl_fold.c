@@ -64,6 +64,7 @@ typedef struct Instant
 	bool		old;			/* won by a change applied before the batch */
 	bool		recorded;		/* from the record (it knows seq and columns) */
 	bool		boundary;		/* a version begins or ends here */
+	int			run_last;		/* the last instant of its version (-1: absent) */
 } Instant;
 
 typedef struct InstantList
@@ -90,15 +91,22 @@ zl_fold_precedes(int64 time, bool has_seq, int64 seq,
 	return has_seq && seq < other_seq;	/* equal: the later application follows */
 }
 
-/* states (complete values) */
+/*
+ * States (complete values) compared on the tracked columns: what makes a
+ * version (README "Tracked columns"; all value columns unless registered
+ * otherwise) — or on every value column (fully).
+ */
 static bool
-states_equal(const ZLFoldContext *cx, Effect a, Effect b)
+compare_states(const ZLValueComparer *comparer, Effect a, Effect b)
 {
 	if (a.absent || b.absent)
 		return a.absent == b.absent;
 	return a.values == b.values ||
-		zl_values_equal(cx->comparer, a.values, a.isnull, b.values, b.isnull);
+		zl_values_equal(comparer, a.values, a.isnull, b.values, b.isnull);
 }
+
+#define states_equal(cx, a, b)		compare_states((cx)->tracked, a, b)
+#define states_fully_equal(cx, a, b) compare_states((cx)->comparer, a, b)
 
 static Effect
 version_effect(const ZLFoldVersion *v, const uint8 *given)
@@ -159,6 +167,55 @@ compose(const ZLFoldContext *cx, Effect later, Effect earlier)
 		given[i] = later.given[i] | earlier.given[i];
 	e.given = given;
 	return e;
+}
+
+/* a version's values with the untracked ones an instant inside it left */
+static Effect
+with_untracked(const ZLFoldContext *cx, Effect e, const ZLUntrackedValues *u)
+{
+	Datum	   *values = palloc(sizeof(Datum) * cx->natts);
+	bool	   *isnull = palloc(sizeof(bool) * cx->natts);
+
+	memcpy(values, e.values, sizeof(Datum) * cx->natts);
+	memcpy(isnull, e.isnull, sizeof(bool) * cx->natts);
+	for (int i = 0; i < u->n; i++)
+		if (u->attnums[i] >= 1 && u->attnums[i] <= cx->natts &&
+			!ZL_TRACKED(cx->opts, u->attnums[i]))
+		{
+			values[u->attnums[i] - 1] = u->values[i];
+			isnull[u->attnums[i] - 1] = u->isnull[i];
+		}
+	e.values = values;
+	e.isnull = isnull;
+	return e;
+}
+
+/* the untracked values of a state */
+static const ZLUntrackedValues *
+untracked_of(const ZLFoldContext *cx, Effect state)
+{
+	ZLUntrackedValues *u = palloc(sizeof(ZLUntrackedValues));
+
+	u->n = 0;
+	u->attnums = palloc(sizeof(AttrNumber) * cx->natts);
+	u->values = palloc(sizeof(Datum) * cx->natts);
+	u->isnull = palloc(sizeof(bool) * cx->natts);
+	for (int col = 0; col < cx->natts; col++)
+	{
+		Form_pg_attribute att = TupleDescAttr(cx->tupdesc, col);
+		bool		value_column = !att->attisdropped && !att->attgenerated &&
+			att->attnum != cx->opts->from_attnum && att->attnum != cx->opts->to_attnum;
+
+		for (int k = 0; k < cx->opts->nkeys && value_column; k++)
+			value_column = cx->opts->key_attnums[k] != att->attnum;
+		if (!value_column || ZL_TRACKED(cx->opts, att->attnum))
+			continue;
+		u->attnums[u->n] = att->attnum;
+		u->values[u->n] = state.values[col];
+		u->isnull[u->n] = state.isnull[col];
+		u->n++;
+	}
+	return u;
 }
 
 /* the stored version holding t, or NULL (a gap) */
@@ -288,9 +345,11 @@ stored_instants(Fold *f, const ZLFoldKey *key)
 	for (int i = 0; i < key->nrecord; i++)
 	{
 		const ZLRecordInstant *r = &key->record[i];
+		Effect		e = version_effect(version_at(key, r->time), r->given);
 
-		push_instant(list, r->time, r->has_seq, r->seq,
-					 version_effect(version_at(key, r->time), r->given))->recorded = true;
+		if (!e.absent && r->untracked != NULL)
+			e = with_untracked(cx, e, r->untracked);
+		push_instant(list, r->time, r->has_seq, r->seq, e)->recorded = true;
 	}
 	for (int i = 0; i < cx->table->ntimes; i++)
 		if (cx->table->times[i] >= key->since)
@@ -417,22 +476,35 @@ cut_versions(Fold *f, ZLFoldKey *key)
 	int			max = 0;
 	int			old = 0;
 
+	int			run_start = -1;
+
 	key->result = NULL;
 	key->nresult = 0;
-	for (int i = 0; i < f->list.n; i++)
+	for (int i = 0; i <= f->list.n; i++)
 	{
-		Instant    *in = &f->list.items[i];
+		Instant    *in = i < f->list.n ? &f->list.items[i] : NULL;
 
-		in->boundary = !states_equal(cx, state, in->state);
-		if (!in->boundary)
-			continue;
+		if (in != NULL)
+		{
+			in->boundary = !states_equal(cx, state, in->state);
+			in->run_last = -1;
+			if (!in->boundary)
+				continue;
+		}
+		/* a run ends: its version shows its last instant's state */
 		if (!state.absent)
-			push_version(key, &max, from, in->time, state);
+		{
+			for (int j = run_start; j < i; j++)
+				f->list.items[j].run_last = i - 1;
+			push_version(key, &max, from, in != NULL ? in->time : cx->open_end,
+						 f->list.items[i - 1].state);
+		}
+		if (in == NULL)
+			break;
 		state = in->state;
 		from = in->time;
+		run_start = i;
 	}
-	if (!state.absent)
-		push_version(key, &max, from, cx->open_end, state);
 
 	for (int i = 0; i < key->nresult; i++)
 	{
@@ -442,7 +514,7 @@ cut_versions(Fold *f, ZLFoldKey *key)
 			old++;
 		if (old < key->nversions && key->versions[old].from == v->from &&
 			key->versions[old].to == v->to &&
-			states_equal(cx, version_effect(&key->versions[old], NULL), version_effect(v, NULL)))
+			states_fully_equal(cx, version_effect(&key->versions[old], NULL), version_effect(v, NULL)))
 			*v = key->versions[old];
 	}
 }
@@ -467,7 +539,9 @@ instants_to_remember(Fold *f, ZLFoldKey *key)
 	for (int i = first; i < f->list.n; i++)
 	{
 		const Instant *in = &f->list.items[i];
-		bool		plain = !in->has_seq && in->effect.given == NULL;
+		bool		own_untracked = in->run_last >= 0 && in->run_last != i &&
+			!states_fully_equal(cx, in->state, f->list.items[in->run_last].state);
+		bool		plain = !in->has_seq && in->effect.given == NULL && !own_untracked;
 		ZLRecordInstant *r;
 
 		if (in->boundary && plain)
@@ -480,6 +554,7 @@ instants_to_remember(Fold *f, ZLFoldKey *key)
 		r->seq = in->has_seq ? in->seq : 0;
 		r->is_delete = in->effect.absent;
 		r->given = in->effect.absent ? NULL : in->effect.given;
+		r->untracked = own_untracked ? untracked_of(cx, in->state) : NULL;
 	}
 	key->record_changed = key->nremember != key->nrecord;
 	for (int i = 0; i < key->nremember && !key->record_changed; i++)
@@ -489,7 +564,8 @@ instants_to_remember(Fold *f, ZLFoldKey *key)
 
 		key->record_changed = a->time != b->time || a->has_seq != b->has_seq ||
 			a->seq != b->seq || a->is_delete != b->is_delete ||
-			!given_equal(cx, a->given, b->given);
+			!given_equal(cx, a->given, b->given) ||
+			a->untracked != NULL || b->untracked != NULL;	/* rewritten */
 	}
 }
 

@@ -167,7 +167,7 @@ struct ZLValueComparer
 };
 
 ZLValueComparer *
-zl_value_comparer_create(TupleDesc tupdesc, const ZLTableOptions *opts)
+zl_value_comparer_create(TupleDesc tupdesc, const ZLTableOptions *opts, bool tracked_only)
 {
 	ZLValueComparer *c = palloc0(sizeof(ZLValueComparer));
 
@@ -185,7 +185,8 @@ zl_value_comparer_create(TupleDesc tupdesc, const ZLTableOptions *opts)
 			is_key |= opts->key_attnums[k] == att->attnum;
 		/* generated columns follow from the others and the period */
 		if (att->attisdropped || att->attgenerated || is_key ||
-			att->attnum == opts->from_attnum || att->attnum == opts->to_attnum)
+			att->attnum == opts->from_attnum || att->attnum == opts->to_attnum ||
+			(tracked_only && !ZL_TRACKED(opts, att->attnum)))
 			continue;
 		tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR_FINFO);
 		if (OidIsValid(tc->eq_opr_finfo.fn_oid))

@@ -763,7 +763,7 @@ zl_load_check(ZLLoad *load, Relation rel, ZLWriteState *writer)
 	lc.load = load;
 	lc.writer = writer;
 	lc.rel = rel;
-	lc.values = zl_value_comparer_create(load->tupdesc, load->opts);
+	lc.values = zl_value_comparer_create(load->tupdesc, load->opts, false);
 	lc.row_check = zl_row_check_begin(rel, load->opts);
 	lc.probe = palloc0(sizeof(Datum) * load->tupdesc->natts);
 	lc.group_context = AllocSetContextCreate(load->context, "zipper_lake load keys",

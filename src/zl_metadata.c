@@ -84,6 +84,7 @@ typedef enum ZLMetaQuery
 	Q_STORAGE_OWNER,
 	Q_FORGET_REGISTRATION,
 	Q_SET_LATE_HORIZON,
+	Q_SET_TRACK_COLUMNS,
 	Q_RECORD_SEGMENTS,
 	Q_RECORD_ENTRIES,
 	Q_RECORD_PIECES,
@@ -129,7 +130,9 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	[Q_LOAD_OPTIONS] = {
 		"SELECT key, valid_from, valid_to, partition_unit, history_group_span,"
 		" current_group_span, max_subgroups, open_end, time_zone,"
-		" (to_jsonb(r) ->> 'late_horizon')::interval"
+		" (to_jsonb(r) ->> 'late_horizon')::interval,"
+		" ARRAY(SELECT jsonb_array_elements_text("
+		"     nullif(to_jsonb(r) -> 'track_columns', 'null'::jsonb)))"
 		" FROM zipper_lake.registration r WHERE tbl = $1",
 		1, {OIDOID}
 	},
@@ -250,6 +253,10 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	[Q_SET_LATE_HORIZON] = {
 		"UPDATE zipper_lake.registration SET late_horizon = $2 WHERE tbl = $1",
 		2, {OIDOID, INTERVALOID}
+	},
+	[Q_SET_TRACK_COLUMNS] = {
+		"UPDATE zipper_lake.registration SET track_columns = $2 WHERE tbl = $1",
+		2, {OIDOID, NAMEARRAYOID}
 	},
 	[Q_RECORD_SEGMENTS] = {
 		"SELECT piece, segment FROM zipper_lake.record_segment"
@@ -526,6 +533,19 @@ zl_meta_set_late_horizon(Oid relid, Interval *horizon)
 	meta_end(&session);
 }
 
+/* README "Tracked columns": names (name[]), NULL = all */
+void
+zl_meta_set_track_columns(Oid relid, ArrayType *names)
+{
+	ZLMetaSession session;
+	Datum		values[2] = {ObjectIdGetDatum(relid), PointerGetDatum(names)};
+	char		nulls[2] = {' ', names == NULL ? 'n' : ' '};
+
+	meta_begin(&session);
+	meta_exec(Q_SET_TRACK_COLUMNS, values, nulls, InvalidSnapshot, false);
+	meta_end(&session);
+}
+
 /* is name a zone of pg_timezone_names (not an abbreviation or POSIX rule)? */
 bool
 zl_meta_time_zone_exists(const char *name)
@@ -698,6 +718,22 @@ options_from_row(Relation rel, HeapTuple tuple, TupleDesc tupdesc, ZLTableOption
 		Datum		horizon = SPI_getbinval(tuple, tupdesc, 10, &isnull);
 
 		opts->late_horizon = isnull ? 0 : zl_span_from_interval(DatumGetIntervalP(horizon)).usecs;
+	}
+	{
+		Datum		tracked = SPI_getbinval(tuple, tupdesc, 11, &isnull);
+		Datum	   *names;
+		int			nnames;
+
+		memset(opts->tracked, 0, sizeof(opts->tracked));
+		deconstruct_array(DatumGetArrayTypeP(tracked), TEXTOID, -1, false, TYPALIGN_INT,
+						  &names, NULL, &nnames);
+		opts->some_untracked = nnames > 0;
+		for (int i = 0; i < nnames; i++)
+		{
+			AttrNumber	attnum = resolve_column(rel, TextDatumGetCString(names[i]), "tracked");
+
+			opts->tracked[(attnum - 1) >> 3] |= 1 << ((attnum - 1) & 7);
+		}
 	}
 	if (pg_tzset(opts->time_zone) == NULL)
 		ereport(ERROR,

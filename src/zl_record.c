@@ -81,6 +81,10 @@
 
 struct ZLRecordCodec
 {
+	TupleDesc	tupdesc;
+	FmgrInfo   *column_send;	/* natts, looked up when first needed */
+	FmgrInfo   *column_receive;
+	Oid		   *column_ioparam;
 	int			natts;
 	int			nkeys;
 	AttrNumber	attnums[INDEX_MAX_KEYS];
@@ -176,6 +180,10 @@ zl_record_codec_create(TupleDesc tupdesc, const ZLTableOptions *opts, const ZLKe
 {
 	ZLRecordCodec *codec = palloc0(sizeof(ZLRecordCodec));
 
+	codec->tupdesc = tupdesc;
+	codec->column_send = palloc0(sizeof(FmgrInfo) * tupdesc->natts);
+	codec->column_receive = palloc0(sizeof(FmgrInfo) * tupdesc->natts);
+	codec->column_ioparam = palloc0(sizeof(Oid) * tupdesc->natts);
 	codec->natts = tupdesc->natts;
 	codec->nkeys = opts->nkeys;
 	codec->hasher = hasher;
@@ -237,6 +245,125 @@ get_key(const ZLRecordCodec *codec, Reader *r)
 	return key;
 }
 
+/* ---------- payloads: what a change gave beyond its kind ---------- */
+
+#define PAYLOAD_GIVEN			0x1 /* the columns a partial change gave */
+#define PAYLOAD_UNTRACKED		0x2 /* untracked values */
+
+static void
+damaged(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("change record segment is damaged"),
+			 errhint("zipper_lake.verify() reports the table's state.")));
+}
+
+static void
+column_io(ZLRecordCodec *codec, AttrNumber attnum)
+{
+	Form_pg_attribute att;
+	Oid			func;
+	bool		varlena;
+
+	if (attnum < 1 || attnum > codec->natts)
+		damaged();
+	if (OidIsValid(codec->column_send[attnum - 1].fn_oid))
+		return;
+	att = TupleDescAttr(codec->tupdesc, attnum - 1);
+	getTypeBinaryOutputInfo(att->atttypid, &func, &varlena);
+	fmgr_info(func, &codec->column_send[attnum - 1]);
+	getTypeBinaryInputInfo(att->atttypid, &func, &codec->column_ioparam[attnum - 1]);
+	fmgr_info(func, &codec->column_receive[attnum - 1]);
+}
+
+static void
+put_payload(const ZLRecordCodec *codec, StringInfo buf, const ZLRecordInstant *in)
+{
+	put_varint(buf, (in->given ? PAYLOAD_GIVEN : 0) | (in->untracked ? PAYLOAD_UNTRACKED : 0));
+	if (in->given != NULL)
+	{
+		put_varint(buf, GIVEN_BYTES(codec));
+		appendBinaryStringInfo(buf, (const char *) in->given, GIVEN_BYTES(codec));
+	}
+	if (in->untracked != NULL)
+	{
+		const ZLUntrackedValues *u = in->untracked;
+
+		put_varint(buf, u->n);
+		for (int i = 0; i < u->n; i++)
+		{
+			bytea	   *b;
+
+			put_varint(buf, u->attnums[i]);
+			if (u->isnull[i])
+			{
+				put_varint(buf, 0);
+				continue;
+			}
+			column_io((ZLRecordCodec *) codec, u->attnums[i]);
+			b = SendFunctionCall(&codec->column_send[u->attnums[i] - 1], u->values[i]);
+			put_varint(buf, VARSIZE(b) - VARHDRSZ + 1);
+			appendBinaryStringInfo(buf, VARDATA(b), VARSIZE(b) - VARHDRSZ);
+			pfree(b);
+		}
+	}
+}
+
+static void
+get_payload(const ZLRecordCodec *codec, Reader *r, ZLRecordInstant *in)
+{
+	uint64		kind = get_varint(r);
+
+	if (kind & PAYLOAD_GIVEN)
+	{
+		uint64		len = get_varint(r);
+		uint8	   *given;
+
+		if (len > (uint64) (r->end - r->p))
+			damaged();
+		/* columns added since are not given (len is the writer's) */
+		given = palloc0(Max(len, GIVEN_BYTES(codec)));
+		memcpy(given, r->p, len);
+		r->p += len;
+		in->given = given;
+	}
+	if (kind & PAYLOAD_UNTRACKED)
+	{
+		ZLUntrackedValues *u = palloc(sizeof(ZLUntrackedValues));
+		uint64		n = get_varint(r);
+
+		if (n > (uint64) codec->natts)
+			damaged();
+		u->n = (int) n;
+		u->attnums = palloc(sizeof(AttrNumber) * Max(1, n));
+		u->values = palloc(sizeof(Datum) * Max(1, n));
+		u->isnull = palloc(sizeof(bool) * Max(1, n));
+		for (int i = 0; i < u->n; i++)
+		{
+			uint64		len;
+			StringInfoData value;
+
+			u->attnums[i] = (AttrNumber) get_varint(r);
+			len = get_varint(r);
+			u->isnull[i] = len == 0;
+			u->values[i] = (Datum) 0;
+			if (len == 0)
+				continue;
+			if (len - 1 > (uint64) (r->end - r->p))
+				damaged();
+			column_io((ZLRecordCodec *) codec, u->attnums[i]);
+			initStringInfo(&value);
+			appendBinaryStringInfo(&value, (const char *) r->p, (int) (len - 1));
+			r->p += len - 1;
+			u->values[i] = ReceiveFunctionCall(&codec->column_receive[u->attnums[i] - 1], &value,
+											   codec->column_ioparam[u->attnums[i] - 1],
+											   TupleDescAttr(codec->tupdesc, u->attnums[i] - 1)->atttypmod);
+		}
+		in->untracked = u;
+	}
+}
+
 /* ---------- entries ---------- */
 
 static void
@@ -259,14 +386,11 @@ put_entry(ZLRecordWriter *w, const ZLRecordEntry *e)
 
 		put_varint(buf, ((uint64) (in->time - prev) << INSTANT_FLAG_BITS) |
 				   (in->has_seq ? INSTANT_HAS_SEQ : 0) | (in->is_delete ? INSTANT_IS_DELETE : 0) |
-				   (in->given != NULL ? INSTANT_HAS_PAYLOAD : 0));
+				   (in->given != NULL || in->untracked != NULL ? INSTANT_HAS_PAYLOAD : 0));
 		if (in->has_seq)
 			put_zigzag(buf, in->seq);
-		if (in->given != NULL)
-		{
-			put_varint(buf, GIVEN_BYTES(w->codec));
-			appendBinaryStringInfo(buf, (const char *) in->given, GIVEN_BYTES(w->codec));
-		}
+		if (in->given != NULL || in->untracked != NULL)
+			put_payload(w->codec, buf, in);
 		prev = in->time;
 	}
 	w->prev_hash = e->hash;
@@ -317,22 +441,9 @@ next_entry(const ZLRecordCodec *codec, EntryReader *er, ZLRecordEntry *e,
 		in->is_delete = (v & INSTANT_IS_DELETE) != 0;
 		in->seq = in->has_seq ? get_zigzag(&er->r) : 0;
 		in->given = NULL;
+		in->untracked = NULL;
 		if (v & INSTANT_HAS_PAYLOAD)
-		{
-			uint64		len = get_varint(&er->r);
-			uint8	   *given;
-
-			if (len > (uint64) (er->r.end - er->r.p))
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_CORRUPTED),
-						 errmsg("change record segment is damaged"),
-						 errhint("zipper_lake.verify() reports the table's state.")));
-			/* columns added since are not given (len is the writer's) */
-			given = palloc0(Max(len, GIVEN_BYTES(codec)));
-			memcpy(given, er->r.p, len);
-			er->r.p += len;
-			in->given = given;
-		}
+			get_payload(codec, &er->r, in);
 		prev = in->time;
 	}
 	return true;
@@ -353,6 +464,26 @@ zl_record_copy_instants(const ZLRecordCodec *codec, const ZLRecordInstant *insta
 
 			memcpy(given, instants[i].given, GIVEN_BYTES(codec));
 			copy[i].given = given;
+		}
+		if (instants[i].untracked != NULL)
+		{
+			const ZLUntrackedValues *from = instants[i].untracked;
+			ZLUntrackedValues *u = palloc(sizeof(ZLUntrackedValues));
+
+			u->n = from->n;
+			u->attnums = palloc(sizeof(AttrNumber) * Max(1, from->n));
+			u->values = palloc(sizeof(Datum) * Max(1, from->n));
+			u->isnull = palloc(sizeof(bool) * Max(1, from->n));
+			for (int j = 0; j < from->n; j++)
+			{
+				Form_pg_attribute att = TupleDescAttr(codec->tupdesc, from->attnums[j] - 1);
+
+				u->attnums[j] = from->attnums[j];
+				u->isnull[j] = from->isnull[j];
+				u->values[j] = from->isnull[j] ? (Datum) 0 :
+					datumCopy(from->values[j], att->attbyval, att->attlen);
+			}
+			copy[i].untracked = u;
 		}
 	}
 	return copy;

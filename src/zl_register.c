@@ -37,6 +37,7 @@
 
 PG_FUNCTION_INFO_V1(zipper_lake_register);
 PG_FUNCTION_INFO_V1(zipper_lake_set_late_horizon);
+PG_FUNCTION_INFO_V1(zipper_lake_set_track_columns);
 PG_FUNCTION_INFO_V1(zipper_lake_register_row);
 PG_FUNCTION_INFO_V1(zipper_lake_place_unplaced_trigger);
 PG_FUNCTION_INFO_V1(zipper_lake_storage_id);
@@ -163,6 +164,60 @@ check_span(const Interval *span)
  * (written with the metadata owner's rights, zl_metadata.c).  Only the
  * table's owner registers it.
  */
+/*
+ * README "Tracked columns": names of value columns (not key, period or
+ * generated ones), each once, at least one; as name[].
+ */
+static ArrayType *
+checked_track_columns(Relation rel, const AttrNumber *key_attnums, int nkeys,
+					  AttrNumber from_attnum, AttrNumber to_attnum, ArrayType *columns)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	Datum	   *names;
+	AttrNumber *attnums;
+
+	deconstruct_array(columns, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("track_columns of table %s is empty", zl_qualified_name(rel)),
+				 errdetail("With no tracked column no change could make a version."),
+				 errhint("Name the columns whose changes make versions, or pass NULL for all.")));
+	names = palloc(sizeof(Datum) * n);
+	attnums = palloc(sizeof(AttrNumber) * n);
+	for (int i = 0; i < n; i++)
+	{
+		char	   *name;
+		bool		bad;
+
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("track_columns of table %s names a null column", zl_qualified_name(rel)),
+					 errdetail("Element %d is null.", i + 1),
+					 errhint("List the names of the tracked columns.")));
+		name = TextDatumGetCString(elems[i]);
+		attnums[i] = get_attnum(RelationGetRelid(rel), name);
+		bad = attnums[i] <= 0 || attnums[i] == from_attnum || attnums[i] == to_attnum ||
+			TupleDescAttr(RelationGetDescr(rel), attnums[i] - 1)->attgenerated;
+		for (int k = 0; k < nkeys && !bad; k++)
+			bad = key_attnums[k] == attnums[i];
+		for (int j = 0; j < i && !bad; j++)
+			bad = attnums[j] == attnums[i];
+		if (bad)
+			ereport(ERROR,
+					(errcode(attnums[i] <= 0 ? ERRCODE_UNDEFINED_COLUMN : ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("cannot track column \"%s\" of table %s", name, zl_qualified_name(rel)),
+					 errdetail(attnums[i] <= 0 ? "The table has no such column." :
+							   "Tracked columns are value columns, each named once: not key, period or generated columns."),
+					 errhint("List value columns of the table.")));
+		names[i] = DirectFunctionCall1(namein, CStringGetDatum(name));
+	}
+	return construct_array(names, n, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR);
+}
+
 /* a late horizon: positive, in days and time (months have no fixed length) */
 static Interval *
 checked_horizon(Interval *horizon)
@@ -375,6 +430,10 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 	zl_meta_insert_registration(values);
 	if (PG_NARGS() > 10 && !PG_ARGISNULL(10))
 		zl_meta_set_late_horizon(RelationGetRelid(rel), checked_horizon(PG_GETARG_INTERVAL_P(10)));
+	if (PG_NARGS() > 11 && !PG_ARGISNULL(11))
+		zl_meta_set_track_columns(RelationGetRelid(rel),
+								  checked_track_columns(rel, key_attnums, nkeys, from_attnum,
+														to_attnum, PG_GETARG_ARRAYTYPE_P(11)));
 	/* cached registrations (zl_metadata.c) follow a commit or rollback */
 	CacheInvalidateRelcache(rel);
 	table_close(rel, NoLock);
@@ -408,6 +467,41 @@ zipper_lake_set_late_horizon(PG_FUNCTION_ARGS)
 	(void) zl_write_lock_table(zl_storage_id(rel), false);
 	zl_meta_set_late_horizon(RelationGetRelid(rel),
 							 PG_ARGISNULL(1) ? NULL : checked_horizon(PG_GETARG_INTERVAL_P(1)));
+	CacheInvalidateRelcache(rel);
+	table_close(rel, NoLock);
+	PG_RETURN_VOID();
+}
+
+/*
+ * set_track_columns(tbl, columns): README "Tracked columns".  Owner only;
+ * writers wait (the writer lock).  Versions already stored stay as they
+ * are; changes applied from now on fold with the new set.
+ */
+Datum
+zipper_lake_set_track_columns(PG_FUNCTION_ARGS)
+{
+	Relation	rel;
+	ZLTableOptions opts;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("table must not be null"),
+				 errhint("Pass the zipper table; NULL columns track every value column.")));
+	if (!pg_class_ownercheck(PG_GETARG_OID(0), GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(PG_GETARG_OID(0)));
+	rel = zl_open_zipper_table(PG_GETARG_OID(0), ShareUpdateExclusiveLock);
+	if (!zl_meta_load_options(rel, &opts, true))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" is not registered", RelationGetRelationName(rel)),
+				 errhint("Register it with zipper_lake.register(), which takes track_columns too.")));
+	(void) zl_write_lock_table(zl_storage_id(rel), false);
+	zl_meta_set_track_columns(RelationGetRelid(rel),
+							  PG_ARGISNULL(1) ? NULL :
+							  checked_track_columns(rel, opts.key_attnums, opts.nkeys,
+													opts.from_attnum, opts.to_attnum,
+													PG_GETARG_ARRAYTYPE_P(1)));
 	CacheInvalidateRelcache(rel);
 	table_close(rel, NoLock);
 	PG_RETURN_VOID();

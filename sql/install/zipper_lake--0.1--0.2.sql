@@ -21,7 +21,8 @@ CREATE FUNCTION zipper_lake.register(
     max_subgroups int DEFAULT 32,
     open_end timestamptz DEFAULT 'infinity',
     time_zone text DEFAULT 'UTC',
-    late_horizon interval DEFAULT NULL)
+    late_horizon interval DEFAULT NULL,
+    track_columns text[] DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'zipper_lake_register'
 LANGUAGE C;
@@ -49,7 +50,8 @@ CREATE FUNCTION zipper_lake.create_table(
     max_subgroups int DEFAULT NULL,
     open_end timestamptz DEFAULT NULL,
     time_zone text DEFAULT NULL,
-    late_horizon interval DEFAULT NULL)
+    late_horizon interval DEFAULT NULL,
+    track_columns text[] DEFAULT NULL)
 RETURNS regclass
 AS 'MODULE_PATHNAME', 'zipper_lake_create_table'
 LANGUAGE C;
@@ -223,9 +225,9 @@ ALTER EVENT TRIGGER zipper_lake_column_drops ENABLE ALWAYS;
 -- them as the querying user).
 -- ---------------------------------------------------------------------------
 
-ALTER FUNCTION zipper_lake.register(regclass, text[], name, name, text, interval, interval, int, timestamptz, text, interval)
+ALTER FUNCTION zipper_lake.register(regclass, text[], name, name, text, interval, interval, int, timestamptz, text, interval, text[])
     VOLATILE PARALLEL UNSAFE;
-ALTER FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval, interval, int, timestamptz, text, interval)
+ALTER FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval, interval, int, timestamptz, text, interval, text[])
     VOLATILE PARALLEL UNSAFE;
 ALTER FUNCTION zipper_lake.apply_changes(regclass, regclass, name, name, name, boolean, text)
     VOLATILE PARALLEL UNSAFE ROWS 1;
@@ -244,9 +246,9 @@ ALTER FUNCTION zipper_lake._storage_id(regclass) STABLE PARALLEL RESTRICTED;
 REVOKE ALL ON FUNCTION zipper_lake.tableam_handler(internal) FROM PUBLIC;
 REVOKE ALL ON FUNCTION zipper_lake._storage_id(regclass) FROM PUBLIC;
 
-COMMENT ON FUNCTION zipper_lake.register(regclass, text[], name, name, text, interval, interval, int, timestamptz, text, interval) IS
+COMMENT ON FUNCTION zipper_lake.register(regclass, text[], name, name, text, interval, interval, int, timestamptz, text, interval, text[]) IS
     'registers a zipper_lake table: its key, period columns and layout (owner only)';
-COMMENT ON FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval, interval, int, timestamptz, text, interval) IS
+COMMENT ON FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval, interval, int, timestamptz, text, interval, text[]) IS
     'creates and registers a zipper table with the columns and primary key of a source table';
 COMMENT ON FUNCTION zipper_lake.apply_changes(regclass, regclass, name, name, name, boolean, text) IS
     'applies a batch of changes, each at its own change time, to a zipper table';
@@ -285,6 +287,8 @@ COMMENT ON FUNCTION zipper_lake._load_hooks() IS
 -- ---------------------------------------------------------------------------
 
 ALTER TABLE zipper_lake.registration ADD COLUMN late_horizon interval;
+-- README "Tracked columns": NULL = every value column
+ALTER TABLE zipper_lake.registration ADD COLUMN track_columns name[];
 
 -- immutable pieces (one per application that changed the record, oldest
 -- first), cut into segments of entries in key-hash order
@@ -327,6 +331,13 @@ AS 'MODULE_PATHNAME', 'zipper_lake_set_late_horizon'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION zipper_lake.set_late_horizon(regclass, interval) IS
     'Set (or with NULL remove) the late horizon of a zipper table: older changes are refused (README "Late data").';
+
+CREATE FUNCTION zipper_lake.set_track_columns(tbl regclass, track_columns text[])
+RETURNS void
+AS 'MODULE_PATHNAME', 'zipper_lake_set_track_columns'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION zipper_lake.set_track_columns(regclass, text[]) IS
+    'Set the columns whose changes make versions (NULL: all value columns; README "Tracked columns").';
 
 -- the record's size, piece by piece, for whoever may read the table
 CREATE FUNCTION zipper_lake.inspect_record(tbl regclass)
