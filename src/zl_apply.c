@@ -375,6 +375,15 @@ values_equal(ApplyContext *ac, Datum *a, bool *anull, Datum *b, bool *bnull)
  * table (argument NULL) or one an argument names; 0 if the changes have
  * none and it is not required.
  */
+static bool
+is_key_column(ApplyContext *ac, AttrNumber attnum)
+{
+	for (int k = 0; k < ac->opts.nkeys; k++)
+		if (ac->opts.key_attnums[k] == attnum)
+			return true;
+	return false;
+}
+
 static AttrNumber
 source_column(ApplyContext *ac, Oid relid, const char *column, const char *argument,
 			  bool required)
@@ -390,7 +399,9 @@ source_column(ApplyContext *ac, Oid relid, const char *column, const char *argum
 						column, ac->source_name),
 				 errdetail("Zipper table \"%s\" needs its key and value columns and the change-time column in every batch.",
 						   RelationGetRelationName(ac->rel)),
-				 errhint("Add the column to the changes, or pass missing_columns => 'null' or 'keep' for a value column.")));
+				 is_key_column(ac, get_attnum(RelationGetRelid(ac->rel), column)) ?
+				 errhint("Add the key column to the changes.") :
+				 errhint("Add the column to the changes, or pass missing_columns => 'null' or 'keep'.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_UNDEFINED_COLUMN),
 			 errmsg("column \"%s\" is missing from changes \"%s\"", column, ac->source_name),
@@ -633,14 +644,6 @@ slot_change(ApplyContext *ac)
 	return c;
 }
 
-static bool
-is_key_column(ApplyContext *ac, AttrNumber attnum)
-{
-	for (int k = 0; k < ac->opts.nkeys; k++)
-		if (ac->opts.key_attnums[k] == attnum)
-			return true;
-	return false;
-}
 
 /*
  * README "Partial changes": the columns an upsert gives, NULL if all.  A

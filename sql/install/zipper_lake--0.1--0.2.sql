@@ -181,10 +181,12 @@ BEGIN
         '              CASE WHEN r.is_delete THEN ''a delete'' ELSE ''an upsert'' END, r.instant,'
         '              CASE WHEN r.is_delete THEN ''a version holds that instant'''
         '                   ELSE ''no version holds it'' END)'
-        '  FROM zipper_lake._record_instants(%L) r'
-        ' WHERE r.is_delete = EXISTS (SELECT FROM ONLY %s v WHERE ARRAY[%s] = r.key'
-        '                             AND v.%I <= r.instant::%s AND r.instant::%s < v.%I)',
-        keys, tbl, tbl, key_texts, reg.valid_from, period_type, period_type, reg.valid_to);
+        '  FROM zipper_lake._record_instants(%L) WITH ORDINALITY r'
+        '  LEFT JOIN (SELECT ARRAY[%s] AS zl_key, %I AS zl_from, %I AS zl_to FROM ONLY %s) v'
+        '    ON v.zl_key = r.key AND v.zl_from <= r.instant::%s AND r.instant::%s < v.zl_to'
+        ' GROUP BY r.ordinality, r.key, r.instant, r.is_delete'
+        ' HAVING r.is_delete = (count(v.zl_key) > 0)',
+        keys, tbl, key_texts, reg.valid_from, reg.valid_to, tbl, period_type, period_type);
 END
 $$;
 
