@@ -279,6 +279,9 @@ extern void zl_meta_insert_masks(uint64 storage_id, int nmasks,
 								 const int *npositions);
 
 /* blocks of deleted sub-groups, free once freed_by is old enough */
+/* an instant of every key (zl_fold.c) */
+typedef struct ZLTableInstant ZLTableInstant;
+
 /* a segment of the change record, or (zl_meta_record_pieces) a piece */
 typedef struct ZLRecordSegment
 {
@@ -300,9 +303,9 @@ extern void zl_meta_record_insert(Oid relid, int64 piece, int32 segment, uint32 
 								  bytea *entries);
 extern void zl_meta_record_delete_piece(Oid relid, int64 piece);
 extern bool zl_meta_record_head(Oid relid, Snapshot snapshot, int64 *newest_change,
-								int64 **times, int *ntimes);
-extern void zl_meta_record_save_head(Oid relid, int64 newest_change, int64 snapshot_time,
-									  int64 forget_before);
+								ZLTableInstant **instants, int *ninstants);
+extern void zl_meta_record_save_head(Oid relid, int64 newest_change,
+									  const ZLTableInstant *instants, int ninstants);
 extern void zl_meta_record_forget(Oid relid);
 extern void zl_meta_record_size(Oid relid, int64 *pieces, int64 *instants, int64 *bytes);
 
@@ -586,12 +589,23 @@ typedef struct ZLFoldKey
 	bool		record_changed;
 } ZLFoldKey;
 
-/* the instants every key has (apply_snapshot with deletes, README "Change semantics") */
+/*
+ * An instant of every key (README "Change semantics"): apply_snapshot with
+ * deletes, a truncate.  Stored ones are the winners at their times.
+ */
+struct ZLTableInstant
+{
+	int64		time;
+	bool		has_seq;
+	int64		seq;
+};
+
 typedef struct ZLTableInstants
 {
-	int64	   *times;			/* sorted */
-	int			ntimes;
-	int64		batch_time;		/* this batch's own, or PG_INT64_MIN */
+	ZLTableInstant *stored;		/* sorted by time, one per time */
+	int			nstored;
+	ZLTableInstant *batch;		/* this batch's */
+	int			nbatch;
 } ZLTableInstants;
 
 /* what folding a key needs of its table */

@@ -106,7 +106,8 @@ typedef enum ChangeOp
 {
 	OP_UPSERT,
 	OP_DELETE,
-	OP_IGNORE					/* -U, an update's before-image */
+	OP_IGNORE,					/* -U, an update's before-image */
+	OP_TRUNCATE					/* every key deleted (no key) */
 } ChangeOp;
 
 typedef struct Change
@@ -219,7 +220,17 @@ typedef struct ApplyContext
 	/* apply_snapshot: delete open keys missing from the batch at this time */
 	bool		delete_missing;
 	int64		delete_time;
-	bool		snapshot_late;	/* ... which precedes the newest change applied */
+
+	/*
+	 * Changes of every key (README "Change semantics"): the snapshot's
+	 * deletes of keys missing from its image, truncates; sorted in fold
+	 * order.  Every open key of a chunk's hash range is read, and, when one
+	 * precedes the newest change applied (late), history too.
+	 */
+	ZLTableInstant *table_deletes;
+	int			ntable_deletes;
+	int			maxtable_deletes;
+	bool		table_deletes_late;
 
 	/*
 	 * The change record (zl_record.c): what the table remembers besides
@@ -464,6 +475,8 @@ parse_op(ApplyContext *ac, const char *op, Change *c)
 		return OP_UPSERT;
 	if (pg_strcasecmp(op, "-u") == 0)
 		return OP_IGNORE;
+	if (pg_strcasecmp(op, "t") == 0 || pg_strcasecmp(op, "truncate") == 0)
+		return OP_TRUNCATE;
 	for (int i = 0; i < lengthof(upserts); i++)
 		if (pg_strcasecmp(op, upserts[i]) == 0)
 			return OP_UPSERT;
@@ -476,14 +489,14 @@ parse_op(ApplyContext *ac, const char *op, Change *c)
 			 errdetail("Change for key %s at %s has op \"%s\".",
 					   describe_key_values(ac, c->values, c->isnull),
 					   time_text(ac, c->time), op),
-			 errhint("Use I, U, c, u, r, insert, update, upsert, +I or +U for upserts, D, delete or -D for deletes, -U for an update's before-image (ignored).")));
+			 errhint("Use I, U, c, u, r, insert, update, upsert, +I or +U for upserts, D, delete or -D for deletes, -U for an update's before-image (ignored), T or truncate for a truncate.")));
 	return OP_UPSERT;			/* keep compiler quiet */
 }
 
 static void
 check_change(ApplyContext *ac, Change *c, bool time_null, const char *time_column)
 {
-	for (int i = 0; i < ac->opts.nkeys; i++)
+	for (int i = 0; i < ac->opts.nkeys && c->op != OP_TRUNCATE; i++)
 	{
 		AttrNumber	attnum = ac->opts.key_attnums[i];
 
@@ -679,6 +692,15 @@ given_columns(ApplyContext *ac, Change *c)
 	return given;
 }
 
+/* a change of every key (the caller's memory: the batch's) */
+static void
+add_table_delete(ApplyContext *ac, ZLTableInstant delete)
+{
+	grow_array((void **) &ac->table_deletes, &ac->maxtable_deletes, ac->ntable_deletes + 1,
+			   sizeof(ZLTableInstant));
+	ac->table_deletes[ac->ntable_deletes++] = delete;
+}
+
 /* error context while a batch row is converted: which row of which changes */
 typedef struct BatchRowContext
 {
@@ -721,6 +743,7 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 													 "zipper_lake batch row",
 													 ALLOCSET_DEFAULT_SIZES);
 	BatchRowContext row_context = {ac, 0};
+	MemoryContext batch_memory;
 	ErrorContextCallback callback;
 	Portal		portal;
 	uint64		r = 0;
@@ -785,6 +808,7 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 												get_rel_name(source_relid)));
 
 	begin_change_sort(ac);		/* outside SPI's memory, which SPI_finish frees */
+	batch_memory = CurrentMemoryContext;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	portal = SPI_cursor_open_with_args(NULL, sql.data, 0, NULL, NULL, NULL, true, 0);
@@ -820,9 +844,9 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 				time_null = c->isnull[ncols];
 				if (!time_null)
 					c->time = zl_datum_to_instant(c->values[ncols], ac->opts.period_type);
-				check_change(ac, c, time_null, time_column);
 				c->op = parse_op(ac, c->isnull[ncols + 1] ? NULL :
 								 TextDatumGetCString(c->values[ncols + 1]), c);
+				check_change(ac, c, time_null, time_column);
 				c->has_seq = has_seq && !c->isnull[ncols + 2];
 				c->seq = c->has_seq ? DatumGetInt64(c->values[ncols + 2]) : 0;
 			}
@@ -836,6 +860,14 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 				c->given = given_columns(ac, c);
 			if (c->op == OP_IGNORE)
 				ac->counts.unchanged++;
+			else if (c->op == OP_TRUNCATE)
+			{
+				ZLTableInstant truncate = {c->time, c->has_seq, c->seq};
+
+				MemoryContextSwitchTo(batch_memory);
+				add_table_delete(ac, truncate);
+				MemoryContextSwitchTo(row_memory);
+			}
 			else
 				put_change(ac, c);
 			ac->counts.changes++;
@@ -938,31 +970,75 @@ typedef struct CollectArg
 	Datum	   *probe;			/* row-shaped array: key slots filled per row */
 } CollectArg;
 
-/* apply_snapshot: an open key missing from the snapshot gets a delete */
+
+static int
+table_instant_cmp(const void *a, const void *b)
+{
+	const ZLTableInstant *ta = a;
+	const ZLTableInstant *tb = b;
+
+	if (zl_fold_precedes(ta->time, ta->has_seq, ta->seq, tb->time, tb->has_seq, tb->seq))
+		return -1;
+	return zl_fold_precedes(tb->time, tb->has_seq, tb->seq, ta->time, ta->has_seq, ta->seq);
+}
+
+/* the i-th table delete as a change of a key (values: a row holding the key) */
+static void
+add_key_table_delete(KeyState *ks, const ZLTableInstant *delete, Datum *values, bool *isnull)
+{
+	Change	   *c = palloc0(sizeof(Change));
+
+	c->values = values;
+	c->isnull = isnull;
+	c->time = delete->time;
+	c->has_seq = delete->has_seq;
+	c->seq = delete->seq;
+	c->op = OP_DELETE;
+	c->missing_key = true;		/* counted only when it deletes something */
+	add_change(ks, c);
+	if (ks->nchanges == 1 || delete->time < ks->min_time)
+		ks->min_time = delete->time;
+}
+
+/*
+ * A key of the chunk the batch has no change of, met holding a version:
+ * every table delete is a change of it.
+ */
 static KeyState *
 add_missing_key_delete(ApplyContext *ac, HeapTuple tuple)
 {
 	int			natts = ac->tupdesc->natts;
-	Change	   *c = palloc0(sizeof(Change));
+	Datum	   *values = palloc(sizeof(Datum) * natts);
+	bool	   *isnull = palloc(sizeof(bool) * natts);
 	KeyState   *ks;
 
-	c->values = palloc(sizeof(Datum) * natts);
-	c->isnull = palloc(sizeof(bool) * natts);
-	heap_deform_tuple(heap_copytuple(tuple), ac->tupdesc, c->values, c->isnull);
-	c->time = ac->delete_time;
-	c->op = OP_DELETE;
-	c->missing_key = true;
-	ks = key_lookup(ac, c->values, c->isnull, true);
-	add_change(ks, c);
-	ks->min_time = c->time;
+	heap_deform_tuple(heap_copytuple(tuple), ac->tupdesc, values, isnull);
+	ks = key_lookup(ac, values, isnull, true);
+	for (int i = 0; i < ac->ntable_deletes; i++)
+		add_key_table_delete(ks, &ac->table_deletes[i], values, isnull);
 	return ks;
 }
 
+/* the batch's keys: its truncates are changes of them too (not its image's deletes) */
+static void
+add_truncates_to_batch_keys(ApplyContext *ac)
+{
+	for (int i = 0; i < ac->ntable_deletes; i++)
+	{
+		const ZLTableInstant *d = &ac->table_deletes[i];
+
+		if (ac->delete_missing && !d->has_seq && d->time == ac->delete_time)
+			continue;			/* the snapshot's: its image rows are these keys' changes */
+		for (int k = 0; k < ac->nkeys; k++)
+			add_key_table_delete(ac->keys[k], d, ac->keys[k]->values, ac->keys[k]->isnull);
+	}
+}
+
 /*
- * apply_snapshot with deletes older than the newest change applied: a key
- * of the chunk missing from the image whose closed version holds the
- * snapshot time is deleted there too (its open version, if any, was found
- * in the current partition).
+ * Table deletes older than the newest change applied: a key of the chunk
+ * the batch has no change of whose closed version holds such a time is
+ * deleted there too (its open version, if any, was found in the current
+ * partition).
  */
 static void
 discover_missing_key(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
@@ -980,8 +1056,12 @@ discover_missing_key(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple 
 							   ac->opts.period_type);
 	to = zl_datum_to_instant(heap_getattr(tuple, ac->opts.to_attnum, ac->tupdesc, &isnull),
 							 ac->opts.period_type);
-	if (from <= ac->delete_time && ac->delete_time < to)
-		(void) add_missing_key_delete(ac, tuple);
+	for (int i = 0; i < ac->ntable_deletes; i++)
+		if (from <= ac->table_deletes[i].time && ac->table_deletes[i].time < to)
+		{
+			(void) add_missing_key_delete(ac, tuple);
+			break;
+		}
 }
 
 /*
@@ -1012,7 +1092,7 @@ collect_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 
 	zl_key_extract(ac->hasher, tuple, ac->tupdesc, ca->probe);
 	ks = key_lookup(ac, ca->probe, NULL, false);
-	if (ks == NULL && ca->current && ac->delete_missing && key_in_chunk(ac, ca->probe))
+	if (ks == NULL && ca->current && ac->ntable_deletes > 0 && key_in_chunk(ac, ca->probe))
 		ks = add_missing_key_delete(ac, tuple);
 	if (ks == NULL || ks->nchanges == 0)
 		return;
@@ -1048,7 +1128,7 @@ static void
 read_batch_key_rows(ApplyContext *ac, const ZLSubGroup *sg, ZLRowCallback callback,
 					void *arg)
 {
-	if (ac->delete_missing)		/* every open key of the chunk's range */
+	if (ac->ntable_deletes > 0)	/* every open key of the chunk's range */
 		zl_read_subgroup_key_range(ac->rel, sg, ac->chunk_lo, ac->chunk_hi, callback, arg);
 	else
 		zl_read_subgroup_keys(ac->rel, sg, ac->hashes, ac->nhashes, callback, arg);
@@ -1111,8 +1191,8 @@ find_stored_versions(ApplyContext *ac)
 	for (int k = 0; k < ac->nkeys; k++)
 		if (key_needs_history(ac->keys[k]))
 			history_from = Min(history_from, ac->keys[k]->min_time);
-	if (ac->snapshot_late)
-		history_from = Min(history_from, ac->delete_time);
+	if (ac->table_deletes_late)
+		history_from = Min(history_from, ac->table_deletes[0].time);
 	ac->history_partition = ZL_CURRENT_PARTITION;
 	if (history_from == PG_INT64_MAX)
 		return;
@@ -1122,13 +1202,13 @@ find_stored_versions(ApplyContext *ac)
 	ac->history = zl_meta_load_subgroups(storage_id, ac->snapshot, ac->history_partition,
 										 &ac->nhistory);
 	arg.current = false;
-	if (ac->snapshot_late)
+	if (ac->table_deletes_late)
 		for (int i = 0; i < ac->nhistory; i++)
 		{
 			const ZLSubGroup *sg = &ac->history[i];
 
 			if (sg->partition_end != ZL_CURRENT_PARTITION && sg->masked_rows < sg->row_count &&
-				sg->first_start <= ac->delete_time)
+				sg->first_start <= ac->table_deletes[ac->ntable_deletes - 1].time)
 				zl_read_subgroup_rows(ac->rel, sg, false, discover_missing_key, &arg);
 		}
 	for (int i = 0; i < ac->nhistory; i++)
@@ -1206,7 +1286,7 @@ collect_concurrent_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTupl
 		 * apply_snapshot with deletes edits every open key: one the snapshot
 		 * saw open that is no longer (it would be found otherwise) changed.
 		 */
-		if (ac->delete_missing && current && key_in_chunk(ac, ca->probe))
+		if (ac->ntable_deletes > 0 && current && key_in_chunk(ac, ca->probe))
 			report_concurrent_change(ac, zl_describe_key(&ac->opts, ac->tupdesc, tuple));
 		return;
 	}
@@ -1385,24 +1465,26 @@ static void write_version(ApplyContext *ac, ZLWriteState *state, Version *v);
 /*
  * What the table remembers besides its versions, read once per batch
  * under the writer lock: the newest change applied (late data, the
- * horizon) and the instants of snapshots with deletes.
+ * horizon) and the instants of every key (snapshots with deletes,
+ * truncates).
  */
 static void
 load_record_head(ApplyContext *ac)
 {
 	ac->head_loaded = true;
 	ac->newest_change = PG_INT64_MIN;
-	ac->table_instants.times = NULL;
-	ac->table_instants.ntimes = 0;
+	ac->table_instants.stored = NULL;
+	ac->table_instants.nstored = 0;
 	if (ac->record_on)
 	{
 		MemoryContext old = MemoryContextSwitchTo(ac->batch_context);
 
 		(void) zl_meta_record_head(RelationGetRelid(ac->rel), ac->snapshot, &ac->newest_change,
-								   &ac->table_instants.times, &ac->table_instants.ntimes);
+								   &ac->table_instants.stored, &ac->table_instants.nstored);
 		MemoryContextSwitchTo(old);
 	}
-	ac->snapshot_late = ac->delete_missing && ac->delete_time < ac->newest_change;
+	ac->table_deletes_late = ac->ntable_deletes > 0 &&
+		ac->table_deletes[0].time < ac->newest_change;
 }
 
 /*
@@ -1414,7 +1496,7 @@ static void
 check_horizon(ApplyContext *ac, KeyState *ks)
 {
 	int64		cutoff;
-	int64		time = ks != NULL ? ks->min_time : ac->delete_time;
+	int64		time = ks != NULL ? ks->min_time : ac->table_deletes[0].time;
 
 	if (ac->opts.late_horizon <= 0 || ac->newest_change == PG_INT64_MIN ||
 		(ks != NULL && ks->nchanges == 0))
@@ -1743,6 +1825,7 @@ apply_batch(ApplyContext *ac)
 	uint64		storage_id = zl_storage_id(ac->rel);
 	ZLWriteState *state;
 
+	add_truncates_to_batch_keys(ac);
 	order_changes(ac);
 
 	/*
@@ -1760,8 +1843,8 @@ apply_batch(ApplyContext *ac)
 	if (!ac->head_loaded)
 	{
 		load_record_head(ac);
-		if (ac->delete_missing)
-			check_horizon(ac, NULL);	/* a change of every key */
+		if (ac->ntable_deletes > 0)
+			check_horizon(ac, NULL);	/* changes of every key */
 	}
 	for (int k = 0; k < ac->nkeys; k++)
 		check_horizon(ac, ac->keys[k]);
@@ -1788,6 +1871,42 @@ apply_batch(ApplyContext *ac)
 
 
 /*
+ * The table instants after the batch: the stored ones and the batch's, one
+ * per time — the one that follows in fold order (the batch's at equal
+ * seq) — less those before forget_before.
+ */
+static void
+save_table_instants(ApplyContext *ac, Oid relid, int64 forget_before)
+{
+	const ZLTableInstants *t = &ac->table_instants;
+	ZLTableInstant *merged = palloc(sizeof(ZLTableInstant) * Max(1, t->nstored + t->nbatch));
+	int			n = 0;
+	int			i = 0,
+				j = 0;
+
+	while (i < t->nstored || j < t->nbatch)
+	{
+		const ZLTableInstant *next;
+
+		if (j >= t->nbatch || (i < t->nstored && t->stored[i].time < t->batch[j].time))
+			next = &t->stored[i++];
+		else
+			next = &t->batch[j++];
+		if (next->time < forget_before)
+			continue;
+		if (n > 0 && merged[n - 1].time == next->time)
+		{
+			if (!zl_fold_precedes(next->time, next->has_seq, next->seq, merged[n - 1].time,
+								  merged[n - 1].has_seq, merged[n - 1].seq))
+				merged[n - 1] = *next;
+		}
+		else
+			merged[n++] = *next;
+	}
+	zl_meta_record_save_head(relid, ac->batch_newest, merged, n);
+}
+
+/*
  * After the batch's rows: its record entries as the table's newest piece,
  * merged with older ones as they accumulate, and the newest change time
  * and (apply_snapshot with deletes) the snapshot's table-wide instant.
@@ -1802,15 +1921,13 @@ save_record(ApplyContext *ac)
 	if (!ac->record_on)
 		return;
 	zl_record_writer_finish(ac->record_writer, relid);
-	if (ac->delete_missing)
-		ac->batch_newest = Max(ac->batch_newest, ac->delete_time);
+	for (int i = 0; i < ac->ntable_deletes; i++)
+		ac->batch_newest = Max(ac->batch_newest, ac->table_deletes[i].time);
 	/* README "Late data": what no accepted change can reach any more */
 	if (ac->opts.late_horizon > 0)
 		forget_before = Max(ac->newest_change, ac->batch_newest) - ac->opts.late_horizon;
 	if (ac->batch_newest != PG_INT64_MIN)
-		zl_meta_record_save_head(relid, ac->batch_newest,
-								 ac->delete_missing ? ac->delete_time : PG_INT64_MIN,
-								 forget_before);
+		save_table_instants(ac, relid, forget_before);
 	zl_record_merge(ac->record_codec, relid, forget_before);
 }
 
@@ -1879,7 +1996,7 @@ apply_chunks(ApplyContext *ac)
 	 * Key hashes are uniform: with deletes, a chunk covers a share of the
 	 * hash space that holds about work_mem of open rows.
 	 */
-	if (ac->delete_missing)
+	if (ac->ntable_deletes > 0)
 	{
 		int64		open_rows = count_open_rows(ac);
 		int64		rows_per_chunk = Max(1, (int64) (limit / ZL_OPEN_ROW_BYTES));
@@ -1888,7 +2005,16 @@ apply_chunks(ApplyContext *ac)
 			span = Max(1, (uint64) ((((uint64) PG_UINT32_MAX + 1) / open_rows) * rows_per_chunk));
 	}
 	ac->batch_context = CurrentMemoryContext;
-	ac->table_instants.batch_time = ac->delete_missing ? ac->delete_time : PG_INT64_MIN;
+	if (ac->delete_missing)
+	{
+		ZLTableInstant snapshot = {ac->delete_time, false, 0};
+
+		add_table_delete(ac, snapshot);
+	}
+	if (ac->ntable_deletes > 1)
+		qsort(ac->table_deletes, ac->ntable_deletes, sizeof(ZLTableInstant), table_instant_cmp);
+	ac->table_instants.batch = ac->table_deletes;
+	ac->table_instants.nbatch = ac->ntable_deletes;
 	ac->fold_context.comparer = ac->value_comparer;
 	ac->fold_context.tracked = ac->tracked_comparer;
 	ac->fold_context.opts = &ac->opts;

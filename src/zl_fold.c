@@ -63,6 +63,7 @@ typedef struct Instant
 	Effect		state;			/* after this instant */
 	bool		old;			/* won by a change applied before the batch */
 	bool		recorded;		/* from the record (it knows seq and columns) */
+	bool		table;			/* a table instant (its seq is the table's) */
 	bool		boundary;		/* a version begins or ends here */
 	int			run_last;		/* the last instant of its version (-1: absent) */
 } Instant;
@@ -261,6 +262,13 @@ push_instant(InstantList *list, int64 time, bool has_seq, int64 seq, Effect effe
 	return in;
 }
 
+/* at one time: the record's, then the table's, then what versions show */
+static int
+instant_rank(const Instant *in)
+{
+	return in->recorded ? 0 : in->table ? 1 : 2;
+}
+
 static int
 instant_cmp(const void *a, const void *b)
 {
@@ -269,7 +277,7 @@ instant_cmp(const void *a, const void *b)
 
 	if (ia->time != ib->time)
 		return ia->time < ib->time ? -1 : 1;
-	return (int) ib->recorded - (int) ia->recorded; /* the record's first */
+	return instant_rank(ia) - instant_rank(ib);
 }
 
 /* the first instant at or after t */
@@ -291,30 +299,32 @@ find_instant(const InstantList *list, int64 t)
 	return lo;
 }
 
-static bool
-is_stored_table_instant(const ZLTableInstants *table, int64 t)
+/* the table instant at t that won it (the batch's follow the stored ones), or NULL */
+static const ZLTableInstant *
+table_instant_at(const ZLTableInstants *table, int64 t)
 {
+	const ZLTableInstant *found = NULL;
 	int			lo = 0,
-				hi = table->ntimes - 1;
+				hi = table->nstored - 1;
 
-	while (lo <= hi)
+	while (lo <= hi && found == NULL)
 	{
 		int			mid = (lo + hi) / 2;
 
-		if (table->times[mid] == t)
-			return true;
-		if (table->times[mid] < t)
+		if (table->stored[mid].time == t)
+			found = &table->stored[mid];
+		else if (table->stored[mid].time < t)
 			lo = mid + 1;
 		else
 			hi = mid - 1;
 	}
-	return false;
-}
-
-static bool
-is_table_instant(const ZLTableInstants *table, int64 t)
-{
-	return t == table->batch_time || is_stored_table_instant(table, t);
+	for (int i = 0; i < table->nbatch; i++)
+		if (table->batch[i].time == t &&
+			(found == NULL || !zl_fold_precedes(table->batch[i].time, table->batch[i].has_seq,
+												table->batch[i].seq, found->time,
+												found->has_seq, found->seq)))
+			found = &table->batch[i];
+	return found;
 }
 
 /* the states of the instants from the p-th on */
@@ -351,27 +361,35 @@ stored_instants(Fold *f, const ZLFoldKey *key)
 			e = with_untracked(cx, e, r->untracked);
 		push_instant(list, r->time, r->has_seq, r->seq, e)->recorded = true;
 	}
-	for (int i = 0; i < cx->table->ntimes; i++)
-		if (cx->table->times[i] >= key->since)
-			push_instant(list, cx->table->times[i], false, 0,
-						 version_effect(version_at(key, cx->table->times[i]), NULL));
+	for (int i = 0; i < cx->table->nstored; i++)
+	{
+		const ZLTableInstant *ti = &cx->table->stored[i];
+
+		if (ti->time >= key->since)
+			push_instant(list, ti->time, ti->has_seq, ti->seq,
+						 version_effect(version_at(key, ti->time), NULL))->table = true;
+	}
 
 	/*
-	 * One instant per time; the record's, sorted first, stays — except that
-	 * at a table instant a change without seq won, whatever the record
-	 * said of seq before.
+	 * One instant per time: the record's, sorted first, unless a table
+	 * instant there follows it in fold order (a truncate or snapshot
+	 * applied after it, with a later seq or none); what versions show
+	 * only when neither knows more.
 	 */
 	qsort(list->items, list->n, sizeof(Instant), instant_cmp);
 	for (int i = 0; i < list->n; i++)
-		if (kept == 0 || list->items[kept - 1].time != list->items[i].time)
-			list->items[kept++] = list->items[i];
+	{
+		Instant    *in = &list->items[i];
+		Instant    *cur = kept > 0 ? &list->items[kept - 1] : NULL;
+
+		if (cur == NULL || cur->time != in->time)
+			list->items[kept++] = *in;
+		else if (in->table && (!cur->recorded ||
+							   zl_fold_precedes(cur->time, cur->has_seq, cur->seq,
+												in->time, in->has_seq, in->seq)))
+			*cur = *in;
+	}
 	list->n = kept;
-	for (int i = 0; i < list->n; i++)
-		if (list->items[i].has_seq && is_stored_table_instant(cx->table, list->items[i].time))
-		{
-			list->items[i].has_seq = false;
-			list->items[i].seq = 0;
-		}
 	resolve_from(f, 0);
 }
 
@@ -541,12 +559,14 @@ instants_to_remember(Fold *f, ZLFoldKey *key)
 		const Instant *in = &f->list.items[i];
 		bool		own_untracked = in->run_last >= 0 && in->run_last != i &&
 			!states_fully_equal(cx, in->state, f->list.items[in->run_last].state);
-		bool		plain = !in->has_seq && in->effect.given == NULL && !own_untracked;
+		bool		plain = in->effect.given == NULL && !own_untracked;
+		const ZLTableInstant *ti;
 		ZLRecordInstant *r;
 
-		if (in->boundary && plain)
+		if (in->boundary && plain && !in->has_seq)
 			continue;			/* the versions show it */
-		if (plain && is_table_instant(cx->table, in->time))
+		if (plain && (ti = table_instant_at(cx->table, in->time)) != NULL &&
+			ti->has_seq == in->has_seq && (!in->has_seq || ti->seq == in->seq))
 			continue;			/* the table remembers it */
 		r = &key->remember[key->nremember++];
 		r->time = in->time;

@@ -285,17 +285,17 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		2, {OIDOID, INT8OID}
 	},
 	[Q_RECORD_HEAD] = {
-		"SELECT newest_change, snapshots FROM zipper_lake.record_head WHERE tbl = $1",
+		"SELECT newest_change, table_instants, table_seqs FROM zipper_lake.record_head"
+		" WHERE tbl = $1",
 		1, {OIDOID}
 	},
 	[Q_RECORD_SAVE_HEAD] = {
-		"INSERT INTO zipper_lake.record_head AS h (tbl, newest_change, snapshots)"
-		" VALUES ($1, $2, CASE WHEN $3 IS NULL THEN '{}' ELSE ARRAY[$3] END)"
+		"INSERT INTO zipper_lake.record_head AS h (tbl, newest_change, table_instants, table_seqs)"
+		" VALUES ($1, $2, $3, $4)"
 		" ON CONFLICT (tbl) DO UPDATE SET"
 		" newest_change = greatest(h.newest_change, excluded.newest_change),"
-		" snapshots = ARRAY(SELECT DISTINCT s FROM unnest(h.snapshots || $3) s"
-		" WHERE s IS NOT NULL AND s >= $4 ORDER BY s)",
-		4, {REGCLASSOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID}
+		" table_instants = excluded.table_instants, table_seqs = excluded.table_seqs",
+		4, {REGCLASSOID, TIMESTAMPTZOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID}
 	},
 	[Q_RECORD_FORGET] = {
 		"WITH s AS (DELETE FROM zipper_lake.record_segment WHERE tbl = $1)"
@@ -1333,58 +1333,78 @@ zl_meta_record_delete_piece(Oid relid, int64 piece)
 /* the newest change time applied and the table's instants; false if none */
 bool
 zl_meta_record_head(Oid relid, Snapshot snapshot, int64 *newest_change,
-					int64 **times, int *ntimes)
+					ZLTableInstant **instants, int *ninstants)
 {
 	ZLMetaSession session;
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	bool		found;
 
 	*newest_change = PG_INT64_MIN;
-	*times = NULL;
-	*ntimes = 0;
+	*instants = NULL;
+	*ninstants = 0;
 	meta_begin(&session);
 	meta_exec(Q_RECORD_HEAD, values, NULL, snapshot, true);
 	found = SPI_processed == 1;
 	if (found)
 	{
 		bool		isnull;
-		Datum		d;
-		Datum	   *elems;
-		int			nelems;
+		Datum	   *times;
+		Datum	   *seqs;
+		bool	   *seq_nulls;
+		int			ntimes,
+					nseqs;
 
 		*newest_change = result_int64(0, 1);
-		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
-		deconstruct_array(DatumGetArrayTypeP(d), TIMESTAMPTZOID, sizeof(int64), true,
-						  TYPALIGN_DOUBLE, &elems, NULL, &nelems);
-		*times = MemoryContextAlloc(session.caller_context, sizeof(int64) * Max(1, nelems));
-		for (int i = 0; i < nelems; i++)
-			(*times)[i] = DatumGetInt64(elems[i]);
-		*ntimes = nelems;
+		deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[0],
+														   SPI_tuptable->tupdesc, 2, &isnull)),
+						  TIMESTAMPTZOID, sizeof(int64), true, TYPALIGN_DOUBLE,
+						  &times, NULL, &ntimes);
+		deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[0],
+														   SPI_tuptable->tupdesc, 3, &isnull)),
+						  INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE,
+						  &seqs, &seq_nulls, &nseqs);
+		if (nseqs != ntimes)
+			elog(ERROR, "zipper_lake.record_head of relation %u is damaged", relid);
+		*instants = MemoryContextAlloc(session.caller_context, sizeof(ZLTableInstant) * Max(1, ntimes));
+		for (int i = 0; i < ntimes; i++)
+		{
+			(*instants)[i].time = DatumGetInt64(times[i]);
+			(*instants)[i].has_seq = !seq_nulls[i];
+			(*instants)[i].seq = seq_nulls[i] ? 0 : DatumGetInt64(seqs[i]);
+		}
+		*ninstants = ntimes;
 	}
 	meta_end(&session);
 	return found;
 }
 
-/*
- * The batch's newest change time; snapshot_time: a table instant
- * (PG_INT64_MIN: none); table instants before forget_before are forgotten.
- */
+/* the newest change time (only ever grows) and the table's instants, sorted */
 void
-zl_meta_record_save_head(Oid relid, int64 newest_change, int64 snapshot_time,
-						 int64 forget_before)
+zl_meta_record_save_head(Oid relid, int64 newest_change, const ZLTableInstant *instants,
+						 int ninstants)
 {
 	ZLMetaSession session;
 	Datum		values[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
+	Datum	   *times = palloc(sizeof(Datum) * Max(1, ninstants));
+	Datum	   *seqs = palloc(sizeof(Datum) * Max(1, ninstants));
+	bool	   *seq_nulls = palloc(sizeof(bool) * Max(1, ninstants));
+	int			dims[1] = {ninstants};
+	int			lbs[1] = {1};
 
+	for (int i = 0; i < ninstants; i++)
+	{
+		times[i] = Int64GetDatum(instants[i].time);
+		seqs[i] = Int64GetDatum(instants[i].seq);
+		seq_nulls[i] = !instants[i].has_seq;
+	}
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = Int64GetDatum(newest_change);
-	values[2] = Int64GetDatum(snapshot_time);
-	values[3] = Int64GetDatum(forget_before);
-	if (snapshot_time == PG_INT64_MIN)
-		nulls[2] = 'n';
+	values[2] = PointerGetDatum(construct_md_array(times, NULL, 1, dims, lbs, TIMESTAMPTZOID,
+												   sizeof(int64), true, TYPALIGN_DOUBLE));
+	values[3] = PointerGetDatum(construct_md_array(seqs, seq_nulls, 1, dims, lbs, INT8OID,
+												   sizeof(int64), true, TYPALIGN_DOUBLE));
 	meta_begin(&session);
-	meta_exec(Q_RECORD_SAVE_HEAD, values, nulls, InvalidSnapshot, false);
+	meta_exec(Q_RECORD_SAVE_HEAD, values, NULL, InvalidSnapshot, false);
 	meta_end(&session);
 }
 

@@ -307,12 +307,13 @@ CREATE TABLE zipper_lake.record_segment (
 );
 SELECT pg_catalog.pg_extension_config_dump('zipper_lake.record_segment', '');
 
--- per table: the newest change time applied, and the times of
--- apply_snapshot(deletes => true), an instant of every key
+-- per table: the newest change time applied, and the instants of every
+-- key (apply_snapshot with deletes, truncates) with their seq (NULL: none)
 CREATE TABLE zipper_lake.record_head (
-    tbl            regclass PRIMARY KEY,
-    newest_change  timestamptz NOT NULL,
-    snapshots      timestamptz[] NOT NULL
+    tbl             regclass PRIMARY KEY,
+    newest_change   timestamptz NOT NULL,
+    table_instants  timestamptz[] NOT NULL,
+    table_seqs      bigint[] NOT NULL
 );
 SELECT pg_catalog.pg_extension_config_dump('zipper_lake.record_head', '');
 -- piece ids order the record: a restored database must go on after them

@@ -184,7 +184,7 @@ SELECT count(*) || ' ' || md5(string_agg(format('%s %s %s %s', key, instant, is_
                                         ORDER BY key, instant))
   FROM zipper_lake._record_instants('fold_t')))
 	  . ' / ' . query($db, q(
-SELECT newest_change || ' ' || snapshots::text FROM zipper_lake.record_head
+SELECT newest_change || ' ' || table_instants::text || ' ' || table_seqs::text FROM zipper_lake.record_head
  WHERE tbl = 'fold_t'::regclass));
 }
 my $record = record('postgres');
