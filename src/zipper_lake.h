@@ -655,6 +655,30 @@ extern void zl_record_merge(ZLRecordCodec *codec, Oid relid, int64 forget_before
 extern void zl_record_resolve(ZLRecordCodec *codec, Oid relid, Snapshot snapshot,
 							  ZLRecordCallback callback, void *arg);
 
+/* ---------- zl_apply.c: a batch from another source of changes ---------- */
+
+typedef struct ApplyContext ZLApplyBatch;
+
+typedef struct ZLBatchChange
+{
+	char		op;				/* 'u' upsert, 'd' delete, 't' truncate */
+	TimestampTz time;
+	bool		has_seq;
+	int64		seq;
+	Datum	   *values;			/* row-shaped, of the columns' types */
+	bool	   *isnull;
+	const uint8 *given;			/* a bit per column it gives; NULL: all */
+} ZLBatchChange;
+
+extern ZLApplyBatch *zl_apply_batch_begin(Oid relid, Oid source_relid, bool ignore_nulls,
+										  const char *missing_columns);
+extern Relation zl_apply_batch_relation(ZLApplyBatch *batch, const ZLTableOptions **opts);
+extern bool zl_apply_batch_keeps_missing(ZLApplyBatch *batch, const char *column,
+										 const char *change);
+extern void zl_apply_batch_add(ZLApplyBatch *batch, const ZLBatchChange *change);
+extern Datum zl_apply_batch_finish(ZLApplyBatch *batch, FunctionCallInfo fcinfo,
+								   int64 skipped);
+
 /* ---------- zl_customscan.c ---------- */
 
 extern void zl_customscan_init(void);

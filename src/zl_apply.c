@@ -701,6 +701,29 @@ add_table_delete(ApplyContext *ac, ZLTableInstant delete)
 	ac->table_deletes[ac->ntable_deletes++] = delete;
 }
 
+/*
+ * A converted and checked change into the batch: upserts and deletes into
+ * the sort, truncates among the table deletes (in batch_memory), -U
+ * counted only.
+ */
+static void
+take_change(ApplyContext *ac, Change *c, MemoryContext batch_memory)
+{
+	if (c->op == OP_IGNORE)
+		ac->counts.unchanged++;
+	else if (c->op == OP_TRUNCATE)
+	{
+		ZLTableInstant truncate = {c->time, c->has_seq, c->seq};
+		MemoryContext old = MemoryContextSwitchTo(batch_memory);
+
+		add_table_delete(ac, truncate);
+		MemoryContextSwitchTo(old);
+	}
+	else
+		put_change(ac, c);
+	ac->counts.changes++;
+}
+
 /* error context while a batch row is converted: which row of which changes */
 typedef struct BatchRowContext
 {
@@ -858,19 +881,7 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 			}
 			if (c->op == OP_UPSERT)
 				c->given = given_columns(ac, c);
-			if (c->op == OP_IGNORE)
-				ac->counts.unchanged++;
-			else if (c->op == OP_TRUNCATE)
-			{
-				ZLTableInstant truncate = {c->time, c->has_seq, c->seq};
-
-				MemoryContextSwitchTo(batch_memory);
-				add_table_delete(ac, truncate);
-				MemoryContextSwitchTo(row_memory);
-			}
-			else
-				put_change(ac, c);
-			ac->counts.changes++;
+			take_change(ac, c, batch_memory);
 			MemoryContextSwitchTo(old);
 			MemoryContextReset(row_memory);
 		}
@@ -2112,11 +2123,11 @@ apply_begin(ApplyContext *ac, Oid relid, Oid source_relid)
 }
 
 static Datum
-apply_result(FunctionCallInfo fcinfo, ApplyContext *ac)
+apply_result(FunctionCallInfo fcinfo, ApplyContext *ac, int64 skipped)
 {
 	TupleDesc	tupdesc;
-	Datum		values[6];
-	bool		nulls[6] = {0};
+	Datum		values[7];
+	bool		nulls[7] = {0};
 
 	zl_row_check_end(ac->row_check);
 	table_close(ac->rel, NoLock);
@@ -2128,7 +2139,25 @@ apply_result(FunctionCallInfo fcinfo, ApplyContext *ac)
 	values[3] = Int64GetDatum(ac->counts.deleted);
 	values[4] = Int64GetDatum(ac->counts.unchanged);
 	values[5] = Int64GetDatum(ac->counts.late);
+	values[6] = Int64GetDatum(skipped); /* apply_events only */
 	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
+}
+
+static ZLMissingColumns
+parse_missing_columns(const char *mode)
+{
+	if (mode == NULL || strcmp(mode, "error") == 0)
+		return MISSING_ERROR;
+	if (strcmp(mode, "null") == 0)
+		return MISSING_NULL;
+	if (strcmp(mode, "keep") == 0)
+		return MISSING_KEEP;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid missing_columns \"%s\"", mode),
+			 errdetail("A value column the changes lack is an error, NULL, or kept from what the key holds."),
+			 errhint("Pass 'error', 'null' or 'keep'.")));
+	return MISSING_ERROR;		/* keep compiler quiet */
 }
 
 /* ignore_nulls and missing_columns, at argno and argno + 1 (0.2 only) */
@@ -2141,18 +2170,7 @@ partial_options(FunctionCallInfo fcinfo, ApplyContext *ac, int argno)
 		return;
 	ac->ignore_nulls = !PG_ARGISNULL(argno) && PG_GETARG_BOOL(argno);
 	mode = PG_ARGISNULL(argno + 1) ? "error" : text_to_cstring(PG_GETARG_TEXT_PP(argno + 1));
-	if (strcmp(mode, "error") == 0)
-		ac->missing_columns = MISSING_ERROR;
-	else if (strcmp(mode, "null") == 0)
-		ac->missing_columns = MISSING_NULL;
-	else if (strcmp(mode, "keep") == 0)
-		ac->missing_columns = MISSING_KEEP;
-	else
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid missing_columns \"%s\"", mode),
-				 errdetail("A value column the changes lack is an error, NULL, or kept from what the key holds."),
-				 errhint("Pass 'error', 'null' or 'keep'.")));
+	ac->missing_columns = parse_missing_columns(mode);
 }
 
 static char *
@@ -2188,7 +2206,7 @@ apply_changes(FunctionCallInfo fcinfo, bool op_defaults_to_op)
 	partial_options(fcinfo, &ac, 5);
 	read_batch(&ac, PG_GETARG_OID(1), time_column, op_column, name_arg(fcinfo, 4), 0);
 	apply_chunks(&ac);
-	return apply_result(fcinfo, &ac);
+	return apply_result(fcinfo, &ac, -1);
 }
 
 static Datum
@@ -2224,7 +2242,7 @@ apply_snapshot(FunctionCallInfo fcinfo, bool allow_empty)
 						   RelationGetRelationName(ac.rel)),
 				 errhint("Pass allow_empty => true if the source really is empty; nothing was applied.")));
 	apply_chunks(&ac);
-	return apply_result(fcinfo, &ac);
+	return apply_result(fcinfo, &ac, -1);
 }
 
 /* 0.1: apply_changes(tbl, changes, change_time, op DEFAULT 'op', seq) */
@@ -2253,4 +2271,91 @@ Datum
 zipper_lake_apply_snapshot_v2(PG_FUNCTION_ARGS)
 {
 	return apply_snapshot(fcinfo, !PG_ARGISNULL(4) && PG_GETARG_BOOL(4));
+}
+
+/* ---------- a batch from another source of changes (zl_events.c) ---------- */
+
+/*
+ * The changes of a batch can come from elsewhere than a relation of typed
+ * rows: zl_apply_batch_begin() opens the table as apply_changes does, the
+ * source adds its changes one by one (row-shaped values, already of the
+ * columns' types; given: the columns a partial change gives, NULL for
+ * all), and zl_apply_batch_finish() applies them and returns the counts.
+ */
+ZLApplyBatch *
+zl_apply_batch_begin(Oid relid, Oid source_relid, bool ignore_nulls,
+					 const char *missing_columns)
+{
+	ApplyContext *ac = palloc(sizeof(ApplyContext));
+
+	apply_begin(ac, relid, source_relid);
+	ac->ignore_nulls = ignore_nulls;
+	ac->missing_columns = parse_missing_columns(missing_columns);
+	ac->batch_context = CurrentMemoryContext;
+	begin_change_sort(ac);
+	return ac;
+}
+
+Relation
+zl_apply_batch_relation(ZLApplyBatch *ac, const ZLTableOptions **opts)
+{
+	*opts = &ac->opts;
+	return ac->rel;
+}
+
+/* missing_columns for a change that lacks columns of the table */
+bool
+zl_apply_batch_keeps_missing(ZLApplyBatch *ac, const char *column, const char *change)
+{
+	if (ac->missing_columns == MISSING_ERROR)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" is missing from %s", column, change),
+				 errdetail("Zipper table \"%s\" needs every value column in every change.",
+						   RelationGetRelationName(ac->rel)),
+				 errhint("Pass missing_columns => 'null' or 'keep'; nothing was applied.")));
+	return ac->missing_columns == MISSING_KEEP;
+}
+
+void
+zl_apply_batch_add(ZLApplyBatch *ac, const ZLBatchChange *bc)
+{
+	int			ncols = ac->tupdesc->natts;
+	Change	   *c = palloc0(sizeof(Change));
+
+	c->values = palloc(sizeof(Datum) * (ncols + 3));
+	c->isnull = palloc(sizeof(bool) * (ncols + 3));
+	memcpy(c->values, bc->values, sizeof(Datum) * ncols);
+	memcpy(c->isnull, bc->isnull, sizeof(bool) * ncols);
+	c->time = zl_instant_to_precision(&ac->opts, zl_timestamptz_to_instant(&ac->opts, bc->time));
+	c->op = bc->op == 'u' ? OP_UPSERT : bc->op == 'd' ? OP_DELETE : OP_TRUNCATE;
+	c->has_seq = bc->has_seq;
+	c->seq = bc->seq;
+	c->arrival = (uint32) ac->counts.changes;
+	check_change(ac, c, false, "change time");
+	if (c->op == OP_UPSERT)
+	{
+		c->given = given_columns(ac, c);
+		if (bc->given != NULL)
+		{
+			int			nbytes = (ncols + 7) / 8;
+
+			if (c->given == NULL)
+			{
+				c->given = palloc(nbytes);
+				memset(c->given, 0xFF, nbytes);
+			}
+			for (int i = 0; i < nbytes; i++)
+				c->given[i] &= bc->given[i];
+		}
+	}
+	take_change(ac, c, ac->batch_context);
+}
+
+Datum
+zl_apply_batch_finish(ZLApplyBatch *ac, FunctionCallInfo fcinfo, int64 skipped)
+{
+	tuplesort_performsort(ac->sort);
+	apply_chunks(ac);
+	return apply_result(fcinfo, ac, skipped);
 }
