@@ -79,6 +79,7 @@ random-batching-check:
 bench-smoke:
 	dropdb --if-exists zl_bench_smoke >/dev/null && createdb zl_bench_smoke
 	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_apply.py --smoke --quiet
+	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_apply.py --smoke --quiet --late 0.1
 	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_read.py --smoke
 
 # Build the released v0.1 into a private copy of the server installation,

@@ -31,10 +31,29 @@ Connection: libpq environment (PGHOST, PGPORT, PGDATABASE, PGUSER) or
 script runs CREATE EXTENSION IF NOT EXISTS zipper_lake).
 
 Ratios are heap time / zipper time: > 1 means zipper_lake is faster.
+
+--late F: a share F of each batch's changes (chosen at random) is 1-7 days
+(uniformly, ms resolution) older than the batch's day.  zipper_lake folds
+them into the key's history (README "Change semantics"); the script keeps a
+log of every change and checks z_acct against the fold of that log computed
+in SQL.  The heap job runs unchanged: it treats a late change as a current
+one at its own time (closes the open version there, opens the new one), so
+its history is wrong for keys that changed after the late change's time --
+the script counts those keys and the versions that end before they begin,
+and compares times anyway.  It also prints the change record's size
+(zipper_lake.inspect_record).
+
+--build NAME=CONNINFO (twice or more): the same job on several servers
+(e.g. two builds of the extension, see compare_builds.sh) in one run; rounds
+alternate between them (round 1 on the first, round 1 on the second, round 2
+on the first, ...), each round timing both sides on its server, and the
+summary gives each build's median ratio and its quotient by the first
+build's.
 """
 import argparse
 import io
 import random
+import re
 import statistics
 import sys
 import time
@@ -63,11 +82,28 @@ def parse_args():
                    help='CI size: 2,000 keys, batches of 200, 3 batches, 1 round; exit 1 on any disagreement')
     p.add_argument('--keep', action='store_true', help='keep the tables after the last round')
     p.add_argument('--quiet', action='store_true', help='no per-batch lines')
+    p.add_argument('--late', type=float, default=0.0, metavar='F',
+                   help='share of each batch\'s changes made 1-7 days older than the batch (default 0)')
+    p.add_argument('--no-verify', action='store_true',
+                   help='skip zipper_lake.verify() after each round (the tables are still compared)')
+    p.add_argument('--build', action='append', default=[], metavar='NAME=CONNINFO',
+                   help='run on this server too (repeat); rounds alternate between the servers given')
     a = p.parse_args()
     if a.smoke:
         a.keys, a.batch, a.batches, a.rounds = 2000, 200, 3, 1
     if a.batch * 0.9 > a.keys:
         p.error('--batch is too large for --keys (updates and deletes need distinct alive keys)')
+    if not 0.0 <= a.late <= 1.0:
+        p.error('--late must lie between 0 and 1')
+    builds = []
+    for b in a.build:
+        m = re.match(r'([^=\s]+)=(.*)$', b, re.S)
+        if not m:
+            p.error(f'--build {b!r}: expected NAME=CONNINFO')
+        if m.group(1) in [n for n, _ in builds]:
+            p.error(f'--build {m.group(1)} given twice')
+        builds.append((m.group(1), m.group(2)))
+    a.build = builds
     return a
 
 
@@ -84,7 +120,7 @@ def setup(conn, a):
     cur = conn.cursor()
     conn.autocommit = True
     cur.execute('CREATE EXTENSION IF NOT EXISTS zipper_lake')
-    cur.execute('DROP TABLE IF EXISTS z_acct, h_acct, changes, bench_stage')
+    cur.execute('DROP TABLE IF EXISTS z_acct, h_acct, changes, bench_stage, bench_log')
     cur.execute("""
         CREATE TABLE h_acct (id bigint NOT NULL, name text, balance numeric, branch int,
                              valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)""")
@@ -116,6 +152,14 @@ def setup(conn, a):
     cur.execute('INSERT INTO z_acct ' + load_select)
     conn.commit()
     zip_load = time.perf_counter() - t
+
+    if a.late:
+        # the log of every change, for the fold check (late mode): a loaded
+        # open version stands for an upsert at its valid_from
+        cur.execute("""CREATE TABLE bench_log AS
+                       SELECT id, name, balance, branch, valid_from AS t, 'I'::text AS op, 0 AS app
+                         FROM h_acct""")
+        conn.commit()
 
     conn.autocommit = True
     cur.execute('VACUUM ANALYZE h_acct')
@@ -182,6 +226,11 @@ def make_batch(conn, rng, ks, a, day):
                      rng.randrange(100)))
     for k in dele:
         rows.append((k, 'del', 'D', when(), None, None, None))
+    if a.late:
+        # late changes: 1-7 days (uniform, ms) before their time in the batch's day
+        for i in rng.sample(range(len(rows)), round(a.late * len(rows))):
+            r = rows[i]
+            rows[i] = r[:3] + (r[3] - rng.randrange(86400 * 1000, 7 * 86400 * 1000 + 1) / 1000.0,) + r[4:]
     rng.shuffle(rows)
 
     cur = conn.cursor()
@@ -207,6 +256,9 @@ def make_batch(conn, rng, ks, a, day):
           LEFT JOIN h_acct h ON h.id = s.id AND h.valid_to = 'infinity'
          ORDER BY random()""", (day,))
     cur.execute('DROP TABLE bench_stage')
+    if a.late:
+        cur.execute('INSERT INTO bench_log SELECT id, name, balance, branch, change_time, op, %s FROM changes',
+                    (day + 1,))
     cur.execute('ANALYZE changes')
     conn.commit()
     return len(rows)
@@ -259,7 +311,14 @@ def run_zipper(conn):
 COLS = 'id, name, balance, branch, valid_from, valid_to'
 
 
-def check_tables(conn):
+def verify_problems(cur, a):
+    if a.no_verify:
+        return []
+    return [f'verify: {r[0]}: {r[1]}'
+            for r in q(cur, "SELECT check_name, detail FROM zipper_lake.verify('z_acct') LIMIT 5")]
+
+
+def check_tables(conn, a):
     cur = conn.cursor()
     problems = []
     only_z = q(cur, f'SELECT count(*) FROM (SELECT {COLS} FROM z_acct EXCEPT ALL SELECT {COLS} FROM h_acct) x')[0][0]
@@ -270,11 +329,79 @@ def check_tables(conn):
                         f' UNION ALL (SELECT \'h\', {COLS} FROM h_acct EXCEPT ALL SELECT \'h\', {COLS} FROM z_acct)'
                         ' ORDER BY 2, 6 LIMIT 10'):
             problems.append('  ' + repr(r))
-    bad = q(cur, "SELECT check_name, detail FROM zipper_lake.verify('z_acct') LIMIT 5")
-    for r in bad:
-        problems.append(f'verify: {r[0]}: {r[1]}')
+    problems += verify_problems(cur, a)
     conn.commit()
     return problems
+
+
+# The fold of the log (README "Change semantics", "The fold"), for this
+# script's data only: no seq, no snapshots, one change of a key per batch.
+# Per key and instant the change of the latest application wins; the key's
+# state after each change is absent (a delete) or its values; a version
+# begins where the state becomes present or changes values and ends at the
+# next such boundary (or stays open).
+FOLD = """
+    CREATE TEMP TABLE bench_fold AS
+    WITH last AS (
+        SELECT DISTINCT ON (id, t) id, t, upper(op) <> 'D' AS present, name, balance, branch
+          FROM bench_log ORDER BY id, t, app DESC),
+    step AS (
+        SELECT *, present IS DISTINCT FROM lag(present) OVER w
+                  OR (present AND (name, balance, branch) IS DISTINCT FROM
+                                  (lag(name) OVER w, lag(balance) OVER w, lag(branch) OVER w)) AS boundary
+          FROM last WINDOW w AS (PARTITION BY id ORDER BY t)),
+    bounds AS (
+        SELECT id, t, present, name, balance, branch, lead(t) OVER (PARTITION BY id ORDER BY t) AS next_t
+          FROM step WHERE boundary)
+    SELECT id, name, balance, branch, t AS valid_from, coalesce(next_t, 'infinity') AS valid_to
+      FROM bounds WHERE present"""
+
+
+def check_late(conn, a):
+    """Late mode: z_acct must equal the fold of every change applied, and
+    verify() must be clean (problems); the heap job's departures from the
+    fold are measured (info: keys whose history differs, versions ending
+    before they begin)."""
+    cur = conn.cursor()
+    problems = []
+    cur.execute('DROP TABLE IF EXISTS bench_fold')
+    cur.execute(FOLD)
+    only_z = q(cur, f'SELECT count(*) FROM (SELECT {COLS} FROM z_acct EXCEPT ALL SELECT {COLS} FROM bench_fold) x')[0][0]
+    only_f = q(cur, f'SELECT count(*) FROM (SELECT {COLS} FROM bench_fold EXCEPT ALL SELECT {COLS} FROM z_acct) x')[0][0]
+    if only_z or only_f:
+        problems.append(f'z_acct is not the fold of the changes: {only_z} rows only in z_acct, '
+                        f'{only_f} rows only in the fold')
+        for r in q(cur, f'(SELECT \'z\' AS side, {COLS} FROM z_acct EXCEPT ALL SELECT \'z\', {COLS} FROM bench_fold)'
+                        f' UNION ALL (SELECT \'fold\', {COLS} FROM bench_fold EXCEPT ALL SELECT \'fold\', {COLS} FROM z_acct)'
+                        ' ORDER BY 2, 6 LIMIT 10'):
+            problems.append('  ' + repr(r))
+    problems += verify_problems(cur, a)
+    info = {}
+    info['heap_keys_wrong'] = q(cur, f"""
+        SELECT count(DISTINCT id) FROM
+          ((SELECT {COLS} FROM h_acct EXCEPT ALL SELECT {COLS} FROM bench_fold)
+           UNION ALL
+           (SELECT {COLS} FROM bench_fold EXCEPT ALL SELECT {COLS} FROM h_acct)) x""")[0][0]
+    info['heap_inverted'] = q(cur, 'SELECT count(*) FROM h_acct WHERE valid_to < valid_from')[0][0]
+    info['keys'] = q(cur, 'SELECT count(DISTINCT id) FROM bench_log')[0][0]
+    cur.execute('DROP TABLE bench_fold')
+    conn.commit()
+    return problems, info
+
+
+def record_size(conn):
+    """(instants, bytes, pieces) of z_acct's change record, or None if this
+    build has no zipper_lake.inspect_record (builds before the record)."""
+    cur = conn.cursor()
+    cur.execute('SAVEPOINT zl_record')
+    try:
+        r = q(cur, "SELECT coalesce(sum(instants), 0), coalesce(sum(bytes), 0), count(*)"
+                   " FROM zipper_lake.inspect_record('z_acct')")[0]
+    except psycopg2.Error:
+        cur.execute('ROLLBACK TO SAVEPOINT zl_record')
+        r = None
+    conn.commit()
+    return r
 
 
 def sizes(conn):
@@ -282,10 +409,13 @@ def sizes(conn):
     r = {}
     r['rows'] = q(cur, 'SELECT count(*) FROM h_acct')[0][0]
     r['open'] = q(cur, "SELECT count(*) FROM h_acct WHERE valid_to = 'infinity'")[0][0]
+    r['z_rows'] = q(cur, 'SELECT count(*) FROM z_acct')[0][0]
+    r['z_open'] = q(cur, "SELECT count(*) FROM z_acct WHERE valid_to = 'infinity'")[0][0]
     r['heap_table'] = q(cur, "SELECT pg_table_size('h_acct')")[0][0]
     r['heap_total'] = q(cur, "SELECT pg_total_relation_size('h_acct')")[0][0]
     conn.commit()
     r['zip'] = zipper_stats(conn, 'z_acct')
+    r['record'] = record_size(conn)
     return r
 
 
@@ -297,94 +427,199 @@ def mb(b):
 # main
 # ---------------------------------------------------------------------------
 
+class Side:
+    """One server the job runs on (one build of the extension) and its results."""
+
+    def __init__(self, name, conn, a):
+        self.name = name
+        self.conn = conn
+        self.z_times = [[] for _ in range(a.batches)]   # per batch index, one per round
+        self.h_times = [[] for _ in range(a.batches)]
+        self.ratios = []                                # per (round, batch), in order
+        self.round_ratios = []                          # median ratio of each round
+        self.load_ratios = []
+        self.z_growth, self.h_growth = [], []
+        self.counts = {}                                # zipper counts summed over the last round
+        self.late_info = None
+        self.last_sizes = None
+        self.failures = []
+
+
+def run_round(side, a, rnd, say):
+    conn = side.conn
+    heap_load, zip_load = setup(conn, a)
+    side.load_ratios.append(heap_load / zip_load)
+    say(f'\nround {rnd + 1}: initial load of {a.keys} keys: heap {heap_load:.2f}s (incl. indexes), '
+        f'zipper {zip_load:.2f}s, ratio {heap_load / zip_load:.2f}')
+    if not a.quiet:
+        say(f'{"batch":>5} {"changes":>8} {"zipper s":>9} {"heap s":>9} {"ratio":>6}  first   zipper counts')
+    rng = random.Random(a.seed)
+    ks = KeySpace(a.keys)
+    rz, rh, rr = [], [], []
+    counts = {}
+    for b in range(a.batches):
+        n = make_batch(conn, rng, ks, a, b)
+        zipper_first = (b + rnd) % 2 == 0
+        if zipper_first:
+            tz, cz = run_zipper(conn)
+            th, ch = run_heap(conn)
+        else:
+            th, ch = run_heap(conn)
+            tz, cz = run_zipper(conn)
+        # late changes: the heap job's counts follow its own (classic) semantics
+        if not a.late and (cz['inserted'] != ch['inserted'] or cz['closed'] != ch['closed']):
+            side.failures.append(f'round {rnd + 1} batch {b + 1}: zipper counts {cz} vs heap {ch}')
+        for k, v in cz.items():
+            counts[k] = counts.get(k, 0) + v
+        side.z_times[b].append(tz)
+        side.h_times[b].append(th)
+        rz.append(tz)
+        rh.append(th)
+        rr.append(th / tz)
+        if not a.quiet:
+            say(f'{b + 1:>5} {n:>8} {tz:>9.3f} {th:>9.3f} {th / tz:>6.2f}  {"zipper" if zipper_first else "heap  "}  '
+                + ' '.join(f'{k}={v}' for k, v in cz.items()))
+    side.ratios.extend(rr)
+    side.round_ratios.append(median(rr))
+    side.counts = counts
+    k = min(3, a.batches // 2) or 1
+    side.z_growth.append(median(rz[-k:]) / median(rz[:k]))
+    side.h_growth.append(median(rh[-k:]) / median(rh[:k]))
+    t = time.perf_counter()
+    if a.late:
+        problems, info = check_late(conn, a)
+        side.late_info = info
+    else:
+        problems = check_tables(conn, a)
+    verified = ('verify skipped' if a.no_verify else 'verify clean') + f' (checks {time.perf_counter() - t:.0f} s)'
+    if problems:
+        side.failures.append(f'round {rnd + 1}: ' + '\n'.join(problems))
+        say('MISMATCH:\n' + '\n'.join(problems))
+    elif a.late:
+        say(f'round {rnd + 1}: z_acct is the fold of all changes; {verified}; heap job: '
+            f'{info["heap_keys_wrong"]} of {info["keys"]} keys hold another history, '
+            f'{info["heap_inverted"]} versions end before they begin')
+    else:
+        say(f'round {rnd + 1}: z_acct and h_acct hold the same rows; {verified}')
+    side.last_sizes = sizes(conn)
+    if len(a.build) > 1:
+        # leave nothing dirty for this server to write during another's round
+        conn.autocommit = True
+        try:
+            conn.cursor().execute('CHECKPOINT')
+        except psycopg2.Error:
+            pass
+        conn.autocommit = False
+
+
+def summary(side, a, say):
+    say(f'{"batch":>5} {"zipper s":>9} {"heap s":>9} {"ratio":>6}')
+    for b in range(a.batches):
+        mz, mh = median(side.z_times[b]), median(side.h_times[b])
+        say(f'{b + 1:>5} {mz:>9.3f} {mh:>9.3f} {mh / mz:>6.2f}')
+    r = side.ratios
+    say(f'median per-batch ratio heap/zipper: {median(r):.2f}  (>1: zipper_lake faster; '
+        f'{len(r)} batches, min {min(r):.2f}, max {max(r):.2f}; per round: '
+        + ', '.join(f'{x:.2f}' for x in side.round_ratios) + ')')
+    say(f'median per-batch time: zipper {median([t for ts in side.z_times for t in ts]):.3f} s, '
+        f'heap {median([t for ts in side.h_times for t in ts]):.3f} s')
+    say(f'median initial-load ratio heap/zipper: {median(side.load_ratios):.2f}')
+    k = min(3, a.batches // 2) or 1
+    say(f'growth with history, median(last {k} batches)/median(first {k}): '
+        f'zipper {median(side.z_growth):.2f}, heap {median(side.h_growth):.2f}  (1.0 = flat)')
+    say('zipper counts, sum over the last round: ' + ' '.join(f'{k}={v}' for k, v in side.counts.items()))
+    if a.late and side.late_info:
+        i = side.late_info
+        say(f'late changes: z_acct is the fold of all changes; the heap job (late changes taken as current) '
+            f'left {i["heap_keys_wrong"]} of {i["keys"]} keys with another history, '
+            f'{i["heap_inverted"]} versions ending before they begin')
+    s = side.last_sizes
+    say(f'sizes after the last round: h_acct {s["rows"]} versions, {s["open"]} open; '
+        f'z_acct {s["z_rows"]} versions, {s["z_open"]} open')
+    say(f'  h_acct  pg_total_relation_size {mb(s["heap_total"])} (table {mb(s["heap_table"])}, '
+        f'indexes {mb(s["heap_total"] - s["heap_table"])})')
+    z = s['zip']
+    say('  z_acct  pg_total_relation_size ' + describe_zipper(z))
+    rec = s['record']
+    if rec is None:
+        say('  change record: n/a (this build has no zipper_lake.inspect_record)')
+    else:
+        say(f'  change record: {rec[0]} instants, {rec[1]} bytes ({mb(rec[1])}) in {rec[2]} pieces '
+            f'(inspect_record: sum(instants), sum(bytes))')
+    zbytes = z['total'] + (z['meta'] or 0) + (rec[1] if rec else 0)
+    say(f'  size ratio heap/zipper (zipper: table + metadata + change record): {s["heap_total"] / zbytes:.2f}')
+
+
 def main():
     a = parse_args()
-    conn = connect(a, autocommit=False)
-    cur = conn.cursor()
-    server = q(cur, "SELECT current_setting('server_version'), current_setting('shared_buffers'),"
-                    " current_setting('synchronous_commit'), current_setting('work_mem'),"
-                    " current_setting('random_page_cost'), current_setting('effective_cache_size'),"
-                    " current_setting('jit')")[0]
-    conn.commit()
-    print(f'bench_apply: keys={a.keys} batch={a.batch} batches={a.batches} rounds={a.rounds} seed={a.seed}')
-    print(f'server {server[0]}, shared_buffers={server[1]}, synchronous_commit={server[2]}, work_mem={server[3]}, '
-          f'random_page_cost={server[4]}, effective_cache_size={server[5]}, jit={server[6]}')
-    print('ratio = heap time / zipper time (> 1: zipper_lake is faster)')
+    if a.build:
+        sides = []
+        for name, conninfo in a.build:
+            conn = psycopg2.connect(conninfo)
+            conn.autocommit = False
+            sides.append(Side(name, conn, a))
+    else:
+        sides = [Side('', connect(a, autocommit=False), a)]
+    many = len(sides) > 1
 
-    failures = []
-    z_times = [[] for _ in range(a.batches)]   # per batch index, one per round
-    h_times = [[] for _ in range(a.batches)]
-    ratios = []
-    load_ratios = []
-    z_growth, h_growth = [], []
-    last_sizes = None
+    def sayer(side):
+        if not many:
+            return print
+        return lambda text: print('\n'.join(f'[{side.name}] {l}' if l else l for l in text.split('\n')))
+
+    print(f'bench_apply: keys={a.keys} batch={a.batch} batches={a.batches} rounds={a.rounds} seed={a.seed}'
+          + (f' late={a.late}' if a.late else ''))
+    for side in sides:
+        cur = side.conn.cursor()
+        server = q(cur, "SELECT current_setting('server_version'), current_setting('shared_buffers'),"
+                        " current_setting('synchronous_commit'), current_setting('work_mem'),"
+                        " current_setting('random_page_cost'), current_setting('effective_cache_size'),"
+                        " current_setting('jit'), current_setting('port')")[0]
+        side.conn.commit()
+        sayer(side)(f'server {server[0]} (port {server[7]}), shared_buffers={server[1]}, '
+                    f'synchronous_commit={server[2]}, work_mem={server[3]}, random_page_cost={server[4]}, '
+                    f'effective_cache_size={server[5]}, jit={server[6]}')
+    print('ratio = heap time / zipper time (> 1: zipper_lake is faster)')
+    if a.late:
+        print(f'late: {a.late:.0%} of each batch\'s changes are 1-7 days older than the batch; zipper_lake folds '
+              'them into history (checked against the fold of all changes); the heap job applies them as '
+              'current changes at their own time (the classic job cannot fold them)')
+    if many:
+        print('builds: ' + ', '.join(s.name for s in sides) + '; rounds alternate between them')
 
     for rnd in range(a.rounds):
-        heap_load, zip_load = setup(conn, a)
-        load_ratios.append(heap_load / zip_load)
-        print(f'\nround {rnd + 1}: initial load of {a.keys} keys: heap {heap_load:.2f}s (incl. indexes), '
-              f'zipper {zip_load:.2f}s, ratio {heap_load / zip_load:.2f}')
-        if not a.quiet:
-            print(f'{"batch":>5} {"changes":>8} {"zipper s":>9} {"heap s":>9} {"ratio":>6}  first   zipper counts')
-        rng = random.Random(a.seed)
-        ks = KeySpace(a.keys)
-        rz, rh = [], []
-        for b in range(a.batches):
-            n = make_batch(conn, rng, ks, a, b)
-            zipper_first = (b + rnd) % 2 == 0
-            if zipper_first:
-                tz, cz = run_zipper(conn)
-                th, ch = run_heap(conn)
-            else:
-                th, ch = run_heap(conn)
-                tz, cz = run_zipper(conn)
-            if cz['inserted'] != ch['inserted'] or cz['closed'] != ch['closed']:
-                failures.append(f'round {rnd + 1} batch {b + 1}: zipper counts {cz} vs heap {ch}')
-            z_times[b].append(tz)
-            h_times[b].append(th)
-            rz.append(tz)
-            rh.append(th)
-            ratios.append(th / tz)
-            if not a.quiet:
-                print(f'{b + 1:>5} {n:>8} {tz:>9.3f} {th:>9.3f} {th / tz:>6.2f}  {"zipper" if zipper_first else "heap  "}  '
-                      + ' '.join(f'{k}={v}' for k, v in cz.items()))
-        k = min(3, a.batches // 2) or 1
-        z_growth.append(median(rz[-k:]) / median(rz[:k]))
-        h_growth.append(median(rh[-k:]) / median(rh[:k]))
-        problems = check_tables(conn)
-        if problems:
-            failures.append(f'round {rnd + 1}: ' + '\n'.join(problems))
-            print('MISMATCH:\n' + '\n'.join(problems))
-        else:
-            print(f'round {rnd + 1}: z_acct and h_acct hold the same rows; verify clean')
-        last_sizes = sizes(conn)
+        for side in sides:
+            run_round(side, a, rnd, sayer(side))
 
-    print('\n=== summary (medians; noisy machine: trust ratios, not seconds)')
-    print(f'{"batch":>5} {"zipper s":>9} {"heap s":>9} {"ratio":>6}')
-    for b in range(a.batches):
-        mz, mh = median(z_times[b]), median(h_times[b])
-        print(f'{b + 1:>5} {mz:>9.3f} {mh:>9.3f} {mh / mz:>6.2f}')
-    print(f'median per-batch ratio heap/zipper: {median(ratios):.2f}  (>1: zipper_lake faster; '
-          f'{len(ratios)} batches, min {min(ratios):.2f}, max {max(ratios):.2f})')
-    print(f'median initial-load ratio heap/zipper: {median(load_ratios):.2f}')
-    print(f'growth with history, median(last {k} batches)/median(first {k}): '
-          f'zipper {median(z_growth):.2f}, heap {median(h_growth):.2f}  (1.0 = flat)')
-    s = last_sizes
-    print(f'sizes after the last round: {s["rows"]} versions, {s["open"]} open')
-    print(f'  h_acct  pg_total_relation_size {mb(s["heap_total"])} (table {mb(s["heap_table"])}, '
-          f'indexes {mb(s["heap_total"] - s["heap_table"])})')
-    z = s['zip']
-    print('  z_acct  pg_total_relation_size ' + describe_zipper(z))
-    print(f'  size ratio heap/zipper: {s["heap_total"] / (z["total"] + (z["meta"] or 0)):.2f}')
+    for side in sides:
+        print(f'\n=== summary{" of " + side.name if many else ""} (medians; noisy machine: trust ratios, not seconds)')
+        summary(side, a, sayer(side))
 
-    if not a.keep:
-        conn.autocommit = True
-        conn.cursor().execute('DROP TABLE IF EXISTS z_acct, h_acct, changes')
-    conn.close()
+    if many:
+        base = sides[0]
+        print(f'\n=== builds side by side (same run, rounds alternating; ratio = heap/zipper per batch)')
+        print(f'{"build":<24} {"median ratio":>12} {"min":>6} {"max":>6} {"zipper s":>9} {"heap s":>9}  rounds')
+        for side in sides:
+            print(f'{side.name:<24} {median(side.ratios):>12.2f} {min(side.ratios):>6.2f} {max(side.ratios):>6.2f} '
+                  f'{median([t for ts in side.z_times for t in ts]):>9.3f} '
+                  f'{median([t for ts in side.h_times for t in ts]):>9.3f}  '
+                  + ', '.join(f'{x:.2f}' for x in side.round_ratios))
+        for side in sides[1:]:
+            paired = [x / y for x, y in zip(side.ratios, base.ratios)]
+            print(f'{side.name}/{base.name}: median ratio {median(side.ratios):.2f} / {median(base.ratios):.2f} = '
+                  f'{median(side.ratios) / median(base.ratios):.2f}  (median of the per-batch quotients, '
+                  f'same round and batch: {median(paired):.2f})')
+
+    failures = [f'{s.name + ": " if many else ""}{f}' for s in sides for f in s.failures]
+    for side in sides:
+        if not a.keep:
+            side.conn.autocommit = True
+            side.conn.cursor().execute('DROP TABLE IF EXISTS z_acct, h_acct, changes, bench_log')
+        side.conn.close()
     if failures:
         print('\nFAILED:\n' + '\n'.join(failures))
         return 1
-    print('\nok: both sides agree')
+    print('\nok: both sides agree' if not a.late else '\nok: zipper_lake holds the fold of all changes')
     return 0
 
 
