@@ -343,7 +343,11 @@ stored_instants(Fold *f, const ZLFoldKey *key)
 	const ZLFoldContext *cx = f->cx;
 	InstantList *list = &f->list;
 	int			kept = 0;
+	bool		ordered = true;
 
+	/* room for everything (most keys: one version and a change or two) */
+	list->max = 2 * key->nversions + key->nrecord + cx->table->nstored + key->nchanges + 1;
+	list->items = palloc(sizeof(Instant) * list->max);
 	for (int i = 0; i < key->nversions; i++)
 	{
 		const ZLFoldVersion *v = &key->versions[i];
@@ -376,7 +380,10 @@ stored_instants(Fold *f, const ZLFoldKey *key)
 	 * applied after it, with a later seq or none); what versions show
 	 * only when neither knows more.
 	 */
-	qsort(list->items, list->n, sizeof(Instant), instant_cmp);
+	for (int i = 1; i < list->n && ordered; i++)
+		ordered = list->items[i - 1].time < list->items[i].time;
+	if (!ordered)
+		qsort(list->items, list->n, sizeof(Instant), instant_cmp);
 	for (int i = 0; i < list->n; i++)
 	{
 		Instant    *in = &list->items[i];
