@@ -629,4 +629,39 @@ extern void zl_refuse_after_row_triggers(Relation rel);
 /* the access method; zl_is_zipper_relation() compares with it */
 extern const struct TableAmRoutine zl_table_am_routine;
 
+/* ---------- zl_events.c ---------- */
+
+/* what a change decoded from an event does (_decode_events' op) */
+#define ZL_EVENT_UPSERT			'u'
+#define ZL_EVENT_DELETE			'd'
+#define ZL_EVENT_TRUNCATE		't'	/* no key: every key holding a version then */
+#define ZL_EVENT_SKIPPED		's'	/* an event that changes nothing here (counted) */
+
+/*
+ * A change decoded from an event (zl_events.c).  Valid during the
+ * callback only.  columns lists the table columns the change gives (a
+ * delete: the key columns), ascending; values are their text in the input
+ * syntax of the column's type, NULL for SQL NULL.  A column not listed is
+ * kept.  (seq, sub_seq) orders the changes of one time; seq is NULL when
+ * neither the seq column nor the format gives one.
+ */
+typedef struct ZLEventChange
+{
+	char		op;				/* ZL_EVENT_* */
+	TimestampTz time;			/* not for ZL_EVENT_SKIPPED */
+	struct NumericData *seq;
+	int32		sub_seq;
+	const char *event_ref;		/* "seq 123", "ctid (0,5)", "row 7" */
+	int			ncolumns;
+	const AttrNumber *attnums;
+	char	   *const *values;
+} ZLEventChange;
+
+typedef void (*ZLEventCallback) (void *arg, const ZLEventChange *change);
+
+extern void zl_events_decode(Relation rel, const ZLTableOptions *opts, Oid events_relid,
+							 const char *format, const char *event_column,
+							 const char *seq_column, const char *source_table,
+							 ZLEventCallback callback, void *arg);
+
 #endif							/* ZIPPER_LAKE_H */
