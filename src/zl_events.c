@@ -21,8 +21,10 @@
  * What a change is: an op ('u' upsert, 'd' delete, 't' truncate with no
  * key, 's' an event skipped), a time, a seq and a sub_seq that order
  * changes at one time, a reference to the event for error messages
- * ("seq 123" when the seq column gives one, else "ctid (0,5)", or "row 7"
- * for relations without ctid), and the columns it gives with their values.
+ * ("seq 123" when the seq column gives one, else "ctid (0,5)", with the
+ * partition or child table when the relation has them, or "row 7" in the
+ * order read for relations without ctid or whose caller may read only
+ * some columns), and the columns it gives with their values.
  * A column the event does not give, or marks unavailable (Debezium's
  * placeholder for an unchanged TOAST value; wal2json omits such columns),
  * is not listed: the change keeps it.  Deletes list the key columns only.
@@ -69,6 +71,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "pgtime.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
@@ -1789,8 +1792,10 @@ events_query(Oid relid, const char *event_column, const char *seq_column, bool *
 						get_rel_name(relid), format_type_be(get_atttype(relid, attnum))),
 				 errhint("Keep events in a json, jsonb or text column.")));
 	*is_jsonb = (type == JSONBOID);
+	/* system columns need SELECT on the whole relation, not just some columns */
 	*has_ctid = (relkind == RELKIND_RELATION || relkind == RELKIND_MATVIEW ||
-				 relkind == RELKIND_PARTITIONED_TABLE);
+				 relkind == RELKIND_PARTITIONED_TABLE) &&
+		pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK;
 	*has_tableoid = *has_ctid && (relkind == RELKIND_PARTITIONED_TABLE || has_subclass(relid));
 	appendStringInfo(&sql, "SELECT CAST(%s AS pg_catalog.%s), %s, %s, ",
 					 quote_identifier(event_column), *is_jsonb ? "jsonb" : "text",
