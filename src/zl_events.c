@@ -970,7 +970,9 @@ require_key(EventDecoder *d, RowImage *row, const char *what)
 							d->columns[i].name),
 					 errdetail("Event %s gives no value for key column \"%s\" of zipper table \"%s\" in its %s.",
 							   d->ref, d->columns[i].name, RelationGetRelationName(d->rel), what),
-					 errhint("Every change must give the zipper table's key; a delete gives it in its before-image (a PostgreSQL source needs a primary key or REPLICA IDENTITY FULL).")));
+					 errhint("Every change must give the zipper table's key columns, as fields named like them.%s",
+							 d->format == FMT_DEBEZIUM || d->format == FMT_WAL2JSON ?
+							 "  Deletes give them in their before-image or identity, which for a PostgreSQL source needs a primary key or REPLICA IDENTITY FULL." : "")));
 }
 
 static void
