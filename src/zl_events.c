@@ -411,21 +411,36 @@ column_of_field(EventDecoder *d, const char *name, int len, int *column)
 
 /* ---------- times ---------- */
 
-/* a count of units (usecs_per_unit each) since 1970-01-01 00:00 UTC */
-static Timestamp
-epoch_time(EventDecoder *d, int64 value, int64 usecs_per_unit, const char *what)
+/*
+ * A count of units (usecs_per_unit each) since 1970-01-01 00:00 UTC as a
+ * timestamp; false if out of range.
+ */
+static bool
+epoch_to_timestamp(int64 value, int64 usecs_per_unit, Timestamp *result)
 {
 	int64		usecs;
 
 	if (pg_mul_s64_overflow(value, usecs_per_unit, &usecs) ||
 		pg_sub_s64_overflow(usecs, UNIX_TO_PG_USECS, &usecs) ||
 		!IS_VALID_TIMESTAMP(usecs))
+		return false;
+	*result = usecs;
+	return true;
+}
+
+/* an event's time given as a count of units since the epoch */
+static TimestampTz
+epoch_time(EventDecoder *d, int64 value, int64 usecs_per_unit, const char *what)
+{
+	TimestampTz result;
+
+	if (!epoch_to_timestamp(value, usecs_per_unit, &result))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("%s event time out of range", format_names[d->format]),
 				 errdetail("Event %s has %s " INT64_FORMAT ".", d->ref, what, value),
 				 errhint("%s", format_hints[d->format])));
-	return usecs;
+	return result;
 }
 
 /* nanoseconds to microseconds, rounding half to even as timestamp input does */
@@ -521,14 +536,14 @@ event_time_string(EventDecoder *d, const char *str, const char *field)
  * table's zone for a timestamptz column, else as it is.
  */
 static char *
-wall_clock_text(EventDecoder *d, const EventColumn *col, Timestamp ts, const char *what)
+wall_clock_text(EventDecoder *d, const EventColumn *col, Timestamp ts)
 {
 	struct pg_tm tm;
 	fsec_t		fsec;
 	char		buf[MAXDATELEN + 1];
 
 	if (timestamp2tm(ts, NULL, &tm, &fsec, NULL, NULL) != 0)
-		malformed(d, psprintf("has %s out of range for column \"%s\".", what, col->name));
+		malformed(d, psprintf("has a timestamp out of range for column \"%s\".", col->name));
 	if (col->is_timestamptz)
 	{
 		int			tz = DetermineTimeZoneOffset(&tm, d->zone);
@@ -850,14 +865,15 @@ decoded_text(EventDecoder *d, const EventColumn *col, const ValueType *type, Jso
 		case KIND_TIMESTAMP_US:
 		case KIND_TIMESTAMP_NS:
 			{
-				char	   *what = psprintf("column \"%s\"", col->name);
+				Timestamp	ts;
 
 				n = value_int64(d, col, v);
 				if (type->kind == KIND_TIMESTAMP_NS)
 					n = nanos_to_micros(n);
-				return wall_clock_text(d, col,
-									   epoch_time(d, n, type->kind == KIND_TIMESTAMP_MS ? 1000 : 1, what),
-									   what);
+				if (!epoch_to_timestamp(n, type->kind == KIND_TIMESTAMP_MS ? 1000 : 1, &ts))
+					malformed(d, psprintf("has a timestamp out of range for column \"%s\".",
+										  col->name));
+				return wall_clock_text(d, col, ts);
 			}
 	}
 	return NULL;				/* keep compiler quiet */
@@ -1835,6 +1851,7 @@ zl_events_decode(Relation rel, const ZLTableOptions *opts, Oid events_relid,
 				 const char *source_table, ZLEventCallback callback, void *arg)
 {
 	EventDecoder d;
+	MemoryContext call_context = CurrentMemoryContext;
 	MemoryContext event_context;
 	MemoryContext old;
 	ErrorContextCallback errcallback;
@@ -1913,7 +1930,7 @@ zl_events_decode(Relation rel, const ZLTableOptions *opts, Oid events_relid,
 					if (DatumGetObjectId(tableoid) != last_tableoid)
 					{
 						last_tableoid = DatumGetObjectId(tableoid);
-						last_tablename = MemoryContextStrdup(TopTransactionContext,
+						last_tablename = MemoryContextStrdup(call_context,
 															 get_rel_name(last_tableoid));
 					}
 					strlcat(d.ref, " of ", sizeof(d.ref));
