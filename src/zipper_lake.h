@@ -629,6 +629,47 @@ extern void zl_refuse_after_row_triggers(Relation rel);
 /* the access method; zl_is_zipper_relation() compares with it */
 extern const struct TableAmRoutine zl_table_am_routine;
 
+/* ---------- zl_events_json.c ---------- */
+
+/* a JSON value of an event: of jsonb, or of checked JSON text */
+typedef enum ZLJsonType
+{
+	ZL_JSON_NULL,
+	ZL_JSON_BOOL,
+	ZL_JSON_NUMBER,
+	ZL_JSON_STRING,
+	ZL_JSON_OBJECT,
+	ZL_JSON_ARRAY
+} ZLJsonType;
+
+typedef struct ZLJson
+{
+	ZLJsonType	type;
+	bool		boolean;
+	const char *str;			/* a string's bytes (not terminated); a number's or
+								 * a container's text (text events) */
+	int			len;
+	struct NumericData *numeric;	/* a number, once known */
+	struct JsonbContainer *jc;	/* a container of a jsonb event */
+	uint32		jclen;
+	int			count;			/* members or elements once split, else -1 */
+	struct ZLJson *kids;		/* object: key, value, key, value ...; array: elements */
+	struct ZLJsonIndex *index;	/* where the containers of its text end */
+} ZLJson;
+
+extern const char *zl_json_parse_text(const char *text, int len, ZLJson *root, int *error_at);
+extern void zl_json_from_jsonb(struct JsonbContainer *root, uint32 len, ZLJson *v);
+extern ZLJson *zl_json_member(ZLJson *object, const char *name);
+extern int	zl_json_size(ZLJson *container);
+extern ZLJson *zl_json_key(ZLJson *object, int i);
+extern ZLJson *zl_json_item(ZLJson *container, int i);
+extern const char *zl_json_type_name(const ZLJson *v);
+extern char *zl_json_text(ZLJson *v);
+extern const char *zl_json_bytes(const ZLJson *v, int *len);
+extern struct NumericData *zl_json_number(ZLJson *v);
+extern char *zl_json_number_text(ZLJson *v);
+extern bool zl_json_int64(ZLJson *v, int64 *result);
+
 /* ---------- zl_events.c ---------- */
 
 /* what a change decoded from an event does (_decode_events' op) */

@@ -13,10 +13,10 @@
  * Reading.  The events are selected as the caller (so SELECT on them and
  * their row-level security apply) through a cursor, ZL_EVENTS_FETCH_ROWS
  * at a time; each event is decoded in a memory context reset after it, so
- * memory does not grow with the batch.  jsonb events are read in place;
- * json and text events are parsed into jsonb first.  Every lookup uses the
- * jsonb C API (binary search of object keys, iteration of containers), and
- * nothing is looked up in the catalog per event.
+ * memory does not grow with the batch.  Events are read in place
+ * (zl_events_json.c): jsonb through the jsonb C API, JSON text checked
+ * once and split into members only where a decoder reads it; nothing is
+ * looked up in the catalog per event.
  *
  * What a change is: an op ('u' upsert, 'd' delete, 't' truncate with no
  * key, 's' an event skipped), a time, a seq and a sub_seq that order
@@ -65,6 +65,7 @@
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "common/base64.h"
+#include "common/hashfn.h"
 #include "common/int.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -75,7 +76,6 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
-#include "utils/hsearch.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -143,6 +143,7 @@ typedef struct EventColumn
 {
 	AttrNumber	attnum;
 	const char *name;
+	int			name_len;
 	bool		is_key;
 	bool		is_timestamptz; /* strings without a zone: the table's zone */
 	bool		is_array;		/* JSON arrays become array literals */
@@ -160,17 +161,12 @@ typedef struct RowImage
 	char	  **text;			/* NULL: SQL NULL */
 } RowImage;
 
-typedef struct NameEntry
-{
-	char		name[NAMEDATALEN];	/* hash key */
-	int			column;
-} NameEntry;
 
 /* a Debezium schema and the value types it gives the columns */
 typedef struct DebeziumSchema
 {
 	MemoryContext context;
-	char	   *bytes;			/* the schema's jsonb container, compared */
+	char	   *bytes;			/* the schema (zl_json_bytes), compared */
 	uint32		len;
 	ValueType  *before;
 	ValueType  *after;
@@ -186,7 +182,8 @@ typedef struct EventDecoder
 	pg_tz	   *zone;
 	int			ncolumns;
 	EventColumn *columns;
-	HTAB	   *names;			/* column names */
+	int		   *names;			/* open addressing by name hash: column + 1, 0 = empty */
+	int			names_mask;
 	ZLEventCallback callback;
 	void	   *callback_arg;
 
@@ -248,70 +245,68 @@ event_error_context(void *arg)
 
 /* ---------- JSON members ---------- */
 
-/* a member of an object; false if it is absent or JSON null */
-static bool
-member(JsonbContainer *object, const char *name, JsonbValue *v)
+/* a member of an object; NULL if it is absent or JSON null */
+static ZLJson *
+member(ZLJson *object, const char *name)
 {
-	if (getKeyJsonValueFromContainer(object, name, strlen(name), v) == NULL)
-		return false;
-	return v->type != jbvNull;
+	ZLJson	   *v = zl_json_member(object, name);
+
+	return v != NULL && v->type != ZL_JSON_NULL ? v : NULL;
 }
 
 static bool
-is_container(const JsonbValue *v, bool object)
+is_container(const ZLJson *v, bool object)
 {
-	return v->type == jbvBinary &&
-		(object ? JsonContainerIsObject(v->val.binary.data) :
-		 JsonContainerIsArray(v->val.binary.data));
+	return v->type == (object ? ZL_JSON_OBJECT : ZL_JSON_ARRAY);
 }
 
 /* an object or array member; NULL if absent or null and not required */
-static JsonbContainer *
-get_container(EventDecoder *d, JsonbContainer *object, const char *name, bool want_object,
+static ZLJson *
+get_container(EventDecoder *d, ZLJson *object, const char *name, bool want_object,
 			  bool required)
 {
-	JsonbValue	v;
+	ZLJson	   *v = member(object, name);
 
-	if (!member(object, name, &v))
+	if (v == NULL)
 	{
 		if (required)
 			malformed(d, psprintf("has no \"%s\".", name));
 		return NULL;
 	}
-	if (!is_container(&v, want_object))
-		malformed(d, psprintf("has \"%s\" of type %s; an %s was expected.", name, JsonbTypeName(&v),
-				  want_object ? "object" : "array"));
-	return v.val.binary.data;
+	if (!is_container(v, want_object))
+		malformed(d, psprintf("has \"%s\" of type %s; an %s was expected.", name,
+							  zl_json_type_name(v), want_object ? "object" : "array"));
+	return v;
 }
 
 /* a string member as a C string; NULL if absent or null and not required */
 static char *
-get_string(EventDecoder *d, JsonbContainer *object, const char *name, bool required)
+get_string(EventDecoder *d, ZLJson *object, const char *name, bool required)
 {
-	JsonbValue	v;
+	ZLJson	   *v = member(object, name);
 
-	if (!member(object, name, &v))
+	if (v == NULL)
 	{
 		if (required)
 			malformed(d, psprintf("has no \"%s\".", name));
 		return NULL;
 	}
-	if (v.type != jbvString)
-		malformed(d, psprintf("has \"%s\" of type %s; a string was expected.", name, JsonbTypeName(&v)));
-	return pnstrdup(v.val.string.val, v.val.string.len);
+	if (v->type != ZL_JSON_STRING)
+		malformed(d, psprintf("has \"%s\" of type %s; a string was expected.", name,
+							  zl_json_type_name(v)));
+	return pnstrdup(v->str, v->len);
 }
 
 /* a number member; NULL if absent or null */
-static Numeric
-get_number(EventDecoder *d, JsonbContainer *object, const char *name)
+static ZLJson *
+get_number(EventDecoder *d, ZLJson *object, const char *name)
 {
-	JsonbValue	v;
+	ZLJson	   *v = member(object, name);
 
-	if (!member(object, name, &v))
-		return NULL;
-	if (v.type != jbvNumeric)
-		malformed(d, psprintf("has \"%s\" of type %s; a number was expected.", name, JsonbTypeName(&v)));
-	return v.val.numeric;
+	if (v != NULL && v->type != ZL_JSON_NUMBER)
+		malformed(d, psprintf("has \"%s\" of type %s; a number was expected.", name,
+							  zl_json_type_name(v)));
+	return v;
 }
 
 static char *
@@ -322,39 +317,40 @@ numeric_text(Numeric n)
 
 /* an integral number (times, positions) */
 static int64
-numeric_to_int64(EventDecoder *d, Numeric n, const char *what)
+number_int64(EventDecoder *d, ZLJson *v, const char *what)
 {
-	char	   *text = numeric_text(n);
-	char	   *end;
 	int64		result;
 
-	errno = 0;
-	result = strtoi64(text, &end, 10);
-	if (errno != 0 || *end != '\0' || end == text)
-		malformed(d, psprintf("has %s %s; an integer was expected.", what, text));
+	if (!zl_json_int64(v, &result))
+		malformed(d, psprintf("has %s %s; an integer was expected.", what, zl_json_number_text(v)));
 	return result;
 }
 
 /* ---------- columns ---------- */
 
+static uint32
+name_hash(const char *name, int len)
+{
+	return hash_bytes((const unsigned char *) name, len);
+}
+
 static void
 prepare_columns(EventDecoder *d)
 {
 	TupleDesc	tupdesc = RelationGetDescr(d->rel);
-	HASHCTL		ctl;
+	int			size = 8;
 
-	d->columns = palloc0(sizeof(EventColumn) * tupdesc->natts);
-	ctl.keysize = NAMEDATALEN;
-	ctl.entrysize = sizeof(NameEntry);
-	ctl.hcxt = CurrentMemoryContext;
-	d->names = hash_create("zipper_lake event columns", Max(tupdesc->natts, 8), &ctl,
-						   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	d->columns = palloc0(sizeof(EventColumn) * (tupdesc->natts + 1));
+	while (size < 2 * tupdesc->natts)
+		size *= 2;
+	d->names = palloc0(sizeof(int) * size);
+	d->names_mask = size - 1;
 	for (int i = 0; i < tupdesc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
 		EventColumn *col;
-		NameEntry  *entry;
 		Oid			base;
+		uint32		h;
 
 		if (att->attisdropped || att->attgenerated ||
 			att->attnum == d->opts->from_attnum || att->attnum == d->opts->to_attnum)
@@ -362,14 +358,16 @@ prepare_columns(EventDecoder *d)
 		col = &d->columns[d->ncolumns];
 		col->attnum = att->attnum;
 		col->name = NameStr(att->attname);
+		col->name_len = strlen(col->name);
 		for (int k = 0; k < d->opts->nkeys; k++)
 			if (d->opts->key_attnums[k] == att->attnum)
 				col->is_key = true;
 		base = getBaseType(att->atttypid);
 		col->is_timestamptz = (base == TIMESTAMPTZOID);
 		col->is_array = OidIsValid(get_element_type(base));
-		entry = hash_search(d->names, col->name, HASH_ENTER, NULL);
-		entry->column = d->ncolumns++;
+		for (h = name_hash(col->name, col->name_len); d->names[h & d->names_mask] != 0; h++)
+			;
+		d->names[h & d->names_mask] = ++d->ncolumns;
 	}
 	d->new_row.given = palloc0(d->ncolumns + 1);
 	d->new_row.text = palloc0(sizeof(char *) * (d->ncolumns + 1));
@@ -379,34 +377,44 @@ prepare_columns(EventDecoder *d)
 	d->out_values = palloc(sizeof(char *) * (d->ncolumns + 1));
 }
 
+/* the column named exactly name, or -1 */
+static int
+column_named(EventDecoder *d, const char *name, int len)
+{
+	for (uint32 h = name_hash(name, len);; h++)
+	{
+		int			c = d->names[h & d->names_mask] - 1;
+
+		if (c < 0)
+			return -1;
+		if (d->columns[c].name_len == len && memcmp(d->columns[c].name, name, len) == 0)
+			return c;
+	}
+}
+
 /* the column a field names (MATCH_*), see the top of the file */
 static int
 column_of_field(EventDecoder *d, const char *name, int len, int *column)
 {
-	char		key[NAMEDATALEN];
-	NameEntry  *entry;
-	bool		folded = false;
+	char		folded[NAMEDATALEN];
+	bool		changed = false;
 
 	if (len <= 0 || len >= NAMEDATALEN)
 		return MATCH_NONE;
-	memcpy(key, name, len);
-	key[len] = '\0';
-	entry = hash_search(d->names, key, HASH_FIND, NULL);
-	if (entry == NULL)
+	if ((*column = column_named(d, name, len)) >= 0)
+		return MATCH_EXACT;
+	for (int i = 0; i < len; i++)
 	{
-		for (int i = 0; i < len; i++)
-			if (key[i] >= 'A' && key[i] <= 'Z')
-			{
-				key[i] += 'a' - 'A';
-				folded = true;
-			}
-		if (folded)
-			entry = hash_search(d->names, key, HASH_FIND, NULL);
+		folded[i] = name[i];
+		if (name[i] >= 'A' && name[i] <= 'Z')
+		{
+			folded[i] += 'a' - 'A';
+			changed = true;
+		}
 	}
-	if (entry == NULL)
-		return MATCH_NONE;
-	*column = entry->column;
-	return folded ? MATCH_FOLDED : MATCH_EXACT;
+	if (changed && (*column = column_named(d, folded, len)) >= 0)
+		return MATCH_FOLDED;
+	return MATCH_NONE;
 }
 
 /* ---------- times ---------- */
@@ -578,14 +586,15 @@ timestamptz_text(EventDecoder *d, char *str)
 /* ---------- values ---------- */
 
 static void
-append_array_literal(StringInfo out, JsonbContainer *array)
+append_array_literal(StringInfo out, ZLJson *array)
 {
-	int			n = JsonContainerSize(array);
+	int			n = zl_json_size(array);
 
+	check_stack_depth();
 	appendStringInfoChar(out, '{');
 	for (int i = 0; i < n; i++)
 	{
-		JsonbValue *v = getIthJsonbValueFromContainer(array, i);
+		ZLJson	   *v = zl_json_item(array, i);
 		const char *s;
 		int			len;
 
@@ -593,30 +602,26 @@ append_array_literal(StringInfo out, JsonbContainer *array)
 			appendStringInfoChar(out, ',');
 		switch (v->type)
 		{
-			case jbvNull:
+			case ZL_JSON_NULL:
 				appendStringInfoString(out, "NULL");
 				continue;
-			case jbvBinary:
-				if (JsonContainerIsArray(v->val.binary.data))
-				{
-					append_array_literal(out, v->val.binary.data);
-					continue;
-				}
-				s = JsonbToCString(NULL, v->val.binary.data, v->val.binary.len);
-				len = strlen(s);
-				break;
-			case jbvNumeric:
-				appendStringInfoString(out, numeric_text(v->val.numeric));
+			case ZL_JSON_ARRAY:
+				append_array_literal(out, v);
 				continue;
-			case jbvBool:
-				appendStringInfoString(out, v->val.boolean ? "true" : "false");
+			case ZL_JSON_NUMBER:
+				appendStringInfoString(out, zl_json_number_text(v));
 				continue;
-			case jbvString:
-				s = v->val.string.val;
-				len = v->val.string.len;
+			case ZL_JSON_BOOL:
+				appendStringInfoString(out, v->boolean ? "true" : "false");
+				continue;
+			case ZL_JSON_STRING:
+				s = v->str;
+				len = v->len;
 				break;
 			default:
-				elog(ERROR, "unexpected jsonb value type %d", (int) v->type);
+				s = zl_json_text(v);
+				len = strlen(s);
+				break;
 		}
 		appendStringInfoChar(out, '"');
 		for (int c = 0; c < len; c++)
@@ -632,34 +637,34 @@ append_array_literal(StringInfo out, JsonbContainer *array)
 
 /* a JSON value as it is, as text for a column; NULL for JSON null */
 static char *
-plain_text(EventDecoder *d, const EventColumn *col, JsonbValue *v)
+plain_text(EventDecoder *d, const EventColumn *col, ZLJson *v)
 {
 	switch (v->type)
 	{
-		case jbvNull:
+		case ZL_JSON_NULL:
 			return NULL;
-		case jbvString:
+		case ZL_JSON_STRING:
 			{
-				char	   *s = pnstrdup(v->val.string.val, v->val.string.len);
+				char	   *s = pnstrdup(v->str, v->len);
 
 				return col->is_timestamptz ? timestamptz_text(d, s) : s;
 			}
-		case jbvNumeric:
-			return numeric_text(v->val.numeric);
-		case jbvBool:
-			return pstrdup(v->val.boolean ? "true" : "false");
-		case jbvBinary:
-			if (col->is_array && JsonContainerIsArray(v->val.binary.data))
+		case ZL_JSON_NUMBER:
+			return zl_json_number_text(v);
+		case ZL_JSON_BOOL:
+			return pstrdup(v->boolean ? "true" : "false");
+		case ZL_JSON_ARRAY:
+			if (col->is_array)
 			{
 				StringInfoData buf;
 
 				initStringInfo(&buf);
-				append_array_literal(&buf, v->val.binary.data);
+				append_array_literal(&buf, v);
 				return buf.data;
 			}
-			return JsonbToCString(NULL, v->val.binary.data, v->val.binary.len);
-		default:
-			elog(ERROR, "unexpected jsonb value type %d", (int) v->type);
+			return zl_json_text(v);
+		case ZL_JSON_OBJECT:
+			return zl_json_text(v);
 	}
 	return NULL;				/* keep compiler quiet */
 }
@@ -761,27 +766,27 @@ unscaled_text(const uint8 *bytes, int n, int scale)
 
 /* an integral JSON number of a column's value */
 static int64
-value_int64(EventDecoder *d, const EventColumn *col, JsonbValue *v)
+value_int64(EventDecoder *d, const EventColumn *col, ZLJson *v)
 {
-	if (v->type != jbvNumeric)
+	if (v->type != ZL_JSON_NUMBER)
 		malformed(d, psprintf("has a %s for column \"%s\"; its schema says a number.",
-				  JsonbTypeName(v), col->name));
-	return numeric_to_int64(d, v->val.numeric, psprintf("column \"%s\"", col->name));
+							  zl_json_type_name(v), col->name));
+	return number_int64(d, v, psprintf("column \"%s\"", col->name));
 }
 
 static const char *
-value_string(EventDecoder *d, const EventColumn *col, JsonbValue *v, int *len)
+value_string(EventDecoder *d, const EventColumn *col, ZLJson *v, int *len)
 {
-	if (v->type != jbvString)
+	if (v->type != ZL_JSON_STRING)
 		malformed(d, psprintf("has a %s for column \"%s\"; its schema says a base64 string.",
-				  JsonbTypeName(v), col->name));
-	*len = v->val.string.len;
-	return v->val.string.val;
+							  zl_json_type_name(v), col->name));
+	*len = v->len;
+	return v->str;
 }
 
 /* a value of a Debezium logical type (schema envelope) as text */
 static char *
-decoded_text(EventDecoder *d, const EventColumn *col, const ValueType *type, JsonbValue *v)
+decoded_text(EventDecoder *d, const EventColumn *col, const ValueType *type, ZLJson *v)
 {
 	struct pg_tm tm;
 	char		buf[MAXDATELEN + 1];
@@ -790,7 +795,7 @@ decoded_text(EventDecoder *d, const EventColumn *col, const ValueType *type, Jso
 	const char *s;
 	uint8	   *bytes;
 
-	if (v->type == jbvNull)
+	if (v->type == ZL_JSON_NULL)
 		return NULL;
 	switch (type->kind)
 	{
@@ -814,19 +819,17 @@ decoded_text(EventDecoder *d, const EventColumn *col, const ValueType *type, Jso
 			return unscaled_text(bytes, len, type->scale);
 		case KIND_VARIABLE_DECIMAL:
 			{
-				JsonbValue	scale;
-				JsonbValue	value;
+				ZLJson	   *scale = is_container(v, true) ? member(v, "scale") : NULL;
+				ZLJson	   *value = is_container(v, true) ? member(v, "value") : NULL;
 				int64		sc;
 
-				if (!is_container(v, true) ||
-					!member(v->val.binary.data, "scale", &scale) ||
-					!member(v->val.binary.data, "value", &value))
+				if (scale == NULL || value == NULL)
 					malformed(d, psprintf("has a value for column \"%s\" that is not a VariableScaleDecimal {\"scale\", \"value\"}.",
-							  col->name));
-				sc = value_int64(d, col, &scale);
+										  col->name));
+				sc = value_int64(d, col, scale);
 				if (sc < -1000 || sc > 1000)
 					malformed(d, psprintf("has scale " INT64_FORMAT " for column \"%s\".", sc, col->name));
-				s = value_string(d, col, &value, &len);
+				s = value_string(d, col, value, &len);
 				bytes = base64_bytes(d, col, s, len, &len);
 				return unscaled_text(bytes, len, (int) sc);
 			}
@@ -881,23 +884,23 @@ decoded_text(EventDecoder *d, const EventColumn *col, const ValueType *type, Jso
 
 /* Debezium's placeholder of a value it could not read (unchanged TOAST) */
 static bool
-debezium_unavailable(JsonbValue *v, const ValueType *type)
+debezium_unavailable(ZLJson *v, const ValueType *type)
 {
-	if (v->type == jbvString)
+	if (v->type == ZL_JSON_STRING)
 	{
-		if (v->val.string.len == strlen(DEBEZIUM_UNAVAILABLE) &&
-			memcmp(v->val.string.val, DEBEZIUM_UNAVAILABLE, v->val.string.len) == 0)
+		if (v->len == strlen(DEBEZIUM_UNAVAILABLE) &&
+			memcmp(v->str, DEBEZIUM_UNAVAILABLE, v->len) == 0)
 			return true;
 		return type != NULL && type->kind == KIND_BYTES &&
-			v->val.string.len == strlen(DEBEZIUM_UNAVAILABLE_B64) &&
-			memcmp(v->val.string.val, DEBEZIUM_UNAVAILABLE_B64, v->val.string.len) == 0;
+			v->len == strlen(DEBEZIUM_UNAVAILABLE_B64) &&
+			memcmp(v->str, DEBEZIUM_UNAVAILABLE_B64, v->len) == 0;
 	}
 	/* an array column: an array of just the placeholder */
-	if (is_container(v, false) && JsonContainerSize(v->val.binary.data) == 1)
+	if (v->type == ZL_JSON_ARRAY && zl_json_size(v) == 1)
 	{
-		JsonbValue *e = getIthJsonbValueFromContainer(v->val.binary.data, 0);
+		ZLJson	   *e = zl_json_item(v, 0);
 
-		return e->type == jbvString && debezium_unavailable(e, NULL);
+		return e->type == ZL_JSON_STRING && debezium_unavailable(e, NULL);
 	}
 	return false;
 }
@@ -912,7 +915,7 @@ clear_row(EventDecoder *d, RowImage *row)
 
 /* a field's value into a row, unless an exact match set it already */
 static void
-set_field(EventDecoder *d, RowImage *row, const char *name, int len, JsonbValue *v)
+set_field(EventDecoder *d, RowImage *row, const char *name, int len, ZLJson *v)
 {
 	int			column;
 	int			match = column_of_field(d, name, len, &column);
@@ -933,45 +936,37 @@ set_field(EventDecoder *d, RowImage *row, const char *name, int len, JsonbValue 
 
 /* the fields of an object ({"column": value, ...}) */
 static void
-fill_from_object(EventDecoder *d, RowImage *row, JsonbContainer *object, const ValueType *types)
+fill_from_object(EventDecoder *d, RowImage *row, ZLJson *object, const ValueType *types)
 {
-	JsonbIterator *it = JsonbIteratorInit(object);
-	JsonbValue	key;
-	JsonbValue	value;
-	JsonbIteratorToken token;
+	int			n = zl_json_size(object);
 
 	clear_row(d, row);
 	d->types = types;
-	while ((token = JsonbIteratorNext(&it, &key, true)) != WJB_DONE)
+	for (int i = 0; i < n; i++)
 	{
-		if (token != WJB_KEY)
-			continue;
-		token = JsonbIteratorNext(&it, &value, true);
-		Assert(token == WJB_VALUE);
-		set_field(d, row, key.val.string.val, key.val.string.len, &value);
+		ZLJson	   *key = zl_json_key(object, i);
+
+		set_field(d, row, key->str, key->len, zl_json_item(object, i));
 	}
 	d->types = NULL;
 }
 
 /* wal2json's [{"name": ..., "value": ...}, ...] */
 static void
-fill_from_wal2json(EventDecoder *d, RowImage *row, JsonbContainer *array, const char *what)
+fill_from_wal2json(EventDecoder *d, RowImage *row, ZLJson *array, const char *what)
 {
-	int			n = JsonContainerSize(array);
+	int			n = zl_json_size(array);
 
 	clear_row(d, row);
 	for (int i = 0; i < n; i++)
 	{
-		JsonbValue *e = getIthJsonbValueFromContainer(array, i);
-		JsonbValue	name;
-		JsonbValue	value;
+		ZLJson	   *e = zl_json_item(array, i);
+		ZLJson	   *name = is_container(e, true) ? zl_json_member(e, "name") : NULL;
+		ZLJson	   *value = is_container(e, true) ? zl_json_member(e, "value") : NULL;
 
-		if (!is_container(e, true) ||
-			getKeyJsonValueFromContainer(e->val.binary.data, "name", 4, &name) == NULL ||
-			name.type != jbvString ||
-			getKeyJsonValueFromContainer(e->val.binary.data, "value", 5, &value) == NULL)
+		if (name == NULL || name->type != ZL_JSON_STRING || value == NULL)
 			malformed(d, psprintf("has an element of \"%s\" without a \"name\" string and a \"value\".", what));
-		set_field(d, row, name.val.string.val, name.val.string.len, &value);
+		set_field(d, row, name->str, name->len, value);
 	}
 }
 
@@ -1075,10 +1070,10 @@ row_delete(EventDecoder *d, TimestampTz time, int index, RowImage *row, const ch
  * before has another one), D a delete of before's key, T a truncate.
  */
 static void
-before_after_change(EventDecoder *d, JsonbContainer *object, char op, TimestampTz time,
+before_after_change(EventDecoder *d, ZLJson *object, char op, TimestampTz time,
 					const ValueType *before_types, const ValueType *after_types)
 {
-	JsonbContainer *before;
+	ZLJson	   *before;
 
 	if (op == 'T')
 	{
@@ -1131,7 +1126,7 @@ table_matches(EventDecoder *d, const char *database, const char *schema, const c
  * The table is named by members of object (NULL: the format has none).
  */
 static bool
-skip_other_table(EventDecoder *d, JsonbContainer *object, const char *database,
+skip_other_table(EventDecoder *d, ZLJson *object, const char *database,
 				 const char *schema, const char *table)
 {
 	if (d->source_table == NULL)
@@ -1202,20 +1197,20 @@ uint64_numeric(uint64 value)
  * the source has none of them.
  */
 static Numeric
-debezium_position(EventDecoder *d, JsonbContainer *source)
+debezium_position(EventDecoder *d, ZLJson *source)
 {
-	Numeric		n;
+	ZLJson	   *n;
 	char	   *s;
 
 	if ((n = get_number(d, source, "lsn")) != NULL)
-		return n;
+		return zl_json_number(n);
 	if ((n = get_number(d, source, "pos")) != NULL)
 	{
 		char	   *file = get_string(d, source, "file", false);
 		char	   *dot = file != NULL ? strrchr(file, '.') : NULL;
-		Numeric		row = get_number(d, source, "row");
-		int64		pos = numeric_to_int64(d, n, "source.pos");
-		int64		r = row != NULL ? numeric_to_int64(d, row, "source.row") : 0;
+		ZLJson	   *row = get_number(d, source, "row");
+		int64		pos = number_int64(d, n, "source.pos");
+		int64		r = row != NULL ? number_int64(d, row, "source.row") : 0;
 
 		if (dot == NULL || !all_digits(dot + 1, 18) || pos < 0 || pos >= INT64CONST(100000000000000) ||
 			r < 0 || r >= 1000000)
@@ -1243,7 +1238,7 @@ debezium_position(EventDecoder *d, JsonbContainer *source)
 
 /* the Debezium schema's encoding of a field ({"type", "name", "parameters"}) */
 static ValueType
-debezium_field_type(EventDecoder *d, JsonbContainer *field)
+debezium_field_type(EventDecoder *d, ZLJson *field)
 {
 	static const struct
 	{
@@ -1276,15 +1271,14 @@ debezium_field_type(EventDecoder *d, JsonbContainer *field)
 		result.kind = KIND_BYTES;
 	if (result.kind == KIND_DECIMAL)
 	{
-		JsonbContainer *params = get_container(d, field, "parameters", true, false);
-		JsonbValue	scale;
+		ZLJson	   *params = get_container(d, field, "parameters", true, false);
+		ZLJson	   *scale = params != NULL ? member(params, "scale") : NULL;
 		int64		sc = PG_INT64_MAX;
 
-		if (params != NULL && member(params, "scale", &scale))
+		if (scale != NULL)
 		{
-			char	   *text = scale.type == jbvString ?
-				pnstrdup(scale.val.string.val, scale.val.string.len) :
-				scale.type == jbvNumeric ? numeric_text(scale.val.numeric) : "";
+			char	   *text = scale->type == ZL_JSON_STRING ? pnstrdup(scale->str, scale->len) :
+				scale->type == ZL_JSON_NUMBER ? zl_json_number_text(scale) : "";
 			char	   *end;
 
 			errno = 0;
@@ -1301,69 +1295,67 @@ debezium_field_type(EventDecoder *d, JsonbContainer *field)
 
 /* the types of the columns of the struct "before" or "after" of a schema */
 static ValueType *
-debezium_struct_types(EventDecoder *d, JsonbContainer *fields)
+debezium_struct_types(EventDecoder *d, ZLJson *fields)
 {
 	ValueType  *types = MemoryContextAllocZero(d->schema.context,
 											   sizeof(ValueType) * (d->ncolumns + 1));
-	int			n = JsonContainerSize(fields);
+	int			n = zl_json_size(fields);
 
 	for (int i = 0; i < n; i++)
 	{
-		JsonbValue *f = getIthJsonbValueFromContainer(fields, i);
-		JsonbValue	name;
+		ZLJson	   *f = zl_json_item(fields, i);
+		ZLJson	   *name = is_container(f, true) ? member(f, "field") : NULL;
 		int			column;
-		ValueType	type;
 
-		if (!is_container(f, true) || !member(f->val.binary.data, "field", &name) ||
-			name.type != jbvString)
+		if (name == NULL || name->type != ZL_JSON_STRING)
 			malformed(d, "has a schema field without a \"field\" name.");
-		if (column_of_field(d, name.val.string.val, name.val.string.len, &column) == MATCH_NONE)
-			continue;
-		type = debezium_field_type(d, f->val.binary.data);
-		types[column] = type;
+		if (column_of_field(d, name->str, name->len, &column) != MATCH_NONE)
+			types[column] = debezium_field_type(d, f);
 	}
 	return types;
 }
 
 /* the value types of the envelope's schema, decoded once while it stays the same */
 static void
-debezium_schema(EventDecoder *d, JsonbValue *schema)
+debezium_schema(EventDecoder *d, ZLJson *schema)
 {
-	JsonbContainer *fields;
+	ZLJson	   *fields;
 	int			n;
+	int			len;
+	const char *bytes = zl_json_bytes(schema, &len);
 
-	if (d->schema.bytes != NULL && d->schema.len == schema->val.binary.len &&
-		memcmp(d->schema.bytes, schema->val.binary.data, d->schema.len) == 0)
+	if (d->schema.bytes != NULL && d->schema.len == len &&
+		memcmp(d->schema.bytes, bytes, len) == 0)
 		return;
 	MemoryContextReset(d->schema.context);
 	d->schema.bytes = NULL;
 	d->schema.before = d->schema.after = NULL;
 
-	fields = get_container(d, schema->val.binary.data, "fields", false, false);
-	n = fields != NULL ? JsonContainerSize(fields) : 0;
+	fields = get_container(d, schema, "fields", false, false);
+	n = fields != NULL ? zl_json_size(fields) : 0;
 	for (int i = 0; i < n; i++)
 	{
-		JsonbValue *f = getIthJsonbValueFromContainer(fields, i);
-		JsonbValue	name;
-		JsonbContainer *inner;
+		ZLJson	   *f = zl_json_item(fields, i);
+		ZLJson	   *name = is_container(f, true) ? member(f, "field") : NULL;
+		ZLJson	   *inner;
+		bool		before;
 
-		if (!is_container(f, true) || !member(f->val.binary.data, "field", &name) ||
-			name.type != jbvString)
+		if (name == NULL || name->type != ZL_JSON_STRING)
 			continue;
-		if (!(name.val.string.len == 6 && memcmp(name.val.string.val, "before", 6) == 0) &&
-			!(name.val.string.len == 5 && memcmp(name.val.string.val, "after", 5) == 0))
+		before = (name->len == 6 && memcmp(name->str, "before", 6) == 0);
+		if (!before && !(name->len == 5 && memcmp(name->str, "after", 5) == 0))
 			continue;
-		inner = get_container(d, f->val.binary.data, "fields", false, false);
+		inner = get_container(d, f, "fields", false, false);
 		if (inner == NULL)
 			continue;
-		if (name.val.string.len == 6)
+		if (before)
 			d->schema.before = debezium_struct_types(d, inner);
 		else
 			d->schema.after = debezium_struct_types(d, inner);
 	}
-	d->schema.bytes = MemoryContextAlloc(d->schema.context, schema->val.binary.len);
-	memcpy(d->schema.bytes, schema->val.binary.data, schema->val.binary.len);
-	d->schema.len = schema->val.binary.len;
+	d->schema.bytes = MemoryContextAlloc(d->schema.context, len);
+	memcpy(d->schema.bytes, bytes, len);
+	d->schema.len = len;
 }
 
 /*
@@ -1374,34 +1366,34 @@ debezium_schema(EventDecoder *d, JsonbValue *schema)
  * (op m) are skipped.
  */
 static void
-decode_debezium(EventDecoder *d, JsonbContainer *root)
+decode_debezium(EventDecoder *d, ZLJson *root)
 {
-	JsonbContainer *payload = root;
-	JsonbContainer *source;
-	JsonbValue	v;
+	ZLJson	   *payload = root;
+	ZLJson	   *source;
+	ZLJson	   *v;
 	const ValueType *before_types = NULL;
 	const ValueType *after_types = NULL;
 	char	   *op;
-	Numeric		ts;
+	ZLJson	   *ts;
 	int64		ts_ms;
 	TimestampTz time;
 
-	if (getKeyJsonValueFromContainer(root, "op", 2, &v) == NULL &&
-		getKeyJsonValueFromContainer(root, "payload", 7, &v) != NULL)
+	if (zl_json_member(root, "op") == NULL && (v = zl_json_member(root, "payload")) != NULL)
 	{
-		JsonbValue	schema;
+		ZLJson	   *schema;
 
-		if (v.type == jbvNull)
+		if (v->type == ZL_JSON_NULL)
 		{
 			emit_skipped(d);	/* a tombstone */
 			return;
 		}
-		if (!is_container(&v, true))
-			malformed(d, psprintf("has \"payload\" of type %s; an object was expected.", JsonbTypeName(&v)));
-		payload = v.val.binary.data;
-		if (member(root, "schema", &schema) && is_container(&schema, true))
+		if (!is_container(v, true))
+			malformed(d, psprintf("has \"payload\" of type %s; an object was expected.",
+								  zl_json_type_name(v)));
+		payload = v;
+		if ((schema = member(root, "schema")) != NULL && is_container(schema, true))
 		{
-			debezium_schema(d, &schema);
+			debezium_schema(d, schema);
 			before_types = d->schema.before;
 			after_types = d->schema.after;
 		}
@@ -1422,14 +1414,14 @@ decode_debezium(EventDecoder *d, JsonbContainer *root)
 						  "Debezium events have op c (create), r (read), u (update), d (delete), t (truncate) or m (message, skipped).");
 
 	ts = source != NULL ? get_number(d, source, "ts_ms") : NULL;
-	ts_ms = ts != NULL ? numeric_to_int64(d, ts, "source.ts_ms") : 0;
+	ts_ms = ts != NULL ? number_int64(d, ts, "source.ts_ms") : 0;
 	if (ts_ms == 0)
 	{
 		ts = get_number(d, payload, "ts_ms");
 		if (ts == NULL)
 			missing_time(d, "source.ts_ms (or it is 0) and no ts_ms",
 						 "Debezium events carry source.ts_ms, and ts_ms in the envelope.");
-		ts_ms = numeric_to_int64(d, ts, "ts_ms");
+		ts_ms = number_int64(d, ts, "ts_ms");
 	}
 	time = epoch_time(d, ts_ms, 1000, "ts_ms");
 	if (d->seq == NULL && source != NULL)
@@ -1459,18 +1451,19 @@ canal_ddl_type(const char *type)
  * position: seq is NULL unless a seq column gives it.
  */
 static void
-decode_canal(EventDecoder *d, JsonbContainer *root)
+decode_canal(EventDecoder *d, ZLJson *root)
 {
-	JsonbValue	v;
+	ZLJson	   *v;
 	char	   *type;
-	Numeric		es;
+	ZLJson	   *es;
 	TimestampTz time;
-	JsonbContainer *data;
-	JsonbContainer *old;
+	ZLJson	   *data;
+	ZLJson	   *old;
 	int			nrows;
 
 	type = get_string(d, root, "type", true);
-	if ((member(root, "isDdl", &v) && v.type == jbvBool && v.val.boolean) || canal_ddl_type(type))
+	if (((v = member(root, "isDdl")) != NULL && v->type == ZL_JSON_BOOL && v->boolean) ||
+		canal_ddl_type(type))
 	{
 		emit_skipped(d);
 		return;
@@ -1484,31 +1477,30 @@ decode_canal(EventDecoder *d, JsonbContainer *root)
 	es = get_number(d, root, "es");
 	if (es == NULL)
 		missing_time(d, "es", "Canal flat messages carry es, the time of the change in milliseconds.");
-	time = epoch_time(d, numeric_to_int64(d, es, "es"), 1000, "es");
+	time = epoch_time(d, number_int64(d, es, "es"), 1000, "es");
 
 	data = get_container(d, root, "data", false, true);
-	nrows = JsonContainerSize(data);
+	nrows = zl_json_size(data);
 	if (nrows == 0)
 		malformed(d, "has an empty \"data\" array.");
 	old = pg_strcasecmp(type, "UPDATE") == 0 ? get_container(d, root, "old", false, false) : NULL;
 	for (int i = 0; i < nrows; i++)
 	{
-		JsonbValue *row = getIthJsonbValueFromContainer(data, i);
-		JsonbValue *old_row = (old != NULL && i < JsonContainerSize(old)) ?
-			getIthJsonbValueFromContainer(old, i) : NULL;
+		ZLJson	   *row = zl_json_item(data, i);
+		ZLJson	   *old_row = (old != NULL && i < zl_json_size(old)) ? zl_json_item(old, i) : NULL;
 
 		if (!is_container(row, true))
 			malformed(d, "has a row of \"data\" that is not an object.");
-		fill_from_object(d, &d->new_row, row->val.binary.data, NULL);
+		fill_from_object(d, &d->new_row, row, NULL);
 		if (pg_strcasecmp(type, "DELETE") == 0)
 			row_delete(d, time, i, &d->new_row, "data");
 		else
 		{
-			if (old_row != NULL && old_row->type != jbvNull)
+			if (old_row != NULL && old_row->type != ZL_JSON_NULL)
 			{
 				if (!is_container(old_row, true))
 					malformed(d, "has a row of \"old\" that is not an object.");
-				fill_from_object(d, &d->old_row, old_row->val.binary.data, NULL);
+				fill_from_object(d, &d->old_row, old_row, NULL);
 			}
 			else
 				old_row = NULL;
@@ -1525,11 +1517,11 @@ decode_canal(EventDecoder *d, JsonbContainer *root)
  * when Maxwell writes it).
  */
 static void
-decode_maxwell(EventDecoder *d, JsonbContainer *root)
+decode_maxwell(EventDecoder *d, ZLJson *root)
 {
 	char	   *type;
-	Numeric		ts;
-	Numeric		xid;
+	ZLJson	   *ts;
+	ZLJson	   *xid;
 	TimestampTz time;
 	bool		upsert;
 
@@ -1550,13 +1542,13 @@ decode_maxwell(EventDecoder *d, JsonbContainer *root)
 	ts = get_number(d, root, "ts");
 	if (ts == NULL)
 		missing_time(d, "ts", "Maxwell events carry ts, the time of the change in seconds.");
-	time = epoch_time(d, numeric_to_int64(d, ts, "ts"), USECS_PER_SEC, "ts");
+	time = epoch_time(d, number_int64(d, ts, "ts"), USECS_PER_SEC, "ts");
 
 	if (d->seq == NULL && (xid = get_number(d, root, "xid")) != NULL)
 	{
-		Numeric		xoffset = get_number(d, root, "xoffset");
-		int64		x = numeric_to_int64(d, xid, "xid");
-		int64		off = xoffset != NULL ? numeric_to_int64(d, xoffset, "xoffset") : 0;
+		ZLJson	   *xoffset = get_number(d, root, "xoffset");
+		int64		x = number_int64(d, xid, "xid");
+		int64		off = xoffset != NULL ? number_int64(d, xoffset, "xoffset") : 0;
 
 		if (x < 0 || off < 0 || off >= 1000000000)
 			malformed(d, psprintf("has xid " INT64_FORMAT " and xoffset " INT64_FORMAT "; non-negative numbers (xoffset below 10^9) were expected.",
@@ -1569,7 +1561,7 @@ decode_maxwell(EventDecoder *d, JsonbContainer *root)
 		row_delete(d, time, 0, &d->new_row, "data");
 	else
 	{
-		JsonbContainer *old = strcmp(type, "update") == 0 ?
+		ZLJson	   *old = strcmp(type, "update") == 0 ?
 			get_container(d, root, "old", true, false) : NULL;
 
 		if (old != NULL)
@@ -1585,12 +1577,12 @@ decode_maxwell(EventDecoder *d, JsonbContainer *root)
  * trail file's sequence number and offset, 20 digits) as a number.
  */
 static void
-decode_ogg(EventDecoder *d, JsonbContainer *root)
+decode_ogg(EventDecoder *d, ZLJson *root)
 {
 	char	   *op;
 	char	   *op_ts;
 	TimestampTz time;
-	JsonbValue	pos;
+	ZLJson	   *pos;
 
 	op = get_string(d, root, "op_type", true);
 	if (d->source_table != NULL && !dotted_table_matches(d, get_string(d, root, "table", false)))
@@ -1605,10 +1597,10 @@ decode_ogg(EventDecoder *d, JsonbContainer *root)
 	if (op_ts == NULL)
 		missing_time(d, "op_ts", "GoldenGate events carry op_ts, the time of the operation.");
 	time = event_time_string(d, op_ts, "op_ts");
-	if (d->seq == NULL && member(root, "pos", &pos))
+	if (d->seq == NULL && (pos = member(root, "pos")) != NULL)
 	{
-		char	   *p = pos.type == jbvString ? pnstrdup(pos.val.string.val, pos.val.string.len) :
-			pos.type == jbvNumeric ? numeric_text(pos.val.numeric) : "";
+		char	   *p = pos->type == ZL_JSON_STRING ? pnstrdup(pos->str, pos->len) :
+			pos->type == ZL_JSON_NUMBER ? zl_json_number_text(pos) : "";
 
 		if (!all_digits(p, 40))
 			malformed(d, psprintf("has pos \"%s\"; a string of digits was expected.", p));
@@ -1628,7 +1620,7 @@ decode_ogg(EventDecoder *d, JsonbContainer *root)
  * position is lsn.
  */
 static void
-decode_wal2json(EventDecoder *d, JsonbContainer *root)
+decode_wal2json(EventDecoder *d, ZLJson *root)
 {
 	char	   *action;
 	char	   *stamp;
@@ -1669,7 +1661,7 @@ decode_wal2json(EventDecoder *d, JsonbContainer *root)
 			break;
 		case 'U':
 			{
-				JsonbContainer *identity = get_container(d, root, "identity", false, false);
+				ZLJson	   *identity = get_container(d, root, "identity", false, false);
 
 				fill_from_wal2json(d, &d->new_row, get_container(d, root, "columns", false, true), "columns");
 				if (identity != NULL)
@@ -1689,55 +1681,31 @@ decode_wal2json(EventDecoder *d, JsonbContainer *root)
 
 /* ---------- reading the events ---------- */
 
-/* an event's text as jsonb; not JSON is a malformed event */
-static Jsonb *
-parse_event_text(EventDecoder *d, text *t)
+/* an event's JSON text; not JSON is a malformed event */
+static void
+parse_event_text(EventDecoder *d, text *t, ZLJson *root)
 {
-	char	   *str = text_to_cstring(t);
-	MemoryContext context = CurrentMemoryContext;
-	Jsonb	   *volatile result = NULL;
+	int			at;
+	const char *error = zl_json_parse_text(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), root, &at);
 
-	PG_TRY();
-	{
-		result = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(str)));
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(context);
-		edata = CopyErrorData();
-		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION)
-			PG_RE_THROW();
-		FlushErrorState();
+	if (error != NULL)
 		ereport(ERROR,
-				(errcode(edata->sqlerrcode),
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("malformed %s event", format_names[d->format]),
-				 errdetail("Event %s is not valid JSON: %s", d->ref,
-						   edata->detail != NULL ? edata->detail : edata->message),
+				 errdetail("Event %s is not valid JSON: %s at character %d.", d->ref, error, at + 1),
 				 errhint("%s", format_hints[d->format])));
-	}
-	PG_END_TRY();
-	return result;
 }
 
 static void
-decode_event(EventDecoder *d, Jsonb *event)
+decode_event(EventDecoder *d, ZLJson *root)
 {
-	JsonbContainer *root = &event->root;
-	JsonbValue	scalar;
-
-	if (JsonContainerIsScalar(root))
+	if (root->type == ZL_JSON_NULL)
 	{
-		if (JsonbExtractScalar(root, &scalar) && scalar.type == jbvNull)
-		{
-			emit_skipped(d);	/* a JSON null: a tombstone */
-			return;
-		}
-		malformed(d, psprintf("is a JSON %s, not an object.", JsonbTypeName(&scalar)));
+		emit_skipped(d);		/* a JSON null: a tombstone */
+		return;
 	}
-	if (!JsonContainerIsObject(root))
-		malformed(d, "is a JSON array, not an object.");
+	if (root->type != ZL_JSON_OBJECT)
+		malformed(d, psprintf("is a JSON %s, not an object.", zl_json_type_name(root)));
 	switch (d->format)
 	{
 		case FMT_DEBEZIUM:
@@ -1943,8 +1911,19 @@ zl_events_decode(Relation rel, const ZLTableOptions *opts, Oid events_relid,
 			if (event_null)
 				emit_skipped(&d);	/* a tombstone */
 			else
-				decode_event(&d, is_jsonb ? DatumGetJsonbP(event) :
-							 parse_event_text(&d, DatumGetTextPP(event)));
+			{
+				ZLJson		root;
+
+				if (is_jsonb)
+				{
+					Jsonb	   *jb = DatumGetJsonbP(event);
+
+					zl_json_from_jsonb(&jb->root, VARSIZE(jb) - VARHDRSZ, &root);
+				}
+				else
+					parse_event_text(&d, DatumGetTextPP(event), &root);
+				decode_event(&d, &root);
+			}
 			MemoryContextSwitchTo(old);
 			MemoryContextReset(event_context);
 		}
