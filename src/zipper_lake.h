@@ -693,6 +693,7 @@ typedef struct ZLEventChange
 	struct NumericData *seq;
 	int32		sub_seq;
 	const char *event_ref;		/* "seq 123", "ctid (0,5)", "row 7" */
+	uint64		event;			/* the event's number in the order read, from 1 */
 	int			ncolumns;
 	const AttrNumber *attnums;
 	char	   *const *values;

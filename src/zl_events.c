@@ -161,7 +161,6 @@ typedef struct RowImage
 	char	  **text;			/* NULL: SQL NULL */
 } RowImage;
 
-
 /* a Debezium schema and the value types it gives the columns */
 typedef struct DebeziumSchema
 {
@@ -188,6 +187,7 @@ typedef struct EventDecoder
 	void	   *callback_arg;
 
 	/* the event being decoded */
+	uint64		event;
 	char		ref[NAMEDATALEN + 64];
 	Numeric		seq;
 
@@ -1005,6 +1005,7 @@ emit(EventDecoder *d, char op, TimestampTz time, int32 sub_seq, RowImage *row, b
 	change.seq = d->seq;
 	change.sub_seq = sub_seq;
 	change.event_ref = d->ref;
+	change.event = d->event;
 	change.ncolumns = n;
 	change.attnums = d->out_attnums;
 	change.values = d->out_values;
@@ -1880,7 +1881,7 @@ zl_events_decode(Relation rel, const ZLTableOptions *opts, Oid events_relid,
 			Datum		seq = heap_getattr(tuple, 4, desc, &seq_null);
 
 			CHECK_FOR_INTERRUPTS();
-			row++;
+			d.event = ++row;
 			old = MemoryContextSwitchTo(event_context);
 			d.seq = seq_null ? NULL : DatumGetNumeric(seq);
 			if (!seq_null)
