@@ -29,7 +29,9 @@ OBJS = \
 	src/zl_create.o \
 	src/zl_triggers.o \
 	src/zl_relation.o \
-	src/zl_reclaim.o
+	src/zl_reclaim.o \
+	src/zl_events.o \
+	src/zl_events_json.o
 
 DATA = $(wildcard sql/install/zipper_lake--*.sql)
 

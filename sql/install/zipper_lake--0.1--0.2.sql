@@ -367,3 +367,25 @@ REVOKE ALL ON FUNCTION zipper_lake.inspect_record(regclass) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION zipper_lake.inspect_record(regclass) TO PUBLIC;
 COMMENT ON FUNCTION zipper_lake.inspect_record(regclass) IS
     'The change record of a zipper table: its pieces, instants and bytes (README "Change semantics").';
+
+-- ---------------------------------------------------------------------------
+-- Change events (src/zl_events.c): Debezium, Canal, Maxwell, GoldenGate and
+-- wal2json events decoded into the changes of a zipper table, one row a
+-- change (op u, d, t, or s for an event skipped).  Internal: apply_events
+-- applies them.  The events are read as the caller (SELECT on them).
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION zipper_lake._decode_events(
+    tbl regclass,
+    events regclass,
+    format text,
+    event name DEFAULT 'event',
+    seq name DEFAULT NULL,
+    source_table text DEFAULT NULL)
+RETURNS TABLE (op "char", change_time timestamptz, seq numeric, sub_seq int,
+               event_ref text, columns text[], vals text[])
+AS 'MODULE_PATHNAME', 'zipper_lake_decode_events'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1000
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION zipper_lake._decode_events(regclass, regclass, text, name, name, text) IS
+    'Internal: the changes of a relation of change events (debezium, canal, maxwell, ogg, wal2json) for a zipper table.';
