@@ -31,6 +31,7 @@ OBJS = \
 	src/zl_relation.o \
 	src/zl_reclaim.o \
 	src/zl_events.o \
+	src/zl_events_apply.o \
 	src/zl_events_json.o
 
 DATA = $(wildcard sql/install/zipper_lake--*.sql)

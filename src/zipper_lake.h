@@ -754,9 +754,13 @@ extern bool zl_json_int64(ZLJson *v, int64 *result);
  * A change decoded from an event (zl_events.c).  Valid during the
  * callback only.  columns lists the table columns the change gives (a
  * delete: the key columns), ascending; values are their text in the input
- * syntax of the column's type, NULL for SQL NULL.  A column not listed is
- * kept.  (seq, sub_seq) orders the changes of one time; seq is NULL when
- * neither the seq column nor the format gives one.
+ * syntax of the column's type, NULL for SQL NULL.  kept lists the columns
+ * the event marks unavailable (Debezium's placeholder of an unchanged
+ * TOAST value; every column wal2json leaves out): they keep the key's
+ * value.  A column in neither list is missing from the event (README
+ * "Loading CDC events": missing_columns).  (seq, sub_seq) orders the
+ * changes of one time; seq is NULL when neither the seq column nor the
+ * format gives one.
  */
 typedef struct ZLEventChange
 {
@@ -769,6 +773,8 @@ typedef struct ZLEventChange
 	int			ncolumns;
 	const AttrNumber *attnums;
 	char	   *const *values;
+	int			nkept;
+	const AttrNumber *kept;
 } ZLEventChange;
 
 typedef void (*ZLEventCallback) (void *arg, const ZLEventChange *change);

@@ -158,6 +158,7 @@ typedef struct EventColumn
 typedef struct RowImage
 {
 	uint8	   *given;			/* MATCH_* per column */
+	bool	   *unavailable;	/* Debezium's placeholder: "keep" */
 	char	  **text;			/* NULL: SQL NULL */
 } RowImage;
 
@@ -195,6 +196,7 @@ typedef struct EventDecoder
 	RowImage	old_row;
 	AttrNumber *out_attnums;
 	char	  **out_values;
+	AttrNumber *out_kept;
 	DebeziumSchema schema;
 	const ValueType *types;		/* the event's before or after types, or NULL */
 } EventDecoder;
@@ -370,10 +372,13 @@ prepare_columns(EventDecoder *d)
 		d->names[h & d->names_mask] = ++d->ncolumns;
 	}
 	d->new_row.given = palloc0(d->ncolumns + 1);
+	d->new_row.unavailable = palloc0(d->ncolumns + 1);
 	d->new_row.text = palloc0(sizeof(char *) * (d->ncolumns + 1));
 	d->old_row.given = palloc0(d->ncolumns + 1);
+	d->old_row.unavailable = palloc0(d->ncolumns + 1);
 	d->old_row.text = palloc0(sizeof(char *) * (d->ncolumns + 1));
 	d->out_attnums = palloc(sizeof(AttrNumber) * (d->ncolumns + 1));
+	d->out_kept = palloc(sizeof(AttrNumber) * (d->ncolumns + 1));
 	d->out_values = palloc(sizeof(char *) * (d->ncolumns + 1));
 }
 
@@ -911,6 +916,7 @@ static void
 clear_row(EventDecoder *d, RowImage *row)
 {
 	memset(row->given, MATCH_NONE, d->ncolumns);
+	memset(row->unavailable, false, d->ncolumns);
 }
 
 /* a field's value into a row, unless an exact match set it already */
@@ -927,6 +933,7 @@ set_field(EventDecoder *d, RowImage *row, const char *name, int len, ZLJson *v)
 	if (d->format == FMT_DEBEZIUM && debezium_unavailable(v, type))
 	{
 		row->given[column] = MATCH_NONE;	/* "keep" */
+		row->unavailable[column] = true;
 		return;
 	}
 	row->text[column] = type != NULL ? decoded_text(d, &d->columns[column], type, v) :
@@ -991,15 +998,22 @@ emit(EventDecoder *d, char op, TimestampTz time, int32 sub_seq, RowImage *row, b
 {
 	ZLEventChange change;
 	int			n = 0;
+	int			nkept = 0;
 
 	if (row != NULL)
 		for (int i = 0; i < d->ncolumns; i++)
+		{
 			if (row->given[i] != MATCH_NONE && (!keys_only || d->columns[i].is_key))
 			{
 				d->out_attnums[n] = d->columns[i].attnum;
 				d->out_values[n] = row->text[i];
 				n++;
 			}
+			/* wal2json leaves out exactly the unchanged TOAST values */
+			else if (!keys_only && (row->unavailable[i] ||
+									(d->format == FMT_WAL2JSON && row->given[i] == MATCH_NONE)))
+				d->out_kept[nkept++] = d->columns[i].attnum;
+		}
 	change.op = op;
 	change.time = time;
 	change.seq = d->seq;
@@ -1009,6 +1023,8 @@ emit(EventDecoder *d, char op, TimestampTz time, int32 sub_seq, RowImage *row, b
 	change.ncolumns = n;
 	change.attnums = d->out_attnums;
 	change.values = d->out_values;
+	change.nkept = nkept;
+	change.kept = d->out_kept;
 	d->callback(d->callback_arg, &change);
 }
 

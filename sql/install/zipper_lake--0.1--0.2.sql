@@ -389,3 +389,22 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1000
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION zipper_lake._decode_events(regclass, regclass, text, name, name, text) IS
     'Internal: the changes of a relation of change events (debezium, canal, maxwell, ogg, wal2json) for a zipper table.';
+
+-- apply_events(): the decoded changes applied like apply_changes' (README
+-- "Loading CDC events"; src/zl_events_apply.c)
+CREATE FUNCTION zipper_lake.apply_events(
+    tbl regclass,
+    events regclass,
+    format text,
+    event name DEFAULT 'event',
+    seq name DEFAULT NULL,
+    source_table text DEFAULT NULL,
+    ignore_nulls boolean DEFAULT false,
+    missing_columns text DEFAULT 'error')
+RETURNS TABLE (changes bigint, inserted bigint, closed bigint, deleted bigint,
+               unchanged bigint, late bigint, skipped bigint)
+AS 'MODULE_PATHNAME', 'zipper_lake_apply_events'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION zipper_lake.apply_events(regclass, regclass, text, name, name, text, boolean, text) IS
+    'applies a batch of CDC events (debezium, canal, maxwell, ogg, wal2json) to a zipper table, each at its own time';

@@ -1,0 +1,204 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_events_apply.c
+ *	  apply_events(): a batch of CDC events applied to a zipper table.
+ *
+ * README "Loading CDC events".  zl_events.c decodes each event of the
+ * events relation into changes (upserts, deletes, truncates, or a skipped
+ * event); this file turns each into a change of the batch (zl_apply.c's
+ * batch API) and applies the batch like apply_changes: the same fold,
+ * counts and guarantees.
+ *
+ *  - Values arrive as text in the input syntax of their column's type and
+ *    are converted by the type's input function with the column's typmod
+ *    (as INSERT would convert a literal).
+ *  - A column the event marks unavailable (Debezium's placeholder of an
+ *    unchanged TOAST value, a column wal2json leaves out) keeps the value
+ *    the key holds: a partial change.  A value column the event does not
+ *    give at all is missing_columns' case: an error (the default), NULL,
+ *    or kept.  ignore_nulls makes NULL values keep too.
+ *  - The order among changes of one time is (seq, sub_seq): the seq
+ *    column's value or the event's own position, then the change's place
+ *    in its event.  Both go into the fold's 64-bit seq as seq * 2^16 +
+ *    sub_seq, so a position must be below 2^47 (about 1.4e14: a WAL
+ *    position of 128 TB) — a larger one is refused with a hint to pass a
+ *    seq column.  With no seq at all, changes of one key at one time in
+ *    one batch are an error like in apply_changes.
+ *  - skipped counts events that change nothing here (tombstones, other
+ *    tables, DDL, transaction markers); a non-empty batch whose every
+ *    event is skipped is an error (a wrong source_table must not pass).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "zipper_lake.h"
+
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+
+PG_FUNCTION_INFO_V1(zipper_lake_apply_events);
+
+/* positions (seq) below this fit beside a sub_seq in the fold's seq */
+#define EVENT_SEQ_LIMIT			(INT64CONST(1) << 47)
+#define EVENT_SUB_SEQ_BITS		16
+
+typedef struct EventsApply
+{
+	ZLApplyBatch *batch;
+	Relation	rel;
+	const ZLTableOptions *opts;
+	TupleDesc	tupdesc;
+	FmgrInfo   *input;			/* per column */
+	Oid		   *ioparam;
+	bool	   *value_column;	/* what an upsert must give or keep */
+	MemoryContext change_context;
+	int64		changes;		/* events that were not skipped */
+	int64		skipped;
+} EventsApply;
+
+static int64
+fold_seq(const ZLEventChange *ec, bool *has_seq)
+{
+	Datum		position = NumericGetDatum((Numeric) ec->seq);
+	int64		seq = -1;
+
+	*has_seq = ec->seq != NULL;
+	if (!*has_seq)
+		return 0;
+	if (!DatumGetBool(DirectFunctionCall2(numeric_lt, position,
+										  NumericGetDatum(int64_to_numeric(0)))) &&
+		DatumGetBool(DirectFunctionCall2(numeric_lt, position,
+										 NumericGetDatum(int64_to_numeric(EVENT_SEQ_LIMIT)))))
+		seq = DatumGetInt64(DirectFunctionCall1(numeric_int8, position));
+	if (seq < 0 || ec->sub_seq < 0 ||
+		ec->sub_seq >= (1 << EVENT_SUB_SEQ_BITS))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("event position out of range"),
+				 errdetail("Event %s has position %s (row %d of the event); positions must be below 2^47 and rows below 65536.",
+						   ec->event_ref,
+						   DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum((Numeric) ec->seq))),
+						   ec->sub_seq),
+				 errhint("Pass seq => a column that orders the events with smaller numbers; nothing was applied.")));
+	return (seq << EVENT_SUB_SEQ_BITS) | ec->sub_seq;
+}
+
+static void
+take_event_change(void *arg, const ZLEventChange *ec)
+{
+	EventsApply *ea = arg;
+	int			natts = ea->tupdesc->natts;
+	MemoryContext old;
+	ZLBatchChange bc;
+	uint8	   *given;
+	bool	   *listed;
+
+	if (ec->op == ZL_EVENT_SKIPPED)
+	{
+		ea->skipped++;
+		return;
+	}
+	ea->changes++;
+	old = MemoryContextSwitchTo(ea->change_context);
+	bc.op = ec->op;
+	bc.time = ec->time;
+	bc.seq = fold_seq(ec, &bc.has_seq);
+	bc.values = palloc0(sizeof(Datum) * natts);
+	bc.isnull = palloc(sizeof(bool) * natts);
+	memset(bc.isnull, true, sizeof(bool) * natts);
+	given = palloc0((natts + 7) / 8);
+	listed = palloc0(sizeof(bool) * natts);
+	for (int i = 0; i < ec->ncolumns; i++)
+	{
+		int			col = ec->attnums[i] - 1;
+		Form_pg_attribute att = TupleDescAttr(ea->tupdesc, col);
+
+		listed[col] = true;
+		given[col >> 3] |= 1 << (col & 7);
+		bc.isnull[col] = ec->values[i] == NULL;
+		if (ec->values[i] != NULL)
+			bc.values[col] = InputFunctionCall(&ea->input[col], ec->values[i],
+											   ea->ioparam[col], att->atttypmod);
+	}
+	for (int i = 0; i < ec->nkept; i++)
+		listed[ec->kept[i] - 1] = true; /* kept: not given */
+	for (int col = 0; col < natts && ec->op == ZL_EVENT_UPSERT; col++)
+	{
+		if (!ea->value_column[col])
+			given[col >> 3] |= 1 << (col & 7);	/* keys, periods, ... */
+		else if (!listed[col] &&
+				 !zl_apply_batch_keeps_missing(ea->batch,
+											   NameStr(TupleDescAttr(ea->tupdesc, col)->attname),
+											   psprintf("event %s", ec->event_ref)))
+			given[col >> 3] |= 1 << (col & 7);	/* missing_columns => 'null' */
+	}
+	bc.given = given;
+	zl_apply_batch_add(ea->batch, &bc);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(ea->change_context);
+}
+
+/*
+ * apply_events(tbl, events, format, event, seq, source_table,
+ *				ignore_nulls, missing_columns)
+ */
+Datum
+zipper_lake_apply_events(PG_FUNCTION_ARGS)
+{
+	EventsApply ea;
+	char	   *format;
+	char	   *event_column;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("table, events, format and event must not be null"),
+				 errdetail("Argument %s is null.", PG_ARGISNULL(0) ? "tbl" : PG_ARGISNULL(1) ? "events" :
+						   PG_ARGISNULL(2) ? "format" : "event"),
+				 errhint("Pass the zipper table, the relation holding the events, their format and the column holding them.")));
+	format = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	event_column = NameStr(*PG_GETARG_NAME(3));
+
+	memset(&ea, 0, sizeof(ea));
+	ea.batch = zl_apply_batch_begin(PG_GETARG_OID(0), PG_GETARG_OID(1),
+									!PG_ARGISNULL(6) && PG_GETARG_BOOL(6),
+									PG_ARGISNULL(7) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(7)));
+	ea.rel = zl_apply_batch_relation(ea.batch, &ea.opts);
+	ea.tupdesc = RelationGetDescr(ea.rel);
+	ea.input = palloc0(sizeof(FmgrInfo) * ea.tupdesc->natts);
+	ea.ioparam = palloc0(sizeof(Oid) * ea.tupdesc->natts);
+	ea.value_column = palloc0(sizeof(bool) * ea.tupdesc->natts);
+	for (int i = 0; i < ea.tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(ea.tupdesc, i);
+		Oid			func;
+		bool		is_key = false;
+
+		if (att->attisdropped)
+			continue;
+		getTypeInputInfo(att->atttypid, &func, &ea.ioparam[i]);
+		fmgr_info(func, &ea.input[i]);
+		for (int k = 0; k < ea.opts->nkeys; k++)
+			is_key |= ea.opts->key_attnums[k] == att->attnum;
+		ea.value_column[i] = !is_key && !att->attgenerated &&
+			att->attnum != ea.opts->from_attnum && att->attnum != ea.opts->to_attnum;
+	}
+	ea.change_context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake event change",
+											  ALLOCSET_DEFAULT_SIZES);
+	zl_events_decode(ea.rel, ea.opts, PG_GETARG_OID(1), format, event_column,
+					 PG_ARGISNULL(4) ? NULL : NameStr(*PG_GETARG_NAME(4)),
+					 PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5)),
+					 take_event_change, &ea);
+	if (ea.changes == 0 && ea.skipped > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("every event of \"%s\" was skipped", get_rel_name(PG_GETARG_OID(1))),
+				 errdetail("None of its " INT64_FORMAT " events is a change of zipper table \"%s\"%s.",
+						   ea.skipped, RelationGetRelationName(ea.rel),
+						   PG_ARGISNULL(5) ? "" : " from the source table named"),
+				 errhint("Check format and source_table; nothing was applied.")));
+	return zl_apply_batch_finish(ea.batch, fcinfo, ea.skipped);
+}
