@@ -1,4 +1,6 @@
-# Real wal2json output decoded by zipper_lake._decode_events.
+# Real wal2json output decoded by zipper_lake._decode_events, and applied
+# by zipper_lake.apply_events: the zipper table must hold the source's
+# history, every version from its transaction's commit time.
 #
 # A source table is changed under a logical replication slot of wal2json
 # (format-version 2, include-timestamp, include-lsn); the slot's output is
@@ -96,6 +98,29 @@ SELECT count(*)
                          WHERE b.xid = e.xid AND b.data::jsonb->>'action' = 'B')
    AND d.seq = e.lsn - '0/0'::pg_lsn)),
 	'7', 'every change at its commit time, ordered by its lsn');
+
+# applied: the source's history, each version from its commit time (the
+# transactions' begin rows carry them, in lsn order: insert, update, key
+# change, delete, truncate)
+is($node->safe_psql('postgres', q(
+SELECT changes || ' ' || skipped FROM zipper_lake.apply_events('hist', 'events', 'wal2json', event => 'data'))),
+	'7 ' . $node->safe_psql('postgres', q(
+SELECT count(*) FROM events WHERE data::jsonb->>'action' IN ('B', 'C', 'M'))),
+	'apply_events applies the seven changes and skips the rest');
+is($node->safe_psql('postgres', q(
+WITH t AS (SELECT array_agg((data::jsonb->>'timestamp')::timestamptz ORDER BY lsn) AS c
+             FROM events WHERE data::jsonb->>'action' = 'B'),
+     want (id, name, big, amount, seen, f, u) AS (
+       SELECT 1, 'a', 6400, 1.50, timestamptz '2024-01-02 10:00:00+00', c[1], c[2] FROM t
+       UNION ALL SELECT 1, 'a2', 6400, 1.50, timestamptz '2024-01-02 10:00:00+00', c[2], c[4] FROM t
+       UNION ALL SELECT 2, 'b', 5, NULL, NULL, c[1], c[3] FROM t
+       UNION ALL SELECT 3, 'b', 5, NULL, NULL, c[3], c[5] FROM t),
+     got AS (SELECT id, name, length(big), amount, seen, valid_from, valid_to FROM hist)
+SELECT (SELECT count(*) FROM (TABLE want EXCEPT ALL TABLE got) d) || ' ' ||
+       (SELECT count(*) FROM (TABLE got EXCEPT ALL TABLE want) d))),
+	'0 0', 'the zipper table holds the source history (the TOAST value kept)');
+is($node->safe_psql('postgres', q(SELECT * FROM zipper_lake.verify('hist'))), '',
+	'verify is clean');
 
 $node->stop;
 done_testing();
