@@ -2003,9 +2003,17 @@ apply_chunks(ApplyContext *ac)
 	uint64		span = (uint64) PG_UINT32_MAX + 1;	/* hashes a chunk may cover */
 	uint64		lo = 0;
 
+	ac->batch_context = CurrentMemoryContext;
+	if (ac->delete_missing)
+	{
+		ZLTableInstant snapshot = {ac->delete_time, false, 0};
+
+		add_table_delete(ac, snapshot);
+	}
+
 	/*
-	 * Key hashes are uniform: with deletes, a chunk covers a share of the
-	 * hash space that holds about work_mem of open rows.
+	 * Key hashes are uniform: with changes of every key, a chunk covers a
+	 * share of the hash space that holds about work_mem of open rows.
 	 */
 	if (ac->ntable_deletes > 0)
 	{
@@ -2014,13 +2022,6 @@ apply_chunks(ApplyContext *ac)
 
 		if (open_rows > rows_per_chunk)
 			span = Max(1, (uint64) ((((uint64) PG_UINT32_MAX + 1) / open_rows) * rows_per_chunk));
-	}
-	ac->batch_context = CurrentMemoryContext;
-	if (ac->delete_missing)
-	{
-		ZLTableInstant snapshot = {ac->delete_time, false, 0};
-
-		add_table_delete(ac, snapshot);
 	}
 	if (ac->ntable_deletes > 1)
 		qsort(ac->table_deletes, ac->ntable_deletes, sizeof(ZLTableInstant), table_instant_cmp);
