@@ -19,6 +19,14 @@
  *   delete      holding w (from a)      [a, t) with w ends
  *   delete      absent                  nothing
  *
+ * A partial change (README "Change semantics", "Partial changes":
+ * ignore_nulls, missing_columns => 'keep') is an upsert that keeps some
+ * value columns: before its step, its kept columns take the values of the
+ * state before it (NULL when absent), so v above is the state after it:
+ * its given columns over the state before it in fold order.  Two changes at
+ * one instant so compose, and a partial change that gives what is held is
+ * a no-op.
+ *
  * Fold order: change_time, then seq (NULL after every seq), then the
  * application number.  Two rules make "only the last change at an instant
  * shapes the history there": a version that ends where it began ([t, t)) is
@@ -34,9 +42,11 @@
  *                deletes);
  *   log_<oid>    the log of one target: the key and value columns (the
  *                target's types), zl_id, zl_app (application number),
- *                zl_time, zl_seq, zl_upsert; the distinct normalized changes
- *                of every application (identical duplicates within one batch
- *                collapsed; a delete's values are NULL).  A snapshot's image
+ *                zl_time, zl_seq, zl_upsert, zl_keep (the value columns an
+ *                upsert keeps, '{}' for a full change and every delete;
+ *                their values are NULL in the log); the distinct normalized
+ *                changes of every application (identical duplicates within
+ *                one batch collapsed; a delete's values are NULL).  A snapshot's image
  *                rows are logged as its upserts.  "Every key missing from
  *                the image is deleted" is not logged row by row: when the
  *                log is folded, each snapshot with deletes adds a delete at
@@ -59,16 +69,22 @@
  *   late       changes -- identical re-applications excepted -- whose
  *              (change_time, seq) precedes the newest change applied to the
  *              key before this application; identical means equal to the
- *              change applied before that held its instant.
+ *              change applied before that held its instant (the same
+ *              columns kept, the same values given).
  * A change that a change applied before follows at its own instant (a
  * higher seq there) counts as unchanged only, never late: zipper_lake
- * remembers only the winner of an instant.
+ * remembers only the winner of an instant.  (If that winner is partial, the
+ * change still shapes the instant: the winner's given columns over it.)
+ * Counted values are states: a partial change's step compares the state
+ * after it with the one before it.
  * A snapshot's delete of a missing key counts only when it deletes something.
  *
  * Functions:
  *   zl_fold.register(target, key, open_end)   start an (empty) target's log
- *   zl_fold.apply_changes(target, changes, change_time, op, seq)
- *   zl_fold.apply_snapshot(target, snapshot, snapshot_time, deletes)
+ *   zl_fold.apply_changes(target, changes, change_time, op, seq,
+ *                         ignore_nulls, missing_columns)
+ *   zl_fold.apply_snapshot(target, snapshot, snapshot_time, deletes,
+ *                          ignore_nulls, missing_columns)
  * Conventions as in reference.sql (period columns valid_from / valid_to of
  * type timestamptz, timestamp or date; times handled as timestamptz under
  * TimeZone UTC; names starting with zl_ are internal).
@@ -137,7 +153,8 @@ BEGIN
                    log, zl_ref.col_list(key || zl_ref.value_columns(target, key)), target);
     EXECUTE format('ALTER TABLE %s ADD zl_id bigint GENERATED ALWAYS AS IDENTITY,
                     ADD zl_app bigint NOT NULL, ADD zl_time timestamptz NOT NULL,
-                    ADD zl_seq bigint, ADD zl_upsert boolean NOT NULL', log);
+                    ADD zl_seq bigint, ADD zl_upsert boolean NOT NULL,
+                    ADD zl_keep text[] NOT NULL', log);
     INSERT INTO zl_fold.targets (tbl, key, open_end, log)
     VALUES (target, key, open_end, log::regclass);
 END
@@ -176,8 +193,8 @@ BEGIN
         INSERT INTO zl_fold.snapshots VALUES (target, t.apps, snapshot_time, deletes);
     END IF;
     kvl := zl_ref.col_list(t.key || zl_ref.value_columns(target, t.key));
-    EXECUTE format('INSERT INTO %s (%s, zl_app, zl_time, zl_seq, zl_upsert)
-                    SELECT %s, $1, zl_time, zl_seq, zl_upsert FROM zl_ref_batch',
+    EXECUTE format('INSERT INTO %s (%s, zl_app, zl_time, zl_seq, zl_upsert, zl_keep)
+                    SELECT %s, $1, zl_time, zl_seq, zl_upsert, zl_keep FROM zl_ref_batch',
                    t.log, kvl, kvl)
       USING t.apps;
     DROP TABLE pg_temp.zl_ref_batch;
@@ -201,11 +218,14 @@ AS $fn$
 DECLARE
     t        zl_fold.targets;
     kvl      text;          -- key and value column list
+    vcols    text[];        -- value columns
     same     text;          -- "x's values IS NOT DISTINCT FROM y's values"
+    same_given text;        -- "x and y keep the same columns and give the same values"
     equals   text;          -- whether log rows $1 and $2 have equal values
+    fill     text;          -- log row $1 takes its kept columns from log row $2 (NULL: absent)
     write    text;          -- write a version: values of log row $1, period [$2, $3)
     k        bigint;        -- the key being folded (zl_key_no)
-    ch       record;        -- one change: zl_id (NULL: a snapshot's delete), zl_app, zl_time, zl_seq, zl_upsert
+    ch       record;        -- one change: zl_id (NULL: a snapshot's delete), zl_app, zl_time, zl_seq, zl_upsert, zl_keep
     present  boolean;       -- the key holds a version ...
     cur_id   bigint;        -- ... with the values of this log row ...
     cur_from timestamptz;   -- ... since this time
@@ -221,10 +241,19 @@ DECLARE
     res      zl_ref.counts := ROW(rows_read, 0, 0, 0, 0, 0);
 BEGIN
     t := zl_fold.target_of(target);
-    kvl := zl_ref.col_list(t.key || zl_ref.value_columns(target, t.key));
-    same := zl_ref.same_values(zl_ref.value_columns(target, t.key));
+    vcols := zl_ref.value_columns(target, t.key);
+    kvl := zl_ref.col_list(t.key || vcols);
+    same := zl_ref.same_values(vcols);
+    same_given := 'x.zl_keep = y.zl_keep' || coalesce((
+        SELECT string_agg(format(' AND (%L = ANY (y.zl_keep) OR x.%I IS NOT DISTINCT FROM y.%I)', c, c, c), '')
+          FROM unnest(vcols) AS c), '');
     equals := format('SELECT %s FROM zl_fold_changes x, zl_fold_changes y
                       WHERE x.zl_id = $1 AND y.zl_id = $2', same);
+    fill := format('UPDATE zl_fold_changes c SET %s WHERE c.zl_id = $1', (
+        SELECT string_agg(format('%I = CASE WHEN %L = ANY (c.zl_keep)
+                                       THEN (SELECT s.%I FROM zl_fold_changes s WHERE s.zl_id = $2)
+                                       ELSE c.%I END', c, c, c, c), ', ')
+          FROM unnest(vcols) AS c));
     write := format('INSERT INTO %s (%s, valid_from, valid_to)
                      SELECT %s, $2, $3 FROM zl_fold_changes WHERE zl_id = $1', target, kvl, kvl);
 
@@ -239,8 +268,8 @@ BEGIN
                     SELECT dense_rank() OVER (ORDER BY %s) AS zl_key_no, l.* FROM %s l',
                    zl_ref.col_list(t.key), t.log);
     EXECUTE format(
-        'INSERT INTO zl_fold_changes (zl_key_no, %s, zl_app, zl_time, zl_seq, zl_upsert)
-         SELECT k.zl_key_no, %s, s.app, s.snapshot_time, NULL, false
+        'INSERT INTO zl_fold_changes (zl_key_no, %s, zl_app, zl_time, zl_seq, zl_upsert, zl_keep)
+         SELECT k.zl_key_no, %s, s.app, s.snapshot_time, NULL, false, ''{}''
          FROM (SELECT DISTINCT zl_key_no, %s FROM zl_fold_changes) k, zl_fold.snapshots s
          WHERE s.tbl = $1 AND s.deletes
            AND NOT EXISTS (SELECT FROM zl_fold_changes c
@@ -272,11 +301,17 @@ BEGIN
 
         present := false;
         p_id := NULL;
-        FOR ch IN EXECUTE 'SELECT zl_id, zl_app, zl_time, zl_seq, zl_upsert FROM zl_fold_changes
+        FOR ch IN EXECUTE 'SELECT zl_id, zl_app, zl_time, zl_seq, zl_upsert, zl_keep FROM zl_fold_changes
                            WHERE zl_key_no = $1
                            ORDER BY zl_time, zl_seq NULLS LAST, zl_app'     -- fold order
                    USING k
         LOOP
+            -- a partial change: its kept columns take the values held
+            -- (NULL when absent), so that its row holds the state after it
+            IF ch.zl_upsert AND cardinality(ch.zl_keep) > 0 THEN
+                EXECUTE fill USING ch.zl_id, CASE WHEN present THEN cur_id END;
+            END IF;
+
             equal := false;
             IF present AND ch.zl_upsert THEN
                 EXECUTE equals INTO equal USING cur_id, ch.zl_id;
@@ -309,14 +344,16 @@ BEGIN
                 END IF;
                 IF NOT opened AND cnt = 0 THEN
                     -- late, unless it is identical to the change applied before
-                    -- that held its instant (the last one there in fold order)
+                    -- that held its instant (the last one there in fold order):
+                    -- the same columns kept and the same values given (both
+                    -- rows are filled by now, given columns are as logged)
                     EXECUTE format(
                         'SELECT count(*) FROM (SELECT * FROM zl_fold_changes w
                                                 WHERE w.zl_key_no = $1 AND w.zl_app < $2 AND w.zl_time = $3
                                                 ORDER BY w.zl_seq DESC NULLS FIRST, w.zl_app DESC LIMIT 1) x
                          WHERE x.zl_seq IS NOT DISTINCT FROM $4 AND x.zl_upsert = $5
                            AND (NOT $5 OR EXISTS (SELECT FROM zl_fold_changes y
-                                                  WHERE y.zl_id = $6 AND %s))', same)
+                                                  WHERE y.zl_id = $6 AND %s))', same_given)
                        INTO cnt USING k, app, ch.zl_time, ch.zl_seq, ch.zl_upsert, ch.zl_id;
                     IF cnt = 0 THEN
                         res.late := res.late + 1;
@@ -373,7 +410,9 @@ CREATE FUNCTION zl_fold.apply_changes(
     changes regclass,
     change_time name DEFAULT 'change_time',
     op name DEFAULT 'op',
-    seq name DEFAULT NULL)
+    seq name DEFAULT NULL,
+    ignore_nulls boolean DEFAULT false,
+    missing_columns text DEFAULT 'error')
 RETURNS zl_ref.counts
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -381,7 +420,8 @@ DECLARE
     nread bigint;
 BEGIN
     t := zl_fold.target_of(target);
-    nread := zl_ref.normalize_batch(target, changes, t.key, change_time, op, seq, t.open_end);
+    nread := zl_ref.normalize_batch(target, changes, t.key, change_time, op, seq, t.open_end,
+                                    ignore_nulls, missing_columns);
     RETURN zl_fold.refold(target, zl_fold.record(target, NULL, NULL), nread);
 END
 $fn$;
@@ -390,13 +430,15 @@ $fn$;
  * apply_snapshot: every image row is an upsert at snapshot_time (two
  * different rows of one key are an error, identical ones collapse); with
  * deletes, every key missing from the image is deleted then (see the log
- * above).
+ * above).  ignore_nulls and missing_columns as for apply_changes.
  */
 CREATE FUNCTION zl_fold.apply_snapshot(
     target regclass,
     snapshot regclass,
     snapshot_time timestamptz,
-    deletes boolean DEFAULT true)
+    deletes boolean DEFAULT true,
+    ignore_nulls boolean DEFAULT false,
+    missing_columns text DEFAULT 'error')
 RETURNS zl_ref.counts
 LANGUAGE plpgsql
 SET client_min_messages = warning     -- quiet DROP TABLE IF EXISTS
@@ -407,11 +449,15 @@ DECLARE
 BEGIN
     t := zl_fold.target_of(target);
     DROP TABLE IF EXISTS pg_temp.zl_fold_image;
+    -- the image's key and value columns (normalize_batch judges what it lacks)
     EXECUTE format('CREATE TEMP TABLE zl_fold_image AS SELECT %s, $1 AS zl_fold_time FROM %s',
-                   zl_ref.col_list(t.key || zl_ref.value_columns(target, t.key)), snapshot)
+                   (SELECT string_agg(quote_ident(c), ', ' ORDER BY i)
+                      FROM unnest(t.key || zl_ref.value_columns(target, t.key)) WITH ORDINALITY AS u(c, i)
+                     WHERE c IN (SELECT col::text FROM zl_ref.columns_of(snapshot))), snapshot)
       USING snapshot_time;
     nread := zl_ref.normalize_batch(target, 'pg_temp.zl_fold_image'::regclass, t.key,
-                                    'zl_fold_time', NULL, NULL, t.open_end);
+                                    'zl_fold_time', NULL, NULL, t.open_end,
+                                    ignore_nulls, missing_columns);
     DROP TABLE pg_temp.zl_fold_image;
     RETURN zl_fold.refold(target, zl_fold.record(target, snapshot_time, deletes), nread);
 END

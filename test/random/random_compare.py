@@ -61,9 +61,10 @@ SQL values and back.
 
 Python model
 ------------
-FoldModel keeps every change applied (a log) and computes a key's history
-from the last change of each instant (see its docstring); fold_reference.sql
-folds the log step by step instead, so the two are independent opinions.
+FoldModel keeps every change applied (a log), computes the state after
+each change in fold order and a key's history from the state after the last
+change of each instant (see its docstring); fold_reference.sql folds the log
+step by step into versions instead, so the two are independent opinions.
 
 Random data
 -----------
@@ -80,7 +81,10 @@ from the whole past, mixed (the default) mixes both within and across
 batches; a change of a later batch at the instant of an earlier one is a
 correction of it.  Snapshots are taken at or after the newest applied
 instant (the classic end-of-day job), and may contain identical duplicate
-rows.
+rows.  Every batch and snapshot has an Encoding: applied with ignore_nulls,
+and/or with a value column missing and missing_columns 'keep' or 'null';
+partial changes (README "Change semantics", "Partial changes") hold KEEP
+for the columns they keep (README "Partial changes" in this directory).
 
 Batches without seq never contain two different changes for the same key and
 instant (the spec rejects those); batches with seq never repeat a seq for one
@@ -318,13 +322,98 @@ def is_upsert(op):
     raise ValueError("unknown op %r" % op)
 
 
-# A change as generated and loaded into rc_changes.  tick is an int.
+class Keep:
+    """The value of a column a partial change does not give (README "Change
+    semantics", "Partial changes"): the change keeps what the key holds."""
+
+    def __repr__(self):
+        return "keep"
+
+    __str__ = __repr__
+
+
+KEEP = Keep()
+VALUE_COLS = ("name", "amount")
+
+# A change as generated: name and amount are values or KEEP (a partial
+# change).  tick is an int.  How it is loaded into rc_changes (a NULL with
+# ignore_nulls, or a column the changes lack) is its batch's Encoding.
 Change = collections.namedtuple("Change", "id name amount tick op seq")
+
+# How a batch (or a snapshot's image) is loaded and applied: ignore_nulls,
+# the value columns the relation lacks, and missing_columns ('keep' or
+# 'null' when some are; None: not passed, or passed anyway with nothing
+# missing).
+Encoding = collections.namedtuple("Encoding", "ignore_nulls missing missing_columns")
+PLAIN = Encoding(False, (), None)
+
+# Every encoding a batch can have, with its weight when one is drawn for a
+# batch of the default modes (README "Partial changes" in this directory).
+ENCODINGS = [
+    (PLAIN, 60),
+    (Encoding(True, (), None), 12),
+    (Encoding(False, ("name",), "keep"), 5),
+    (Encoding(False, ("amount",), "keep"), 5),
+    (Encoding(True, ("name",), "keep"), 3),
+    (Encoding(True, ("amount",), "keep"), 3),
+    (Encoding(False, ("name", "amount"), "keep"), 1),
+    (Encoding(False, ("name",), "null"), 3),
+    (Encoding(False, ("amount",), "null"), 3),
+    (Encoding(False, (), "keep"), 1),       # nothing missing: no effect
+    (Encoding(False, (), "null"), 1),
+    (Encoding(False, (), "error"), 1),
+]
+
+
+def fits(c, enc):
+    """Whether change c is loaded faithfully with encoding enc: a column the
+    relation lacks is KEEP ('keep') or NULL ('null'); with ignore_nulls a
+    column it has is KEEP exactly when NULL is loaded.  A delete carries no
+    value and fits every encoding."""
+    if not is_upsert(c.op):
+        return True
+    for col in VALUE_COLS:
+        v = getattr(c, col)
+        if col in enc.missing:
+            if (v is not KEEP) if enc.missing_columns == "keep" else (v is not None):
+                return False
+        elif (v is KEEP) != (enc.ignore_nulls and v in (None, KEEP)):
+            return False
+    return True
+
+
+def encode(rng, name, amount, enc, keep_rate=0.3):
+    """The values (name, amount) of a new upsert made to fit enc: columns the
+    relation lacks are KEEP or NULL, with ignore_nulls a NULL is KEEP and a
+    value is KEEP now and then (keep_rate)."""
+    out = []
+    for col, v in zip(VALUE_COLS, (name, amount)):
+        if col in enc.missing:
+            v = KEEP if enc.missing_columns == "keep" else None
+        elif enc.ignore_nulls and (v is None or rng.random() < keep_rate):
+            v = KEEP
+        out.append(v)
+    return tuple(out)
+
+
+def encoding_args(enc):
+    """The options of apply_changes / apply_snapshot for an encoding."""
+    return "%s%s" % (", ignore_nulls => true" if enc.ignore_nulls else "",
+                     ", missing_columns => '%s'" % enc.missing_columns if enc.missing_columns else "")
+
+
+def describe_encoding(enc):
+    parts = (["ignore_nulls"] if enc.ignore_nulls else []) + \
+        (["%smissing_columns => '%s'" % ("without %s, " % " and ".join(enc.missing) if enc.missing
+                                          else "(nothing missing) ", enc.missing_columns)]
+         if enc.missing_columns else [])
+    return ", ".join(parts)
 
 
 def normalize_batch(changes):
     """README "Change semantics" batch preparation: collapse identical duplicates, order per key
-    by (change_time, seq).  Returns [(id, tick, seq, upsert, vals)]."""
+    by (change_time, seq).  Returns [(id, tick, seq, upsert, vals)], vals
+    holding KEEP for the columns a partial change keeps."""
     rows = set()
     for c in changes:
         up = is_upsert(c.op)
@@ -351,17 +440,29 @@ def fold_position(t, seq):
 FoldChange = collections.namedtuple("FoldChange", "t seq app upsert vals snapshot_delete")
 
 
+def state_after(c, held):
+    """The state after change c when the key holds held (ABSENT or values):
+    an upsert's given columns over what is held (NULL when absent; a full
+    change gives every column), a delete: absent."""
+    if not c.upsert:
+        return ABSENT
+    if held is ABSENT:
+        held = (None,) * len(c.vals)
+    return tuple(h if v is KEEP else v for v, h in zip(c.vals, held))
+
+
 class FoldModel:
     """README "The fold" in Python: the third opinion on fold_reference.sql.
 
     fold_reference.sql folds step by step (a state machine that ends and
     begins versions, drops empty ones and takes back the version that ended
-    at t when one with its values begins at t).  This model uses instead that
-    the state after a change depends on that change alone (an upsert of v: v;
-    a delete: absent): a key's history is the state after the last change of
-    each instant, held until its next instant, cut into maximal runs of one
-    value.  Its counts (README "Counts of the fold") are computed from the
-    change just before each change (the state it meets) and the last change
+    at t when one with its values begins at t).  This model computes the
+    state after every change in fold order (state_after: a full change's
+    values, a partial change's given columns over the state before it, a
+    delete: absent) and takes a key's history as the state after the last
+    change of each instant, held until its next instant, cut into maximal
+    runs of one value.  Its counts (README "Counts of the fold") are computed
+    from the states before and after each change and after the last change
     before its instant, where the reference looks at its running state."""
 
     def __init__(self):
@@ -383,17 +484,23 @@ class FoldModel:
         return sorted(out, key=lambda c: fold_position(c.t, c.seq) + (c.app,))
 
     @staticmethod
-    def state_after(c):
-        return c.vals if c.upsert else ABSENT
+    def states(cs):
+        """The state after each change of cs (in fold order)."""
+        out, held = [], ABSENT
+        for c in cs:
+            held = state_after(c, held)
+            out.append(held)
+        return out
 
     def history(self, key):
         """[(valid_from, valid_to, vals)] of one key."""
+        cs = self.changes_of(key)
         last = {}
-        for c in self.changes_of(key):
-            last[c.t] = c                       # fold order: the last one stays
+        for c, s in zip(cs, self.states(cs)):
+            last[c.t] = s                       # fold order: the last one stays
         out, state, since = [], ABSENT, None
         for t in sorted(last):
-            s = self.state_after(last[t])
+            s = last[t]
             if s != state:
                 if state is not ABSENT:
                     out.append((since, t, state))
@@ -439,24 +546,26 @@ class FoldModel:
             old = before[key]
             newest = max((fold_position(c.t, c.seq) for c in old), default=None)
             cs = self.changes_of(key)
+            states = self.states(cs)
             for i, c in enumerate(cs):
                 if c.app != app:
                     continue
-                held = self.state_after(cs[i - 1]) if i else ABSENT
+                held = states[i - 1] if i else ABSENT
                 if c.snapshot_delete and held is ABSENT:
                     continue                    # a missing key that was absent anyway
-                earlier = [x for x in cs[:i] if x.t < c.t]
-                at_instant = self.state_after(earlier[-1]) if earlier else ABSENT
+                earlier = [j for j in range(i) if cs[j].t < c.t]
+                at_instant = states[earlier[-1]] if earlier else ABSENT
                 opened = newest is None or not fold_position(c.t, c.seq) < newest
                 did = collections.Counter()
                 if any(x.t == c.t and x.app < app for x in cs[i + 1:]):
-                    # a change applied before follows it at its instant: it
-                    # shapes nothing, and is never late (README "Counts of the fold")
+                    # a change applied before follows it at its instant:
+                    # unchanged, never late (README "Counts of the fold"; if
+                    # that one is partial, this one still shapes the instant)
                     did["unchanged"] += 1
                     counts.update(did)
                     self.outcomes.append((key, c, did))
                     continue
-                if (held == c.vals) if c.upsert else (held is ABSENT):
+                if (held == states[i]) if c.upsert else (held is ABSENT):
                     did["unchanged"] += 1
                 elif c.upsert:
                     did["inserted"] += 1
@@ -465,7 +574,9 @@ class FoldModel:
                 else:
                     did["deleted"] += 1
                     did["closed"] += opened
-                held_before = [x for x in old if x.t == c.t]    # fold order: the last held it
+                # identical (with the same columns kept) to the change
+                # applied before that held its instant, the last one there
+                held_before = [x for x in old if x.t == c.t]
                 if not opened and not (
                         held_before and held_before[-1].seq == c.seq and
                         held_before[-1].upsert == c.upsert and
@@ -557,11 +668,17 @@ class Generator:
             return mode
         return self.rng.choices(["inorder", "late", "mixed"], [5, 2, 3])[0]
 
+    def encoding(self):
+        """How the next batch or image is loaded (README "Partial changes"
+        in this directory)."""
+        return self.rng.choices([e for e, _ in ENCODINGS], [w for _, w in ENCODINGS])[0]
+
     def changes(self, model, kind):
-        """One batch: (changes, has_op, has_seq)."""
+        """One batch: (changes, has_op, has_seq, encoding)."""
         rng, args = self.rng, self.args
         has_seq = rng.random() < 0.3
         has_op = rng.random() >= 0.07
+        enc = self.encoding()
         out = []
         first_at = {}                       # (id, tick) -> first change there
         used_seq = set()
@@ -580,7 +697,7 @@ class Generator:
                 name, amount = rng.choice(NAMES), rng.choice(AMOUNTS)
             else:
                 op = rng.choice(UPSERT_OPS) if has_op else None
-                name, amount = self.value(model, key, t)
+                name, amount = encode(rng, *self.value(model, key, t), enc)
             seq = None
             if has_seq:
                 seq = rng.randint(1, 10 * args.batch_size)
@@ -594,11 +711,13 @@ class Generator:
             first_at.setdefault((key, t), c)
             out.append(c)
         rng.shuffle(out)
-        return out, has_op, has_seq
+        return out, has_op, has_seq, enc
 
     def snapshot(self, model):
-        """(rows, tick, deletes): the current image with random edits."""
+        """(rows, tick, deletes, encoding): the current image with random
+        edits."""
         rng = self.rng
+        enc = self.encoding()
         rows = []
         for key, vals in sorted(model.open_image().items()):
             r = rng.random()
@@ -606,16 +725,16 @@ class Generator:
                 continue                                    # key vanishes
             if r < 0.35:
                 vals = (rng.choice(NAMES), rng.choice(AMOUNTS))
-            rows.append((key,) + vals)
+            rows.append((key,) + encode(rng, *vals, enc))
         present = {r[0] for r in rows}
         for key in range(1, self.args.keys + 1):            # keys (re)appearing
             if key not in present and rng.random() < 0.1:
-                rows.append((key, rng.choice(NAMES), rng.choice(AMOUNTS)))
+                rows.append((key,) + encode(rng, rng.choice(NAMES), rng.choice(AMOUNTS), enc))
         if rows and rng.random() < 0.3:                     # an identical duplicate
             rows.append(rng.choice(rows))
         rng.shuffle(rows)
         t = min(self.ticks - 1, self.wm + rng.randint(0, 3))
-        return rows, t, rng.random() < 0.8
+        return rows, t, rng.random() < 0.8, enc
 
 
 # --------------------------------------------------------------------------- database
@@ -714,14 +833,17 @@ def check_reapplied(before, model, counts):
                       missing, extra, "before", "after")
 
 
-def load_changes(db, clock, changes, has_op, has_seq, rng=None):
+def load_changes(db, clock, changes, has_op, has_seq, rng=None, enc=PLAIN):
     """Load a batch into rc_changes (README "Change semantics": columns are
-    matched by name); with rng, now and then with its columns in another
-    order or as a view.  Returns "table" or "view"."""
+    matched by name) as enc says (the changes fit it: a KEEP is a NULL, or
+    in a column rc_changes lacks); with rng, now and then with its columns
+    in another order or as a view.  Returns "table" or "view"."""
     db.drop("rc_changes")
     db.drop("rc_changes_data")
-    cols = [("id", "int"), ("name", "text"), ("amount", "int"),
-            ("change_time", clock.cfg.period_type)]
+    assert all(fits(c, enc) for c in changes), (enc, changes)
+    cols = [("id", "int")] + [c for c in (("name", "text"), ("amount", "int"))
+                              if c[0] not in enc.missing] + \
+        [("change_time", clock.cfg.period_type)]
     if has_op:
         cols.append(("op", "text"))
     if has_seq:
@@ -733,7 +855,8 @@ def load_changes(db, clock, changes, has_op, has_seq, rng=None):
     db.run("CREATE TABLE %s (%s)" % (table, ", ".join("%s %s" % c for c in cols)))
     values = []
     for c in changes:
-        d = {"id": c.id, "name": c.name, "amount": c.amount,
+        d = {"id": c.id, "name": None if c.name is KEEP else c.name,
+             "amount": None if c.amount is KEEP else c.amount,
              "change_time": clock.value(c.tick), "op": c.op, "seq": c.seq}
         values.append(tuple(d[n] for n, _ in cols))
     psycopg2.extras.execute_values(
@@ -744,12 +867,19 @@ def load_changes(db, clock, changes, has_op, has_seq, rng=None):
     return "view" if as_view else "table"
 
 
-def load_snapshot(db, rows):
-    """Load an image (id, name, amount) into rc_snapshot."""
+def load_snapshot(db, rows, enc=PLAIN):
+    """Load an image [(id, name, amount)] into rc_snapshot as enc says (see
+    load_changes)."""
     db.drop("rc_snapshot")
-    db.run("CREATE TABLE rc_snapshot (id int, name text, amount int)")
+    assert all(fits(Change(r[0], r[1], r[2], 0, "U", None), enc) for r in rows), (enc, rows)
+    cols = [("id", "int")] + [c for c in (("name", "text"), ("amount", "int"))
+                              if c[0] not in enc.missing]
+    db.run("CREATE TABLE rc_snapshot (%s)" % ", ".join("%s %s" % c for c in cols))
+    index = {"id": 0, "name": 1, "amount": 2}
     if rows:
-        psycopg2.extras.execute_values(db.cur, "INSERT INTO rc_snapshot VALUES %s", rows)
+        psycopg2.extras.execute_values(
+            db.cur, "INSERT INTO rc_snapshot (%s) VALUES %%s" % ", ".join(n for n, _ in cols),
+            [tuple(None if r[index[n]] is KEEP else r[index[n]] for n, _ in cols) for r in rows])
 
 
 def create_zip_table(db, cfg, clock):
@@ -830,30 +960,30 @@ class SeedRun:
             self.db.run("SET TimeZone = %s", (self.probe_rng.choice(SESSION_ZONES),))
 
     # ---- loading
-    def load_changes(self, changes, has_op, has_seq):
-        return load_changes(self.db, self.clock, changes, has_op, has_seq, self.rng)
+    def load_changes(self, changes, has_op, has_seq, enc):
+        return load_changes(self.db, self.clock, changes, has_op, has_seq, self.rng, enc)
 
     # ---- applying: each returns {engine: counts}
-    def apply_changes(self, has_seq):
+    def apply_changes(self, has_seq, enc):
         db = self.db
-        seq_arg = ", seq => 'seq'" if has_seq else ""
+        args = (", seq => 'seq'" if has_seq else "") + encoding_args(enc)
         got = {"zl_fold.apply_changes": db.one(
-            "SELECT * FROM zl_fold.apply_changes('rc_fold', 'rc_changes'%s)" % seq_arg)}
+            "SELECT * FROM zl_fold.apply_changes('rc_fold', 'rc_changes'%s)" % args)}
         if self.zip:
             got["zipper_lake.apply_changes"] = db.one(
-                "SELECT * FROM zipper_lake.apply_changes('rc_zip', 'rc_changes'%s)" % seq_arg)
+                "SELECT * FROM zipper_lake.apply_changes('rc_zip', 'rc_changes'%s)" % args)
         return got
 
-    def apply_snapshot(self, rows, t, deletes):
+    def apply_snapshot(self, rows, t, deletes, enc):
         db = self.db
-        load_snapshot(db, rows)
+        load_snapshot(db, rows, enc)
         got = {"zl_fold.apply_snapshot": db.one(
-            "SELECT * FROM zl_fold.apply_snapshot('rc_fold', 'rc_snapshot', %s, %s)",
-            (self.clock.arg(t), deletes))}
+            "SELECT * FROM zl_fold.apply_snapshot('rc_fold', 'rc_snapshot', %%s, %%s%s)"
+            % encoding_args(enc), (self.clock.arg(t), deletes))}
         if self.zip:
             got["zipper_lake.apply_snapshot"] = db.one(
-                "SELECT * FROM zipper_lake.apply_snapshot('rc_zip', 'rc_snapshot', %s, "
-                "deletes => %s)", (self.clock.arg(t), deletes))
+                "SELECT * FROM zipper_lake.apply_snapshot('rc_zip', 'rc_snapshot', %%s, "
+                "deletes => %%s%s)" % encoding_args(enc), (self.clock.arg(t), deletes))
         return got
 
     def apply_model(self, changes, read=None, snapshot=None):
@@ -1090,36 +1220,39 @@ class SeedRun:
             before, apps = self.model.rows(), self.model.apps
             self.session_zone()
             if bno > 1 and rng.random() < 0.1:
-                rows, t, deletes = gen.snapshot(self.model)
-                kind = "snapshot at %s, deletes=%s (the batch: its image)" % (self.clock.show(t), deletes)
+                rows, t, deletes, enc = gen.snapshot(self.model)
+                kind = "snapshot at %s, deletes=%s%s (the batch: its image)" % (
+                    self.clock.show(t), deletes, ", " + describe_encoding(enc) if enc != PLAIN else "")
                 changes = [Change(r[0], r[1], r[2], t, "U", None) for r in rows]
                 gen.wm = max(gen.wm, t)
                 try:
                     expected = self.apply_model(changes, len(rows), (t, deletes))
-                    self.check_counts(expected, self.apply_snapshot(rows, t, deletes))
+                    self.check_counts(expected, self.apply_snapshot(rows, t, deletes, enc))
                     self.check()
                 except (Failure, psycopg2.Error) as err:
                     self.report(bno, kind, changes, err, before, apps)
                     return False
                 self.counts["snapshots"] += 1
+                self.counts["partial snapshots"] += any(KEEP in r[1:] for r in rows)
                 self.track_layout()
                 continue
 
             kind = gen.batch_kind()
-            changes, has_op, has_seq = gen.changes(self.model, kind)
+            changes, has_op, has_seq, enc = gen.changes(self.model, kind)
             gen.wm = max([gen.wm] + [c.tick for c in changes])
             try:
-                how = self.load_changes(changes, has_op, has_seq)
-                kind += ", %s%s%s" % (how, ", seq" if has_seq else "", "" if has_op else ", no op column")
+                how = self.load_changes(changes, has_op, has_seq, enc)
+                kind += ", %s%s%s%s" % (how, ", seq" if has_seq else "", "" if has_op else ", no op column",
+                                        ", " + describe_encoding(enc) if enc != PLAIN else "")
                 expected = self.apply_model(changes)
-                self.check_counts(expected, self.apply_changes(has_seq))
+                self.check_counts(expected, self.apply_changes(has_seq, enc))
                 self.check()
                 if rng.random() < 0.08:                  # re-applying changes nothing
                     kind += ", re-applied"
                     before, apps = self.model.rows(), self.model.apps
                     expected = self.apply_model(changes)
                     check_reapplied(before, self.model, expected)
-                    self.check_counts(expected, self.apply_changes(has_seq))
+                    self.check_counts(expected, self.apply_changes(has_seq, enc))
                     self.check()
                     self.counts["re-applied"] += 1
                 if bno == 1 and self.zip:
@@ -1129,6 +1262,8 @@ class SeedRun:
                 return False
             self.counts["changes"] += len(changes)
             self.counts["seq batches"] += has_seq
+            self.counts["partial changes"] += sum(KEEP in (c.name, c.amount) for c in changes
+                                                  if is_upsert(c.op))
             self.track_layout()
         return True
 
@@ -1144,13 +1279,16 @@ class SeedRun:
 # both runs against the fold of the stream (with --check-zipper zipper_lake
 # too).
 
-# A snapshot in a stream: its tick, its image [(id, name, amount)], deletes.
-StreamSnapshot = collections.namedtuple("StreamSnapshot", "tick rows deletes")
+# A snapshot in a stream: its tick, its image [(id, name, amount)] (KEEP:
+# a column a row keeps), deletes, and how it is loaded and applied (an
+# Encoding the rows fit: a snapshot is one application whatever the plan).
+StreamSnapshot = collections.namedtuple("StreamSnapshot", "tick rows deletes enc")
 
 # One application of a plan: a batch of changes (as loaded: identical
 # duplicates included; has_seq: with a seq column) or a snapshot; again: a
-# re-application of the entry before, which must change nothing.
-App = collections.namedtuple("App", "changes snapshot has_seq again")
+# re-application of the entry before, which must change nothing; enc: how
+# the batch is loaded and applied (every change fits it).
+App = collections.namedtuple("App", "changes snapshot has_seq again enc", defaults=(PLAIN,))
 
 
 def chain_slots(item, keys):
@@ -1173,7 +1311,9 @@ def fold_stream(rng, args, ticks):
     the instant of an earlier one ordered by a new seq, changes without seq
     at an instant that already has one (corrections: the later one wins),
     and snapshots (now or late) with and without deletes.  Values are often
-    the key's value at t (no-ops) or one it had before (returns)."""
+    the key's value at t (no-ops) or one it had before (returns).  A
+    quarter of the upserts are partial (they give one column or none, the
+    rest KEEP); a snapshot draws its Encoding and its rows fit it."""
     model = FoldModel()
     items, seqless = [], []         # seqless: chain slots so far, for corrections
     seqs = collections.defaultdict(set)
@@ -1194,6 +1334,12 @@ def fold_stream(rng, args, ticks):
             return rng.choice(model.history(key))[2]
         return rng.choice(NAMES), rng.choice(AMOUNTS)
 
+    def given(name, amount):
+        """A new upsert: full, or partial (one column given, or none)."""
+        r = rng.random()
+        return ((name, amount) if r < 0.75 else (name, KEEP) if r < 0.87 else
+                (KEEP, amount) if r < 0.98 else (KEEP, KEEP))
+
     nchanges = 0
     while nchanges < args.batch_size:
         now = nchanges * (ticks - 4) // args.batch_size
@@ -1201,16 +1347,20 @@ def fold_stream(rng, args, ticks):
         r = rng.random()
         if r < 0.06 and plain:
             t = now if rng.random() < 0.7 else rng.randint(0, now)
+            enc = rng.choices([e for e, _ in ENCODINGS], [w for _, w in ENCODINGS])[0]
             rows = []
             for key in range(1, args.keys + 1):
                 v, x = model.value_at(key, t), rng.random()
                 if v is None and x < 0.15:
-                    rows.append((key, rng.choice(NAMES), rng.choice(AMOUNTS)))
+                    rows.append((key,) + encode(rng, rng.choice(NAMES), rng.choice(AMOUNTS), enc))
                 elif v is not None and x >= 0.15:
-                    rows.append((key,) + (v if x >= 0.4 else (rng.choice(NAMES), rng.choice(AMOUNTS))))
+                    rows.append((key,) + encode(
+                        rng, *(v if x >= 0.4 else (rng.choice(NAMES), rng.choice(AMOUNTS))), enc))
             if not rows:            # zipper_lake refuses an empty image
-                rows.append((rng.randint(1, args.keys), rng.choice(NAMES), rng.choice(AMOUNTS)))
-            item = StreamSnapshot(t, rows, rng.random() < 0.6)
+                rows.append((rng.randint(1, args.keys),) +
+                            encode(rng, rng.choice(NAMES), rng.choice(AMOUNTS), enc))
+            item = StreamSnapshot(t, rows, rng.random() < 0.6, enc)
+            kinds["partial snapshots"] += any(KEEP in r[1:] for r in rows)
             model.apply([Change(k, n, a, t, "U", None) for k, n, a in rows], read=len(rows),
                         snapshot=(t, item.deletes))
             kinds["snapshots"] += 1
@@ -1234,7 +1384,8 @@ def fold_stream(rng, args, ticks):
                 if rng.random() < 0.2:
                     op, (name, amount) = rng.choice(DELETE_OPS), (rng.choice(NAMES), rng.choice(AMOUNTS))
                 else:
-                    op, (name, amount) = rng.choice(UPSERT_OPS), values(key, t)
+                    op, (name, amount) = rng.choice(UPSERT_OPS), given(*values(key, t))
+                    kinds["partial"] += KEEP in (name, amount)
                 item = Change(key, name, amount, t, op, seq)
             model.apply([item])
             nchanges += 1
@@ -1309,8 +1460,26 @@ def fold_plan_random(rng, items, keys, max_pieces):
     return groups
 
 
+def split_encodings(rng, changes):
+    """Cut a group of changes into batches that each fit one Encoding
+    [(encoding, changes)], in a random order (the group holds no two
+    changes of one chain slot, so any order gives the same fold): each time
+    an encoding drawn by its weight times the square of the number of the
+    changes left that fit it."""
+    rest, out = list(changes), []
+    while rest:
+        cands = [(e, w * len(f) ** 2, f) for e, w in ENCODINGS
+                 for f in [[c for c in rest if fits(c, e)]] if f]
+        enc, _, batch = rng.choices(cands, [w for _, w, _ in cands])[0]
+        out.append((enc, batch))
+        rest = [c for c in rest if not fits(c, enc)]
+    rng.shuffle(out)
+    return out
+
+
 def fold_plan(rng, groups, reapply):
-    """Plan entries for groups of items: identical duplicate rows now and
+    """Plan entries for groups of items: a group of changes cut into batches
+    of one encoding each (split_encodings), identical duplicate rows now and
     then, a seq column when a change has a seq (and sometimes without), and
     with reapply, now and then the same entry again."""
     plan = []
@@ -1320,16 +1489,20 @@ def fold_plan(rng, groups, reapply):
             if rng.random() < 0.2:
                 rows.append(rng.choice(rows))
             rng.shuffle(rows)
-            app = App(None, g._replace(rows=rows), False, False)
+            apps = [App(None, g._replace(rows=rows), False, False, g.enc)]
         else:
-            changes = list(g)
-            if rng.random() < 0.2:
-                changes.append(rng.choice(changes))
-            rng.shuffle(changes)
-            app = App(changes, None, any(c.seq is not None for c in changes) or rng.random() < 0.2, False)
-        plan.append(app)
-        if reapply and rng.random() < 0.1:
-            plan.append(app._replace(again=True))
+            apps = []
+            for enc, batch in split_encodings(rng, g):
+                changes = list(batch)
+                if rng.random() < 0.2:
+                    changes.append(rng.choice(changes))
+                rng.shuffle(changes)
+                apps.append(App(changes, None, any(c.seq is not None for c in changes) or
+                                rng.random() < 0.2, False, enc))
+        for app in apps:
+            plan.append(app)
+            if reapply and rng.random() < 0.1:
+                plan.append(app._replace(again=True))
     return plan
 
 
@@ -1359,6 +1532,32 @@ EXAMPLE_ROWS = [(1, "a", None, 0, 1),
                 (2, "a", None, 0, 1), (2, "b", None, 1, 2), (2, "a", None, 2, OPEN),
                 (3, "a", None, 0, 1), (3, "a", None, 2, OPEN)]
 EXAMPLE_COUNTS = [(1, 0, 0, 0, 1, 0), (5, 3, 0, 0, 2, 1), (2, 1, 0, 1, 0, 2)]
+
+# README "Batching test": the partial example (README "Partial changes" in
+# the top README, name = b, amount = a, and more).
+IGNORE_NULLS = Encoding(True, (), None)
+PARTIAL_EXAMPLE_PLAN = [
+    App([Change(1, "x", 1, 0, "I", None), Change(2, "x", 1, 0, "I", None)], None, False, False),
+    App([Change(1, KEEP, 2, 2, "U", None), Change(2, KEEP, 2, 2, "U", None)], None, False, False,
+        IGNORE_NULLS),
+    App([Change(1, "y", 5, 1, "U", None), Change(2, "y", 5, 1, "U", None)], None, False, False),
+    App([Change(3, "z", KEEP, 0, "U", 2), Change(3, KEEP, 7, 0, "U", 1)], None, True, False,
+        IGNORE_NULLS),
+    App([Change(1, "w", KEEP, 3, "U", None)], None, False, False,
+        Encoding(False, ("amount",), "keep")),
+    App([Change(2, None, 9, 3, "U", None)], None, False, False,
+        Encoding(False, ("name",), "null")),
+    App([Change(1, None, None, 1, "D", None)], None, False, False),
+    App(None, StreamSnapshot(4, [(2, KEEP, 4)], False, IGNORE_NULLS), False, False, IGNORE_NULLS)]
+PARTIAL_EXAMPLE_ROWS = [(1, "x", 1, 0, 1), (1, None, 2, 2, 3), (1, "w", 2, 3, OPEN),
+                        (2, "x", 1, 0, 1), (2, "y", 5, 1, 2), (2, "y", 2, 2, 3),
+                        (2, None, 9, 3, 4), (2, None, 4, 4, OPEN),
+                        (3, "z", 7, 0, OPEN)]
+PARTIAL_EXAMPLE_COUNTS = [(2, 2, 0, 0, 0, 0), (2, 2, 2, 0, 0, 0), (2, 2, 0, 0, 0, 2),
+                          (2, 2, 0, 0, 0, 0), (1, 1, 1, 0, 0, 0), (1, 1, 1, 0, 0, 0),
+                          (1, 0, 0, 1, 0, 1), (1, 1, 1, 0, 0, 0)]
+EXAMPLES = [("example", EXAMPLE_PLAN, EXAMPLE_ROWS, EXAMPLE_COUNTS),
+            ("partial example", PARTIAL_EXAMPLE_PLAN, PARTIAL_EXAMPLE_ROWS, PARTIAL_EXAMPLE_COUNTS)]
 
 
 class FoldRun:
@@ -1393,20 +1592,21 @@ class FoldRun:
         """Apply one plan entry to rc_fold and (--check-zipper) rc_zip:
         {engine: counts}."""
         db, clock, got = self.db, self.clock, {}
+        opts = encoding_args(app.enc)
         if app.snapshot:
             s = app.snapshot
-            load_snapshot(db, s.rows)
+            load_snapshot(db, s.rows, app.enc)
             if fold:
                 got["zl_fold.apply_snapshot"] = db.one(
-                    "SELECT * FROM zl_fold.apply_snapshot('rc_fold', 'rc_snapshot', %s, %s)",
-                    (clock.arg(s.tick), s.deletes))
+                    "SELECT * FROM zl_fold.apply_snapshot('rc_fold', 'rc_snapshot', %%s, %%s%s)"
+                    % opts, (clock.arg(s.tick), s.deletes))
             if self.zip:
                 got["zipper_lake.apply_snapshot"] = db.one(
-                    "SELECT * FROM zipper_lake.apply_snapshot('rc_zip', 'rc_snapshot', %s, "
-                    "deletes => %s)", (clock.arg(s.tick), s.deletes))
+                    "SELECT * FROM zipper_lake.apply_snapshot('rc_zip', 'rc_snapshot', %%s, "
+                    "deletes => %%s%s)" % opts, (clock.arg(s.tick), s.deletes))
             return got
-        load_changes(db, clock, app.changes, True, app.has_seq)
-        seq_arg = ", seq => 'seq'" if app.has_seq else ""
+        load_changes(db, clock, app.changes, True, app.has_seq, enc=app.enc)
+        seq_arg = (", seq => 'seq'" if app.has_seq else "") + opts
         if fold:
             got["zl_fold.apply_changes"] = db.one(
                 "SELECT * FROM zl_fold.apply_changes('rc_fold', 'rc_changes'%s)" % seq_arg)
@@ -1464,6 +1664,7 @@ class FoldRun:
             if label == "b":
                 self.stats.update(want)
             self.counts["applications " + label] += 1
+            self.counts["options " + label] += app.enc != PLAIN
             self.counts["re-applied"] += app.again
         return model
 
@@ -1478,19 +1679,20 @@ class FoldRun:
         return (self.run_plan("a", plan_a, expected) is not None and
                 self.run_plan("b", plan_b, expected) is not None)
 
-    def run_example(self):
-        """The example of README "Batching test": exact history and counts."""
+    def run_example(self, label, plan, rows, counts):
+        """An example of README "Batching test" (EXAMPLES): exact history and
+        counts."""
         self.items = []
         self.setup()
         model = FoldModel()
-        for no, (app, counts) in enumerate(zip(EXAMPLE_PLAN, EXAMPLE_COUNTS), 1):
+        for no, (app, want_counts) in enumerate(zip(plan, counts), 1):
             want = fold_model_apply(model, app)
-            if tuple(want[k] for k in COUNTS) != counts:
-                raise AssertionError("the fold model counts %s for batch b%d of the example, "
-                                     "README says %s" % (fmt_counts(want), no - 1, counts))
-        if model.rows() != sorted(EXAMPLE_ROWS, key=sort_key):
-            raise AssertionError("the fold model gives %s for the example" % model.rows())
-        return self.run_plan("example", EXAMPLE_PLAN, EXAMPLE_ROWS) is not None
+            if tuple(want[k] for k in COUNTS) != want_counts:
+                raise AssertionError("the fold model counts %s for batch b%d of the %s, "
+                                     "README says %s" % (fmt_counts(want), no - 1, label, want_counts))
+        if model.rows() != sorted(rows, key=sort_key):
+            raise AssertionError("the fold model gives %s for the %s" % (model.rows(), label))
+        return self.run_plan(label, plan, rows) is not None
 
     # ---- zipper_lake: the smallest plan that still shows the difference
     def zipper_fails(self, plan, kind):
@@ -1512,7 +1714,8 @@ class FoldRun:
 
     def shrink(self, plan, kind, budget=60):
         """Drop applications, then changes and image rows, one at a time as
-        long as the difference stays (and the time budget lasts)."""
+        long as the difference stays (and the time budget lasts); load an
+        application without partial options when its changes allow it."""
         deadline, trials = time.time() + budget, 0
         progress = True
         while progress and time.time() < deadline:
@@ -1530,6 +1733,14 @@ class FoldRun:
                     if self.zipper_fails(plan[:i] + [cand] + plan[i + 1:], kind):
                         plan, app, progress = plan[:i] + [cand] + plan[i + 1:], cand, True
                 elems = app.changes if app.changes is not None else app.snapshot.rows
+                changes = app.changes or [Change(r[0], r[1], r[2], 0, "U", None) for r in elems]
+                if app.enc != PLAIN and all(fits(c, PLAIN) for c in changes):
+                    cand = app._replace(enc=PLAIN)
+                    if app.snapshot:
+                        cand = cand._replace(snapshot=app.snapshot._replace(enc=PLAIN))
+                    trials += 1
+                    if self.zipper_fails(plan[:i] + [cand] + plan[i + 1:], kind):
+                        plan, app, progress = plan[:i] + [cand] + plan[i + 1:], cand, True
                 for j in reversed(range(len(elems))):
                     if len(elems) == 1 or time.time() >= deadline:
                         break
@@ -1544,17 +1755,24 @@ class FoldRun:
     # ---- reporting
     def fmt_app(self, no, app):
         clock = self.clock
+        enc = app.enc
+        cols = [c for c in VALUE_COLS if c not in enc.missing]
+        how = "%s%s" % (", " + describe_encoding(enc) if enc != PLAIN else "",
+                        " (keep: NULL)" if enc.ignore_nulls else "")
+        vals = lambda r: "".join(", %s" % v for col, v in zip(VALUE_COLS, r) if col in cols)
         if app.snapshot:
             s = app.snapshot
-            return ["  %d. apply_snapshot at %s, deletes => %s: (id, name, amount) = %s"
-                    % (no, clock.show(s.tick), "true" if s.deletes else "false",
-                       ", ".join("(%s, %s, %s)" % r for r in s.rows))]
-        out = ["  %d. apply_changes%s%s: (id, name, amount, change_time, op%s) ="
+            return ["  %d. apply_snapshot at %s, deletes => %s%s: (id%s) = %s"
+                    % (no, clock.show(s.tick), "true" if s.deletes else "false", how,
+                       "".join(", " + c for c in cols),
+                       ", ".join("(%s%s)" % (r[0], vals(r[1:])) for r in s.rows))]
+        out = ["  %d. apply_changes%s%s%s: (id%s, change_time, op%s) ="
                % (no, " (seq column)" if app.has_seq else "",
-                  " again" if app.again else "", ", seq" if app.has_seq else "")]
+                  " again" if app.again else "", how, "".join(", " + c for c in cols),
+                  ", seq" if app.has_seq else "")]
         for c in app.changes:
-            out.append("       (%s, %s, %s, %s, %s%s)"
-                       % (c.id, c.name, c.amount, clock.show(c.tick), c.op,
+            out.append("       (%s%s, %s, %s%s)"
+                       % (c.id, vals((c.name, c.amount)), clock.show(c.tick), c.op,
                           ", %s" % c.seq if app.has_seq else ""))
         return out
 
@@ -1637,23 +1855,26 @@ def main_batching(db, args, seeds):
     """--mode batching: the example, then one stream per seed.  Exit status."""
     target = "zl_fold vs Python fold model" + (" vs zipper_lake" if args.check_zipper else "")
     started = time.time()
-    if args.seed is None:           # a rerun of one seed skips it
-        if not FoldRun(db, args, 0, EXAMPLE_CONFIG).run_example():
-            return 1
-        print("example ok: the fold of README \"Batching test\"")
+    if args.seed is None:           # a rerun of one seed skips them
+        for example in EXAMPLES:
+            if not FoldRun(db, args, 0, EXAMPLE_CONFIG).run_example(*example):
+                return 1
+            print("%s ok: the fold of README \"Batching test\"" % example[0])
     for seed in seeds:
         t0 = time.time()
         run = FoldRun(db, args, seed)
         if not run_seed(run, args, seed):
             return 1
         c, st = run.counts, run.stats
-        print("seed %d ok [%s]: %d changes (%d repeated, %d same-instant with seq, %d corrections), "
-              "%d snapshots; (a) %d applications, (b) %d (%d re-applied): %d late, %d unchanged, "
-              "%d inserted, %d deleted, %d closed; %.1fs"
-              % (seed, run.cfg.name, args.batch_size, c["repeated"], c["same instant with seq"],
-                 c["corrections"], c["snapshots"], c["applications a"], c["applications b"],
-                 c["re-applied"], st["late"], st["unchanged"], st["inserted"], st["deleted"],
-                 st["closed"], time.time() - t0))
+        print("seed %d ok [%s]: %d changes (%d partial, %d repeated, %d same-instant with seq, "
+              "%d corrections), %d snapshots (%d partial); (a) %d applications, (b) %d (%d "
+              "re-applied, %d with partial options): %d late, %d unchanged, %d inserted, "
+              "%d deleted, %d closed; %.1fs"
+              % (seed, run.cfg.name, args.batch_size, c["partial"], c["repeated"],
+                 c["same instant with seq"], c["corrections"], c["snapshots"],
+                 c["partial snapshots"], c["applications a"], c["applications b"],
+                 c["re-applied"], c["options b"], st["late"], st["unchanged"], st["inserted"],
+                 st["deleted"], st["closed"], time.time() - t0))
     print("all %d seeds passed (%s, %d keys, streams of %d changes, plan (b) in up to %d pieces) "
           "in %.1fs" % (len(seeds), target, args.keys, args.batch_size, args.batches,
                         time.time() - started))
@@ -1726,10 +1947,12 @@ def main():
             sys.exit(1)
         configs[run.cfg.name] += 1
         st = run.stats
-        print("seed %d ok [%s]: %d batches (%d snapshots, %d with seq, %d re-applied), %d changes, "
-              "%d versions; %d late, %d unchanged, %d inserted, %d deleted, %d closed; %.1fs"
+        print("seed %d ok [%s]: %d batches (%d snapshots, %d partial; %d with seq, %d re-applied), "
+              "%d changes (%d partial), %d versions; %d late, %d unchanged, %d inserted, "
+              "%d deleted, %d closed; %.1fs"
               % (seed, run.cfg.name, args.batches, run.counts["snapshots"],
-                 run.counts["seq batches"], run.counts["re-applied"], run.counts["changes"],
+                 run.counts["partial snapshots"], run.counts["seq batches"],
+                 run.counts["re-applied"], run.counts["changes"], run.counts["partial changes"],
                  len(run.model.rows()), st["late"], st["unchanged"], st["inserted"],
                  st["deleted"], st["closed"], time.time() - t0))
         if args.verbose and run.zip:

@@ -45,7 +45,8 @@
  *      normalize the batch into temp table zl_ref_batch: key and
  *      value columns cast to the target's types, change time as timestamptz, op
  *      reduced to a boolean (true = upsert, false = delete; a delete's values are
- *      irrelevant and stored as NULL), exact duplicates collapsed (DISTINCT),
+ *      irrelevant and stored as NULL), the value columns an upsert keeps
+ *      (zl_keep, see below), exact duplicates collapsed (DISTINCT),
  *      two *different* changes for the same (key, time[, seq]) rejected; every
  *      change numbered by (key, change_time, seq) order (zl_ord) and every key
  *      numbered (zl_key_no);
@@ -68,6 +69,14 @@
  *     the changes table must have all of them (and the key columns and the
  *     change-time column); the op column may be absent (= all upserts); a seq
  *     column, when named, must exist.  NULL seq values sort last;
+ *   * partial changes (README "Change semantics", "Partial changes"):
+ *     normalize_batch also takes ignore_nulls (a NULL value of an upsert
+ *     keeps the column) and missing_columns ('error', 'null' or 'keep': what
+ *     a value column the changes lack means) and lists the columns each
+ *     upsert keeps in zl_keep (text[], in attribute order; '{}' for a full
+ *     change and for every delete), their values being NULL.  Only
+ *     fold_reference.sql folds partial changes; apply_changes here takes
+ *     full changes only;
  *   * value types need an equality operator (IS NOT DISTINCT FROM);
  *   * temp tables and columns whose names start with zl_ref_ / zl_ are used
  *     internally; the target must not have columns named like that.
@@ -152,8 +161,9 @@ $$;
  * Step 1 of apply_changes (see the top of this file), also used by
  * fold_reference.sql: checks the columns of target and changes, validates the
  * batch and leaves it normalized in temp table zl_ref_batch (key and value
- * columns, zl_time, zl_upsert, zl_seq, zl_ord, zl_key_no).  Returns the
- * number of rows read.
+ * columns, zl_time, zl_upsert, zl_seq, zl_keep, zl_ord, zl_key_no).
+ * ignore_nulls and missing_columns: see "partial changes" at the top.
+ * Returns the number of rows read.
  */
 CREATE FUNCTION zl_ref.normalize_batch(
     target regclass,
@@ -162,7 +172,9 @@ CREATE FUNCTION zl_ref.normalize_batch(
     change_time name,
     op name,
     seq name,
-    open_end timestamptz)
+    open_end timestamptz,
+    ignore_nulls boolean DEFAULT false,
+    missing_columns text DEFAULT 'error')
 RETURNS bigint
 LANGUAGE plpgsql
 SET client_min_messages = warning     -- quiet DROP TABLE IF EXISTS
@@ -177,6 +189,7 @@ DECLARE
     kl      text;       -- key column list
     vl      text;       -- value column list
     casts   text := ''; -- 'ch.k::int AS k, ch.name::text AS name, ...'
+    keeps   text[] := '{}'; -- per value column: the name if the upsert keeps it, else NULL
     bad     record;
     cnt     bigint;
 BEGIN
@@ -200,7 +213,10 @@ BEGIN
     IF NOT ccols @> key THEN
         RAISE EXCEPTION 'zl_ref: changes % lacks a key column of %', changes, key;
     END IF;
-    IF NOT ccols @> vcols THEN
+    IF missing_columns IS NULL OR missing_columns NOT IN ('error', 'null', 'keep') THEN
+        RAISE EXCEPTION 'zl_ref: missing_columns must be error, null or keep, not %', missing_columns;
+    END IF;
+    IF NOT ccols @> vcols AND missing_columns = 'error' THEN
         RAISE EXCEPTION 'zl_ref: changes % lacks a value column of %', changes, vcols;
     END IF;
     IF NOT change_time::text = ANY (ccols) THEN
@@ -214,8 +230,17 @@ BEGIN
     kl := zl_ref.col_list(key);
     vl := zl_ref.col_list(vcols);
     FOR i IN 1 .. cardinality(tcols) LOOP
-        IF tcols[i] = ANY (key || vcols) THEN
+        IF tcols[i] = ANY (vcols) AND NOT tcols[i] = ANY (ccols) THEN
+            -- a value column the changes lack: NULL, kept with 'keep'
+            casts := casts || format('NULL::%s AS %I, ', ttypes[i], tcols[i]);
+            IF missing_columns = 'keep' THEN
+                keeps := keeps || quote_literal(tcols[i]);
+            END IF;
+        ELSIF tcols[i] = ANY (key || vcols) THEN
             casts := casts || format('ch.%I::%s AS %I, ', tcols[i], ttypes[i], tcols[i]);
+            IF tcols[i] = ANY (vcols) AND ignore_nulls THEN
+                keeps := keeps || format('CASE WHEN ch.%I IS NULL THEN %L END', tcols[i], tcols[i]);
+            END IF;
         END IF;
     END LOOP;
 
@@ -224,11 +249,13 @@ BEGIN
 
     EXECUTE format(
         'CREATE TEMP TABLE zl_ref_raw AS
-         SELECT %s ch.%I::timestamptz AS zl_time, %s AS zl_op, %s AS zl_seq
+         SELECT %s ch.%I::timestamptz AS zl_time, %s AS zl_op, %s AS zl_seq,
+                array_remove(ARRAY[%s]::text[], NULL) AS zl_keep
          FROM %s ch',
         casts, change_time,
         CASE WHEN has_op THEN format('ch.%I::text', op) ELSE 'NULL::text' END,
         CASE WHEN seq IS NULL THEN 'NULL::bigint' ELSE format('ch.%I::bigint', seq) END,
+        array_to_string(keeps, ', '),
         changes);
 
     EXECUTE format('SELECT ROW(%s)::text AS k, zl_time FROM zl_ref_raw WHERE %s LIMIT 1',
@@ -261,8 +288,9 @@ BEGIN
          SELECT row_number() OVER (ORDER BY %s, zl_time, zl_seq) AS zl_ord,
                 dense_rank() OVER (ORDER BY %s) AS zl_key_no,
                 d.*
-         FROM (SELECT DISTINCT %s, %s zl_time, zl_upsert, zl_seq
-               FROM (SELECT %s, %s zl_time, zl_ref.op_is_upsert(zl_op) AS zl_upsert, zl_seq
+         FROM (SELECT DISTINCT %s, %s zl_time, zl_upsert, zl_seq, zl_keep
+               FROM (SELECT %s, %s zl_time, zl_ref.op_is_upsert(zl_op) AS zl_upsert, zl_seq,
+                            CASE WHEN zl_ref.op_is_upsert(zl_op) THEN zl_keep ELSE ''{}'' END AS zl_keep
                      FROM zl_ref_raw) r) d',
         kl, kl, kl,
         CASE WHEN vl = '' THEN '' ELSE vl || ',' END,
