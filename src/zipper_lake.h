@@ -536,6 +536,10 @@ typedef struct ZLRecordInstant
 	bool		is_delete;
 	int64		seq;
 	const uint8 *given;			/* a partial change: a bit per column it gave; NULL: all */
+	const uint8 *own_given;		/* the winner's own, when changes composed there (else NULL) */
+	bool		has_under_last; /* with own_given: the last change under the winner */
+	bool		under_last_has_seq;
+	int64		under_last_seq;
 	const ZLUntrackedValues *untracked; /* when they differ from its version's */
 } ZLRecordInstant;
 

@@ -59,7 +59,15 @@ typedef struct Instant
 	int64		time;
 	bool		has_seq;
 	int64		seq;
-	Effect		effect;
+	Effect		effect;			/* of every change at this instant, composed */
+	const uint8 *own_given;		/* the columns the winner itself gave (NULL: all) */
+	/* under a partial winner: what the changes before it there left */
+	Effect		under;
+	bool		has_under;
+	bool		under_known;
+	bool		has_under_last; /* the last of them in fold order: */
+	bool		under_last_has_seq;
+	int64		under_last_seq;
 	Effect		state;			/* after this instant */
 	bool		old;			/* won by a change applied before the batch */
 	bool		recorded;		/* from the record (it knows seq and columns) */
@@ -258,6 +266,7 @@ push_instant(InstantList *list, int64 time, bool has_seq, int64 seq, Effect effe
 	in->has_seq = has_seq;
 	in->seq = seq;
 	in->effect = effect;
+	in->own_given = effect.given;
 	in->old = true;
 	return in;
 }
@@ -361,9 +370,17 @@ stored_instants(Fold *f, const ZLFoldKey *key)
 		const ZLRecordInstant *r = &key->record[i];
 		Effect		e = version_effect(version_at(key, r->time), r->given);
 
+		Instant    *in;
+
 		if (!e.absent && r->untracked != NULL)
 			e = with_untracked(cx, e, r->untracked);
-		push_instant(list, r->time, r->has_seq, r->seq, e)->recorded = true;
+		in = push_instant(list, r->time, r->has_seq, r->seq, e);
+		in->recorded = true;
+		if (r->own_given != NULL)
+			in->own_given = r->own_given;
+		in->has_under_last = r->has_under_last;
+		in->under_last_has_seq = r->under_last_has_seq;
+		in->under_last_seq = r->under_last_seq;
 	}
 	for (int i = 0; i < cx->table->nstored; i++)
 	{
@@ -400,6 +417,58 @@ stored_instants(Fold *f, const ZLFoldKey *key)
 	resolve_from(f, 0);
 }
 
+static bool given_equal(const ZLFoldContext *cx, const uint8 *a, const uint8 *b);
+
+/*
+ * A change that a partial winner applied before follows at its instant:
+ * it goes under the winner, which keeps its own columns on top.  Of the
+ * changes already under it the record knows their composition and the
+ * last one in fold order: the change goes over that composition when it
+ * follows that last one, else beneath it (exact unless it falls between
+ * changes of different batches that are both under the winner).
+ */
+static void
+compose_under(const ZLFoldContext *cx, Instant *at, const ZLFoldChange *c, Effect change)
+{
+	Effect		own = at->effect;
+
+	own.given = at->own_given;
+	if (!at->under_known)
+	{
+		int			nbytes = (cx->natts + 7) / 8;
+		uint8	   *rest = palloc(nbytes);
+		bool		any = false;
+
+		for (int i = 0; i < nbytes; i++)
+		{
+			rest[i] = (at->effect.given != NULL ? at->effect.given[i] : 0xFF) & ~at->own_given[i];
+			any |= rest[i] != 0;
+		}
+		at->under = at->effect;
+		at->under.given = rest;
+		at->has_under = any;
+		at->under_known = true;
+	}
+	if (!at->has_under)
+		at->under = change;
+	else if (!at->has_under_last ||
+			 zl_fold_precedes(at->time, at->under_last_has_seq, at->under_last_seq,
+							  c->time, c->has_seq, c->seq))
+		at->under = compose(cx, change, at->under);
+	else
+		at->under = compose(cx, at->under, change);
+	if (!at->has_under_last ||
+		zl_fold_precedes(at->time, at->under_last_has_seq, at->under_last_seq,
+						 c->time, c->has_seq, c->seq))
+	{
+		at->has_under_last = true;
+		at->under_last_has_seq = c->has_seq;
+		at->under_last_seq = c->seq;
+	}
+	at->has_under = true;
+	at->effect = compose(cx, own, at->under);
+}
+
 /* one change of the batch, in fold order: count it and merge it in */
 static void
 fold_change(Fold *f, const Instant *newest, const ZLFoldChange *c, ZLFoldCounts *counts)
@@ -420,10 +489,19 @@ fold_change(Fold *f, const Instant *newest, const ZLFoldChange *c, ZLFoldCounts 
 	if (c->is_delete)
 		effect = ABSENT;
 
-	/* a change applied before follows it at its instant: it shapes nothing */
+	/*
+	 * A change applied before follows it at its instant: it is counted
+	 * unchanged and never late, and shapes the instant only under a
+	 * partial one (which keeps the rest from it).
+	 */
 	if (at != NULL && at->old && c->has_seq && (!at->has_seq || c->seq < at->seq))
 	{
 		counts->unchanged++;
+		if (at->own_given != NULL && !at->effect.absent)
+		{
+			compose_under(cx, at, c, effect);
+			resolve_from(f, p);
+		}
 		return;
 	}
 	if (at != NULL)
@@ -431,7 +509,8 @@ fold_change(Fold *f, const Instant *newest, const ZLFoldChange *c, ZLFoldCounts 
 	after = resolve(cx, effect, before);
 	unchanged = states_equal(cx, after, held);
 	identical = unchanged && at != NULL && at->old && at->has_seq == c->has_seq &&
-		(!c->has_seq || at->seq == c->seq);
+		(!c->has_seq || at->seq == c->seq) &&
+		(c->is_delete || given_equal(cx, c->given, at->own_given));
 
 	if (c->is_delete)
 	{
@@ -465,9 +544,18 @@ fold_change(Fold *f, const Instant *newest, const ZLFoldChange *c, ZLFoldCounts 
 		memset(at, 0, sizeof(Instant));
 		at->time = c->time;
 	}
+	else
+	{
+		/* the change that held the instant is now the last one under c */
+		at->has_under_last = true;
+		at->under_last_has_seq = at->has_seq;
+		at->under_last_seq = at->seq;
+	}
+	at->under_known = false;
 	at->has_seq = c->has_seq;
 	at->seq = c->seq;
 	at->effect = effect;
+	at->own_given = c->is_delete ? NULL : c->given;
 	at->old = false;
 	resolve_from(f, p);
 }
@@ -566,7 +654,7 @@ instants_to_remember(Fold *f, ZLFoldKey *key)
 		const Instant *in = &f->list.items[i];
 		bool		own_untracked = in->run_last >= 0 && in->run_last != i &&
 			!states_fully_equal(cx, in->state, f->list.items[in->run_last].state);
-		bool		plain = in->effect.given == NULL && !own_untracked;
+		bool		plain = in->effect.given == NULL && in->own_given == NULL && !own_untracked;
 		const ZLTableInstant *ti;
 		ZLRecordInstant *r;
 
@@ -581,6 +669,11 @@ instants_to_remember(Fold *f, ZLFoldKey *key)
 		r->seq = in->has_seq ? in->seq : 0;
 		r->is_delete = in->effect.absent;
 		r->given = in->effect.absent ? NULL : in->effect.given;
+		r->own_given = in->effect.absent || given_equal(cx, in->own_given, in->effect.given) ?
+			NULL : in->own_given;
+		r->has_under_last = r->own_given != NULL && in->has_under_last;
+		r->under_last_has_seq = r->has_under_last && in->under_last_has_seq;
+		r->under_last_seq = r->under_last_has_seq ? in->under_last_seq : 0;
 		r->untracked = own_untracked ? untracked_of(cx, in->state) : NULL;
 	}
 	key->record_changed = key->nremember != key->nrecord;
@@ -591,7 +684,9 @@ instants_to_remember(Fold *f, ZLFoldKey *key)
 
 		key->record_changed = a->time != b->time || a->has_seq != b->has_seq ||
 			a->seq != b->seq || a->is_delete != b->is_delete ||
-			!given_equal(cx, a->given, b->given) ||
+			!given_equal(cx, a->given, b->given) || !given_equal(cx, a->own_given, b->own_given) ||
+			a->has_under_last != b->has_under_last || a->under_last_has_seq != b->under_last_has_seq ||
+			a->under_last_seq != b->under_last_seq ||
 			a->untracked != NULL || b->untracked != NULL;	/* rewritten */
 	}
 }

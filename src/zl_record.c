@@ -249,6 +249,8 @@ get_key(const ZLRecordCodec *codec, Reader *r)
 
 #define PAYLOAD_GIVEN			0x1 /* the columns a partial change gave */
 #define PAYLOAD_UNTRACKED		0x2 /* untracked values */
+#define PAYLOAD_OWN_GIVEN		0x4 /* the winner's own columns, when changes composed */
+#define PAYLOAD_UNDER_LAST		0x8 /* the seq of the last change under it (+ flag) */
 
 static void
 damaged(void)
@@ -280,11 +282,23 @@ column_io(ZLRecordCodec *codec, AttrNumber attnum)
 static void
 put_payload(const ZLRecordCodec *codec, StringInfo buf, const ZLRecordInstant *in)
 {
-	put_varint(buf, (in->given ? PAYLOAD_GIVEN : 0) | (in->untracked ? PAYLOAD_UNTRACKED : 0));
+	put_varint(buf, (in->given ? PAYLOAD_GIVEN : 0) | (in->untracked ? PAYLOAD_UNTRACKED : 0) |
+			   (in->own_given ? PAYLOAD_OWN_GIVEN : 0) |
+			   (in->has_under_last ? PAYLOAD_UNDER_LAST : 0));
+	if (in->has_under_last)
+	{
+		put_varint(buf, in->under_last_has_seq);
+		put_zigzag(buf, in->under_last_seq);
+	}
 	if (in->given != NULL)
 	{
 		put_varint(buf, GIVEN_BYTES(codec));
 		appendBinaryStringInfo(buf, (const char *) in->given, GIVEN_BYTES(codec));
+	}
+	if (in->own_given != NULL)
+	{
+		put_varint(buf, GIVEN_BYTES(codec));
+		appendBinaryStringInfo(buf, (const char *) in->own_given, GIVEN_BYTES(codec));
 	}
 	if (in->untracked != NULL)
 	{
@@ -310,24 +324,36 @@ put_payload(const ZLRecordCodec *codec, StringInfo buf, const ZLRecordInstant *i
 	}
 }
 
+/* a bitmap of columns (those added since it was written are not in it) */
+static const uint8 *
+get_given(const ZLRecordCodec *codec, Reader *r)
+{
+	uint64		len = get_varint(r);
+	uint8	   *given;
+
+	if (len > (uint64) (r->end - r->p))
+		damaged();
+	given = palloc0(Max(len, GIVEN_BYTES(codec)));
+	memcpy(given, r->p, len);
+	r->p += len;
+	return given;
+}
+
 static void
 get_payload(const ZLRecordCodec *codec, Reader *r, ZLRecordInstant *in)
 {
 	uint64		kind = get_varint(r);
 
-	if (kind & PAYLOAD_GIVEN)
+	if (kind & PAYLOAD_UNDER_LAST)
 	{
-		uint64		len = get_varint(r);
-		uint8	   *given;
-
-		if (len > (uint64) (r->end - r->p))
-			damaged();
-		/* columns added since are not given (len is the writer's) */
-		given = palloc0(Max(len, GIVEN_BYTES(codec)));
-		memcpy(given, r->p, len);
-		r->p += len;
-		in->given = given;
+		in->has_under_last = true;
+		in->under_last_has_seq = get_varint(r) != 0;
+		in->under_last_seq = get_zigzag(r);
 	}
+	if (kind & PAYLOAD_GIVEN)
+		in->given = get_given(codec, r);
+	if (kind & PAYLOAD_OWN_GIVEN)
+		in->own_given = get_given(codec, r);
 	if (kind & PAYLOAD_UNTRACKED)
 	{
 		ZLUntrackedValues *u = palloc(sizeof(ZLUntrackedValues));
@@ -386,10 +412,12 @@ put_entry(ZLRecordWriter *w, const ZLRecordEntry *e)
 
 		put_varint(buf, ((uint64) (in->time - prev) << INSTANT_FLAG_BITS) |
 				   (in->has_seq ? INSTANT_HAS_SEQ : 0) | (in->is_delete ? INSTANT_IS_DELETE : 0) |
-				   (in->given != NULL || in->untracked != NULL ? INSTANT_HAS_PAYLOAD : 0));
+				   (in->given != NULL || in->own_given != NULL || in->untracked != NULL ||
+					in->has_under_last ? INSTANT_HAS_PAYLOAD : 0));
 		if (in->has_seq)
 			put_zigzag(buf, in->seq);
-		if (in->given != NULL || in->untracked != NULL)
+		if (in->given != NULL || in->own_given != NULL || in->untracked != NULL ||
+			in->has_under_last)
 			put_payload(w->codec, buf, in);
 		prev = in->time;
 	}
@@ -441,6 +469,10 @@ next_entry(const ZLRecordCodec *codec, EntryReader *er, ZLRecordEntry *e,
 		in->is_delete = (v & INSTANT_IS_DELETE) != 0;
 		in->seq = in->has_seq ? get_zigzag(&er->r) : 0;
 		in->given = NULL;
+		in->own_given = NULL;
+		in->has_under_last = false;
+		in->under_last_has_seq = false;
+		in->under_last_seq = 0;
 		in->untracked = NULL;
 		if (v & INSTANT_HAS_PAYLOAD)
 			get_payload(codec, &er->r, in);
@@ -464,6 +496,13 @@ zl_record_copy_instants(const ZLRecordCodec *codec, const ZLRecordInstant *insta
 
 			memcpy(given, instants[i].given, GIVEN_BYTES(codec));
 			copy[i].given = given;
+		}
+		if (instants[i].own_given != NULL)
+		{
+			uint8	   *own = palloc(GIVEN_BYTES(codec));
+
+			memcpy(own, instants[i].own_given, GIVEN_BYTES(codec));
+			copy[i].own_given = own;
 		}
 		if (instants[i].untracked != NULL)
 		{
