@@ -520,6 +520,15 @@ extern const ZLReadHelper *zl_read_helper(const char *name);
  * the versions do not show.  is_delete is the winning change's kind, which
  * the versions also imply (verify compares).
  */
+/* the change (its seq) that gave a column at an instant (zl_fold.c) */
+typedef struct ZLGiver
+{
+	bool		set;
+	bool		has_seq;
+	int64		seq;
+	bool		earlier;		/* an earlier application's, though of the winner's seq */
+} ZLGiver;
+
 /* the untracked values the state after an instant holds (README "Tracked columns") */
 typedef struct ZLUntrackedValues
 {
@@ -536,10 +545,9 @@ typedef struct ZLRecordInstant
 	bool		is_delete;
 	int64		seq;
 	const uint8 *given;			/* a partial change: a bit per column it gave; NULL: all */
-	const uint8 *own_given;		/* the winner's own, when changes composed there (else NULL) */
-	bool		has_under_last; /* with own_given: the last change under the winner */
-	bool		under_last_has_seq;
-	int64		under_last_seq;
+	int			ngivers;		/* columns another change there gave than the winner */
+	const AttrNumber *giver_attnums;
+	const struct ZLGiver *givers;
 	const ZLUntrackedValues *untracked; /* when they differ from its version's */
 } ZLRecordInstant;
 

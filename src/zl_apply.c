@@ -2348,6 +2348,12 @@ zl_apply_batch_add(ZLApplyBatch *ac, const ZLBatchChange *bc)
 			}
 			for (int i = 0; i < nbytes; i++)
 				c->given[i] &= bc->given[i];
+			/* every column given: a full upsert */
+			for (int col = 0; col < ncols && c->given != NULL; col++)
+				if ((c->given[col >> 3] & (1 << (col & 7))) == 0)
+					break;
+				else if (col == ncols - 1)
+					c->given = NULL;
 		}
 	}
 	take_change(ac, c, ac->batch_context);

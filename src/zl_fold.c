@@ -60,14 +60,7 @@ typedef struct Instant
 	bool		has_seq;
 	int64		seq;
 	Effect		effect;			/* of every change at this instant, composed */
-	const uint8 *own_given;		/* the columns the winner itself gave (NULL: all) */
-	/* under a partial winner: what the changes before it there left */
-	Effect		under;
-	bool		has_under;
-	bool		under_known;
-	bool		has_under_last; /* the last of them in fold order: */
-	bool		under_last_has_seq;
-	int64		under_last_seq;
+	ZLGiver    *givers;			/* per column, the change that gave it; NULL: the winner */
 	Effect		state;			/* after this instant */
 	bool		old;			/* won by a change applied before the batch */
 	bool		recorded;		/* from the record (it knows seq and columns) */
@@ -88,6 +81,9 @@ typedef struct Fold
 	const ZLFoldContext *cx;
 	InstantList list;
 } Fold;
+
+static ZLGiver *givers_from_record(const ZLFoldContext *cx, const struct Instant *in,
+									const ZLRecordInstant *r);
 
 bool
 zl_fold_precedes(int64 time, bool has_seq, int64 seq,
@@ -156,27 +152,6 @@ resolve(const ZLFoldContext *cx, Effect effect, Effect prev)
 	return state;
 }
 
-/* a later change at an instant over an earlier one there: one effect */
-static Effect
-compose(const ZLFoldContext *cx, Effect later, Effect earlier)
-{
-	Effect		e;
-	uint8	   *given;
-	int			nbytes = (cx->natts + 7) / 8;
-
-	if (later.absent || later.given == NULL)
-		return later;
-	if (earlier.absent)
-		return resolve(cx, later, ABSENT);	/* what it keeps is NULL */
-	if (earlier.given == NULL)
-		return resolve(cx, later, earlier);
-	e = resolve(cx, later, earlier);
-	given = palloc(nbytes);
-	for (int i = 0; i < nbytes; i++)
-		given[i] = later.given[i] | earlier.given[i];
-	e.given = given;
-	return e;
-}
 
 /* a version's values with the untracked ones an instant inside it left */
 static Effect
@@ -266,7 +241,7 @@ push_instant(InstantList *list, int64 time, bool has_seq, int64 seq, Effect effe
 	in->has_seq = has_seq;
 	in->seq = seq;
 	in->effect = effect;
-	in->own_given = effect.given;
+	in->givers = NULL;
 	in->old = true;
 	return in;
 }
@@ -376,11 +351,8 @@ stored_instants(Fold *f, const ZLFoldKey *key)
 			e = with_untracked(cx, e, r->untracked);
 		in = push_instant(list, r->time, r->has_seq, r->seq, e);
 		in->recorded = true;
-		if (r->own_given != NULL)
-			in->own_given = r->own_given;
-		in->has_under_last = r->has_under_last;
-		in->under_last_has_seq = r->under_last_has_seq;
-		in->under_last_seq = r->under_last_seq;
+		if (r->ngivers > 0)
+			in->givers = givers_from_record(cx, in, r);
 	}
 	for (int i = 0; i < cx->table->nstored; i++)
 	{
@@ -420,53 +392,117 @@ stored_instants(Fold *f, const ZLFoldKey *key)
 static bool given_equal(const ZLFoldContext *cx, const uint8 *a, const uint8 *b);
 
 /*
- * A change that a partial winner applied before follows at its instant:
- * it goes under the winner, which keeps its own columns on top.  Of the
- * changes already under it the record knows their composition and the
- * last one in fold order: the change goes over that composition when it
- * follows that last one, else beneath it (exact unless it falls between
- * changes of different batches that are both under the winner).
+ * Several changes at one instant (README "Partial changes"): each column
+ * holds the value of the last change there, in fold order, that gave it
+ * (a full upsert or a delete gives every column; a delete's are NULL);
+ * the instant is absent when its last change is a delete.  So a change
+ * can be merged in whatever the order of arrival, knowing per column who
+ * gave it (givers; NULL: the instant's winner gave every column it has).
  */
-static void
-compose_under(const ZLFoldContext *cx, Instant *at, const ZLFoldChange *c, Effect change)
+static ZLGiver
+giver_of(const Instant *at, int col)
 {
-	Effect		own = at->effect;
+	ZLGiver		g = {false, false, 0, false};
 
-	own.given = at->own_given;
-	if (!at->under_known)
+	if (at->givers != NULL)
+		return at->givers[col];
+	if (at->effect.absent || at->effect.given == NULL || GIVEN(at->effect.given, col))
 	{
-		int			nbytes = (cx->natts + 7) / 8;
-		uint8	   *rest = palloc(nbytes);
-		bool		any = false;
+		g.set = true;
+		g.has_seq = at->has_seq;
+		g.seq = at->seq;
+	}
+	return g;
+}
 
-		for (int i = 0; i < nbytes; i++)
+/* the givers a record entry names (those not named: its winner) */
+static ZLGiver *
+givers_from_record(const ZLFoldContext *cx, const Instant *in, const ZLRecordInstant *r)
+{
+	ZLGiver    *g = palloc(sizeof(ZLGiver) * cx->natts);
+
+	for (int col = 0; col < cx->natts; col++)
+	{
+		g[col].set = in->effect.absent || in->effect.given == NULL || GIVEN(in->effect.given, col);
+		g[col].has_seq = in->has_seq;
+		g[col].seq = in->seq;
+		g[col].earlier = false;
+	}
+	for (int i = 0; i < r->ngivers; i++)
+		if (r->giver_attnums[i] >= 1 && r->giver_attnums[i] <= cx->natts)
+			g[r->giver_attnums[i] - 1] = r->givers[i];
+	return g;
+}
+
+/* change c merged into the instant at (an effect of the state before it) */
+static void
+merge_change(const ZLFoldContext *cx, Instant *at, const ZLFoldChange *c)
+{
+	int			nbytes = (cx->natts + 7) / 8;
+	ZLGiver    *g = palloc(sizeof(ZLGiver) * cx->natts);
+	Datum	   *values = palloc(sizeof(Datum) * cx->natts);
+	bool	   *isnull = palloc(sizeof(bool) * cx->natts);
+	uint8	   *given = palloc0(nbytes);
+	bool		all = true;
+	bool		c_last = !zl_fold_precedes(c->time, c->has_seq, c->seq,
+										   at->time, at->has_seq, at->seq);
+	bool		same_giver = true;
+
+	for (int col = 0; col < cx->natts; col++)
+	{
+		bool		c_gives = c->is_delete || c->given == NULL || GIVEN(c->given, col);
+
+		g[col] = giver_of(at, col);
+		values[col] = at->effect.absent || at->effect.values == NULL ? (Datum) 0 : at->effect.values[col];
+		isnull[col] = at->effect.absent || at->effect.values == NULL ? true : at->effect.isnull[col];
+		if (c_gives && (!g[col].set ||
+						zl_fold_precedes(c->time, g[col].has_seq, g[col].seq,
+										 c->time, c->has_seq, c->seq) ||
+						(g[col].has_seq == c->has_seq && g[col].seq == c->seq)))
 		{
-			rest[i] = (at->effect.given != NULL ? at->effect.given[i] : 0xFF) & ~at->own_given[i];
-			any |= rest[i] != 0;
+			values[col] = c->is_delete ? (Datum) 0 : c->values[col];
+			isnull[col] = c->is_delete ? true : c->isnull[col];
+			g[col].set = true;
+			g[col].has_seq = c->has_seq;
+			g[col].seq = c->seq;
+			g[col].earlier = false;
 		}
-		at->under = at->effect;
-		at->under.given = rest;
-		at->has_under = any;
-		at->under_known = true;
+		else if (c_last && g[col].set)
+			g[col].earlier = true;	/* c is the winner now, this column not its */
+		if (g[col].set)
+			given[col >> 3] |= 1 << (col & 7);
+		else
+			all = false;
 	}
-	if (!at->has_under)
-		at->under = change;
-	else if (!at->has_under_last ||
-			 zl_fold_precedes(at->time, at->under_last_has_seq, at->under_last_seq,
-							  c->time, c->has_seq, c->seq))
-		at->under = compose(cx, change, at->under);
-	else
-		at->under = compose(cx, at->under, change);
-	if (!at->has_under_last ||
-		zl_fold_precedes(at->time, at->under_last_has_seq, at->under_last_seq,
-						 c->time, c->has_seq, c->seq))
+	if (c_last)
 	{
-		at->has_under_last = true;
-		at->under_last_has_seq = c->has_seq;
-		at->under_last_seq = c->seq;
+		at->effect.absent = c->is_delete;
+		at->has_seq = c->has_seq;
+		at->seq = c->seq;
 	}
-	at->has_under = true;
-	at->effect = compose(cx, own, at->under);
+	for (int col = 0; col < cx->natts && same_giver; col++)
+		same_giver = !g[col].set ||
+			(g[col].has_seq == at->has_seq && g[col].seq == at->seq && !g[col].earlier);
+	at->effect.values = values;
+	at->effect.isnull = isnull;
+	at->effect.given = all || at->effect.absent ? NULL : given;
+	at->givers = same_giver ? NULL : g;
+}
+
+/* the columns the instant's winner gave itself, NULL: all */
+static const uint8 *
+winner_columns(const ZLFoldContext *cx, const Instant *at)
+{
+	uint8	   *own;
+
+	if (at->givers == NULL)
+		return at->effect.given;
+	own = palloc0((cx->natts + 7) / 8);
+	for (int col = 0; col < cx->natts; col++)
+		if (at->givers[col].set && at->givers[col].has_seq == at->has_seq &&
+			at->givers[col].seq == at->seq && !at->givers[col].earlier)
+			own[col >> 3] |= 1 << (col & 7);
+	return own;
 }
 
 /* one change of the batch, in fold order: count it and merge it in */
@@ -477,6 +513,7 @@ fold_change(Fold *f, const Instant *newest, const ZLFoldChange *c, ZLFoldCounts 
 	InstantList *list = &f->list;
 	int			p = find_instant(list, c->time);
 	Instant    *at = p < list->n && list->items[p].time == c->time ? &list->items[p] : NULL;
+	bool		existed = at != NULL;
 	Effect		before = p > 0 ? list->items[p - 1].state : ABSENT;
 	Effect		held = at != NULL ? at->state : before;
 	Effect		effect = {c->is_delete, c->values, c->isnull, c->given};
@@ -497,20 +534,23 @@ fold_change(Fold *f, const Instant *newest, const ZLFoldChange *c, ZLFoldCounts 
 	if (at != NULL && at->old && c->has_seq && (!at->has_seq || c->seq < at->seq))
 	{
 		counts->unchanged++;
-		if (at->own_given != NULL && !at->effect.absent)
-		{
-			compose_under(cx, at, c, effect);
-			resolve_from(f, p);
-		}
+		merge_change(cx, at, c);
+		resolve_from(f, p);
 		return;
 	}
+	identical = at != NULL && at->old && at->has_seq == c->has_seq &&
+		(!c->has_seq || at->seq == c->seq) &&
+		(c->is_delete || given_equal(cx, c->given, winner_columns(cx, at)));
 	if (at != NULL)
-		effect = compose(cx, effect, at->effect);
+	{
+		Instant		merged = *at;
+
+		merge_change(cx, &merged, c);
+		effect = merged.effect;
+	}
 	after = resolve(cx, effect, before);
 	unchanged = states_equal(cx, after, held);
-	identical = unchanged && at != NULL && at->old && at->has_seq == c->has_seq &&
-		(!c->has_seq || at->seq == c->seq) &&
-		(c->is_delete || given_equal(cx, c->given, at->own_given));
+	identical = identical && unchanged;
 
 	if (c->is_delete)
 	{
@@ -544,18 +584,15 @@ fold_change(Fold *f, const Instant *newest, const ZLFoldChange *c, ZLFoldCounts 
 		memset(at, 0, sizeof(Instant));
 		at->time = c->time;
 	}
+	if (existed)
+		merge_change(cx, at, c);
 	else
 	{
-		/* the change that held the instant is now the last one under c */
-		at->has_under_last = true;
-		at->under_last_has_seq = at->has_seq;
-		at->under_last_seq = at->seq;
+		at->effect = effect;
+		at->has_seq = c->has_seq;
+		at->seq = c->seq;
+		at->givers = NULL;
 	}
-	at->under_known = false;
-	at->has_seq = c->has_seq;
-	at->seq = c->seq;
-	at->effect = effect;
-	at->own_given = c->is_delete ? NULL : c->given;
 	at->old = false;
 	resolve_from(f, p);
 }
@@ -635,9 +672,37 @@ cut_versions(Fold *f, ZLFoldKey *key)
 static bool
 given_equal(const ZLFoldContext *cx, const uint8 *a, const uint8 *b)
 {
-	if (a == NULL || b == NULL)
-		return a == b;
-	return memcmp(a, b, (cx->natts + 7) / 8) == 0;
+	/* NULL: every column; bits past the columns do not count */
+	for (int col = 0; col < cx->natts; col++)
+		if ((a == NULL || GIVEN(a, col)) != (b == NULL || GIVEN(b, col)))
+			return false;
+	return true;
+}
+
+/* the columns an instant's winner did not give itself, and who did */
+static void
+record_givers(const ZLFoldContext *cx, const Instant *in, ZLRecordInstant *r)
+{
+	AttrNumber *attnums;
+	ZLGiver    *givers;
+
+	r->ngivers = 0;
+	r->giver_attnums = NULL;
+	r->givers = NULL;
+	if (in->givers == NULL)
+		return;
+	attnums = palloc(sizeof(AttrNumber) * cx->natts);
+	givers = palloc(sizeof(ZLGiver) * cx->natts);
+	for (int col = 0; col < cx->natts; col++)
+		if (in->givers[col].set &&
+			(in->givers[col].has_seq != in->has_seq || in->givers[col].seq != in->seq ||
+			 in->givers[col].earlier))
+		{
+			attnums[r->ngivers] = col + 1;
+			givers[r->ngivers++] = in->givers[col];
+		}
+	r->giver_attnums = attnums;
+	r->givers = givers;
 }
 
 /* what the record keeps of the key from its earliest change on */
@@ -654,7 +719,7 @@ instants_to_remember(Fold *f, ZLFoldKey *key)
 		const Instant *in = &f->list.items[i];
 		bool		own_untracked = in->run_last >= 0 && in->run_last != i &&
 			!states_fully_equal(cx, in->state, f->list.items[in->run_last].state);
-		bool		plain = in->effect.given == NULL && in->own_given == NULL && !own_untracked;
+		bool		plain = in->effect.given == NULL && in->givers == NULL && !own_untracked;
 		const ZLTableInstant *ti;
 		ZLRecordInstant *r;
 
@@ -669,11 +734,7 @@ instants_to_remember(Fold *f, ZLFoldKey *key)
 		r->seq = in->has_seq ? in->seq : 0;
 		r->is_delete = in->effect.absent;
 		r->given = in->effect.absent ? NULL : in->effect.given;
-		r->own_given = in->effect.absent || given_equal(cx, in->own_given, in->effect.given) ?
-			NULL : in->own_given;
-		r->has_under_last = r->own_given != NULL && in->has_under_last;
-		r->under_last_has_seq = r->has_under_last && in->under_last_has_seq;
-		r->under_last_seq = r->under_last_has_seq ? in->under_last_seq : 0;
+		record_givers(cx, in, r);
 		r->untracked = own_untracked ? untracked_of(cx, in->state) : NULL;
 	}
 	key->record_changed = key->nremember != key->nrecord;
@@ -684,9 +745,7 @@ instants_to_remember(Fold *f, ZLFoldKey *key)
 
 		key->record_changed = a->time != b->time || a->has_seq != b->has_seq ||
 			a->seq != b->seq || a->is_delete != b->is_delete ||
-			!given_equal(cx, a->given, b->given) || !given_equal(cx, a->own_given, b->own_given) ||
-			a->has_under_last != b->has_under_last || a->under_last_has_seq != b->under_last_has_seq ||
-			a->under_last_seq != b->under_last_seq ||
+			!given_equal(cx, a->given, b->given) || a->ngivers > 0 || b->ngivers > 0 ||
 			a->untracked != NULL || b->untracked != NULL;	/* rewritten */
 	}
 }

@@ -249,8 +249,7 @@ get_key(const ZLRecordCodec *codec, Reader *r)
 
 #define PAYLOAD_GIVEN			0x1 /* the columns a partial change gave */
 #define PAYLOAD_UNTRACKED		0x2 /* untracked values */
-#define PAYLOAD_OWN_GIVEN		0x4 /* the winner's own columns, when changes composed */
-#define PAYLOAD_UNDER_LAST		0x8 /* the seq of the last change under it (+ flag) */
+#define PAYLOAD_GIVERS			0x4 /* columns another change at the instant gave */
 
 static void
 damaged(void)
@@ -283,22 +282,21 @@ static void
 put_payload(const ZLRecordCodec *codec, StringInfo buf, const ZLRecordInstant *in)
 {
 	put_varint(buf, (in->given ? PAYLOAD_GIVEN : 0) | (in->untracked ? PAYLOAD_UNTRACKED : 0) |
-			   (in->own_given ? PAYLOAD_OWN_GIVEN : 0) |
-			   (in->has_under_last ? PAYLOAD_UNDER_LAST : 0));
-	if (in->has_under_last)
-	{
-		put_varint(buf, in->under_last_has_seq);
-		put_zigzag(buf, in->under_last_seq);
-	}
+			   (in->ngivers > 0 ? PAYLOAD_GIVERS : 0));
 	if (in->given != NULL)
 	{
 		put_varint(buf, GIVEN_BYTES(codec));
 		appendBinaryStringInfo(buf, (const char *) in->given, GIVEN_BYTES(codec));
 	}
-	if (in->own_given != NULL)
+	if (in->ngivers > 0)
 	{
-		put_varint(buf, GIVEN_BYTES(codec));
-		appendBinaryStringInfo(buf, (const char *) in->own_given, GIVEN_BYTES(codec));
+		put_varint(buf, in->ngivers);
+		for (int i = 0; i < in->ngivers; i++)
+		{
+			put_varint(buf, in->giver_attnums[i]);
+			put_varint(buf, (uint64) in->givers[i].has_seq | ((uint64) in->givers[i].earlier << 1));
+			put_zigzag(buf, in->givers[i].seq);
+		}
 	}
 	if (in->untracked != NULL)
 	{
@@ -344,16 +342,33 @@ get_payload(const ZLRecordCodec *codec, Reader *r, ZLRecordInstant *in)
 {
 	uint64		kind = get_varint(r);
 
-	if (kind & PAYLOAD_UNDER_LAST)
-	{
-		in->has_under_last = true;
-		in->under_last_has_seq = get_varint(r) != 0;
-		in->under_last_seq = get_zigzag(r);
-	}
 	if (kind & PAYLOAD_GIVEN)
 		in->given = get_given(codec, r);
-	if (kind & PAYLOAD_OWN_GIVEN)
-		in->own_given = get_given(codec, r);
+	if (kind & PAYLOAD_GIVERS)
+	{
+		uint64		n = get_varint(r);
+		AttrNumber *attnums;
+		ZLGiver    *givers;
+
+		if (n > (uint64) codec->natts)
+			damaged();
+		attnums = palloc(sizeof(AttrNumber) * Max(1, n));
+		givers = palloc(sizeof(ZLGiver) * Max(1, n));
+		for (uint64 i = 0; i < n; i++)
+		{
+			uint64		flags;
+
+			attnums[i] = (AttrNumber) get_varint(r);
+			flags = get_varint(r);
+			givers[i].set = true;
+			givers[i].has_seq = (flags & 1) != 0;
+			givers[i].earlier = (flags & 2) != 0;
+			givers[i].seq = get_zigzag(r);
+		}
+		in->ngivers = (int) n;
+		in->giver_attnums = attnums;
+		in->givers = givers;
+	}
 	if (kind & PAYLOAD_UNTRACKED)
 	{
 		ZLUntrackedValues *u = palloc(sizeof(ZLUntrackedValues));
@@ -412,12 +427,11 @@ put_entry(ZLRecordWriter *w, const ZLRecordEntry *e)
 
 		put_varint(buf, ((uint64) (in->time - prev) << INSTANT_FLAG_BITS) |
 				   (in->has_seq ? INSTANT_HAS_SEQ : 0) | (in->is_delete ? INSTANT_IS_DELETE : 0) |
-				   (in->given != NULL || in->own_given != NULL || in->untracked != NULL ||
-					in->has_under_last ? INSTANT_HAS_PAYLOAD : 0));
+				   (in->given != NULL || in->ngivers > 0 || in->untracked != NULL ?
+					INSTANT_HAS_PAYLOAD : 0));
 		if (in->has_seq)
 			put_zigzag(buf, in->seq);
-		if (in->given != NULL || in->own_given != NULL || in->untracked != NULL ||
-			in->has_under_last)
+		if (in->given != NULL || in->ngivers > 0 || in->untracked != NULL)
 			put_payload(w->codec, buf, in);
 		prev = in->time;
 	}
@@ -469,10 +483,9 @@ next_entry(const ZLRecordCodec *codec, EntryReader *er, ZLRecordEntry *e,
 		in->is_delete = (v & INSTANT_IS_DELETE) != 0;
 		in->seq = in->has_seq ? get_zigzag(&er->r) : 0;
 		in->given = NULL;
-		in->own_given = NULL;
-		in->has_under_last = false;
-		in->under_last_has_seq = false;
-		in->under_last_seq = 0;
+		in->ngivers = 0;
+		in->giver_attnums = NULL;
+		in->givers = NULL;
 		in->untracked = NULL;
 		if (v & INSTANT_HAS_PAYLOAD)
 			get_payload(codec, &er->r, in);
@@ -497,12 +510,15 @@ zl_record_copy_instants(const ZLRecordCodec *codec, const ZLRecordInstant *insta
 			memcpy(given, instants[i].given, GIVEN_BYTES(codec));
 			copy[i].given = given;
 		}
-		if (instants[i].own_given != NULL)
+		if (instants[i].ngivers > 0)
 		{
-			uint8	   *own = palloc(GIVEN_BYTES(codec));
+			AttrNumber *attnums = palloc(sizeof(AttrNumber) * instants[i].ngivers);
+			ZLGiver    *givers = palloc(sizeof(ZLGiver) * instants[i].ngivers);
 
-			memcpy(own, instants[i].own_given, GIVEN_BYTES(codec));
-			copy[i].own_given = own;
+			memcpy(attnums, instants[i].giver_attnums, sizeof(AttrNumber) * instants[i].ngivers);
+			memcpy(givers, instants[i].givers, sizeof(ZLGiver) * instants[i].ngivers);
+			copy[i].giver_attnums = attnums;
+			copy[i].givers = givers;
 		}
 		if (instants[i].untracked != NULL)
 		{
