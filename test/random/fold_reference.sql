@@ -27,6 +27,15 @@
  * one instant so compose, and a partial change that gives what is held is
  * a no-op.
  *
+ * Tracked columns (README "Tracked columns"; register's track_columns, NULL:
+ * every value column): "equal values" above means equal tracked values, so
+ * an upsert that leaves the tracked values as held is the no-op step, yet the
+ * key now holds the state after it (its untracked values too: the next
+ * partial change keeps them).  A version shows the state after the last
+ * instant before it ends: when it ends at t, the state held when the fold
+ * reached t (the change rows cur_id and settled below are those states).
+ * Without untracked columns these are the version's values throughout.
+ *
  * Fold order: change_time, then seq (NULL after every seq), then the
  * application number.  Two rules make "only the last change at an instant
  * shapes the history there": a version that ends where it began ([t, t)) is
@@ -80,7 +89,8 @@
  * A snapshot's delete of a missing key counts only when it deletes something.
  *
  * Functions:
- *   zl_fold.register(target, key, open_end)   start an (empty) target's log
+ *   zl_fold.register(target, key, open_end, track_columns)
+ *                                             start an (empty) target's log
  *   zl_fold.apply_changes(target, changes, change_time, op, seq,
  *                         ignore_nulls, missing_columns)
  *   zl_fold.apply_snapshot(target, snapshot, snapshot_time, deletes,
@@ -99,6 +109,7 @@ CREATE TABLE zl_fold.targets (
     tbl      regclass PRIMARY KEY,
     key      text[] NOT NULL,
     open_end timestamptz NOT NULL,
+    track    text[],                        -- tracked value columns (NULL: all)
     log      regclass NOT NULL,
     apps     bigint NOT NULL DEFAULT 0      -- applications so far
 );
@@ -125,7 +136,8 @@ $$;
  * of its log, which starts empty.  Registering it again starts over.
  */
 CREATE FUNCTION zl_fold.register(target regclass, key text[],
-                                 open_end timestamptz DEFAULT 'infinity')
+                                 open_end timestamptz DEFAULT 'infinity',
+                                 track_columns text[] DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql
 SET client_min_messages = warning     -- quiet DROP TABLE IF EXISTS
@@ -139,6 +151,10 @@ BEGIN
     IF key IS NULL OR cardinality(key) = 0 OR NOT cols @> key
        OR NOT cols @> ARRAY['valid_from', 'valid_to'] THEN
         RAISE EXCEPTION 'zl_fold: % needs the key columns % and valid_from, valid_to', target, key;
+    END IF;
+    IF track_columns IS NOT NULL AND (cardinality(track_columns) = 0
+       OR NOT zl_ref.value_columns(target, key) @> track_columns) THEN
+        RAISE EXCEPTION 'zl_fold: track_columns % are not value columns of %', track_columns, target;
     END IF;
     EXECUTE format('SELECT count(*) FROM %s', target) INTO n;
     IF n > 0 THEN
@@ -155,8 +171,8 @@ BEGIN
                     ADD zl_app bigint NOT NULL, ADD zl_time timestamptz NOT NULL,
                     ADD zl_seq bigint, ADD zl_upsert boolean NOT NULL,
                     ADD zl_keep text[] NOT NULL', log);
-    INSERT INTO zl_fold.targets (tbl, key, open_end, log)
-    VALUES (target, key, open_end, log::regclass);
+    INSERT INTO zl_fold.targets (tbl, key, open_end, track, log)
+    VALUES (target, key, open_end, track_columns, log::regclass);
 END
 $fn$;
 
@@ -219,17 +235,19 @@ DECLARE
     t        zl_fold.targets;
     kvl      text;          -- key and value column list
     vcols    text[];        -- value columns
-    same     text;          -- "x's values IS NOT DISTINCT FROM y's values"
+    same     text;          -- "x's tracked values IS NOT DISTINCT FROM y's"
     same_given text;        -- "x and y keep the same columns and give the same values"
-    equals   text;          -- whether log rows $1 and $2 have equal values
+    equals   text;          -- whether log rows $1 and $2 have equal tracked values
     fill     text;          -- log row $1 takes its kept columns from log row $2 (NULL: absent)
     write    text;          -- write a version: values of log row $1, period [$2, $3)
     k        bigint;        -- the key being folded (zl_key_no)
     ch       record;        -- one change: zl_id (NULL: a snapshot's delete), zl_app, zl_time, zl_seq, zl_upsert, zl_keep
     present  boolean;       -- the key holds a version ...
-    cur_id   bigint;        -- ... with the values of this log row ...
+    cur_id   bigint;        -- ... now in the state after this log row ...
     cur_from timestamptz;   -- ... since this time
-    p_id     bigint;        -- the last version that ended, not yet written
+    settled  bigint;        -- the state after the instant before this one (NULL: absent)
+    last_t   timestamptz;   -- the instant of the last change folded
+    p_id     bigint;        -- the last version that ended, not yet written (the row it shows)
     p_from   timestamptz;
     p_to     timestamptz;
     equal    boolean;       -- an upsert of the values held
@@ -243,7 +261,7 @@ BEGIN
     t := zl_fold.target_of(target);
     vcols := zl_ref.value_columns(target, t.key);
     kvl := zl_ref.col_list(t.key || vcols);
-    same := zl_ref.same_values(vcols);
+    same := zl_ref.same_values(coalesce(t.track, vcols));
     same_given := 'x.zl_keep = y.zl_keep' || coalesce((
         SELECT string_agg(format(' AND (%L = ANY (y.zl_keep) OR x.%I IS NOT DISTINCT FROM y.%I)', c, c, c), '')
           FROM unnest(vcols) AS c), '');
@@ -301,11 +319,17 @@ BEGIN
 
         present := false;
         p_id := NULL;
+        last_t := NULL;
         FOR ch IN EXECUTE 'SELECT zl_id, zl_app, zl_time, zl_seq, zl_upsert, zl_keep FROM zl_fold_changes
                            WHERE zl_key_no = $1
                            ORDER BY zl_time, zl_seq NULLS LAST, zl_app'     -- fold order
                    USING k
         LOOP
+            IF last_t IS NULL OR ch.zl_time > last_t THEN
+                settled := CASE WHEN present THEN cur_id END;
+                last_t := ch.zl_time;
+            END IF;
+
             -- a partial change: its kept columns take the values held
             -- (NULL when absent), so that its row holds the state after it
             IF ch.zl_upsert AND cardinality(ch.zl_keep) > 0 THEN
@@ -362,13 +386,17 @@ BEGIN
             END IF;
 
             -------------------------------------------- the fold step
-            IF NOT equal AND (ch.zl_upsert OR present) THEN
-                -- the version held ends at t (never written if it began at t)
+            IF equal THEN
+                -- the version goes on, in the state after this change
+                cur_id := ch.zl_id;
+            ELSIF ch.zl_upsert OR present THEN
+                -- the version held ends at t (never written if it began at
+                -- t), showing the state after its last instant, one before t
                 IF present AND cur_from < ch.zl_time THEN
                     IF p_id IS NOT NULL THEN
                         EXECUTE write USING p_id, p_from, p_to;
                     END IF;
-                    p_id := cur_id;
+                    p_id := settled;
                     p_from := cur_from;
                     p_to := ch.zl_time;
                 END IF;
@@ -379,12 +407,11 @@ BEGIN
                     IF p_id IS NOT NULL AND p_to = ch.zl_time THEN
                         EXECUTE equals INTO equal USING p_id, ch.zl_id;
                     END IF;
+                    cur_id := ch.zl_id;
                     IF equal THEN
-                        cur_id := p_id;
                         cur_from := p_from;
                         p_id := NULL;
                     ELSE
-                        cur_id := ch.zl_id;
                         cur_from := ch.zl_time;
                     END IF;
                 END IF;

@@ -45,7 +45,9 @@ year; group spans down to an hour and max_subgroups down to 1 (many file
 groups, rollover); open end 'infinity' or '9999-12-31'.  Seed s runs
 CONFIGS[(s - 1) % len(CONFIGS)] unless --config names one, so every run of
 len(CONFIGS) consecutive seeds covers them all.  The configuration is printed
-with each seed and in the rerun command of a failure.  Timestamptz tables are
+with each seed and in the rerun command of a failure.  Independently, seed s
+registers the tables with track_columns from TRACKINGS (README "Tracked
+columns"; --track forces one).  Timestamptz tables are
 also read and written under a session TimeZone that changes from batch to
 batch (none of the results may depend on it).
 
@@ -335,6 +337,25 @@ class Keep:
 KEEP = Keep()
 VALUE_COLS = ("name", "amount")
 
+# Tracked columns (README "Tracked columns"): seed s registers rc_zip and
+# rc_fold with track_columns TRACKINGS[(s - 1) % 3] unless --track names one
+# ("all": NULL, every value column).  3 is prime to the 7 configurations, so
+# any 21 consecutive seeds run every configuration under every tracking.
+TRACKINGS = ["all", "amount", "name"]
+
+
+def track_columns(tracking):
+    """The track_columns argument of a tracking: None (all) or a list."""
+    return None if tracking == "all" else [tracking]
+
+
+def tracking_of(args, seed):
+    """The tracking of a seed (seed 0: the examples of README "Batching
+    test", which track every column)."""
+    if not seed:
+        return "all"
+    return args.track or TRACKINGS[(seed - 1) % len(TRACKINGS)]
+
 # A change as generated: name and amount are values or KEEP (a partial
 # change).  tick is an int.  How it is loaded into rc_changes (a NULL with
 # ignore_nulls, or a column the changes lack) is its batch's Encoding.
@@ -463,9 +484,18 @@ class FoldModel:
     change of each instant, held until its next instant, cut into maximal
     runs of one value.  Its counts (README "Counts of the fold") are computed
     from the states before and after each change and after the last change
-    before its instant, where the reference looks at its running state."""
+    before its instant, where the reference looks at its running state.
 
-    def __init__(self):
+    With tracked columns (track: a tracking of TRACKINGS; README "Tracked
+    columns") "one value" means equal tracked values: the instants are as
+    before, a version is a maximal run of instants whose states have equal
+    tracked values and shows the state after its last instant (so also that
+    instant's untracked values), and a step that leaves the tracked values
+    as held is a no-op for the counts (whatever it does to the others)."""
+
+    def __init__(self, track="all"):
+        cols = track_columns(track)
+        self.track = None if cols is None else [VALUE_COLS.index(c) for c in cols]
         self.log = {}           # key -> [(tick, seq, upsert, vals, app)]; distinct within an app
         self.snapshots = {}     # app -> (tick, keys of the image) of snapshots with deletes
         self.apps = 0
@@ -482,6 +512,15 @@ class FoldModel:
         out += [FoldChange(t, None, app, False, None, True)
                 for app, (t, image) in self.snapshots.items() if key not in image]
         return sorted(out, key=lambda c: fold_position(c.t, c.seq) + (c.app,))
+
+    def tracked(self, state):
+        """The tracked values of a state (ABSENT stays ABSENT)."""
+        if state is ABSENT or self.track is None:
+            return state
+        return tuple(state[i] for i in self.track)
+
+    def same_tracked(self, a, b):
+        return self.tracked(a) == self.tracked(b)
 
     @staticmethod
     def states(cs):
@@ -501,7 +540,9 @@ class FoldModel:
         out, state, since = [], ABSENT, None
         for t in sorted(last):
             s = last[t]
-            if s != state:
+            if self.same_tracked(s, state):
+                state = s                       # the run goes on; it shows its last instant
+            else:
                 if state is not ABSENT:
                     out.append((since, t, state))
                 state, since = s, t
@@ -565,12 +606,13 @@ class FoldModel:
                     counts.update(did)
                     self.outcomes.append((key, c, did))
                     continue
-                if (held == states[i]) if c.upsert else (held is ABSENT):
+                if self.same_tracked(held, states[i]) if c.upsert else (held is ABSENT):
                     did["unchanged"] += 1
                 elif c.upsert:
                     did["inserted"] += 1
                     # the open version ends, unless it began at t
-                    did["closed"] += held is not ABSENT and opened and held == at_instant
+                    did["closed"] += (held is not ABSENT and opened and
+                                      self.same_tracked(held, at_instant))
                 else:
                     did["deleted"] += 1
                     did["closed"] += opened
@@ -882,19 +924,30 @@ def load_snapshot(db, rows, enc=PLAIN):
             [tuple(None if r[index[n]] is KEEP else r[index[n]] for n, _ in cols) for r in rows])
 
 
-def create_zip_table(db, cfg, clock):
-    """rc_zip: a zipper table registered with the configuration's options."""
+def create_zip_table(db, cfg, clock, track):
+    """rc_zip: a zipper table registered with the configuration's options
+    and the tracking's track_columns."""
     db.run("CREATE TABLE rc_zip " + TABLE_DDL % {"t": cfg.period_type} + " USING zipper_lake")
     db.run("SELECT zipper_lake.register('rc_zip', key => ARRAY['id'], "
            "partition_unit => %s, history_group_span => %s, current_group_span => %s, "
-           "max_subgroups => %s, open_end => %s, time_zone => %s)",
+           "max_subgroups => %s, open_end => %s, time_zone => %s, "
+           "track_columns => %s::text[])",
            (cfg.partition_unit, cfg.history_span, cfg.current_span,
-            cfg.max_subgroups, clock.arg(OPEN), cfg.time_zone))
+            cfg.max_subgroups, clock.arg(OPEN), cfg.time_zone, track_columns(track)))
 
 
-def check_invariants(db, table):
+def create_fold_table(db, cfg, clock, track):
+    """rc_fold: a heap table kept by zl_fold, tracking as rc_zip."""
+    db.run("CREATE TABLE rc_fold " + TABLE_DDL % {"t": cfg.period_type})
+    db.run("SELECT zl_fold.register('rc_fold', ARRAY['id'], %s, %s::text[])",
+           (clock.arg(OPEN), track_columns(track)))
+
+
+def check_invariants(db, table, track="all"):
     """A heap table kept by a reference holds a well-formed history: no
-    overlapping, empty or doubly-open versions, no adjacent equal ones."""
+    overlapping, empty or doubly-open versions, no adjacent ones with equal
+    tracked values."""
+    cols = track_columns(track) or VALUE_COLS
     problems = db.all("""
         SELECT 'overlap', x.id FROM {t} x JOIN {t} y
           ON x.id = y.id AND x.ctid <> y.ctid
@@ -907,7 +960,8 @@ def check_invariants(db, table):
         UNION ALL
         SELECT 'adjacent equal versions', x.id FROM {t} x JOIN {t} y
           ON x.id = y.id AND x.valid_to = y.valid_from
-         AND ROW(x.name, x.amount) IS NOT DISTINCT FROM ROW(y.name, y.amount)""".format(t=table),
+         AND ROW({x}) IS NOT DISTINCT FROM ROW({y})""".format(
+             t=table, x=", ".join("x." + c for c in cols), y=", ".join("y." + c for c in cols)),
                       (db.clock.value(OPEN),))
     if problems:
         raise Failure("%s violates invariants: %s" % (table, problems[:10]), [], [], "", "")
@@ -928,7 +982,8 @@ class SeedRun:
         self.probe_rng = random.Random("probe-%d" % seed)   # reads, session zones
         self.ticks = args.batches * 6 + 24
         self.gen = Generator(self.rng, args, self.ticks)
-        self.model = FoldModel()
+        self.track = tracking_of(args, seed)
+        self.model = FoldModel(self.track)
         self.zip = not args.reference_only
         self.counts = collections.Counter()     # what the run did
         self.stats = collections.Counter()      # the model's counts, summed over the run
@@ -945,10 +1000,9 @@ class SeedRun:
             db.drop(name)
         db.run("DEALLOCATE ALL")
         db.run("SET TimeZone = 'UTC'")
-        db.run("CREATE TABLE rc_fold " + TABLE_DDL % {"t": cfg.period_type})
-        db.run("SELECT zl_fold.register('rc_fold', ARRAY['id'], %s)", (self.clock.arg(OPEN),))
+        create_fold_table(db, cfg, self.clock, self.track)
         if self.zip:
-            create_zip_table(db, cfg, self.clock)
+            create_zip_table(db, cfg, self.clock, self.track)
             db.run("PREPARE rc_as_of(%s) AS SELECT %s FROM rc_zip "
                    "WHERE valid_from <= $1 AND valid_to > $1" % (cfg.period_type, Db.EPOCH_COLS))
 
@@ -1004,7 +1058,7 @@ class SeedRun:
         expected = self.model.rows()
 
         # the reference's invariants
-        check_invariants(db, "rc_fold")
+        check_invariants(db, "rc_fold", self.track)
 
         # the reference equals the model
         ref = db.rows("SELECT %s FROM rc_fold" % COLS)
@@ -1177,7 +1231,8 @@ class SeedRun:
         before it."""
         clock = self.clock
         out = ["MISMATCH seed=%d batch=%d (%s)" % (self.seed, bno, kind),
-               "  config %s" % describe_config(self.cfg)]
+               "  config %s" % describe_config(self.cfg),
+               "  track_columns %s" % track_columns(self.track)]
         out += describe_failure(err, self.fmt_row)
         keys = {r[0] for r in err.args[1] + err.args[2]} if isinstance(err, Failure) else set()
         shown = [c for c in changes if not keys or c.id in keys]
@@ -1302,7 +1357,7 @@ def chain_slots(item, keys):
     return {(item.id, item.tick)} if item.seq is None else set()
 
 
-def fold_stream(rng, args, ticks):
+def fold_stream(rng, args, ticks, track):
     """One random stream for --mode batching: (items, model), model being
     the fold of the items applied one by one in stream order (the history
     every plan must end with).  The stream's time goes on from 0 to ticks;
@@ -1314,7 +1369,7 @@ def fold_stream(rng, args, ticks):
     the key's value at t (no-ops) or one it had before (returns).  A
     quarter of the upserts are partial (they give one column or none, the
     rest KEEP); a snapshot draws its Encoding and its rows fit it."""
-    model = FoldModel()
+    model = FoldModel(track)
     items, seqless = [], []         # seqless: chain slots so far, for corrections
     seqs = collections.defaultdict(set)
     kinds = collections.Counter()
@@ -1570,6 +1625,7 @@ class FoldRun:
         self.clock = db.clock = Clock(self.cfg)
         self.rng = random.Random(seed)
         self.zip = args.check_zipper
+        self.track = tracking_of(args, seed)
         self.counts = collections.Counter()     # what the run did
         self.stats = collections.Counter()      # summed counts of plan (b)
 
@@ -1583,10 +1639,9 @@ class FoldRun:
             db.drop(name)
         db.run("SET TimeZone = 'UTC'")
         if fold:
-            db.run("CREATE TABLE rc_fold " + TABLE_DDL % {"t": self.cfg.period_type})
-            db.run("SELECT zl_fold.register('rc_fold', ARRAY['id'], %s)", (self.clock.arg(OPEN),))
+            create_fold_table(db, self.cfg, self.clock, self.track)
         if self.zip:
-            create_zip_table(db, self.cfg, self.clock)
+            create_zip_table(db, self.cfg, self.clock, self.track)
 
     def apply(self, app, fold=True):
         """Apply one plan entry to rc_fold and (--check-zipper) rc_zip:
@@ -1631,7 +1686,7 @@ class FoldRun:
         """Apply a plan from empty tables, checking after every entry.
         Returns the model, or None after reporting a failure."""
         self.setup()
-        model = FoldModel()
+        model = FoldModel(self.track)
         for no, app in enumerate(plan, 1):
             before = model.rows()
             try:
@@ -1647,7 +1702,7 @@ class FoldRun:
                 if missing or extra:
                     raise Failure("rc_fold (zl_fold) differs from the Python fold model",
                                   missing, extra, "model", "rc_fold")
-                check_invariants(self.db, "rc_fold")
+                check_invariants(self.db, "rc_fold", self.track)
                 if no == len(plan):
                     missing, extra = diff(expected, model.rows())
                     if missing or extra:
@@ -1670,7 +1725,7 @@ class FoldRun:
 
     def run(self):
         args = self.args
-        items, model, kinds = fold_stream(self.rng, args, 24)
+        items, model, kinds = fold_stream(self.rng, args, 24, self.track)
         self.counts.update(kinds)
         self.items = items
         expected = model.rows()
@@ -1684,7 +1739,7 @@ class FoldRun:
         counts."""
         self.items = []
         self.setup()
-        model = FoldModel()
+        model = FoldModel(self.track)
         for no, (app, want_counts) in enumerate(zip(plan, counts), 1):
             want = fold_model_apply(model, app)
             if tuple(want[k] for k in COUNTS) != want_counts:
@@ -1699,7 +1754,7 @@ class FoldRun:
         """Replay plan on a new rc_zip only; whether it differs from the fold
         in the same way (kind: "history", "counts" or "error")."""
         self.setup(fold=False)
-        model = FoldModel()
+        model = FoldModel(self.track)
         for app in plan:
             want = fold_model_apply(model, app)
             try:
@@ -1779,7 +1834,8 @@ class FoldRun:
     def report(self, label, plan, no, err, model):
         out = ["MISMATCH --mode batching seed=%d plan (%s), application %d of %d"
                % (self.seed, label, no, len(plan)),
-               "  config %s" % describe_config(self.cfg)]
+               "  config %s" % describe_config(self.cfg),
+               "  track_columns %s" % track_columns(self.track)]
         out += describe_failure(err, self.fmt_row)
         out.append("  the application:")
         out += self.fmt_app(no, plan[no - 1])
@@ -1796,7 +1852,7 @@ class FoldRun:
             out.append("  a smallest plan that shows it (%s; %d replays):" % (kind, trials))
             for i, a in enumerate(small, 1):
                 out += ["  " + l for l in self.fmt_app(i, a)]
-            model = FoldModel()
+            model = FoldModel(self.track)
             for a in small:
                 want = fold_model_apply(model, a)
             self.zipper_fails(small, kind)
@@ -1816,7 +1872,8 @@ class FoldRun:
 
 
 def repro_args(args, seed, cfg):
-    parts = ["--seed %d" % seed, "--config %s" % cfg.name, "--keys %d" % args.keys,
+    parts = ["--seed %d" % seed, "--config %s" % cfg.name, "--track %s" % tracking_of(args, seed),
+             "--keys %d" % args.keys,
              "--batches %d" % args.batches, "--batch-size %d" % args.batch_size,
              "--mode %s" % args.mode]
     if args.reference_only:
@@ -1866,11 +1923,11 @@ def main_batching(db, args, seeds):
         if not run_seed(run, args, seed):
             return 1
         c, st = run.counts, run.stats
-        print("seed %d ok [%s]: %d changes (%d partial, %d repeated, %d same-instant with seq, "
+        print("seed %d ok [%s, track %s]: %d changes (%d partial, %d repeated, %d same-instant with seq, "
               "%d corrections), %d snapshots (%d partial); (a) %d applications, (b) %d (%d "
               "re-applied, %d with partial options): %d late, %d unchanged, %d inserted, "
               "%d deleted, %d closed; %.1fs"
-              % (seed, run.cfg.name, args.batch_size, c["partial"], c["repeated"],
+              % (seed, run.cfg.name, run.track, args.batch_size, c["partial"], c["repeated"],
                  c["same instant with seq"], c["corrections"], c["snapshots"],
                  c["partial snapshots"], c["applications a"], c["applications b"],
                  c["re-applied"], c["options b"], st["late"], st["unchanged"], st["inserted"],
@@ -1890,6 +1947,9 @@ def main():
     p.add_argument("--config", choices=sorted(CONFIG_BY_NAME),
                    help="table configuration for every seed (default: seed s runs "
                         "configuration (s - 1) mod %d, in the order of CONFIGS)" % len(CONFIGS))
+    p.add_argument("--track", choices=TRACKINGS,
+                   help="track_columns of rc_zip and rc_fold: all (NULL), amount or name "
+                        "(default: seed s tracks %s[(s - 1) %% 3])" % "/".join(TRACKINGS))
     p.add_argument("--list-configs", action="store_true", help="print the configurations and exit")
     p.add_argument("--keys", type=int, help="key space size (default 12 x scale; batching: 6 x scale)")
     p.add_argument("--batches", type=int, help="batches per seed (default 15; batching: the most "
@@ -1947,10 +2007,10 @@ def main():
             sys.exit(1)
         configs[run.cfg.name] += 1
         st = run.stats
-        print("seed %d ok [%s]: %d batches (%d snapshots, %d partial; %d with seq, %d re-applied), "
+        print("seed %d ok [%s, track %s]: %d batches (%d snapshots, %d partial; %d with seq, %d re-applied), "
               "%d changes (%d partial), %d versions; %d late, %d unchanged, %d inserted, "
               "%d deleted, %d closed; %.1fs"
-              % (seed, run.cfg.name, args.batches, run.counts["snapshots"],
+              % (seed, run.cfg.name, run.track, args.batches, run.counts["snapshots"],
                  run.counts["partial snapshots"], run.counts["seq batches"],
                  run.counts["re-applied"], run.counts["changes"], run.counts["partial changes"],
                  len(run.model.rows()), st["late"], st["unchanged"], st["inserted"],
