@@ -61,6 +61,8 @@ typedef struct Instant
 	int64		seq;
 	Effect		effect;			/* of every change at this instant, composed */
 	ZLGiver    *givers;			/* per column, the change that gave it; NULL: the winner */
+	Effect		base;			/* the first of a key's list, partial: what it kept */
+	bool		has_base;
 	Effect		state;			/* after this instant */
 	bool		old;			/* won by a change applied before the batch */
 	bool		recorded;		/* from the record (it knows seq and columns) */
@@ -311,13 +313,30 @@ table_instant_at(const ZLTableInstants *table, int64 t)
 	return found;
 }
 
+/*
+ * The state before the p-th instant.  Before the first one nothing is
+ * loaded, so it is absent — unless that one is a partial change of the
+ * stored history before the batch's changes (read from the start of its
+ * version, README "Tracked columns"): what it kept is in its version's
+ * values (its base).  A change of the batch never meets a base: the
+ * version before one at or after its time would have been read.
+ */
+static Effect
+state_before(const Fold *f, int p)
+{
+	if (p > 0)
+		return f->list.items[p - 1].state;
+	if (p < f->list.n && f->list.items[p].has_base)
+		return f->list.items[p].base;
+	return ABSENT;
+}
+
 /* the states of the instants from the p-th on */
 static void
 resolve_from(Fold *f, int p)
 {
 	for (int i = p; i < f->list.n; i++)
-		f->list.items[i].state = resolve(f->cx, f->list.items[i].effect,
-										 i > 0 ? f->list.items[i - 1].state : ABSENT);
+		f->list.items[i].state = resolve(f->cx, f->list.items[i].effect, state_before(f, i));
 }
 
 /* the instants the stored versions, the record and the table's instants give */
@@ -386,6 +405,12 @@ stored_instants(Fold *f, const ZLFoldKey *key)
 			*cur = *in;
 	}
 	list->n = kept;
+	if (list->n > 0 && list->items[0].effect.given != NULL && !list->items[0].effect.absent)
+	{
+		list->items[0].base = list->items[0].effect;
+		list->items[0].base.given = NULL;
+		list->items[0].has_base = true;
+	}
 	resolve_from(f, 0);
 }
 
@@ -550,7 +575,8 @@ fold_change(Fold *f, const Instant *newest, const ZLFoldChange *c, ZLFoldCounts 
 	}
 	after = resolve(cx, effect, before);
 	unchanged = states_equal(cx, after, held);
-	identical = identical && unchanged;
+	/* identical: untracked values too */
+	identical = identical && states_fully_equal(cx, after, held);
 
 	if (c->is_delete)
 	{
