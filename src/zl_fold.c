@@ -28,14 +28,20 @@
  * order, counting each (README "Counts"), then cuts the list into versions
  * again and says which instants the record must keep from the batch's
  * earliest change on: those that are no boundary, boundaries won by a
- * change with seq, partial ones — never a plain table instant, which is
- * remembered once for the whole table.  Two changes at one instant
- * compose: the later one's columns over the earlier one's.
+ * change with seq, partial ones, ones whose untracked values differ from
+ * their version's (README "Tracked columns") — never a plain table
+ * instant, which is remembered once for the whole table.  Versions are the
+ * maximal runs of equal *tracked* values; each shows the state after its
+ * last instant.
  *
- * A change that a change applied before follows at its own instant (a
- * higher seq there) shapes nothing: it counts as unchanged, and is never
- * late, because the record keeps only the winner of an instant and cannot
- * tell a new such change from a re-applied one.
+ * Changes at one instant merge column by column (merge_change): each
+ * column holds the value of the last change there, in fold order, that
+ * gave it, so the order in which batches bring them does not matter; the
+ * record keeps, for columns another change gave than the instant's winner,
+ * who gave them (givers).  A change that a change applied before follows
+ * at its instant (a higher seq there) counts as unchanged and is never
+ * late (the record cannot tell a new such change from a re-applied one),
+ * but still gives the columns the later ones there do not.
  *
  *-------------------------------------------------------------------------
  */
