@@ -33,10 +33,12 @@
  *		(delta from the previous instant or since) << 3 | has_payload << 2 |
  *		has_seq << 1 | is_delete, [seq (zigzag)], [payload].
  * A no-op remembered for a bigint key takes about 15 bytes.  The payload
- * (a length-prefixed byte string) is what an instant's change gave beyond
- * its kind: for a partial change (README "Partial changes") a bit per
- * column (by attribute number) it set; tracked columns will add their
- * untracked values the same way, in the same entries, pieces and merges.
+ * is what an instant's changes gave beyond its kind: a kind varint, then
+ * for a partial change (README "Partial changes") a bit per column (by
+ * attribute number) it set; for columns another change at the instant
+ * gave than its winner, who (attnum, seq); with tracked columns (README
+ * "Tracked columns") the untracked values of an instant whose version
+ * shows another's (attnum, length, binary send format).
  *
  * Merging
  * -------
