@@ -1209,7 +1209,7 @@ uint64_numeric(uint64 value)
 /*
  * Debezium's position of a change in its source, by connector:
  * PostgreSQL's lsn; MySQL's binlog file number, pos and row as
- * file * 10^20 + pos * 10^6 + row; SQL Server's change_lsn
+ * file * 2^43 + pos * 2^11 + row (one 63-bit number); SQL Server's change_lsn
  * ("xxxxxxxx:xxxxxxxx:xxxx", hex) as one number; Oracle's scn.  NULL if
  * the source has none of them.
  */
@@ -1229,11 +1229,16 @@ debezium_position(EventDecoder *d, ZLJson *source)
 		int64		pos = number_int64(d, n, "source.pos");
 		int64		r = row != NULL ? number_int64(d, row, "source.row") : 0;
 
-		if (dot == NULL || !all_digits(dot + 1, 18) || pos < 0 || pos >= INT64CONST(100000000000000) ||
-			r < 0 || r >= 1000000)
+		int64		f;
+
+		if (dot == NULL || !all_digits(dot + 1, 7))
 			return NULL;
-		return digits_numeric(psprintf("%s%014" INT64_MODIFIER "d%06" INT64_MODIFIER "d",
-									   dot + 1, pos, r));
+		f = strtol(dot + 1, NULL, 10);
+		/* one 63-bit number: file (20 bits), pos (32), row (11) */
+		if (f < 0 || f >= (1 << 20) || pos < 0 || pos >= (INT64CONST(1) << 32) ||
+			r < 0 || r >= (1 << 11))
+			return NULL;
+		return uint64_numeric(((uint64) f << 43) | ((uint64) pos << 11) | (uint64) r);
 	}
 	if ((s = get_string(d, source, "change_lsn", false)) != NULL)
 	{
@@ -1530,7 +1535,7 @@ decode_canal(EventDecoder *d, ZLJson *root)
  * Maxwell: {"database", "table", "type", "ts" (seconds), "xid", "xoffset",
  * "data", "old"}.  bootstrap-insert is an upsert; bootstrap-start and
  * -complete and DDL events (table-*, database-*) are skipped.  Its
- * position is xid * 10^9 + xoffset (the row's offset in its transaction,
+ * position is xid * 2^20 + xoffset (the row's offset in its transaction,
  * when Maxwell writes it).
  */
 static void
@@ -1567,10 +1572,11 @@ decode_maxwell(EventDecoder *d, ZLJson *root)
 		int64		x = number_int64(d, xid, "xid");
 		int64		off = xoffset != NULL ? number_int64(d, xoffset, "xoffset") : 0;
 
-		if (x < 0 || off < 0 || off >= 1000000000)
-			malformed(d, psprintf("has xid " INT64_FORMAT " and xoffset " INT64_FORMAT "; non-negative numbers (xoffset below 10^9) were expected.",
+		if (x < 0 || x >= (INT64CONST(1) << 43) || off < 0 || off >= (1 << 20))
+			malformed(d, psprintf("has xid " INT64_FORMAT " and xoffset " INT64_FORMAT "; non-negative numbers (xid below 2^43, xoffset below 2^20) were expected.",
 					  x, off));
-		d->seq = digits_numeric(psprintf(INT64_FORMAT "%09" INT64_MODIFIER "d", x, off));
+		/* one 63-bit number (README "Loading CDC events") */
+		d->seq = uint64_numeric(((uint64) x << 20) | (uint64) off);
 	}
 
 	fill_from_object(d, &d->new_row, get_container(d, root, "data", true, true), NULL);

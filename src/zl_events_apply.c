@@ -17,13 +17,14 @@
  *    the key holds: a partial change.  A value column the event does not
  *    give at all is missing_columns' case: an error (the default), NULL,
  *    or kept.  ignore_nulls makes NULL values keep too.
- *  - The order among changes of one time is (seq, sub_seq): the seq
- *    column's value or the event's own position, then the change's place
- *    in its event.  Both go into the fold's 64-bit seq as seq * 2^16 +
- *    sub_seq, so a position must be below 2^47 (about 1.4e14: a WAL
- *    position of 128 TB) — a larger one is refused with a hint to pass a
- *    seq column.  With no seq at all, changes of one key at one time in
- *    one batch are an error like in apply_changes.
+ *  - The order among changes of one key at one time is the seq column's
+ *    value or the event's own position, the fold's 64-bit seq (positions
+ *    are made one 63-bit number where a format composes them).  Changes of
+ *    one event share its position; they are of different keys (a key
+ *    change: a delete of the old key and an upsert of the new one), except
+ *    in Canal's multi-row events, which have no position: with no seq at
+ *    all, two different changes of one key at one time in one batch are
+ *    an error like in apply_changes.
  *  - skipped counts events that change nothing here (tombstones, other
  *    tables, DDL, transaction markers); a non-empty batch whose every
  *    event is skipped is an error (a wrong source_table must not pass).
@@ -41,9 +42,6 @@
 
 PG_FUNCTION_INFO_V1(zipper_lake_apply_events);
 
-/* positions (seq) below this fit beside a sub_seq in the fold's seq */
-#define EVENT_SEQ_LIMIT			(INT64CONST(1) << 47)
-#define EVENT_SUB_SEQ_BITS		16
 
 typedef struct EventsApply
 {
@@ -70,20 +68,18 @@ fold_seq(const ZLEventChange *ec, bool *has_seq)
 		return 0;
 	if (!DatumGetBool(DirectFunctionCall2(numeric_lt, position,
 										  NumericGetDatum(int64_to_numeric(0)))) &&
-		DatumGetBool(DirectFunctionCall2(numeric_lt, position,
-										 NumericGetDatum(int64_to_numeric(EVENT_SEQ_LIMIT)))))
+		DatumGetBool(DirectFunctionCall2(numeric_le, position,
+										 NumericGetDatum(int64_to_numeric(PG_INT64_MAX)))))
 		seq = DatumGetInt64(DirectFunctionCall1(numeric_int8, position));
-	if (seq < 0 || ec->sub_seq < 0 ||
-		ec->sub_seq >= (1 << EVENT_SUB_SEQ_BITS))
+	if (seq < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("event position out of range"),
-				 errdetail("Event %s has position %s (row %d of the event); positions must be below 2^47 and rows below 65536.",
+				 errdetail("Event %s has position %s; positions must be integers from 0 to 2^63 - 1.",
 						   ec->event_ref,
-						   DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum((Numeric) ec->seq))),
-						   ec->sub_seq),
-				 errhint("Pass seq => a column that orders the events with smaller numbers; nothing was applied.")));
-	return (seq << EVENT_SUB_SEQ_BITS) | ec->sub_seq;
+						   DatumGetCString(DirectFunctionCall1(numeric_out, position))),
+				 errhint("Pass seq => a column that orders the events; nothing was applied.")));
+	return seq;
 }
 
 static void
