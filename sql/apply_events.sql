@@ -71,6 +71,14 @@ INSERT INTO ae_canal VALUES
 ('{"data": null, "database": "shop", "table": "account", "es": 1704200400000, "isDdl": true,
   "type": "ALTER", "sql": "ALTER TABLE account ADD x int"}');
 SELECT * FROM zipper_lake.apply_events('ae', 'ae_canal', 'canal');
+-- Canal with a seq column (e.g. the Kafka offset): rows of one event follow
+-- each other in array order after it
+CREATE TABLE ae_canal_seq (kafka_offset bigint, event text);
+INSERT INTO ae_canal_seq VALUES
+(7, '{"data": [{"id": "12", "name": "first", "balance": "1"}, {"id": "12", "name": "second", "balance": "1"}],
+      "database": "shop", "table": "account", "es": 1704200400000, "isDdl": false, "type": "INSERT"}');
+SELECT * FROM zipper_lake.apply_events('ae', 'ae_canal_seq', 'canal', seq => 'kafka_offset');
+SELECT name FROM ae WHERE id = 12;
 -- Maxwell: ts in seconds, xid/xoffset order
 CREATE TABLE ae_maxwell (event json);
 INSERT INTO ae_maxwell VALUES
@@ -92,5 +100,5 @@ INSERT INTO ae_w2j VALUES
 SELECT * FROM zipper_lake.apply_events('ae', 'ae_w2j', 'wal2json');
 SELECT * FROM ae_show() WHERE id >= 10;
 SELECT * FROM zipper_lake.verify('ae');
-DROP TABLE ae, ae_dbz, ae_canal, ae_maxwell, ae_ogg, ae_w2j;
+DROP TABLE ae, ae_dbz, ae_canal, ae_canal_seq, ae_maxwell, ae_ogg, ae_w2j;
 DROP FUNCTION ae_show();

@@ -22,9 +22,10 @@
  *    are made one 63-bit number where a format composes them).  Changes of
  *    one event share its position; they are of different keys (a key
  *    change: a delete of the old key and an upsert of the new one), except
- *    in Canal's multi-row events, which have no position: with no seq at
- *    all, two different changes of one key at one time in one batch are
- *    an error like in apply_changes.
+ *    in Canal's multi-row events: there a seq column's value is followed
+ *    by the row's place in the event (fold_seq).  With no seq at all, two
+ *    different changes of one key at one time in one batch are an error
+ *    like in apply_changes.
  *  - skipped counts events that change nothing here (tombstones, other
  *    tables, DDL, transaction markers); a non-empty batch whose every
  *    event is skipped is an error (a wrong source_table must not pass).
@@ -53,33 +54,42 @@ typedef struct EventsApply
 	Oid		   *ioparam;
 	bool	   *value_column;	/* what an upsert must give or keep */
 	MemoryContext change_context;
+	bool		multi_row;		/* a format of several rows per event (Canal) */
 	int64		changes;		/* events that were not skipped */
 	int64		skipped;
 } EventsApply;
 
+/*
+ * The fold's seq of a change: its position; in a format of multi-row
+ * events (Canal) whose order comes from a seq column, the position and
+ * then the row's place in its event, as position * 2^16 + place.
+ */
 static int64
-fold_seq(const ZLEventChange *ec, bool *has_seq)
+fold_seq(const ZLEventChange *ec, bool multi_row, bool *has_seq)
 {
 	Datum		position = NumericGetDatum((Numeric) ec->seq);
 	int64		seq = -1;
+	int64		limit = multi_row ? (INT64CONST(1) << 47) - 1 : PG_INT64_MAX;
 
 	*has_seq = ec->seq != NULL;
 	if (!*has_seq)
 		return 0;
+
 	if (!DatumGetBool(DirectFunctionCall2(numeric_lt, position,
 										  NumericGetDatum(int64_to_numeric(0)))) &&
 		DatumGetBool(DirectFunctionCall2(numeric_le, position,
-										 NumericGetDatum(int64_to_numeric(PG_INT64_MAX)))))
+										 NumericGetDatum(int64_to_numeric(limit)))))
 		seq = DatumGetInt64(DirectFunctionCall1(numeric_int8, position));
-	if (seq < 0)
+	if (seq < 0 || (multi_row && (ec->sub_seq < 0 || ec->sub_seq >= (1 << 16))))
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("event position out of range"),
-				 errdetail("Event %s has position %s; positions must be integers from 0 to 2^63 - 1.",
+				 errdetail("Event %s has position %s (row %d); positions must be integers from 0 to %s.",
 						   ec->event_ref,
-						   DatumGetCString(DirectFunctionCall1(numeric_out, position))),
+						   DatumGetCString(DirectFunctionCall1(numeric_out, position)), ec->sub_seq,
+						   multi_row ? "2^47 - 1 with rows below 65536" : "2^63 - 1"),
 				 errhint("Pass seq => a column that orders the events; nothing was applied.")));
-	return seq;
+	return multi_row ? (seq << 16) | ec->sub_seq : seq;
 }
 
 static void
@@ -101,7 +111,7 @@ take_event_change(void *arg, const ZLEventChange *ec)
 	old = MemoryContextSwitchTo(ea->change_context);
 	bc.op = ec->op;
 	bc.time = ec->time;
-	bc.seq = fold_seq(ec, &bc.has_seq);
+	bc.seq = fold_seq(ec, ea->multi_row, &bc.has_seq);
 	bc.values = palloc0(sizeof(Datum) * natts);
 	bc.isnull = palloc(sizeof(bool) * natts);
 	memset(bc.isnull, true, sizeof(bool) * natts);
@@ -144,7 +154,7 @@ take_event_change(void *arg, const ZLEventChange *ec)
 Datum
 zipper_lake_apply_events(PG_FUNCTION_ARGS)
 {
-	EventsApply ea;
+	EventsApply ea = {0};
 	char	   *format;
 	char	   *event_column;
 
@@ -156,9 +166,9 @@ zipper_lake_apply_events(PG_FUNCTION_ARGS)
 						   PG_ARGISNULL(2) ? "format" : "event"),
 				 errhint("Pass the zipper table, the relation holding the events, their format and the column holding them.")));
 	format = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	ea.multi_row = pg_strcasecmp(format, "canal") == 0;
 	event_column = NameStr(*PG_GETARG_NAME(3));
 
-	memset(&ea, 0, sizeof(ea));
 	ea.batch = zl_apply_batch_begin(PG_GETARG_OID(0), PG_GETARG_OID(1),
 									!PG_ARGISNULL(6) && PG_GETARG_BOOL(6),
 									PG_ARGISNULL(7) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(7)));
