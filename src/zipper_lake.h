@@ -220,6 +220,8 @@ extern Relation zl_open_readable_zipper_table(Oid relid);
 extern void zl_refuse_row_security(Relation rel);
 extern void zl_refuse_row_change(Relation rel, CmdType command);
 extern char *zl_qualified_name(Relation rel);
+extern bool zl_is_key_column(const ZLTableOptions *opts, AttrNumber attnum);
+extern bool zl_is_value_column(const ZLTableOptions *opts, Form_pg_attribute att);
 extern const char *zl_attname(TupleDesc tupdesc, AttrNumber attnum);
 extern HeapTuple zl_catalog_row_as_written(Oid catalog, Oid index, int nkeys,
 										   struct ScanKeyData *keys);

@@ -386,15 +386,6 @@ values_equal(ApplyContext *ac, Datum *a, bool *anull, Datum *b, bool *bnull)
  * table (argument NULL) or one an argument names; 0 if the changes have
  * none and it is not required.
  */
-static bool
-is_key_column(ApplyContext *ac, AttrNumber attnum)
-{
-	for (int k = 0; k < ac->opts.nkeys; k++)
-		if (ac->opts.key_attnums[k] == attnum)
-			return true;
-	return false;
-}
-
 static AttrNumber
 source_column(ApplyContext *ac, Oid relid, const char *column, const char *argument,
 			  bool required)
@@ -410,7 +401,7 @@ source_column(ApplyContext *ac, Oid relid, const char *column, const char *argum
 						column, ac->source_name),
 				 errdetail("Zipper table \"%s\" needs its key and value columns and the change-time column in every batch.",
 						   RelationGetRelationName(ac->rel)),
-				 is_key_column(ac, get_attnum(RelationGetRelid(ac->rel), column)) ?
+				 zl_is_key_column(&ac->opts, get_attnum(RelationGetRelid(ac->rel), column)) ?
 				 errhint("Add the key column to the changes.") :
 				 errhint("Add the column to the changes, or pass missing_columns => 'null' or 'keep'.")));
 	ereport(ERROR,
@@ -675,8 +666,7 @@ given_columns(ApplyContext *ac, Change *c)
 		Form_pg_attribute att = TupleDescAttr(ac->tupdesc, i);
 		bool		kept;
 
-		if (att->attisdropped || att->attgenerated || is_key_column(ac, att->attnum) ||
-			att->attnum == ac->opts.from_attnum || att->attnum == ac->opts.to_attnum)
+		if (!zl_is_value_column(&ac->opts, att))
 			continue;
 		kept = (ac->kept_columns != NULL && ac->kept_columns[i]) ||
 			(ac->ignore_nulls && c->isnull[i]);
@@ -777,21 +767,18 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 	for (int i = 0; i < ncols; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
-
+		bool		is_key = zl_is_key_column(&ac->opts, att->attnum);
+		bool		is_value = zl_is_value_column(&ac->opts, att);
 		AttrNumber	source_attnum = InvalidAttrNumber;
 
-		if (!att->attisdropped && !att->attgenerated &&
-			att->attnum != ac->opts.from_attnum && att->attnum != ac->opts.to_attnum)
+		if (is_key || is_value)
 			source_attnum = source_column(ac, source_relid, NameStr(att->attname), NULL,
-										  ac->missing_columns == MISSING_ERROR ||
-										  is_key_column(ac, att->attnum));
+										  ac->missing_columns == MISSING_ERROR || is_key);
 		if (source_attnum == InvalidAttrNumber)
 		{
 			/* unused, or missing: NULL (missing_columns => 'null') or kept */
 			appendStringInfo(&sql, "%sNULL", i > 0 ? ", " : "");
-			if (!att->attisdropped && !att->attgenerated &&
-				att->attnum != ac->opts.from_attnum && att->attnum != ac->opts.to_attnum &&
-				ac->missing_columns == MISSING_KEEP)
+			if (is_value && ac->missing_columns == MISSING_KEEP)
 			{
 				if (ac->kept_columns == NULL)
 					ac->kept_columns = palloc0(sizeof(bool) * ncols);

@@ -181,16 +181,12 @@ zipper_lake_apply_events(PG_FUNCTION_ARGS)
 	{
 		Form_pg_attribute att = TupleDescAttr(ea.tupdesc, i);
 		Oid			func;
-		bool		is_key = false;
 
 		if (att->attisdropped)
 			continue;
 		getTypeInputInfo(att->atttypid, &func, &ea.ioparam[i]);
 		fmgr_info(func, &ea.input[i]);
-		for (int k = 0; k < ea.opts->nkeys; k++)
-			is_key |= ea.opts->key_attnums[k] == att->attnum;
-		ea.value_column[i] = !is_key && !att->attgenerated &&
-			att->attnum != ea.opts->from_attnum && att->attnum != ea.opts->to_attnum;
+		ea.value_column[i] = zl_is_value_column(ea.opts, att);
 	}
 	ea.change_context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake event change",
 											  ALLOCSET_DEFAULT_SIZES);

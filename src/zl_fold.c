@@ -195,12 +195,8 @@ untracked_of(const ZLFoldContext *cx, Effect state)
 	for (int col = 0; col < cx->natts; col++)
 	{
 		Form_pg_attribute att = TupleDescAttr(cx->tupdesc, col);
-		bool		value_column = !att->attisdropped && !att->attgenerated &&
-			att->attnum != cx->opts->from_attnum && att->attnum != cx->opts->to_attnum;
 
-		for (int k = 0; k < cx->opts->nkeys && value_column; k++)
-			value_column = cx->opts->key_attnums[k] != att->attnum;
-		if (!value_column || ZL_TRACKED(cx->opts, att->attnum))
+		if (!zl_is_value_column(cx->opts, att) || ZL_TRACKED(cx->opts, att->attnum))
 			continue;
 		u->attnums[u->n] = att->attnum;
 		u->values[u->n] = state.values[col];

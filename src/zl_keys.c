@@ -179,14 +179,8 @@ zl_value_comparer_create(TupleDesc tupdesc, const ZLTableOptions *opts, bool tra
 	{
 		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
 		TypeCacheEntry *tc;
-		bool		is_key = false;
 
-		for (int k = 0; k < opts->nkeys; k++)
-			is_key |= opts->key_attnums[k] == att->attnum;
-		/* generated columns follow from the others and the period */
-		if (att->attisdropped || att->attgenerated || is_key ||
-			att->attnum == opts->from_attnum || att->attnum == opts->to_attnum ||
-			(tracked_only && !ZL_TRACKED(opts, att->attnum)))
+		if (!zl_is_value_column(opts, att) || (tracked_only && !ZL_TRACKED(opts, att->attnum)))
 			continue;
 		tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR_FINFO);
 		if (OidIsValid(tc->eq_opr_finfo.fn_oid))

@@ -520,30 +520,31 @@ zl_meta_insert_registration(Datum *values)
 	meta_end(&session);
 }
 
+/* a registration option (Q_SET_*) of a table; value NULL: none */
+static void
+set_registration_option(ZLMetaQuery query, Oid relid, Pointer value)
+{
+	ZLMetaSession session;
+	Datum		values[2] = {ObjectIdGetDatum(relid), PointerGetDatum(value)};
+	char		nulls[2] = {' ', value == NULL ? 'n' : ' '};
+
+	meta_begin(&session);
+	meta_exec(query, values, nulls, InvalidSnapshot, false);
+	meta_end(&session);
+}
+
 /* README "Late data": NULL horizon = none */
 void
 zl_meta_set_late_horizon(Oid relid, Interval *horizon)
 {
-	ZLMetaSession session;
-	Datum		values[2] = {ObjectIdGetDatum(relid), PointerGetDatum(horizon)};
-	char		nulls[2] = {' ', horizon == NULL ? 'n' : ' '};
-
-	meta_begin(&session);
-	meta_exec(Q_SET_LATE_HORIZON, values, nulls, InvalidSnapshot, false);
-	meta_end(&session);
+	set_registration_option(Q_SET_LATE_HORIZON, relid, (Pointer) horizon);
 }
 
 /* README "Tracked columns": names (name[]), NULL = all */
 void
 zl_meta_set_track_columns(Oid relid, ArrayType *names)
 {
-	ZLMetaSession session;
-	Datum		values[2] = {ObjectIdGetDatum(relid), PointerGetDatum(names)};
-	char		nulls[2] = {' ', names == NULL ? 'n' : ' '};
-
-	meta_begin(&session);
-	meta_exec(Q_SET_TRACK_COLUMNS, values, nulls, InvalidSnapshot, false);
-	meta_end(&session);
+	set_registration_option(Q_SET_TRACK_COLUMNS, relid, (Pointer) names);
 }
 
 /* is name a zone of pg_timezone_names (not an abbreviation or POSIX rule)? */

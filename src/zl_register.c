@@ -441,69 +441,72 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 }
 
 /*
- * set_late_horizon(tbl, late_horizon): README "Late data".  Only the
- * owner changes it; writers of the table wait (its writer lock), so a
- * batch applies under one horizon.
+ * A registered table whose option (argument 1) its owner changes, opened
+ * and locked: writers of the table wait for the change (its writer lock),
+ * so a batch applies under one setting.  The caller sets the option, then
+ * calls option_changed().
  */
-Datum
-zipper_lake_set_late_horizon(PG_FUNCTION_ARGS)
+static Relation
+open_for_option(FunctionCallInfo fcinfo, const char *option, const char *null_means,
+				ZLTableOptions *opts)
 {
 	Relation	rel;
-	ZLTableOptions opts;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("table must not be null"),
-				 errhint("Pass the zipper table; a NULL late_horizon removes the horizon.")));
+				 errhint("Pass the zipper table; a NULL %s %s.", option, null_means)));
 	if (!pg_class_ownercheck(PG_GETARG_OID(0), GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(PG_GETARG_OID(0)));
 	rel = zl_open_zipper_table(PG_GETARG_OID(0), ShareUpdateExclusiveLock);
-	if (!zl_meta_load_options(rel, &opts, true))
+	if (!zl_meta_load_options(rel, opts, true))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" is not registered", RelationGetRelationName(rel)),
-				 errhint("Register it with zipper_lake.register(), which takes late_horizon too.")));
+				 errhint("Register it with zipper_lake.register(), which takes %s too.", option)));
 	(void) zl_write_lock_table(zl_storage_id(rel), false);
-	zl_meta_set_late_horizon(RelationGetRelid(rel),
-							 PG_ARGISNULL(1) ? NULL : checked_horizon(PG_GETARG_INTERVAL_P(1)));
+	return rel;
+}
+
+/* cached registrations (zl_metadata.c) follow a commit or rollback */
+static void
+option_changed(Relation rel)
+{
 	CacheInvalidateRelcache(rel);
 	table_close(rel, NoLock);
+}
+
+/* set_late_horizon(tbl, late_horizon): README "Late data" */
+Datum
+zipper_lake_set_late_horizon(PG_FUNCTION_ARGS)
+{
+	ZLTableOptions opts;
+	Relation	rel = open_for_option(fcinfo, "late_horizon", "removes the horizon", &opts);
+
+	zl_meta_set_late_horizon(RelationGetRelid(rel),
+							 PG_ARGISNULL(1) ? NULL : checked_horizon(PG_GETARG_INTERVAL_P(1)));
+	option_changed(rel);
 	PG_RETURN_VOID();
 }
 
 /*
- * set_track_columns(tbl, columns): README "Tracked columns".  Owner only;
- * writers wait (the writer lock).  Versions already stored stay as they
- * are; changes applied from now on fold with the new set.
+ * set_track_columns(tbl, columns): README "Tracked columns".  Versions
+ * already stored stay as they are; changes applied from now on fold with
+ * the new set.
  */
 Datum
 zipper_lake_set_track_columns(PG_FUNCTION_ARGS)
 {
-	Relation	rel;
 	ZLTableOptions opts;
+	Relation	rel = open_for_option(fcinfo, "track_columns", "tracks every value column", &opts);
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("table must not be null"),
-				 errhint("Pass the zipper table; NULL columns track every value column.")));
-	if (!pg_class_ownercheck(PG_GETARG_OID(0), GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(PG_GETARG_OID(0)));
-	rel = zl_open_zipper_table(PG_GETARG_OID(0), ShareUpdateExclusiveLock);
-	if (!zl_meta_load_options(rel, &opts, true))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" is not registered", RelationGetRelationName(rel)),
-				 errhint("Register it with zipper_lake.register(), which takes track_columns too.")));
-	(void) zl_write_lock_table(zl_storage_id(rel), false);
 	zl_meta_set_track_columns(RelationGetRelid(rel),
 							  PG_ARGISNULL(1) ? NULL :
 							  checked_track_columns(rel, opts.key_attnums, opts.nkeys,
 													opts.from_attnum, opts.to_attnum,
 													PG_GETARG_ARRAYTYPE_P(1)));
-	CacheInvalidateRelcache(rel);
-	table_close(rel, NoLock);
+	option_changed(rel);
 	PG_RETURN_VOID();
 }
 

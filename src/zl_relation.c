@@ -189,3 +189,24 @@ zl_catalog_row_as_written(Oid catalog, Oid index, int nkeys, ScanKey keys)
 	table_close(rel, AccessShareLock);
 	return tuple;
 }
+
+/* is attnum one of the registered key's columns? */
+bool
+zl_is_key_column(const ZLTableOptions *opts, AttrNumber attnum)
+{
+	for (int k = 0; k < opts->nkeys; k++)
+		if (opts->key_attnums[k] == attnum)
+			return true;
+	return false;
+}
+
+/*
+ * A value column: what changes give and versions compare — not dropped,
+ * generated (computed from the others), key or period.
+ */
+bool
+zl_is_value_column(const ZLTableOptions *opts, Form_pg_attribute att)
+{
+	return !att->attisdropped && !att->attgenerated && !zl_is_key_column(opts, att->attnum) &&
+		att->attnum != opts->from_attnum && att->attnum != opts->to_attnum;
+}
