@@ -7,6 +7,7 @@ OBJS = \
 	src/zl_storage.o \
 	src/zl_freespace.o \
 	src/zl_metadata.o \
+	src/zl_metaread.o \
 	src/zl_rowsort.o \
 	src/zl_write.o \
 	src/zl_compact.o \
@@ -22,6 +23,7 @@ OBJS = \
 	src/zl_prune.o \
 	src/zl_read.o \
 	src/zl_customscan.o \
+	src/zl_keyprobe.o \
 	src/zl_keys.o \
 	src/zl_inline.o \
 	src/zl_rowcheck.o \

@@ -194,6 +194,9 @@ typedef struct ZLPruneStats
 	int			subgroups_kept;
 	int			subgroups_unchecked;	/* kept with no per-row check */
 	int			subgroups_loaded;	/* read from the catalog (see zl_bounds_filter) */
+	int			subgroups_key_probed;	/* kept ones whose key directory was probed */
+	int			subgroups_key_matched;	/* of those, holding one of the keys' hashes */
+	int			subgroups_key_unindexed;	/* kept ones without a directory: read whole */
 	int64		rows_masked;	/* masked rows stepped over while reading */
 } ZLPruneStats;
 
@@ -249,6 +252,30 @@ extern void zl_page_writer_finish(ZLPageWriter *writer, BlockNumber *first_block
 extern bool zl_write_lock_table(uint64 storage_id, bool nowait);
 extern void zl_write_unlock_table(uint64 storage_id);
 
+/* ---------- zl_metaread.c ---------- */
+
+/* the metadata catalog's relations and owner (cached per backend) */
+typedef struct ZLCatalog
+{
+	Oid			subgroup;
+	Oid			subgroup_pkey;
+	Oid			mask;
+	Oid			mask_index;
+	Oid			owner;
+} ZLCatalog;
+
+extern const ZLCatalog *zl_meta_catalog(void);
+extern ZLSubGroup *zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot,
+										  DateADT min_partition, int *nsubgroups);
+extern ZLSubGroup *zl_meta_load_filtered_subgroups(uint64 storage_id, Snapshot snapshot,
+												   const ZLSubGroupFilter *filter,
+												   int *nsubgroups);
+extern ZLSubGroup *zl_meta_find_subgroup(ZLSubGroup *sgs, int n, int64 subgroup_id);
+extern void zl_meta_count_subgroups(uint64 storage_id, Snapshot snapshot,
+									ZLPruneStats *stats);
+extern void zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
+										 ZLSubGroup *sgs, int nsubgroups);
+
 /* ---------- zl_metadata.c ---------- */
 
 extern uint64 zl_meta_new_storage(Oid relid);
@@ -260,16 +287,6 @@ extern void zl_meta_set_late_horizon(Oid relid, Interval *horizon);
 extern void zl_meta_set_track_columns(Oid relid, ArrayType *names);
 extern bool zl_meta_time_zone_exists(const char *name);
 extern bool zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write);
-extern ZLSubGroup *zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot,
-										  DateADT min_partition, int *nsubgroups);
-extern ZLSubGroup *zl_meta_load_filtered_subgroups(uint64 storage_id, Snapshot snapshot,
-												   const ZLSubGroupFilter *filter,
-												   int *nsubgroups);
-extern ZLSubGroup *zl_meta_find_subgroup(ZLSubGroup *sgs, int n, int64 subgroup_id);
-extern void zl_meta_count_subgroups(uint64 storage_id, Snapshot snapshot,
-									ZLPruneStats *stats);
-extern void zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
-										 ZLSubGroup *sgs, int nsubgroups);
 extern void zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
 									  int64 window_start, int max_subgroups,
 									  int64 *file_group, int32 *rollover_seq);
@@ -466,6 +483,7 @@ extern bool zl_scan_analyze_next_tuple(TableScanDesc scan,
 									   TupleTableSlot *slot);
 extern void zl_scan_set_bounds(TableScanDesc scan, const ZLTableOptions *opts,
 							   const ZLScanBounds *bounds);
+extern void zl_scan_set_keys(TableScanDesc scan, const uint32 *hashes, int nhashes);
 extern const ZLPruneStats *zl_scan_stats(TableScanDesc scan);
 
 typedef void (*ZLRowCallback) (void *arg, const ZLSubGroup *sg, int32 position,
@@ -693,8 +711,22 @@ extern void zl_apply_batch_add(ZLApplyBatch *batch, const ZLBatchChange *change)
 extern Datum zl_apply_batch_finish(ZLApplyBatch *batch, FunctionCallInfo fcinfo,
 								   int64 skipped);
 
+/* ---------- zl_keyprobe.c ---------- */
+
+typedef struct ZLKeyProbe ZLKeyProbe;
+struct PlanState;
+struct ExprContext;
+
+extern List *zl_keyprobe_extract(List *clauses, Index rti, const ZLTableOptions *opts,
+								 TupleDesc tupdesc, List **info);
+extern ZLKeyProbe *zl_keyprobe_init(List *terms, List *info, const ZLTableOptions *opts,
+									TupleDesc tupdesc, struct PlanState *parent);
+extern uint32 *zl_keyprobe_hashes(ZLKeyProbe *probe, struct ExprContext *econtext,
+								  int *nhashes);
+
 /* ---------- zl_customscan.c ---------- */
 
+extern bool zl_is_pseudo_constant(Node *expr);
 extern void zl_customscan_init(void);
 
 /* ---------- zl_inline.c ---------- */

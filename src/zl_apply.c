@@ -1117,10 +1117,11 @@ collect_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 }
 
 /*
- * The rows of a sub-group whose key hash is one of the batch's: its key
- * directory names their positions, and only those rows are read.  Without
- * a directory (history), or when apply_snapshot needs every open key,
- * the whole sub-group is read.
+ * The rows of a sub-group whose key hash is one of the batch's (with
+ * table deletes: in the chunk's hash range, every key of which the batch
+ * needs): its key directory names their positions, and only those rows
+ * are read.  Sub-groups without a directory (history written before 0.2)
+ * are read whole.
  */
 static void
 read_batch_key_rows(ApplyContext *ac, const ZLSubGroup *sg, ZLRowCallback callback,
@@ -1132,11 +1133,6 @@ read_batch_key_rows(ApplyContext *ac, const ZLSubGroup *sg, ZLRowCallback callba
 		zl_read_subgroup_keys(ac->rel, sg, ac->hashes, ac->nhashes, callback, arg);
 }
 
-/*
- * The open versions of the batch's keys, from the current partition's
- * sub-groups.  apply_snapshot with deletes needs every open key, so it
- * reads the whole current partition.
- */
 /* the chunk's key hashes, sorted and distinct */
 static void
 set_chunk_hashes(ApplyContext *ac)
@@ -1151,6 +1147,10 @@ set_chunk_hashes(ApplyContext *ac)
 			ac->hashes[ac->nhashes++] = ac->hashes[k];
 }
 
+/*
+ * The open versions of the batch's keys, from the current partition's
+ * sub-groups (with table deletes, of every key in the chunk's hash range).
+ */
 static void
 find_current_versions(ApplyContext *ac, CollectArg *arg)
 {
@@ -1209,12 +1209,13 @@ find_stored_versions(ApplyContext *ac)
 				sg->first_start <= ac->table_deletes[ac->ntable_deletes - 1].time)
 				zl_read_subgroup_rows(ac->rel, sg, false, discover_missing_key, &arg);
 		}
+	zl_meta_load_key_directories(storage_id, ac->snapshot, ac->history, ac->nhistory);
 	for (int i = 0; i < ac->nhistory; i++)
 	{
 		const ZLSubGroup *sg = &ac->history[i];
 
 		if (sg->partition_end != ZL_CURRENT_PARTITION && sg->masked_rows < sg->row_count)
-			zl_read_subgroup_rows(ac->rel, sg, false, collect_row, &arg);
+			read_batch_key_rows(ac, sg, collect_row, &arg);
 	}
 }
 

@@ -89,6 +89,8 @@ typedef struct ZipperScanState
 	List	   *bound_args;		/* ExprState of each bound's expression side */
 	List	   *bounds_info;	/* int triples from custom_private */
 	bool		either;			/* the bounds of the two columns are ORed */
+	List	   *key_info;		/* zl_keyprobe_extract's, from custom_private */
+	ZLKeyProbe *key_probe;		/* NULL: the scan reads every key */
 	TableScanDesc scan;
 	ParallelTableScanDesc pscan;	/* shared scan state when parallel */
 	bool		exec_params;	/* bounds use PARAM_EXEC: unknown before running */
@@ -132,8 +134,9 @@ static const CustomExecMethods zl_exec_methods = {
 
 /* ---------- planner ---------- */
 
-static bool
-is_pseudo_constant(Node *expr)
+/* an expression the scan can evaluate once when it starts */
+bool
+zl_is_pseudo_constant(Node *expr)
 {
 	return !contain_var_clause(expr) && !contain_volatile_functions(expr) &&
 		!contain_subplans(expr);
@@ -165,7 +168,7 @@ recognize_bound(Expr *clause, Index rti, const ZLTableOptions *opts, BoundInfo *
 			((Var *) var)->varlevelsup != 0 ||
 			(((Var *) var)->varattno != opts->from_attnum &&
 			 ((Var *) var)->varattno != opts->to_attnum) ||
-			!OidIsValid(opno) || !is_pseudo_constant(other))
+			!OidIsValid(opno) || !zl_is_pseudo_constant(other))
 			continue;
 
 		/* same-type operators of the column type's btree family only */
@@ -288,15 +291,19 @@ plain_seqscan_path(RelOptInfo *rel)
 /*
  * A ZipperScan path: the sequential scan's cost scaled by the selectivity
  * of the bound clauses (pruning reads about that fraction; never more than
- * a sequential scan), split among the participants of a parallel scan.
+ * a sequential scan), split among the participants of a parallel scan.  A
+ * key probe costs less when it reads fewer rows (keyed_run_cost, below).
  */
 static Path *
 make_zipper_path(PlannerInfo *root, RelOptInfo *rel, Cost seq_startup, Cost seq_total,
-				 Selectivity selectivity, List *private, int workers)
+				 Selectivity selectivity, Cost keyed_run_cost, List *private, int workers)
 {
 	CustomPath *cpath = makeNode(CustomPath);
 	double		participants = workers + (parallel_leader_participation ? 1 : 0);
 	Cost		run_cost = (seq_total - seq_startup) * Min(Max(selectivity, 0.001), 0.999);
+
+	if (keyed_run_cost >= 0)
+		run_cost = Min(run_cost, keyed_run_cost);
 
 	cpath->path.pathtype = T_CustomScan;
 	cpath->path.parent = rel;
@@ -316,6 +323,23 @@ make_zipper_path(PlannerInfo *root, RelOptInfo *rel, Cost seq_startup, Cost seq_
 	return &cpath->path;
 }
 
+/*
+ * What a key probe costs (zl_keyprobe.c): a binary search in the key
+ * directory of each sub-group, counted as one per ZL_MAX_SUBGROUP_ROWS /
+ * 4 rows of the table, and a random page read per row of the keys.
+ */
+static Cost
+keyed_run_cost(PlannerInfo *root, RelOptInfo *rel, Index rti, List *key_terms)
+{
+	double		subgroups = 1 + rel->tuples / (ZL_MAX_SUBGROUP_ROWS / 4);
+	double		key_rows = clamp_row_est(rel->tuples *
+										 clauselist_selectivity(root, key_terms, rti,
+																JOIN_INNER, NULL));
+
+	return subgroups * 20 * cpu_operator_cost +
+		key_rows * (random_page_cost + cpu_tuple_cost);
+}
+
 static void
 zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rte)
 {
@@ -324,11 +348,14 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 	bool		zipper;
 	bool		registered = false;
 	ExtractedBounds eb;
+	List	   *key_terms = NIL;
+	List	   *key_info = NIL;
 	List	   *private;
 	Path	   *seqscan;
 	Cost		seq_startup,
-				seq_total;
-	Selectivity selectivity;
+				seq_total,
+				key_cost = -1;
+	Selectivity selectivity = 1.0;
 
 	if (prev_set_rel_pathlist)
 		prev_set_rel_pathlist(root, rel, rti, rte);
@@ -349,33 +376,43 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 	zipper = zl_is_zipper_relation(relation);
 	if (zipper)
 		registered = zl_meta_load_options(relation, &opts, false);
+	if (zipper && registered)
+		key_terms = zl_keyprobe_extract(rel->baserestrictinfo, rti, &opts,
+										RelationGetDescr(relation), &key_info);
 	table_close(relation, NoLock);
 	if (!zipper || !registered)
 		return;
 
 	eb = extract_bounds(rel->baserestrictinfo, rti, &opts);
 	seqscan = plain_seqscan_path(rel);
-	if (eb.exprs == NIL || seqscan == NULL)
+	if ((eb.exprs == NIL && key_terms == NIL) || seqscan == NULL)
 		return;
 
-	private = list_make2(makeInteger(eb.either), eb.triples);
-	selectivity = eb.either ?
-		clause_selectivity(root, (Node *) make_orclause(eb.exprs), rti, JOIN_INNER, NULL) :
-		clauselist_selectivity(root, eb.exprs, rti, JOIN_INNER, NULL);
+	private = list_make3(makeInteger(eb.either), eb.triples, key_info);
+	if (eb.exprs != NIL)
+		selectivity = eb.either ?
+			clause_selectivity(root, (Node *) make_orclause(eb.exprs), rti, JOIN_INNER, NULL) :
+			clauselist_selectivity(root, eb.exprs, rti, JOIN_INNER, NULL);
+	if (key_terms != NIL)
+		key_cost = keyed_run_cost(root, rel, rti, key_terms);
 	/* add_path() may free the dominated sequential scan: keep its costs */
 	seq_startup = seqscan->startup_cost;
 	seq_total = seqscan->total_cost;
-	add_path(rel, make_zipper_path(root, rel, seq_startup, seq_total, selectivity, private, 0));
+	add_path(rel, make_zipper_path(root, rel, seq_startup, seq_total, selectivity, key_cost,
+								   private, 0));
 
-	/* a parallel ZipperScan: participants share out the kept sub-groups */
-	if (rel->consider_parallel && rel->lateral_relids == NULL)
+	/*
+	 * A parallel ZipperScan: participants share out the kept sub-groups.  A
+	 * key probe reads too little to share.
+	 */
+	if (rel->consider_parallel && rel->lateral_relids == NULL && key_terms == NIL)
 	{
 		int			workers = compute_parallel_worker(rel, rel->pages, -1,
 													  max_parallel_workers_per_gather);
 
 		if (workers > 0)
 			add_partial_path(rel, make_zipper_path(root, rel, seq_startup, seq_total,
-												   selectivity, private, workers));
+												   selectivity, -1, private, workers));
 	}
 }
 
@@ -386,22 +423,29 @@ zl_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	CustomScan *cscan = makeNode(CustomScan);
 	ExtractedBounds eb;
 	ZLTableOptions opts;
+	List	   *key_terms;
+	List	   *key_info;
 	Relation	relation = table_open(planner_rt_fetch(rel->relid, root)->relid, NoLock);
 
 	if (!zl_meta_load_options(relation, &opts, false))
 		elog(ERROR, "zipper table \"%s\" lost its registration during planning",
 			 RelationGetRelationName(relation));
+	key_terms = zl_keyprobe_extract(clauses, rel->relid, &opts, RelationGetDescr(relation),
+									&key_info);
 	table_close(relation, NoLock);
 
-	/* bound clauses are enforced by the scan; the rest stay a filter */
+	/*
+	 * Bound clauses are enforced by the scan; the rest stay a filter, key
+	 * terms too: they recheck the rows a key probe returns.
+	 */
 	eb = extract_bounds(clauses, rel->relid, &opts);
 
 	cscan->scan.plan.targetlist = tlist;
 	cscan->scan.plan.qual = extract_actual_clauses(eb.rest, false);
 	cscan->scan.scanrelid = rel->relid;
 	cscan->flags = best_path->flags;
-	cscan->custom_exprs = eb.exprs;
-	cscan->custom_private = list_make2(makeInteger(eb.either), eb.triples);
+	cscan->custom_exprs = list_concat(list_copy(eb.exprs), key_terms);
+	cscan->custom_private = list_make3(makeInteger(eb.either), eb.triples, key_info);
 	cscan->methods = &zl_scan_methods;
 	return &cscan->scan.plan;
 }
@@ -417,6 +461,7 @@ zl_create_state(CustomScan *cscan)
 	state->css.methods = &zl_exec_methods;
 	state->either = intVal(linitial(cscan->custom_private));
 	state->bounds_info = lsecond(cscan->custom_private);
+	state->key_info = lthird(cscan->custom_private);
 	return (Node *) state;
 }
 
@@ -428,6 +473,19 @@ contains_exec_param(Node *node, void *context)
 	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXEC)
 		return true;
 	return expression_tree_walker(node, contains_exec_param, context);
+}
+
+/* custom_exprs: the bound clauses, then the key terms */
+static List *
+bound_exprs(ZipperScanState *state, CustomScan *cscan)
+{
+	return list_copy_head(cscan->custom_exprs, list_length(state->bounds_info));
+}
+
+static List *
+key_terms(ZipperScanState *state, CustomScan *cscan)
+{
+	return list_copy_tail(cscan->custom_exprs, list_length(state->bounds_info));
 }
 
 static void
@@ -455,7 +513,7 @@ zl_begin(CustomScanState *node, EState *estate, int eflags)
 						  table_slot_callbacks(node->ss.ss_currentRelation));
 	ExecAssignScanProjectionInfoWithVarno(&node->ss, cscan->scan.scanrelid);
 	node->ss.ps.qual = ExecInitQual(cscan->scan.plan.qual, &node->ss.ps);
-	foreach(lc, cscan->custom_exprs)
+	foreach(lc, bound_exprs(state, cscan))
 	{
 		OpExpr	   *op = lfirst(lc);
 		List	   *info = list_nth(state->bounds_info, i++);
@@ -463,6 +521,15 @@ zl_begin(CustomScanState *node, EState *estate, int eflags)
 
 		state->bound_args = lappend(state->bound_args, ExecInitExpr(arg, &node->ss.ps));
 		state->exec_params |= contains_exec_param((Node *) arg, NULL);
+	}
+	if (state->key_info != NIL)
+	{
+		List	   *terms = key_terms(state, cscan);
+
+		state->key_probe = zl_keyprobe_init(terms, state->key_info, &state->opts,
+											RelationGetDescr(node->ss.ss_currentRelation),
+											&node->ss.ps);
+		state->exec_params |= contains_exec_param((Node *) terms, NULL);
 	}
 }
 
@@ -505,6 +572,19 @@ start_scan(ZipperScanState *state)
 		table_beginscan_parallel(state->css.ss.ss_currentRelation, state->pscan) :
 		table_beginscan(state->css.ss.ss_currentRelation, estate->es_snapshot, 0, NULL);
 	zl_scan_set_bounds(state->scan, &state->opts, &bounds);
+	if (state->key_probe != NULL)
+	{
+		ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+		MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+		int			nhashes;
+		uint32	   *hashes = zl_keyprobe_hashes(state->key_probe, econtext, &nhashes);
+
+		/* too many keys to probe: the filter finds them */
+		if (hashes != NULL)
+			zl_scan_set_keys(state->scan, hashes, nhashes);
+		MemoryContextSwitchTo(old);
+		ResetExprContext(econtext);
+	}
 }
 
 static TupleTableSlot *
@@ -577,10 +657,18 @@ zl_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 																	  make_ands_explicit(arms[1]))),
 									context, es->verbose, false);
 	}
-	else
-		bounds = deparse_expression((Node *) make_ands_explicit(cscan->custom_exprs),
+	else if (state->bounds_info != NIL)
+		bounds = deparse_expression((Node *) make_ands_explicit(bound_exprs(state, cscan)),
 									context, es->verbose, false);
-	ExplainPropertyText("Zipper Bounds", bounds, es);
+	else
+		bounds = NULL;
+	if (bounds != NULL)
+		ExplainPropertyText("Zipper Bounds", bounds, es);
+	if (state->key_info != NIL)
+		ExplainPropertyText("Key Probe",
+							deparse_expression((Node *) make_ands_explicit(key_terms(state, cscan)),
+											   context, es->verbose, false),
+							es);
 	if (!zipper_lake_enable_pruning)
 		ExplainPropertyText("Pruning", "off", es);
 
@@ -603,6 +691,14 @@ zl_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyText("Sub-groups", psprintf("%d of %d, %d without row checks",
 											   stats->subgroups_kept, stats->subgroups_total,
 											   stats->subgroups_unchecked), es);
+	if (state->key_info != NIL)
+		ExplainPropertyText("Sub-groups by Key",
+							stats->subgroups_key_probed + stats->subgroups_key_unindexed == 0 &&
+							stats->subgroups_kept > 0 ? "not probed (too many keys)" :
+							psprintf("%d of %d probed hold the keys, %d without a key directory",
+									 stats->subgroups_key_matched, stats->subgroups_key_probed,
+									 stats->subgroups_key_unindexed),
+							es);
 	if (es->verbose)
 		ExplainPropertyInteger("Sub-groups Loaded", NULL, stats->subgroups_loaded, es);
 	if (es->analyze)

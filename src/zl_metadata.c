@@ -62,13 +62,6 @@ typedef enum ZLMetaQuery
 	Q_FORGET_STORAGE,
 	Q_INSERT_REGISTRATION,
 	Q_LOAD_OPTIONS,
-	Q_LOAD_SUBGROUPS,
-	Q_LOAD_SUBGROUPS_WITHIN,
-	Q_LOAD_SUBGROUPS_TOUCHING,
-	Q_COUNT_SUBGROUPS,
-	Q_LOAD_MASKS,
-	Q_LOAD_MASKS_OF,
-	Q_LOAD_KEY_DIRECTORIES,
 	Q_CURRENT_FILE_GROUP,
 	Q_NEW_ID,
 	Q_INSERT_SUBGROUP,
@@ -135,52 +128,6 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		"     nullif(to_jsonb(r) -> 'track_columns', 'null'::jsonb)))"
 		" FROM zipper_lake.registration r WHERE tbl = $1",
 		1, {OIDOID}
-	},
-	[Q_LOAD_SUBGROUPS] = {
-		"SELECT subgroup_id, file_group, partition_end, window_start,"
-		" first_start, last_start, row_count, first_block, blocks"
-		" FROM zipper_lake.subgroup WHERE storage_id = $1"
-		" AND (partition_end >= $2 OR partition_end IS NULL) ORDER BY subgroup_id",
-		2, {INT8OID, DATEOID}
-	},
-	[Q_LOAD_SUBGROUPS_WITHIN] = {
-		"SELECT subgroup_id, file_group, partition_end, window_start,"
-		" first_start, last_start, row_count, first_block, blocks"
-		" FROM zipper_lake.subgroup WHERE storage_id = $1"
-		" AND (partition_end IS NULL OR (partition_end BETWEEN $2 AND $3"
-		" AND first_start <= $5 AND last_start >= $4)) ORDER BY subgroup_id",
-		5, {INT8OID, DATEOID, DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID}
-	},
-	[Q_LOAD_SUBGROUPS_TOUCHING] = {
-		"SELECT subgroup_id, file_group, partition_end, window_start,"
-		" first_start, last_start, row_count, first_block, blocks"
-		" FROM zipper_lake.subgroup WHERE storage_id = $1"
-		" AND (partition_end IS NULL OR partition_end BETWEEN $2 AND $3"
-		" OR (partition_end >= $6 AND first_start <= $5 AND last_start >= $4))"
-		" ORDER BY subgroup_id",
-		6, {INT8OID, DATEOID, DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID, DATEOID}
-	},
-	[Q_COUNT_SUBGROUPS] = {
-		"SELECT count(*), count(DISTINCT partition_end)"
-		" + (count(*) FILTER (WHERE partition_end IS NULL) > 0)::int,"
-		" count(DISTINCT file_group)"
-		" FROM zipper_lake.subgroup WHERE storage_id = $1",
-		1, {INT8OID}
-	},
-	[Q_LOAD_MASKS] = {
-		"SELECT subgroup_id, positions FROM zipper_lake.mask WHERE storage_id = $1",
-		1, {INT8OID}
-	},
-	[Q_LOAD_MASKS_OF] = {
-		"SELECT subgroup_id, positions FROM zipper_lake.mask"
-		" WHERE storage_id = $1 AND subgroup_id = ANY ($2)",
-		2, {INT8OID, INT8ARRAYOID}
-	},
-	[Q_LOAD_KEY_DIRECTORIES] = {
-		"SELECT subgroup_id, key_directory FROM zipper_lake.subgroup"
-		" WHERE storage_id = $1 AND partition_end = 'infinity'"
-		" AND key_directory IS NOT NULL",
-		1, {INT8OID}
 	},
 	[Q_CURRENT_FILE_GROUP] = {
 		"SELECT file_group, rollover_seq, count(*) FROM zipper_lake.subgroup"
@@ -324,33 +271,12 @@ typedef struct ZLMetaSession
 	MemoryContext caller_context;
 } ZLMetaSession;
 
-static Oid
-metadata_owner(void)
-{
-	Oid			nspid = get_namespace_oid(ZL_SCHEMA, false);
-	Oid			relid = get_relname_relid("subgroup", nspid);
-	HeapTuple	tuple;
-	Oid			owner;
-
-	if (!OidIsValid(relid))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("zipper_lake metadata tables are missing"),
-				 errhint("Recreate the extension with CREATE EXTENSION zipper_lake.")));
-	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-	ReleaseSysCache(tuple);
-	return owner;
-}
-
 static void
 meta_begin(ZLMetaSession *session)
 {
 	session->caller_context = CurrentMemoryContext;
 	GetUserIdAndSecContext(&session->save_userid, &session->save_sec_context);
-	SetUserIdAndSecContext(metadata_owner(),
+	SetUserIdAndSecContext(zl_meta_catalog()->owner,
 						   session->save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
 	session->guc_nest_level = NewGUCNestLevel();
 	(void) set_config_option("search_path", "pg_catalog, pg_temp",
@@ -781,206 +707,6 @@ zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write)
 }
 
 /* ---------- sub-groups and masks ---------- */
-
-/* sub-groups as loaded here are sorted by id: binary search */
-ZLSubGroup *
-zl_meta_find_subgroup(ZLSubGroup *sgs, int n, int64 subgroup_id)
-{
-	int			lo = 0,
-				hi = n - 1;
-
-	while (lo <= hi)
-	{
-		int			mid = (lo + hi) / 2;
-
-		if (sgs[mid].subgroup_id == subgroup_id)
-			return &sgs[mid];
-		if (sgs[mid].subgroup_id < subgroup_id)
-			lo = mid + 1;
-		else
-			hi = mid - 1;
-	}
-	return NULL;
-}
-
-/* the sub-groups of a Q_LOAD_SUBGROUPS* result, in its order */
-static ZLSubGroup *
-subgroups_of_result(MemoryContext context, int *nsubgroups)
-{
-	int			n = (int) SPI_processed;
-	ZLSubGroup *sgs = NULL;
-
-	if (n > 0)
-		sgs = MemoryContextAllocZero(context, sizeof(ZLSubGroup) * n);
-	for (int i = 0; i < n; i++)
-	{
-		ZLSubGroup *sg = &sgs[i];
-		bool		isnull;
-
-		sg->subgroup_id = result_int64(i, 1);
-		sg->file_group = result_int64(i, 2);
-		sg->partition_end = DatumGetDateADT(SPI_getbinval(SPI_tuptable->vals[i],
-														  SPI_tuptable->tupdesc,
-														  3, &isnull));
-		sg->placed = !isnull;
-		sg->window_start = result_int64(i, 4);
-		sg->first_start = result_int64(i, 5);
-		sg->last_start = result_int64(i, 6);
-		sg->row_count = result_int64(i, 7);
-		sg->first_block = (BlockNumber) result_int64(i, 8);
-		sg->blocks = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
-												 SPI_tuptable->tupdesc, 9, &isnull));
-	}
-	*nsubgroups = n;
-	return sgs;
-}
-
-/* OR the masks of a Q_LOAD_MASKS* result into the sub-groups they belong to */
-static void
-apply_masks_of_result(MemoryContext context, ZLSubGroup *sgs, int n)
-{
-	for (uint64 r = 0; r < SPI_processed; r++)
-	{
-		bool		isnull;
-		ArrayType  *array;
-		int32	   *positions;
-		int			npositions;
-		ZLSubGroup *sg = zl_meta_find_subgroup(sgs, n, result_int64(r, 1));
-
-		if (sg == NULL)
-			continue;			/* mask of a sub-group this snapshot lacks */
-
-		array = DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[r],
-												 SPI_tuptable->tupdesc, 2, &isnull));
-		positions = (int32 *) ARR_DATA_PTR(array);
-		npositions = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));
-		if (sg->mask == NULL)
-			sg->mask = MemoryContextAllocZero(context,
-											  ((int64) sg->blocks * MaxHeapTuplesPerPage + 7) / 8);
-		for (int k = 0; k < npositions; k++)
-		{
-			int32		pos = positions[k];
-
-			if (pos < 0 || pos >= (int64) sg->blocks * MaxHeapTuplesPerPage)
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_CORRUPTED),
-						 errmsg("mask of sub-group " INT64_FORMAT " names position %d outside its %d blocks",
-								sg->subgroup_id, pos, sg->blocks)));
-			if (!ZL_ROW_MASKED(sg, pos))
-			{
-				sg->mask[pos >> 3] |= (1 << (pos & 7));
-				sg->masked_rows++;
-			}
-		}
-	}
-}
-
-/*
- * The sub-groups of a storage visible to the snapshot whose partition is
- * min_partition or later (DATEVAL_NOBEGIN: all), and the unplaced ones, in
- * creation order, with their masks ORed together.  Masks hold row positions (zl_scan.c).
- */
-ZLSubGroup *
-zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot, DateADT min_partition,
-					   int *nsubgroups)
-{
-	ZLMetaSession session;
-	Datum		values[2] = {Int64GetDatum((int64) storage_id), DateADTGetDatum(min_partition)};
-	ZLSubGroup *sgs;
-
-	meta_begin(&session);
-	meta_exec(Q_LOAD_SUBGROUPS, values, NULL, snapshot, true);
-	sgs = subgroups_of_result(session.caller_context, nsubgroups);
-	meta_exec(Q_LOAD_MASKS, values, NULL, snapshot, true);
-	apply_masks_of_result(session.caller_context, sgs, *nsubgroups);
-	meta_end(&session);
-	return sgs;
-}
-
-/*
- * Like zl_meta_load_subgroups, but only the sub-groups that pass a filter
- * (zl_bounds_filter) and the unplaced ones, and only their masks.
- */
-ZLSubGroup *
-zl_meta_load_filtered_subgroups(uint64 storage_id, Snapshot snapshot,
-								const ZLSubGroupFilter *filter, int *nsubgroups)
-{
-	ZLMetaSession session;
-	Datum		values[6] = {
-		Int64GetDatum((int64) storage_id),
-		DateADTGetDatum(filter->min_partition),
-		DateADTGetDatum(filter->max_partition),
-		TimestampTzGetDatum(filter->from_lo),
-		TimestampTzGetDatum(filter->from_hi),
-		DateADTGetDatum(filter->from_min_partition)
-	};
-	ZLSubGroup *sgs;
-	int			n;
-
-	meta_begin(&session);
-	meta_exec(filter->either ? Q_LOAD_SUBGROUPS_TOUCHING : Q_LOAD_SUBGROUPS_WITHIN,
-			  values, NULL, snapshot, true);
-	sgs = subgroups_of_result(session.caller_context, &n);
-	if (n > 0)
-	{
-		Datum	   *ids = palloc(sizeof(Datum) * n);
-
-		for (int i = 0; i < n; i++)
-			ids[i] = Int64GetDatum(sgs[i].subgroup_id);
-		values[1] = PointerGetDatum(construct_array(ids, n, INT8OID, sizeof(int64),
-													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-		meta_exec(Q_LOAD_MASKS_OF, values, NULL, snapshot, true);
-		apply_masks_of_result(session.caller_context, sgs, n);
-	}
-	meta_end(&session);
-	*nsubgroups = n;
-	return sgs;
-}
-
-/* the totals of ZLPruneStats: every sub-group visible to the snapshot */
-void
-zl_meta_count_subgroups(uint64 storage_id, Snapshot snapshot, ZLPruneStats *stats)
-{
-	ZLMetaSession session;
-	Datum		values[1] = {Int64GetDatum((int64) storage_id)};
-
-	meta_begin(&session);
-	meta_exec(Q_COUNT_SUBGROUPS, values, NULL, snapshot, true);
-	stats->subgroups_total = (int) result_int64(0, 1);
-	stats->partitions_total = (int) result_int64(0, 2);
-	stats->file_groups_total = (int) result_int64(0, 3);
-	meta_end(&session);
-}
-
-/* the key directories of the current partition's sub-groups (zl_keys.c) */
-void
-zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
-							 ZLSubGroup *sgs, int nsubgroups)
-{
-	ZLMetaSession session;
-	Datum		values[1] = {Int64GetDatum((int64) storage_id)};
-	Oid			catalog = get_relname_relid("subgroup", get_namespace_oid(ZL_SCHEMA, false));
-
-	zl_key_directory_cache_trim();
-	meta_begin(&session);
-	meta_exec(Q_LOAD_KEY_DIRECTORIES, values, NULL, snapshot, true);
-	for (uint64 r = 0; r < SPI_processed; r++)
-	{
-		ZLSubGroup *sg = zl_meta_find_subgroup(sgs, nsubgroups, result_int64(r, 1));
-		bool		isnull;
-
-		if (sg == NULL)
-			continue;
-		/* immutable: fetched (and detoasted) once per backend */
-		sg->key_directory = zl_key_directory_cached(catalog, sg->subgroup_id);
-		if (sg->key_directory == NULL)
-			sg->key_directory =
-				zl_key_directory_remember(catalog, sg->subgroup_id,
-										  SPI_getbinval(SPI_tuptable->vals[r],
-														SPI_tuptable->tupdesc, 2, &isnull));
-	}
-	meta_end(&session);
-}
 
 /*
  * The file group the next sub-group of (partition, window) belongs to.

@@ -99,6 +99,18 @@ typedef struct ZLScanDescData
 	/* ANALYZE: sub-groups sorted by first block */
 	ZLSubGroup **by_block;
 
+	/*
+	 * Key probes (zl_scan_set_keys): per sub-group, the positions its key
+	 * directory names for the keys (ascending), or NULL to read it whole
+	 * (no directory).  While reading a probed sub-group the scan stands on
+	 * probe_index in its positions.
+	 */
+	bool		keyed;
+	int32	  **key_positions;
+	int		   *nkey_positions;
+	bool		probing;		/* the current sub-group is read by positions */
+	int			probe_index;
+
 	/* pruning (zl_prune.c); without bounds every row is returned */
 	bool		bounded;
 	ZLScanBounds bounds;
@@ -147,6 +159,8 @@ scan_load_subgroups(ZLScanDesc scan, const ZLSubGroupFilter *filter)
 	scan->prefetched_index = -1;
 	scan->decisions = NULL;
 	scan->by_block = NULL;
+	scan->keyed = false;
+	scan->probing = false;
 	old = MemoryContextSwitchTo(scan->metadata_context);
 	if (filter != NULL)
 		scan->subgroups = zl_meta_load_filtered_subgroups(storage_id, scan->metadata_snapshot,
@@ -232,6 +246,7 @@ zl_scan_rescan(TableScanDesc sscan, struct ScanKeyData *key, bool set_params,
 	scan->current = NULL;
 	scan->current_index = -1;
 	scan->prefetched_index = -1;
+	scan->probing = false;
 	if (set_params)
 	{
 		scan->allow_strategy = allow_strat;
@@ -292,6 +307,61 @@ zl_scan_stats(TableScanDesc sscan)
 	return &scan->stats;
 }
 
+/*
+ * Restrict the scan to the rows of some keys, given their hashes (sorted,
+ * distinct; none: no row at all).  Call after zl_scan_set_bounds.  Each
+ * sub-group the bounds kept is probed through its key directory
+ * (zl_keys.c): one holding none of the hashes is skipped, the others are
+ * read at the positions named, which may hold other keys of the same
+ * hash — the caller rechecks the key.  Sub-groups without a directory are
+ * read whole.
+ */
+void
+zl_scan_set_keys(TableScanDesc sscan, const uint32 *hashes, int nhashes)
+{
+	ZLScanDesc	scan = (ZLScanDesc) sscan;
+	uint64		storage_id = zl_storage_id(scan->base.rs_rd);
+	MemoryContext old;
+
+	Assert(scan->bounded);
+	old = MemoryContextSwitchTo(scan->metadata_context);
+	scan->keyed = true;
+	scan->key_positions = palloc0(sizeof(int32 *) * Max(scan->nsubgroups, 1));
+	scan->nkey_positions = palloc0(sizeof(int) * Max(scan->nsubgroups, 1));
+	scan->stats.subgroups_key_probed = 0;
+	scan->stats.subgroups_key_matched = 0;
+	scan->stats.subgroups_key_unindexed = 0;
+	for (int i = 0; i < scan->nsubgroups; i++)
+	{
+		ZLSubGroup *sg = &scan->subgroups[i];
+
+		if (scan->decisions[i] == ZL_SKIP)
+			continue;
+		zl_meta_load_key_directories(storage_id, scan->metadata_snapshot, sg, 1);
+		if (sg->key_directory == NULL)
+		{
+			scan->stats.subgroups_key_unindexed++;
+			continue;
+		}
+		scan->stats.subgroups_key_probed++;
+		scan->key_positions[i] = nhashes == 0 ? NULL :
+			zl_key_directory_probe(sg->key_directory, hashes, nhashes,
+								   &scan->nkey_positions[i]);
+		/* the cache may drop it at the next load: positions are all we keep */
+		sg->key_directory = NULL;
+		if (scan->nkey_positions[i] == 0)
+		{
+			scan->decisions[i] = ZL_SKIP;
+			continue;
+		}
+		scan->stats.subgroups_key_matched++;
+		qsort(scan->key_positions[i], scan->nkey_positions[i], sizeof(int32),
+			  zl_position_cmp);
+	}
+	MemoryContextSwitchTo(old);
+	scan->strategy_chosen = false;
+}
+
 /* does a sub-group have anything for this scan? */
 static bool
 subgroup_has_rows(ZLScanDesc scan, int index)
@@ -322,7 +392,9 @@ scan_choose_strategy(ZLScanDesc scan)
 	if (scan->allow_strategy)
 		for (int i = 0; i < scan->nsubgroups; i++)
 			if (subgroup_has_rows(scan, i))
-				blocks += scan->subgroups[i].blocks;
+				blocks += scan->keyed && scan->key_positions[i] != NULL ?
+					Min(scan->nkey_positions[i], scan->subgroups[i].blocks) :
+					scan->subgroups[i].blocks;
 
 	if (blocks > (uint64) (NBuffers / 4))
 	{
@@ -376,6 +448,9 @@ scan_next_subgroup(ZLScanDesc scan, bool forward)
 		{
 			scan->current = &scan->subgroups[index];
 			scan->current_decision = scan->bounded ? scan->decisions[index] : ZL_ALL_MATCH;
+			scan->probing = scan->keyed && scan->key_positions[index] != NULL;
+			if (scan->probing)
+				scan->probe_index = forward ? -1 : scan->nkey_positions[index];
 			return true;
 		}
 	}
@@ -574,6 +649,68 @@ scan_step_on_page(ZLScanDesc scan, TupleTableSlot *slot, bool forward, double *m
 	return ZL_STEP_PAGE_DONE;
 }
 
+/* the row at a position of the current sub-group, pinning its block */
+static void
+scan_fetch_position(ZLScanDesc scan, int32 position)
+{
+	const ZLSubGroup *sg = scan->current;
+	BlockNumber block = sg->first_block + position / MaxHeapTuplesPerPage;
+	OffsetNumber offset = (OffsetNumber) (position % MaxHeapTuplesPerPage) + 1;
+	ItemId		itemid;
+
+	if (block >= sg->first_block + sg->blocks)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("key directory of sub-group " INT64_FORMAT " names position %d outside its blocks",
+						sg->subgroup_id, position)));
+	if (!BufferIsValid(scan->buffer) || scan->block != block)
+		scan_read_block(scan, block, true);
+	if (offset > scan->max_offset ||
+		!ItemIdIsNormal(itemid = PageGetItemId(BufferGetPage(scan->buffer), offset)))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("key directory of sub-group " INT64_FORMAT " names a missing row at position %d",
+						sg->subgroup_id, position)));
+	scan->offset = offset;
+	scan->tuple.t_data = (HeapTupleHeader) PageGetItem(BufferGetPage(scan->buffer), itemid);
+	scan->tuple.t_len = ItemIdGetLength(itemid);
+	scan->tuple.t_tableOid = RelationGetRelid(scan->base.rs_rd);
+	ItemPointerSet(&scan->tuple.t_self, block, offset);
+}
+
+/*
+ * Next unmasked row, in the scan's direction, at the probed positions of
+ * the current sub-group, into the slot.
+ */
+static ZLPageStep
+scan_step_probe(ZLScanDesc scan, TupleTableSlot *slot, bool forward)
+{
+	const int32 *positions = scan->key_positions[scan->current_index];
+	int			npositions = scan->nkey_positions[scan->current_index];
+
+	for (;;)
+	{
+		int			next = scan->probe_index + (forward ? 1 : -1);
+
+		if (next < 0 || next >= npositions)
+			return ZL_STEP_SUBGROUP_DONE;
+		scan->probe_index = next;
+		if (ZL_ROW_MASKED(scan->current, positions[next]))
+		{
+			scan->stats.rows_masked++;
+			continue;
+		}
+		scan_fetch_position(scan, positions[next]);
+		if (scan->current_decision == ZL_CHECK &&
+			!zl_bounds_match(&scan->bounds,
+							 tuple_instant(scan, &scan->tuple, scan->opts.from_attnum),
+							 tuple_instant(scan, &scan->tuple, scan->opts.to_attnum)))
+			continue;
+		ExecStoreBufferHeapTuple(&scan->tuple, slot, scan->buffer);
+		return ZL_STEP_ROW;
+	}
+}
+
 /*
  * The next row in either direction.  Between calls the scan stands on the
  * row it returned last, or nowhere (not started, or run off either end):
@@ -599,7 +736,9 @@ zl_scan_getnextslot(TableScanDesc sscan, ScanDirection direction, TupleTableSlot
 
 		CHECK_FOR_INTERRUPTS();
 
-		if (BufferIsValid(scan->buffer))
+		if (scan->current != NULL && scan->probing)
+			step = scan_step_probe(scan, slot, forward);
+		else if (BufferIsValid(scan->buffer))
 			step = scan_step_on_page(scan, slot, forward, NULL);
 		if (step == ZL_STEP_ROW)
 			return true;
@@ -610,6 +749,8 @@ zl_scan_getnextslot(TableScanDesc sscan, ScanDirection direction, TupleTableSlot
 			scan_read_block(scan, forward ? scan->block + 1 : scan->block - 1, forward);
 		else if (scan_next_subgroup(scan, forward))
 		{
+			if (scan->probing)
+				continue;		/* rows come from the probed positions */
 			if (forward)
 				scan_prefetch_next_heads(scan);
 			scan_read_block(scan, scan_entry_block(scan, forward), forward);

@@ -28,8 +28,8 @@
  * them visible at commit.  A run longer than ZL_MAX_SUBGROUP_ROWS becomes
  * several sub-groups.  In the current partition each sub-group joins the
  * newest file group of its window, unless that one already holds
- * max_subgroups sub-groups (rollover), and stores the key directory of its
- * rows.  Where free extents exist, the rows of a sub-group are buffered
+ * max_subgroups sub-groups (rollover).  Every placed sub-group stores the
+ * key directory of its rows (zl_keys.c).  Where free extents exist, the rows of a sub-group are buffered
  * (a tuplestore) while their page count decides where they go.
  *
  * Rows of a table that is not registered yet (pg_restore may load data
@@ -597,7 +597,6 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 	ZLSubGroup	sg;
 	int32		rollover_seq = 0;
 	ZLPageWriter *writer;
-	bool		current = key->placed && key->partition_end == ZL_CURRENT_PARTITION;
 	bytea	   *directory = NULL;
 	int			i;
 
@@ -649,8 +648,8 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 		sg.last_start = from;
 		position = zl_page_writer_add(writer, &tuple);
 
-		/* open versions get a key directory, for apply_changes (zl_keys.c) */
-		if (current)
+		/* placed sub-groups get a key directory (zl_keys.c) */
+		if (key->placed)
 		{
 			MemoryContext old;
 
@@ -667,7 +666,7 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 	sg.row_count = i;
 	zl_page_writer_finish(writer, &sg.first_block, &sg.blocks);
 
-	if (current)
+	if (key->placed)
 		directory = zl_key_directory_build(rr->hashes, rr->positions, i);
 	(void) zl_meta_insert_subgroup(state->storage_id, &sg, rollover_seq, directory);
 	if (directory)

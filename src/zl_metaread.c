@@ -1,0 +1,477 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_metaread.c
+ *	  Reading sub-group metadata on hot paths, without SPI.
+ *
+ * Every scan, point lookup and apply batch starts by reading which
+ * sub-groups its snapshot sees, with their masks and, for key lookups,
+ * their key directories.  Through SPI that cost an executor start-up, a
+ * sort and a bitmap scan per statement — most of a point lookup's time.
+ * So these reads scan the catalog's indexes directly (systable scans)
+ * with the reader's own MVCC snapshot, which decides visibility exactly as
+ * the SPI statements did (zl_metadata.c, "Visibility"): a sub-group row
+ * or mask row counts when that snapshot sees it.  The primary key of
+ * zipper_lake.subgroup, (storage_id, subgroup_id), hands sub-groups out in
+ * id order, which is creation order; masks come through
+ * (storage_id, subgroup_id) of zipper_lake.mask, one descent per
+ * sub-group when only some sub-groups are wanted, so a batch that touches
+ * the current partition never reads the masks of the whole history.
+ *
+ * These are C-level scans: no privilege check runs (the callers checked
+ * the caller's rights on the zipper table) and no search_path is read.
+ * Writes and cold paths (registration, reclaim, verify's own statements)
+ * stay SPI statements in zl_metadata.c.
+ *
+ * The catalog's OIDs and owner are looked up once per backend and kept
+ * until a relcache invalidation of any of them (DROP or ALTER of the
+ * extension's tables) or of everything.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "zipper_lake.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/skey.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+/* columns of zipper_lake.subgroup and zipper_lake.mask, as created */
+enum
+{
+	SG_STORAGE_ID = 1,
+	SG_SUBGROUP_ID,
+	SG_FILE_GROUP,
+	SG_ROLLOVER_SEQ,
+	SG_PARTITION_END,
+	SG_WINDOW_START,
+	SG_FIRST_START,
+	SG_LAST_START,
+	SG_ROW_COUNT,
+	SG_FIRST_BLOCK,
+	SG_BLOCKS,
+	SG_KEY_DIRECTORY,
+	SG_NATTS = SG_KEY_DIRECTORY
+};
+
+enum
+{
+	MASK_STORAGE_ID = 1,
+	MASK_SUBGROUP_ID,
+	MASK_POSITIONS,
+	MASK_NATTS = MASK_POSITIONS
+};
+
+static ZLCatalog catalog;
+static bool catalog_valid = false;
+
+static void
+catalog_invalidate(Datum arg, Oid relid)
+{
+	if (!OidIsValid(relid) || relid == catalog.subgroup || relid == catalog.subgroup_pkey ||
+		relid == catalog.mask || relid == catalog.mask_index)
+		catalog_valid = false;
+}
+
+static Oid
+catalog_relation(Oid nspid, const char *name)
+{
+	Oid			relid = get_relname_relid(name, nspid);
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zipper_lake metadata table \"%s\" is missing", name),
+				 errdetail("The schema %s has no relation \"%s\".", ZL_SCHEMA, name),
+				 errhint("Recreate the extension with CREATE EXTENSION zipper_lake.")));
+	return relid;
+}
+
+/* the metadata catalog's OIDs and owner, cached per backend */
+const ZLCatalog *
+zl_meta_catalog(void)
+{
+	static bool callback_registered = false;
+	Oid			nspid;
+	HeapTuple	tuple;
+
+	if (catalog_valid)
+		return &catalog;
+	if (!callback_registered)
+	{
+		CacheRegisterRelcacheCallback(catalog_invalidate, (Datum) 0);
+		callback_registered = true;
+	}
+	nspid = get_namespace_oid(ZL_SCHEMA, false);
+	catalog.subgroup = catalog_relation(nspid, "subgroup");
+	catalog.subgroup_pkey = catalog_relation(nspid, "subgroup_pkey");
+	catalog.mask = catalog_relation(nspid, "mask");
+	catalog.mask_index = catalog_relation(nspid, "mask_subgroup_idx");
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(catalog.subgroup));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", catalog.subgroup);
+	catalog.owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	/* an invalidation that came while looking them up leaves this false */
+	catalog_valid = true;
+	return &catalog;
+}
+
+/* ---------- scanning ---------- */
+
+static Relation
+open_catalog(Oid relid, int natts)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+
+	if (RelationGetDescr(rel)->natts < natts)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zipper_lake metadata table \"%s\" has an unexpected layout",
+						RelationGetRelationName(rel)),
+				 errdetail("It has %d columns, %d expected.",
+						   RelationGetDescr(rel)->natts, natts),
+				 errhint("Update the extension with ALTER EXTENSION zipper_lake UPDATE.")));
+	return rel;
+}
+
+/* scan keys for (storage_id [, subgroup_id]) of either catalog */
+static void
+storage_keys(ScanKeyData *keys, uint64 storage_id, int64 subgroup_id, int nkeys)
+{
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum((int64) storage_id));
+	if (nkeys > 1)
+		ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_INT8EQ,
+					Int64GetDatum(subgroup_id));
+}
+
+static int64
+int64_or_zero(Datum *values, bool *isnull, int attnum)
+{
+	return isnull[attnum - 1] ? 0 : DatumGetInt64(values[attnum - 1]);
+}
+
+/* does a sub-group row pass a filter (NULL: every row)? as zl_bounds_filter says */
+static bool
+passes_filter(const ZLSubGroupFilter *filter, DateADT min_partition, Datum *values,
+			  bool *isnull)
+{
+	DateADT		partition;
+	bool		starts_meet;
+
+	if (isnull[SG_PARTITION_END - 1])
+		return true;			/* unplaced: always read */
+	partition = DatumGetDateADT(values[SG_PARTITION_END - 1]);
+	if (filter == NULL)
+		return partition >= min_partition;
+	starts_meet = !isnull[SG_FIRST_START - 1] && !isnull[SG_LAST_START - 1] &&
+		DatumGetTimestampTz(values[SG_FIRST_START - 1]) <= filter->from_hi &&
+		DatumGetTimestampTz(values[SG_LAST_START - 1]) >= filter->from_lo;
+	if (filter->either)
+		return (partition >= filter->min_partition && partition <= filter->max_partition) ||
+			(partition >= filter->from_min_partition && starts_meet);
+	return partition >= filter->min_partition && partition <= filter->max_partition &&
+		starts_meet;
+}
+
+static void
+subgroup_from_row(ZLSubGroup *sg, Datum *values, bool *isnull)
+{
+	memset(sg, 0, sizeof(ZLSubGroup));
+	sg->subgroup_id = int64_or_zero(values, isnull, SG_SUBGROUP_ID);
+	sg->file_group = int64_or_zero(values, isnull, SG_FILE_GROUP);
+	sg->placed = !isnull[SG_PARTITION_END - 1];
+	if (sg->placed)
+		sg->partition_end = DatumGetDateADT(values[SG_PARTITION_END - 1]);
+	sg->window_start = int64_or_zero(values, isnull, SG_WINDOW_START);
+	sg->first_start = int64_or_zero(values, isnull, SG_FIRST_START);
+	sg->last_start = int64_or_zero(values, isnull, SG_LAST_START);
+	sg->row_count = int64_or_zero(values, isnull, SG_ROW_COUNT);
+	sg->first_block = (BlockNumber) int64_or_zero(values, isnull, SG_FIRST_BLOCK);
+	sg->blocks = isnull[SG_BLOCKS - 1] ? 0 : DatumGetInt32(values[SG_BLOCKS - 1]);
+}
+
+/* OR a mask row's positions into its sub-group's mask */
+static void
+apply_mask(ZLSubGroup *sg, Datum positions_datum, MemoryContext context)
+{
+	ArrayType  *array = DatumGetArrayTypeP(positions_datum);
+	int32	   *positions = (int32 *) ARR_DATA_PTR(array);
+	int			npositions = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));
+
+	if (sg->mask == NULL)
+		sg->mask = MemoryContextAllocZero(context,
+										  ((int64) sg->blocks * MaxHeapTuplesPerPage + 7) / 8);
+	for (int k = 0; k < npositions; k++)
+	{
+		int32		pos = positions[k];
+
+		if (pos < 0 || pos >= (int64) sg->blocks * MaxHeapTuplesPerPage)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("mask of sub-group " INT64_FORMAT " names position %d outside its %d blocks",
+							sg->subgroup_id, pos, sg->blocks)));
+		if (!ZL_ROW_MASKED(sg, pos))
+		{
+			sg->mask[pos >> 3] |= (1 << (pos & 7));
+			sg->masked_rows++;
+		}
+	}
+	if ((Pointer) array != DatumGetPointer(positions_datum))
+		pfree(array);
+}
+
+/*
+ * The masks of the loaded sub-groups: every mask row of the storage in one
+ * scan when all sub-groups were loaded, else one descent per sub-group.
+ */
+static void
+load_masks(uint64 storage_id, Snapshot snapshot, ZLSubGroup *sgs, int n, bool all,
+		   MemoryContext context)
+{
+	Relation	rel;
+	Datum	   *values;
+	bool	   *isnull;
+
+	if (n == 0)
+		return;
+	rel = open_catalog(zl_meta_catalog()->mask, MASK_NATTS);
+	values = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
+	isnull = palloc(sizeof(bool) * RelationGetDescr(rel)->natts);
+	for (int i = 0; i < (all ? 1 : n); i++)
+	{
+		ScanKeyData keys[2];
+		SysScanDesc scan;
+		HeapTuple	tuple;
+
+		storage_keys(keys, storage_id, sgs[i].subgroup_id, all ? 1 : 2);
+		scan = systable_beginscan(rel, catalog.mask_index, true, snapshot, all ? 1 : 2, keys);
+		while ((tuple = systable_getnext(scan)) != NULL)
+		{
+			ZLSubGroup *sg;
+
+			heap_deform_tuple(tuple, RelationGetDescr(rel), values, isnull);
+			sg = all ? zl_meta_find_subgroup(sgs, n, DatumGetInt64(values[MASK_SUBGROUP_ID - 1]))
+				: &sgs[i];
+			if (sg != NULL && !isnull[MASK_POSITIONS - 1])	/* NULL: a sub-group it lacks */
+				apply_mask(sg, values[MASK_POSITIONS - 1], context);
+		}
+		systable_endscan(scan);
+	}
+	table_close(rel, AccessShareLock);
+}
+
+/*
+ * The sub-groups a snapshot sees in a storage — passing filter, or with
+ * no filter those of partition min_partition or later — and the unplaced
+ * ones, in id (creation) order, with their masks ORed together.
+ */
+static ZLSubGroup *
+load_subgroups(uint64 storage_id, Snapshot snapshot, const ZLSubGroupFilter *filter,
+			   DateADT min_partition, int *nsubgroups)
+{
+	MemoryContext context = CurrentMemoryContext;
+	Relation	rel = open_catalog(zl_meta_catalog()->subgroup, SG_NATTS);
+	ScanKeyData keys[1];
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Datum	   *values = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
+	bool	   *isnull = palloc(sizeof(bool) * RelationGetDescr(rel)->natts);
+	ZLSubGroup *sgs = NULL;
+	int			n = 0,
+				max = 0;
+
+	storage_keys(keys, storage_id, 0, 1);
+	scan = systable_beginscan(rel, catalog.subgroup_pkey, true, snapshot, 1, keys);
+	while ((tuple = systable_getnext(scan)) != NULL)
+	{
+		heap_deform_tuple(tuple, RelationGetDescr(rel), values, isnull);
+		if (!passes_filter(filter, min_partition, values, isnull))
+			continue;
+		if (n == max)
+		{
+			max = Max(16, max * 2);
+			sgs = sgs == NULL ? palloc(sizeof(ZLSubGroup) * max) :
+				repalloc(sgs, sizeof(ZLSubGroup) * max);
+		}
+		subgroup_from_row(&sgs[n++], values, isnull);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+
+	load_masks(storage_id, snapshot, sgs, n,
+			   filter == NULL && min_partition == DATEVAL_NOBEGIN, context);
+	*nsubgroups = n;
+	return sgs;
+}
+
+/*
+ * The sub-groups of a storage visible to the snapshot whose partition is
+ * min_partition or later (DATEVAL_NOBEGIN: all), and the unplaced ones, in
+ * creation order, with their masks ORed together.  Masks hold row
+ * positions (zl_scan.c).
+ */
+ZLSubGroup *
+zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot, DateADT min_partition,
+					   int *nsubgroups)
+{
+	return load_subgroups(storage_id, snapshot, NULL, min_partition, nsubgroups);
+}
+
+/*
+ * Like zl_meta_load_subgroups, but only the sub-groups that pass a filter
+ * (zl_bounds_filter) and the unplaced ones, and only their masks.
+ */
+ZLSubGroup *
+zl_meta_load_filtered_subgroups(uint64 storage_id, Snapshot snapshot,
+								const ZLSubGroupFilter *filter, int *nsubgroups)
+{
+	return load_subgroups(storage_id, snapshot, filter, DATEVAL_NOBEGIN, nsubgroups);
+}
+
+/* sub-groups as loaded here are sorted by id: binary search */
+ZLSubGroup *
+zl_meta_find_subgroup(ZLSubGroup *sgs, int n, int64 subgroup_id)
+{
+	int			lo = 0,
+				hi = n - 1;
+
+	while (lo <= hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (sgs[mid].subgroup_id == subgroup_id)
+			return &sgs[mid];
+		if (sgs[mid].subgroup_id < subgroup_id)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return NULL;
+}
+
+static int
+int64_cmp(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x < y ? -1 : (x > y);
+}
+
+static int
+count_distinct(int64 *values, int n)
+{
+	int			distinct = 0;
+
+	qsort(values, n, sizeof(int64), int64_cmp);
+	for (int i = 0; i < n; i++)
+		if (i == 0 || values[i] != values[i - 1])
+			distinct++;
+	return distinct;
+}
+
+/*
+ * The totals of ZLPruneStats: every sub-group visible to the snapshot,
+ * its partitions (unplaced rows count as one) and file groups.
+ */
+void
+zl_meta_count_subgroups(uint64 storage_id, Snapshot snapshot, ZLPruneStats *stats)
+{
+	Relation	rel = open_catalog(zl_meta_catalog()->subgroup, SG_NATTS);
+	ScanKeyData keys[1];
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	int64	   *partitions = NULL,
+			   *file_groups = NULL;
+	int			n = 0,
+				max = 0;
+	Datum	   *values = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
+	bool	   *isnull = palloc(sizeof(bool) * RelationGetDescr(rel)->natts);
+
+	storage_keys(keys, storage_id, 0, 1);
+	scan = systable_beginscan(rel, catalog.subgroup_pkey, true, snapshot, 1, keys);
+	while ((tuple = systable_getnext(scan)) != NULL)
+	{
+		heap_deform_tuple(tuple, RelationGetDescr(rel), values, isnull);
+		if (n == max)
+		{
+			max = Max(64, max * 2);
+			partitions = partitions ? repalloc(partitions, sizeof(int64) * max) :
+				palloc(sizeof(int64) * max);
+			file_groups = file_groups ? repalloc(file_groups, sizeof(int64) * max) :
+				palloc(sizeof(int64) * max);
+		}
+		/* unplaced rows count as one partition */
+		partitions[n] = isnull[SG_PARTITION_END - 1] ? PG_INT64_MIN :
+			DatumGetDateADT(values[SG_PARTITION_END - 1]);
+		file_groups[n] = int64_or_zero(values, isnull, SG_FILE_GROUP);
+		n++;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+
+	stats->subgroups_total = n;
+	stats->partitions_total = n == 0 ? 0 : count_distinct(partitions, n);
+	stats->file_groups_total = n == 0 ? 0 : count_distinct(file_groups, n);
+}
+
+/*
+ * The key directories (zl_keys.c) of the given sub-groups that have one:
+ * from the per-backend cache, or read (and cached) through the primary
+ * key, one descent per sub-group not cached yet.
+ */
+void
+zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
+							 ZLSubGroup *sgs, int nsubgroups)
+{
+	const ZLCatalog *cat = zl_meta_catalog();
+	Relation	rel = NULL;
+
+	zl_key_directory_cache_trim();
+	for (int i = 0; i < nsubgroups; i++)
+	{
+		ZLSubGroup *sg = &sgs[i];
+		ScanKeyData keys[2];
+		SysScanDesc scan;
+		HeapTuple	tuple;
+
+		sg->key_directory = zl_key_directory_cached(cat->subgroup, sg->subgroup_id);
+		if (sg->key_directory != NULL || !sg->placed)
+			continue;
+		if (rel == NULL)
+		{
+			rel = open_catalog(cat->subgroup, SG_NATTS);
+			/* detoasting a directory needs an active snapshot */
+			PushActiveSnapshot(snapshot);
+		}
+		storage_keys(keys, storage_id, sg->subgroup_id, 2);
+		scan = systable_beginscan(rel, cat->subgroup_pkey, true, snapshot, 2, keys);
+		if ((tuple = systable_getnext(scan)) != NULL)
+		{
+			bool		isnull;
+			Datum		directory = heap_getattr(tuple, SG_KEY_DIRECTORY,
+												 RelationGetDescr(rel), &isnull);
+
+			/* immutable: fetched (and detoasted) once per backend */
+			if (!isnull)
+				sg->key_directory = zl_key_directory_remember(cat->subgroup, sg->subgroup_id,
+															  directory);
+		}
+		systable_endscan(scan);
+	}
+	if (rel != NULL)
+	{
+		PopActiveSnapshot();
+		table_close(rel, AccessShareLock);
+	}
+}
