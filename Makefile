@@ -8,6 +8,7 @@ OBJS = \
 	src/zl_freespace.o \
 	src/zl_metadata.o \
 	src/zl_metaread.o \
+	src/zl_metacache.o \
 	src/zl_rowsort.o \
 	src/zl_write.o \
 	src/zl_compact.o \

@@ -249,6 +249,8 @@ extern int32 zl_page_writer_add(ZLPageWriter *writer, HeapTuple tuple);
 extern void zl_page_counter_add_length(ZLPageWriter *counter, uint32 len);
 extern void zl_page_writer_finish(ZLPageWriter *writer, BlockNumber *first_block,
 								  int32 *blocks);
+extern uint64 zl_storage_metadata_changes(Relation rel);
+extern void zl_storage_count_metadata_change(Relation rel);
 extern bool zl_write_lock_table(uint64 storage_id, bool nowait);
 extern void zl_write_unlock_table(uint64 storage_id);
 
@@ -265,6 +267,22 @@ typedef struct ZLCatalog
 } ZLCatalog;
 
 extern const ZLCatalog *zl_meta_catalog(void);
+extern bool zl_meta_subgroup_passes(const ZLSubGroup *sg, const ZLSubGroupFilter *filter,
+									DateADT min_partition);
+extern void zl_meta_or_mask(ZLSubGroup *sg, const int32 *positions, int npositions,
+							MemoryContext context);
+extern void zl_meta_load_masks(uint64 storage_id, Snapshot snapshot, ZLSubGroup *sgs, int n);
+
+typedef struct ZLMetaRowReader ZLMetaRowReader;
+
+extern ZLMetaRowReader *zl_meta_row_reader_begin(Oid catalog, Oid index, uint64 storage_id,
+												 Snapshot snapshot);
+extern HeapTuple zl_meta_row_reader_next(ZLMetaRowReader *reader);
+extern Relation zl_meta_row_reader_relation(ZLMetaRowReader *reader);
+extern void zl_meta_row_reader_end(ZLMetaRowReader *reader);
+extern void zl_meta_row_subgroup(ZLMetaRowReader *reader, ZLSubGroup *sg);
+extern void zl_meta_row_mask(ZLMetaRowReader *reader, int64 *subgroup_id, int32 **positions,
+							 int *npositions);
 extern ZLSubGroup *zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot,
 										  DateADT min_partition, int *nsubgroups);
 extern ZLSubGroup *zl_meta_load_filtered_subgroups(uint64 storage_id, Snapshot snapshot,
@@ -275,6 +293,15 @@ extern void zl_meta_count_subgroups(uint64 storage_id, Snapshot snapshot,
 									ZLPruneStats *stats);
 extern void zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
 										 ZLSubGroup *sgs, int nsubgroups);
+
+/* ---------- zl_metacache.c ---------- */
+
+extern ZLSubGroup *zl_meta_cached_subgroups(Relation rel, Snapshot snapshot,
+											const ZLSubGroupFilter *filter,
+											DateADT min_partition, bool with_masks,
+											int *nsubgroups);
+extern void zl_meta_cached_masks(Relation rel, Snapshot snapshot, ZLSubGroup *sgs, int n);
+extern void zl_meta_cache_forget(uint64 storage_id);
 
 /* ---------- zl_metadata.c ---------- */
 
@@ -290,10 +317,10 @@ extern bool zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_wr
 extern void zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
 									  int64 window_start, int max_subgroups,
 									  int64 *file_group, int32 *rollover_seq);
-extern int64 zl_meta_insert_subgroup(uint64 storage_id, const ZLSubGroup *sg,
+extern int64 zl_meta_insert_subgroup(Relation rel, const ZLSubGroup *sg,
 									 int32 rollover_seq, const bytea *key_directory);
-extern void zl_meta_delete_subgroup(uint64 storage_id, int64 subgroup_id);
-extern void zl_meta_insert_masks(uint64 storage_id, int nmasks,
+extern void zl_meta_delete_subgroup(Relation rel, int64 subgroup_id);
+extern void zl_meta_insert_masks(Relation rel, int nmasks,
 								 const int64 *subgroup_ids, int32 *const *positions,
 								 const int *npositions);
 

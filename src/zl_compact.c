@@ -54,6 +54,6 @@ zl_compact_subgroup(Relation rel, ZLWriteState *state, const ZLSubGroup *sg,
 		(sg->masked_rows + ndropped) * 2 <= sg->row_count)
 		return false;
 	zl_read_subgroup_rows(rel, sg, false, keep_row, &arg);
-	zl_meta_delete_subgroup(zl_storage_id(rel), sg->subgroup_id);
+	zl_meta_delete_subgroup(rel, sg->subgroup_id);
 	return true;
 }

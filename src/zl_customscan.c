@@ -571,7 +571,6 @@ start_scan(ZipperScanState *state)
 	state->scan = state->pscan ?
 		table_beginscan_parallel(state->css.ss.ss_currentRelation, state->pscan) :
 		table_beginscan(state->css.ss.ss_currentRelation, estate->es_snapshot, 0, NULL);
-	zl_scan_set_bounds(state->scan, &state->opts, &bounds);
 	if (state->key_probe != NULL)
 	{
 		ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
@@ -585,6 +584,7 @@ start_scan(ZipperScanState *state)
 		MemoryContextSwitchTo(old);
 		ResetExprContext(econtext);
 	}
+	zl_scan_set_bounds(state->scan, &state->opts, &bounds);
 }
 
 static TupleTableSlot *

@@ -720,7 +720,7 @@ retire_merged(LoadCheck *lc)
 			}
 			if (nmasks > 0 && (!more || nmasks == 1024 || batch_positions >= 65536))
 			{
-				zl_meta_insert_masks(lc->load->storage_id, nmasks, mask_ids,
+				zl_meta_insert_masks(lc->rel, nmasks, mask_ids,
 									 mask_positions, mask_counts);
 				for (int i = 0; i < nmasks; i++)
 					pfree(mask_positions[i]);

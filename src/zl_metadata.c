@@ -751,10 +751,11 @@ zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
 }
 
 int64
-zl_meta_insert_subgroup(uint64 storage_id, const ZLSubGroup *sg, int32 rollover_seq,
+zl_meta_insert_subgroup(Relation rel, const ZLSubGroup *sg, int32 rollover_seq,
 						const bytea *key_directory)
 {
 	ZLMetaSession session;
+	uint64		storage_id = zl_storage_id(rel);
 	Datum		values[11];
 	char		nulls[11];
 	int64		subgroup_id;
@@ -780,6 +781,7 @@ zl_meta_insert_subgroup(uint64 storage_id, const ZLSubGroup *sg, int32 rollover_
 	meta_exec(Q_INSERT_SUBGROUP, values, nulls, InvalidSnapshot, false);
 	subgroup_id = result_int64(0, 1);
 	meta_end(&session);
+	zl_storage_count_metadata_change(rel);
 	return subgroup_id;
 }
 
@@ -788,15 +790,16 @@ zl_meta_insert_subgroup(uint64 storage_id, const ZLSubGroup *sg, int32 rollover_
  * zl_freespace.c reuses once no snapshot can see the sub-group any more.
  */
 void
-zl_meta_delete_subgroup(uint64 storage_id, int64 subgroup_id)
+zl_meta_delete_subgroup(Relation rel, int64 subgroup_id)
 {
 	ZLMetaSession session;
-	Datum		values[2] = {Int64GetDatum((int64) storage_id), Int64GetDatum(subgroup_id)};
+	Datum		values[2] = {Int64GetDatum((int64) zl_storage_id(rel)), Int64GetDatum(subgroup_id)};
 
 	meta_begin(&session);
 	meta_exec(Q_DELETE_SUBGROUP_MASKS, values, NULL, InvalidSnapshot, false);
 	meta_exec(Q_DELETE_SUBGROUP, values, NULL, InvalidSnapshot, false);
 	meta_end(&session);
+	zl_storage_count_metadata_change(rel);
 }
 
 /* ---------- free extents (zl_freespace.c) ---------- */
@@ -882,7 +885,7 @@ zl_meta_take_free_extent(uint64 storage_id, BlockNumber first_block, BlockNumber
  * the row positions newly deleted from sub-group subgroup_ids[i].
  */
 void
-zl_meta_insert_masks(uint64 storage_id, int nmasks, const int64 *subgroup_ids,
+zl_meta_insert_masks(Relation rel, int nmasks, const int64 *subgroup_ids,
 					 int32 *const *positions, const int *npositions)
 {
 	ZLMetaSession session;
@@ -904,7 +907,7 @@ zl_meta_insert_masks(uint64 storage_id, int nmasks, const int64 *subgroup_ids,
 		ids[i] = Int64GetDatum(subgroup_ids[i]);
 		texts[i] = CStringGetTextDatum(buf.data);
 	}
-	values[0] = Int64GetDatum((int64) storage_id);
+	values[0] = Int64GetDatum((int64) zl_storage_id(rel));
 	values[1] = PointerGetDatum(construct_array(ids, nmasks, INT8OID, sizeof(int64),
 												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	values[2] = PointerGetDatum(construct_array(texts, nmasks, TEXTOID, -1, false,
@@ -912,6 +915,7 @@ zl_meta_insert_masks(uint64 storage_id, int nmasks, const int64 *subgroup_ids,
 	meta_begin(&session);
 	meta_exec(Q_INSERT_MASK, values, NULL, InvalidSnapshot, false);
 	meta_end(&session);
+	zl_storage_count_metadata_change(rel);
 }
 
 /* ---------- the change record (zl_record.c) ---------- */

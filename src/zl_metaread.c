@@ -160,27 +160,27 @@ int64_or_zero(Datum *values, bool *isnull, int attnum)
 	return isnull[attnum - 1] ? 0 : DatumGetInt64(values[attnum - 1]);
 }
 
-/* does a sub-group row pass a filter (NULL: every row)? as zl_bounds_filter says */
-static bool
-passes_filter(const ZLSubGroupFilter *filter, DateADT min_partition, Datum *values,
-			  bool *isnull)
+/*
+ * Does a sub-group pass a filter (zl_bounds_filter) or, without one, lie
+ * in partition min_partition or later?  Unplaced ones always do.
+ */
+bool
+zl_meta_subgroup_passes(const ZLSubGroup *sg, const ZLSubGroupFilter *filter,
+						DateADT min_partition)
 {
-	DateADT		partition;
 	bool		starts_meet;
 
-	if (isnull[SG_PARTITION_END - 1])
-		return true;			/* unplaced: always read */
-	partition = DatumGetDateADT(values[SG_PARTITION_END - 1]);
+	if (!sg->placed)
+		return true;
 	if (filter == NULL)
-		return partition >= min_partition;
-	starts_meet = !isnull[SG_FIRST_START - 1] && !isnull[SG_LAST_START - 1] &&
-		DatumGetTimestampTz(values[SG_FIRST_START - 1]) <= filter->from_hi &&
-		DatumGetTimestampTz(values[SG_LAST_START - 1]) >= filter->from_lo;
+		return sg->partition_end >= min_partition;
+	starts_meet = sg->first_start <= filter->from_hi && sg->last_start >= filter->from_lo;
 	if (filter->either)
-		return (partition >= filter->min_partition && partition <= filter->max_partition) ||
-			(partition >= filter->from_min_partition && starts_meet);
-	return partition >= filter->min_partition && partition <= filter->max_partition &&
-		starts_meet;
+		return (sg->partition_end >= filter->min_partition &&
+				sg->partition_end <= filter->max_partition) ||
+			(sg->partition_end >= filter->from_min_partition && starts_meet);
+	return sg->partition_end >= filter->min_partition &&
+		sg->partition_end <= filter->max_partition && starts_meet;
 }
 
 static void
@@ -200,14 +200,11 @@ subgroup_from_row(ZLSubGroup *sg, Datum *values, bool *isnull)
 	sg->blocks = isnull[SG_BLOCKS - 1] ? 0 : DatumGetInt32(values[SG_BLOCKS - 1]);
 }
 
-/* OR a mask row's positions into its sub-group's mask */
-static void
-apply_mask(ZLSubGroup *sg, Datum positions_datum, MemoryContext context)
+/* OR a mask row's positions into its sub-group's mask (allocated in context) */
+void
+zl_meta_or_mask(ZLSubGroup *sg, const int32 *positions, int npositions,
+				MemoryContext context)
 {
-	ArrayType  *array = DatumGetArrayTypeP(positions_datum);
-	int32	   *positions = (int32 *) ARR_DATA_PTR(array);
-	int			npositions = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));
-
 	if (sg->mask == NULL)
 		sg->mask = MemoryContextAllocZero(context,
 										  ((int64) sg->blocks * MaxHeapTuplesPerPage + 7) / 8);
@@ -226,6 +223,16 @@ apply_mask(ZLSubGroup *sg, Datum positions_datum, MemoryContext context)
 			sg->masked_rows++;
 		}
 	}
+}
+
+/* the same for a positions array datum */
+static void
+apply_mask(ZLSubGroup *sg, Datum positions_datum, MemoryContext context)
+{
+	ArrayType  *array = DatumGetArrayTypeP(positions_datum);
+
+	zl_meta_or_mask(sg, (int32 *) ARR_DATA_PTR(array),
+					ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array)), context);
 	if ((Pointer) array != DatumGetPointer(positions_datum))
 		pfree(array);
 }
@@ -270,6 +277,85 @@ load_masks(uint64 storage_id, Snapshot snapshot, ZLSubGroup *sgs, int n, bool al
 	table_close(rel, AccessShareLock);
 }
 
+/* the masks of some sub-groups, ORed into them: one descent each */
+void
+zl_meta_load_masks(uint64 storage_id, Snapshot snapshot, ZLSubGroup *sgs, int n)
+{
+	load_masks(storage_id, snapshot, sgs, n, false, CurrentMemoryContext);
+}
+
+/* ---------- rows one by one, for the cache (zl_metacache.c) ---------- */
+
+struct ZLMetaRowReader
+{
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Datum	   *values;
+	bool	   *isnull;
+};
+
+/* the rows of a storage in one catalog, through the given index */
+ZLMetaRowReader *
+zl_meta_row_reader_begin(Oid catalog, Oid index, uint64 storage_id, Snapshot snapshot)
+{
+	ZLMetaRowReader *reader = palloc0(sizeof(ZLMetaRowReader));
+	ScanKeyData keys[1];
+
+	reader->rel = open_catalog(catalog, catalog == zl_meta_catalog()->mask ? MASK_NATTS : SG_NATTS);
+	reader->values = palloc(sizeof(Datum) * RelationGetDescr(reader->rel)->natts);
+	reader->isnull = palloc(sizeof(bool) * RelationGetDescr(reader->rel)->natts);
+	storage_keys(keys, storage_id, 0, 1);
+	reader->scan = systable_beginscan(reader->rel, index, true, snapshot, 1, keys);
+	return reader;
+}
+
+/* the next row; its header and values stay valid until the next call */
+HeapTuple
+zl_meta_row_reader_next(ZLMetaRowReader *reader)
+{
+	reader->tuple = systable_getnext(reader->scan);
+	if (reader->tuple != NULL)
+		heap_deform_tuple(reader->tuple, RelationGetDescr(reader->rel), reader->values,
+						  reader->isnull);
+	return reader->tuple;
+}
+
+Relation
+zl_meta_row_reader_relation(ZLMetaRowReader *reader)
+{
+	return reader->rel;
+}
+
+void
+zl_meta_row_reader_end(ZLMetaRowReader *reader)
+{
+	systable_endscan(reader->scan);
+	table_close(reader->rel, AccessShareLock);
+}
+
+/* the current row of zipper_lake.subgroup as a sub-group (no mask, no directory) */
+void
+zl_meta_row_subgroup(ZLMetaRowReader *reader, ZLSubGroup *sg)
+{
+	subgroup_from_row(sg, reader->values, reader->isnull);
+}
+
+/* the current row of zipper_lake.mask: its sub-group and (if asked) a copy of its positions */
+void
+zl_meta_row_mask(ZLMetaRowReader *reader, int64 *subgroup_id, int32 **positions,
+				 int *npositions)
+{
+	ArrayType  *array;
+
+	*subgroup_id = DatumGetInt64(reader->values[MASK_SUBGROUP_ID - 1]);
+	if (positions == NULL)
+		return;
+	array = DatumGetArrayTypePCopy(reader->values[MASK_POSITIONS - 1]);
+	*positions = (int32 *) ARR_DATA_PTR(array);
+	*npositions = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));
+}
+
 /*
  * The sub-groups a snapshot sees in a storage — passing filter, or with
  * no filter those of partition min_partition or later — and the unplaced
@@ -295,15 +381,15 @@ load_subgroups(uint64 storage_id, Snapshot snapshot, const ZLSubGroupFilter *fil
 	while ((tuple = systable_getnext(scan)) != NULL)
 	{
 		heap_deform_tuple(tuple, RelationGetDescr(rel), values, isnull);
-		if (!passes_filter(filter, min_partition, values, isnull))
-			continue;
 		if (n == max)
 		{
 			max = Max(16, max * 2);
 			sgs = sgs == NULL ? palloc(sizeof(ZLSubGroup) * max) :
 				repalloc(sgs, sizeof(ZLSubGroup) * max);
 		}
-		subgroup_from_row(&sgs[n++], values, isnull);
+		subgroup_from_row(&sgs[n], values, isnull);
+		if (zl_meta_subgroup_passes(&sgs[n], filter, min_partition))
+			n++;
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);

@@ -106,6 +106,8 @@ typedef struct ZLScanDescData
 	 * probe_index in its positions.
 	 */
 	bool		keyed;
+	uint32	   *key_hashes;
+	int			nkey_hashes;
 	int32	  **key_positions;
 	int		   *nkey_positions;
 	bool		probing;		/* the current sub-group is read by positions */
@@ -133,6 +135,8 @@ metadata_snapshot(Snapshot scan_snapshot)
 	return ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot();
 }
 
+static void scan_probe_keys(ZLScanDesc scan);
+
 static void
 scan_release_buffer(ZLScanDesc scan)
 {
@@ -149,7 +153,6 @@ scan_release_buffer(ZLScanDesc scan)
 static void
 scan_load_subgroups(ZLScanDesc scan, const ZLSubGroupFilter *filter)
 {
-	uint64		storage_id = zl_storage_id(scan->base.rs_rd);
 	MemoryContext old;
 
 	scan_release_buffer(scan);
@@ -159,15 +162,14 @@ scan_load_subgroups(ZLScanDesc scan, const ZLSubGroupFilter *filter)
 	scan->prefetched_index = -1;
 	scan->decisions = NULL;
 	scan->by_block = NULL;
-	scan->keyed = false;
+	scan->key_positions = NULL;
 	scan->probing = false;
 	old = MemoryContextSwitchTo(scan->metadata_context);
-	if (filter != NULL)
-		scan->subgroups = zl_meta_load_filtered_subgroups(storage_id, scan->metadata_snapshot,
-														  filter, &scan->nsubgroups);
-	else
-		scan->subgroups = zl_meta_load_subgroups(storage_id, scan->metadata_snapshot,
-												 DATEVAL_NOBEGIN, &scan->nsubgroups);
+	/* a key probe reads the masks of the sub-groups holding its keys only */
+	scan->subgroups = zl_meta_cached_subgroups(scan->base.rs_rd, scan->metadata_snapshot,
+											   filter, DATEVAL_NOBEGIN,
+											   !(scan->keyed && filter != NULL),
+											   &scan->nsubgroups);
 	MemoryContextSwitchTo(old);
 	scan->loaded = true;
 	scan->strategy_chosen = false;
@@ -286,6 +288,8 @@ zl_scan_set_bounds(TableScanDesc sscan, const ZLTableOptions *opts,
 	zl_prune(opts, bounds, zipper_lake_enable_pruning, scan->subgroups,
 			 scan->nsubgroups, scan->decisions, &scan->stats);
 	MemoryContextSwitchTo(old);
+	if (scan->keyed)
+		scan_probe_keys(scan);
 	scan->strategy_chosen = false;
 }
 
@@ -309,23 +313,56 @@ zl_scan_stats(TableScanDesc sscan)
 
 /*
  * Restrict the scan to the rows of some keys, given their hashes (sorted,
- * distinct; none: no row at all).  Call after zl_scan_set_bounds.  Each
- * sub-group the bounds kept is probed through its key directory
+ * distinct; none: no row at all).  Call before zl_scan_set_bounds, which
+ * then probes each sub-group its bounds keep through its key directory
  * (zl_keys.c): one holding none of the hashes is skipped, the others are
  * read at the positions named, which may hold other keys of the same
  * hash — the caller rechecks the key.  Sub-groups without a directory are
- * read whole.
+ * read whole.  Only the probed sub-groups' masks are read.
  */
 void
 zl_scan_set_keys(TableScanDesc sscan, const uint32 *hashes, int nhashes)
 {
 	ZLScanDesc	scan = (ZLScanDesc) sscan;
-	uint64		storage_id = zl_storage_id(scan->base.rs_rd);
-	MemoryContext old;
 
-	Assert(scan->bounded);
-	old = MemoryContextSwitchTo(scan->metadata_context);
 	scan->keyed = true;
+	if (scan->key_hashes != NULL)
+		pfree(scan->key_hashes);
+	scan->key_hashes = MemoryContextAlloc(scan->context, sizeof(uint32) * Max(nhashes, 1));
+	memcpy(scan->key_hashes, hashes, sizeof(uint32) * nhashes);
+	scan->nkey_hashes = nhashes;
+}
+
+/* the masks of the sub-groups a key probe reads (loaded without masks) */
+static void
+scan_load_probed_masks(ZLScanDesc scan)
+{
+	ZLSubGroup *probed = palloc(sizeof(ZLSubGroup) * Max(scan->nsubgroups, 1));
+	int		   *index = palloc(sizeof(int) * Max(scan->nsubgroups, 1));
+	int			n = 0;
+
+	for (int i = 0; i < scan->nsubgroups; i++)
+		if (scan->decisions[i] != ZL_SKIP && scan->subgroups[i].mask == NULL)
+		{
+			index[n] = i;
+			probed[n++] = scan->subgroups[i];
+		}
+	zl_meta_cached_masks(scan->base.rs_rd, scan->metadata_snapshot, probed, n);
+	for (int k = 0; k < n; k++)
+	{
+		scan->subgroups[index[k]].mask = probed[k].mask;
+		scan->subgroups[index[k]].masked_rows = probed[k].masked_rows;
+	}
+	pfree(probed);
+	pfree(index);
+}
+
+static void
+scan_probe_keys(ZLScanDesc scan)
+{
+	uint64		storage_id = zl_storage_id(scan->base.rs_rd);
+	MemoryContext old = MemoryContextSwitchTo(scan->metadata_context);
+
 	scan->key_positions = palloc0(sizeof(int32 *) * Max(scan->nsubgroups, 1));
 	scan->nkey_positions = palloc0(sizeof(int) * Max(scan->nsubgroups, 1));
 	scan->stats.subgroups_key_probed = 0;
@@ -339,27 +376,28 @@ zl_scan_set_keys(TableScanDesc sscan, const uint32 *hashes, int nhashes)
 			continue;
 		zl_meta_load_key_directories(storage_id, scan->metadata_snapshot, sg, 1);
 		if (sg->key_directory == NULL)
-		{
 			scan->stats.subgroups_key_unindexed++;
-			continue;
-		}
-		scan->stats.subgroups_key_probed++;
-		scan->key_positions[i] = nhashes == 0 ? NULL :
-			zl_key_directory_probe(sg->key_directory, hashes, nhashes,
-								   &scan->nkey_positions[i]);
-		/* the cache may drop it at the next load: positions are all we keep */
-		sg->key_directory = NULL;
-		if (scan->nkey_positions[i] == 0)
+		else
 		{
-			scan->decisions[i] = ZL_SKIP;
-			continue;
+			scan->stats.subgroups_key_probed++;
+			scan->key_positions[i] = scan->nkey_hashes == 0 ? NULL :
+				zl_key_directory_probe(sg->key_directory, scan->key_hashes,
+									   scan->nkey_hashes, &scan->nkey_positions[i]);
+			/* the cache may drop it at the next load: positions are all we keep */
+			sg->key_directory = NULL;
+			if (scan->nkey_positions[i] == 0)
+			{
+				scan->decisions[i] = ZL_SKIP;
+				continue;
+			}
+			scan->stats.subgroups_key_matched++;
+			qsort(scan->key_positions[i], scan->nkey_positions[i], sizeof(int32),
+				  zl_position_cmp);
 		}
-		scan->stats.subgroups_key_matched++;
-		qsort(scan->key_positions[i], scan->nkey_positions[i], sizeof(int32),
-			  zl_position_cmp);
 	}
+	if (scan->filtered)
+		scan_load_probed_masks(scan);
 	MemoryContextSwitchTo(old);
-	scan->strategy_chosen = false;
 }
 
 /* does a sub-group have anything for this scan? */

@@ -8,7 +8,12 @@
  * Block 0 is the metapage: magic number, format version and the storage
  * id that keys every metadata row of this relfilenode (zl_metadata.c).  A
  * new relfilenode (CREATE, TRUNCATE, VACUUM FULL) gets a new storage id,
- * so metadata of an old file can never be applied to a new one.
+ * so metadata of an old file can never be applied to a new one.  It also
+ * counts the changes of the storage's sub-group and mask rows: every
+ * writer adds one after writing them and before it commits, which lets a
+ * reader tell whether a cached list of them is still complete
+ * (zl_metacache.c).  The counter is WAL-logged as a generic record, so
+ * standbys replay it before the commit that makes the rows visible.
  *
  * Every other block belongs to at most one sub-group: a contiguous run of
  * blocks written by one writer and never modified while any snapshot can
@@ -43,6 +48,7 @@
 
 #include "access/htup_details.h"
 #include "access/transam.h"
+#include "access/generic_xlog.h"
 #include "access/xloginsert.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
@@ -56,6 +62,7 @@ typedef struct ZLMetaPageData
 	uint32		magic;
 	uint32		format_version;
 	uint64		storage_id;
+	uint64		metadata_changes;	/* zero on metapages written before 0.2 */
 } ZLMetaPageData;
 
 struct ZLPageWriter
@@ -187,6 +194,43 @@ zl_storage_try_id(Relation rel, uint64 *storage_id)
 		return false;
 	*storage_id = meta.storage_id;
 	return true;
+}
+
+/*
+ * How many times the storage's sub-group and mask rows changed: read at
+ * every scan start, so one pin of a buffer every backend keeps hot.
+ */
+uint64
+zl_storage_metadata_changes(Relation rel)
+{
+	Buffer		buffer = ReadBuffer(rel, ZL_METAPAGE_BLKNO);
+	uint64		changes;
+
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	changes = ((ZLMetaPageData *) PageGetContents(BufferGetPage(buffer)))->metadata_changes;
+	UnlockReleaseBuffer(buffer);
+	return changes;
+}
+
+/* count a change of the storage's sub-group or mask rows, just written */
+void
+zl_storage_count_metadata_change(Relation rel)
+{
+	Buffer		buffer = ReadBuffer(rel, ZL_METAPAGE_BLKNO);
+	GenericXLogState *state;
+	Page		page;
+	ZLMetaPageData *meta;
+
+	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+	state = GenericXLogStart(rel);
+	page = GenericXLogRegisterBuffer(state, buffer, 0);
+	meta = (ZLMetaPageData *) PageGetContents(page);
+	meta->metadata_changes++;
+	/* metapages of 0.1 end before the counter */
+	((PageHeader) page)->pd_lower = Max(((PageHeader) page)->pd_lower,
+										(char *) (meta + 1) - (char *) page);
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buffer);
 }
 
 /*

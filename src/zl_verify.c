@@ -13,6 +13,8 @@
  * the record's instants from zipper_lake._record_instants() below.  Each
  * storage problem is reported once per sub-group.
  *
+ * It first drops the backend's cached sub-group list of the table
+ * (zl_metacache.c), so that the checks read the catalog as it is stored.
  * It reads the metadata on the caller's behalf after checking SELECT on
  * the table (zl_open_readable_zipper_table): the metadata tables
  * themselves are not readable by ordinary users.
@@ -177,6 +179,8 @@ zipper_lake_verify_storage(PG_FUNCTION_ARGS)
 
 	rel = zl_open_readable_zipper_table(PG_GETARG_OID(0));
 	zl_write_flush_relation(RelationGetRelid(rel));
+	/* the checks after this one read the catalog as stored, not as cached */
+	zl_meta_cache_forget(zl_storage_id(rel));
 	if (!zl_meta_load_options(rel, &opts, false))
 	{
 		report(&out, "unregistered table", "Table \"%s\" is not registered.",

@@ -668,7 +668,7 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 
 	if (key->placed)
 		directory = zl_key_directory_build(rr->hashes, rr->positions, i);
-	(void) zl_meta_insert_subgroup(state->storage_id, &sg, rollover_seq, directory);
+	(void) zl_meta_insert_subgroup(rel, &sg, rollover_seq, directory);
 	if (directory)
 		pfree(directory);
 }
@@ -906,7 +906,7 @@ zl_write_place_unplaced(Relation rel)
 		if (sgs[i].placed)
 			elog(ERROR, "table \"%s\" has placed sub-groups before registration",
 				 RelationGetRelationName(rel));
-		zl_meta_delete_subgroup(state->storage_id, sgs[i].subgroup_id);
+		zl_meta_delete_subgroup(rel, sgs[i].subgroup_id);
 	}
 	zl_write_flush_relation(RelationGetRelid(rel));
 }

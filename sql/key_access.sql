@@ -1,0 +1,153 @@
+-- Key access (README "Key access"): ZipperScan probes the key directories
+-- of the sub-groups for key = constant / parameter, IN, = ANY, IS NULL,
+-- multi-column and cross-type keys; every shape returns exactly what a
+-- scan without pruning returns, before and after late changes, masks and
+-- rollbacks.
+SET timezone = 'UTC';
+
+CREATE TABLE ka (id int, name text, v int,
+                 valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('ka', key => ARRAY['id'], partition_unit => 'day');
+CREATE TABLE ka_changes (id int, name text, v int, change_time timestamptz, op text);
+
+-- 300 keys; then three days on which every third key changes
+INSERT INTO ka_changes SELECT g, 'k' || g, 0, '2024-01-01', 'u' FROM generate_series(1, 300) g;
+SELECT inserted FROM zipper_lake.apply_changes('ka', 'ka_changes');
+TRUNCATE ka_changes;
+INSERT INTO ka_changes SELECT g, 'k' || g, d, '2024-01-01'::timestamptz + d * interval '1 day', 'u'
+  FROM generate_series(1, 300, 3) g, generate_series(1, 3) d;
+SELECT inserted, closed FROM zipper_lake.apply_changes('ka', 'ka_changes');
+
+-- the same rows with pruning (and key probes) on and off
+CREATE FUNCTION ka_compare(query text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    probed text[];
+    plain text[];
+BEGIN
+    PERFORM set_config('zipper_lake.enable_pruning', 'on', true);
+    EXECUTE format('SELECT coalesce(array_agg(r::text ORDER BY r::text), ''{}'') FROM (%s) r', query)
+        INTO probed;
+    PERFORM set_config('zipper_lake.enable_pruning', 'off', true);
+    EXECUTE format('SELECT coalesce(array_agg(r::text ORDER BY r::text), ''{}'') FROM (%s) r', query)
+        INTO plain;
+    PERFORM set_config('zipper_lake.enable_pruning', 'on', true);
+    RETURN cardinality(probed) || ' rows, ' || CASE WHEN probed = plain THEN 'same' ELSE 'DIFFERENT' END;
+END $$;
+
+CREATE TABLE ka_shapes (shape text PRIMARY KEY, query text NOT NULL);
+INSERT INTO ka_shapes VALUES
+  ('equal',            'SELECT * FROM ka WHERE id = 4'),
+  ('equal, reversed',  'SELECT * FROM ka WHERE 4 = id'),
+  ('unchanged key',    'SELECT * FROM ka WHERE id = 5'),
+  ('absent key',       'SELECT * FROM ka WHERE id = 1000'),
+  ('in',               'SELECT * FROM ka WHERE id IN (1, 2, 4, 1000)'),
+  ('any',              'SELECT * FROM ka WHERE id = ANY (''{7,8,9}''::int[])'),
+  ('any with null',    'SELECT * FROM ka WHERE id = ANY (ARRAY[7, NULL])'),
+  ('empty any',        'SELECT * FROM ka WHERE id = ANY (''{}''::int[])'),
+  ('int8 constant',    'SELECT * FROM ka WHERE id = 10::int8'),
+  ('int8 any',         'SELECT * FROM ka WHERE id = ANY (''{10,13}''::int8[])'),
+  ('int2 constant',    'SELECT * FROM ka WHERE id = 13::int2'),
+  ('int8 overflow',    'SELECT * FROM ka WHERE id = 4294967306::int8'),
+  ('numeric: no probe', 'SELECT * FROM ka WHERE id = 10.0'),
+  ('is null',          'SELECT * FROM ka WHERE id IS NULL'),
+  ('with bounds',      'SELECT * FROM ka WHERE id = 7 AND valid_from >= ''2024-01-02'''),
+  ('as of',            'SELECT * FROM ka WHERE id IN (7, 8) AND valid_from <= ''2024-01-02 12:00'' AND valid_to > ''2024-01-02 12:00'''),
+  ('two terms',        'SELECT * FROM ka WHERE id = 7 AND id = 8'),
+  ('key or: no probe', 'SELECT * FROM ka WHERE id = 7 OR id = 8'),
+  ('stable function',  'SELECT * FROM ka WHERE id = length(current_setting(''timezone''))');
+
+SELECT shape, ka_compare(query) FROM ka_shapes ORDER BY shape;
+
+-- EXPLAIN shows the probe: the term, and the sub-groups that hold the key
+EXPLAIN (COSTS OFF) SELECT * FROM ka WHERE id = 4;
+EXPLAIN (COSTS OFF) SELECT * FROM ka WHERE id = ANY ('{10,13}'::int8[]) AND valid_from >= '2024-01-03';
+EXPLAIN (COSTS OFF) SELECT * FROM ka WHERE id IS NULL;
+-- no probe where hashing could disagree with the comparison
+EXPLAIN (COSTS OFF) SELECT * FROM ka WHERE id = 10.0;
+EXPLAIN (COSTS OFF) SELECT * FROM ka WHERE id = 7 OR id = 8;
+
+-- parameters: a generic plan probes with the parameter's value
+PREPARE ka_one(int) AS SELECT id, v, valid_from, valid_to FROM ka WHERE id = $1 ORDER BY valid_from;
+PREPARE ka_many(int8[]) AS SELECT id, v, valid_from FROM ka WHERE id = ANY ($1) ORDER BY id, valid_from;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE ka_one(4);
+EXECUTE ka_one(4);
+EXECUTE ka_one(5);
+EXECUTE ka_many('{1,4}');
+SET zipper_lake.enable_pruning = off;
+EXECUTE ka_one(4);
+EXECUTE ka_many('{1,4}');
+RESET zipper_lake.enable_pruning;
+RESET plan_cache_mode;
+
+-- late changes rewrite history sub-groups; deletes mask rows
+TRUNCATE ka_changes;
+INSERT INTO ka_changes VALUES
+  (4, 'k4', 40, '2024-01-01 12:00', 'u'),      -- late: splits the first version
+  (5, NULL, NULL, '2024-01-02 06:00', 'd'),   -- deletes an unchanged key
+  (7, 'k7', 70, '2024-01-02 18:00', 'u'),     -- late, inside history
+  (301, 'k301', 1, '2024-01-02', 'u');          -- new key
+SELECT inserted, closed, deleted, late FROM zipper_lake.apply_changes('ka', 'ka_changes');
+SELECT shape, ka_compare(query) FROM ka_shapes ORDER BY shape;
+SELECT ka_compare('SELECT * FROM ka WHERE id IN (5, 301)');
+
+-- a rolled back batch: probes see it inside the transaction, not after
+BEGIN;
+TRUNCATE ka_changes;
+INSERT INTO ka_changes VALUES (4, 'k4', 400, '2024-01-05', 'u'), (302, 'k302', 1, '2024-01-05', 'u');
+SELECT inserted, closed FROM zipper_lake.apply_changes('ka', 'ka_changes');
+SELECT id, v, valid_from, valid_to FROM ka WHERE id IN (4, 302) AND valid_to = 'infinity' ORDER BY id;
+SELECT ka_compare('SELECT * FROM ka WHERE id IN (4, 302)');
+ROLLBACK;
+SELECT id, v, valid_from, valid_to FROM ka WHERE id IN (4, 302) AND valid_to = 'infinity' ORDER BY id;
+SELECT shape, ka_compare(query) FROM ka_shapes ORDER BY shape;
+
+-- a cursor over a probe scrolls both ways
+BEGIN;
+DECLARE ka_cur SCROLL CURSOR FOR SELECT id, v FROM ka WHERE id IN (4, 7);
+FETCH 3 FROM ka_cur;
+FETCH BACKWARD 2 FROM ka_cur;
+FETCH ALL FROM ka_cur;
+FETCH BACKWARD ALL FROM ka_cur;
+COMMIT;
+
+-- a join probes once per outer row when the planner chooses a nested loop
+-- with the key as a parameter; results equal the plain scan's either way
+SELECT ka_compare('SELECT k.id, ka.v FROM (VALUES (4), (7), (1000)) k(id) JOIN ka ON ka.id = k.id');
+
+-- multi-column keys, a text column among them
+CREATE TABLE ka2 (region text, num int8, v int,
+                  valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('ka2', key => ARRAY['region', 'num'], partition_unit => 'day');
+CREATE TABLE ka2_changes (region text, num int8, v int, change_time timestamptz, op text);
+INSERT INTO ka2_changes SELECT r, n, 0, '2024-01-01', 'u'
+  FROM unnest(ARRAY['north', 'south', 'east']) r, generate_series(1, 50) n;
+INSERT INTO ka2_changes SELECT r, n, 1, '2024-01-02', 'u'
+  FROM unnest(ARRAY['north', 'south']) r, generate_series(1, 50, 5) n;
+SELECT inserted, closed FROM zipper_lake.apply_changes('ka2', 'ka2_changes');
+SELECT ka_compare(q) FROM (VALUES
+  ('SELECT * FROM ka2 WHERE region = ''north'' AND num = 6'),
+  ('SELECT * FROM ka2 WHERE region IN (''north'', ''east'') AND num = ANY (''{1,6,99}''::int4[])'),
+  ('SELECT * FROM ka2 WHERE region = ''north'' COLLATE "C" AND num = 6'),
+  ('SELECT * FROM ka2 WHERE region = ''north'''),
+  ('SELECT * FROM ka2 WHERE region = ''north''::varchar AND num = 6::int2')) t(q);
+EXPLAIN (COSTS OFF) SELECT * FROM ka2 WHERE region IN ('north', 'east') AND num = ANY ('{1,6,99}'::int4[]);
+-- half a key is not probed
+EXPLAIN (COSTS OFF) SELECT * FROM ka2 WHERE region = 'north';
+
+-- sub-groups without a key directory (history written before version 0.2)
+-- are read whole, and say so
+CREATE TABLE ka3 (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+SELECT zipper_lake.register('ka3', key => ARRAY['id'], partition_unit => 'day');
+CREATE TABLE ka3_changes (id int, v int, change_time timestamptz, op text);
+INSERT INTO ka3_changes SELECT g, d, '2024-01-01'::timestamptz + d * interval '1 day', 'u'
+  FROM generate_series(1, 20) g, generate_series(0, 2) d;
+SELECT inserted FROM zipper_lake.apply_changes('ka3', 'ka3_changes');
+UPDATE zipper_lake.subgroup SET key_directory = NULL
+ WHERE storage_id = zipper_lake._storage_id('ka3') AND partition_end <> 'infinity';
+EXPLAIN (COSTS OFF) SELECT * FROM ka3 WHERE id = 3;
+SELECT ka_compare('SELECT * FROM ka3 WHERE id = 3');
+
+DROP TABLE ka, ka_changes, ka_shapes, ka2, ka2_changes, ka3, ka3_changes;
+DROP FUNCTION ka_compare(text);
