@@ -121,6 +121,8 @@ typedef struct ZLTableOptions
 
 /* ---------- sub-group metadata ---------- */
 
+typedef struct ZLKeyFilter ZLKeyFilter;
+
 typedef struct ZLSubGroup
 {
 	int64		subgroup_id;
@@ -134,7 +136,8 @@ typedef struct ZLSubGroup
 	BlockNumber first_block;
 	int32		blocks;
 	int64		masked_rows;	/* distinct positions in visible masks */
-	bytea	   *key_directory;	/* current partition only (zl_keys.c); loaded on demand */
+	bytea	   *key_directory;	/* (zl_keys.c) loaded on demand */
+	const struct ZLKeyFilter *key_filter;	/* in front of a cached directory */
 	uint8	   *mask;			/* bit per row position, NULL if none masked */
 } ZLSubGroup;
 
@@ -381,8 +384,11 @@ extern void zl_key_extract(const ZLKeyHasher *h, HeapTuple tuple, TupleDesc tupd
 						   Datum *values);
 extern bytea *zl_key_directory_build(const uint32 *hashes, const int32 *positions, int n);
 extern void zl_key_directory_cache_trim(void);
-extern bytea *zl_key_directory_cached(Oid catalog, int64 subgroup_id);
-extern bytea *zl_key_directory_remember(Oid catalog, int64 subgroup_id, Datum directory);
+extern bytea *zl_key_directory_cached(Oid catalog, int64 subgroup_id,
+									  const ZLKeyFilter **filter);
+extern bytea *zl_key_directory_remember(Oid catalog, int64 subgroup_id, Datum directory,
+										const ZLKeyFilter **filter);
+extern bool zl_key_filter_may_hold(const ZLKeyFilter *f, const uint32 *hashes, int nhashes);
 extern int32 *zl_key_directory_probe(const bytea *dir, const uint32 *hashes,
 									 int nhashes, int *npositions);
 extern int32 *zl_key_directory_range(const bytea *dir, uint32 lo, uint32 hi,
@@ -487,6 +493,9 @@ extern void zl_bounds_filter(const ZLTableOptions *opts, const ZLScanBounds *bou
 extern void zl_prune(const ZLTableOptions *opts, const ZLScanBounds *bounds,
 					 bool prune, const ZLSubGroup *sgs, int n, uint8 *decisions,
 					 ZLPruneStats *stats);
+extern void zl_prune_count_groups(const ZLSubGroup *sgs, int n, const uint8 *decisions,
+								  ZLPruneStats *stats);
+extern int	zl_count_distinct(int64 *values, int n);
 
 /* ---------- zl_scan.c ---------- */
 

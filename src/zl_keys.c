@@ -219,6 +219,78 @@ zl_values_equal(const ZLValueComparer *c, const Datum *a, const bool *anull,
 	return true;
 }
 
+/* ---------- a filter in front of each cached directory ---------- */
+
+/*
+ * A key probe of a table with hundreds of sub-groups would touch every
+ * directory it binary-searches — cache misses that cost more than the rows
+ * it reads.  So each cached directory gets a blocked Bloom filter: 512-bit
+ * blocks, one per 64 rows (8 bits a row), a key setting three bits of the
+ * block its hash picks.  A probe looks at one cache line per sub-group
+ * and searches only the directories that may hold one of its keys (about
+ * 2% of the others pass by chance).
+ */
+#define FILTER_BLOCK_WORDS		8	/* 512 bits */
+#define FILTER_ROWS_PER_BLOCK	64
+#define FILTER_MAX_PROBE_KEYS	64	/* more keys: search the directory */
+
+struct ZLKeyFilter
+{
+	uint32		nblocks;
+	uint64		words[FLEXIBLE_ARRAY_MEMBER];
+};
+
+static inline uint64 *
+filter_block(const ZLKeyFilter *f, uint32 hash, uint32 *bits)
+{
+	uint32		mixed = murmurhash32(hash);
+
+	bits[0] = mixed & 511;
+	bits[1] = (mixed >> 9) & 511;
+	bits[2] = (mixed >> 18) & 511;
+	return (uint64 *) &f->words[(hash % f->nblocks) * FILTER_BLOCK_WORDS];
+}
+
+static ZLKeyFilter *
+key_filter_build(const bytea *dir)
+{
+	const ZLKeyDirEntry *entries = (const ZLKeyDirEntry *) VARDATA_ANY(dir);
+	int			n = VARSIZE_ANY_EXHDR(dir) / sizeof(ZLKeyDirEntry);
+	uint32		nblocks = Max(1, (n + FILTER_ROWS_PER_BLOCK - 1) / FILTER_ROWS_PER_BLOCK);
+	ZLKeyFilter *f = palloc0(offsetof(ZLKeyFilter, words) +
+							 sizeof(uint64) * FILTER_BLOCK_WORDS * nblocks);
+
+	f->nblocks = nblocks;
+	for (int e = 0; e < n; e++)
+	{
+		uint32		bits[3];
+		uint64	   *block = filter_block(f, entries[e].hash, bits);
+
+		for (int b = 0; b < 3; b++)
+			block[bits[b] >> 6] |= UINT64CONST(1) << (bits[b] & 63);
+	}
+	return f;
+}
+
+/* may a directory behind the filter hold one of the hashes?  (NULL: yes) */
+bool
+zl_key_filter_may_hold(const ZLKeyFilter *f, const uint32 *hashes, int nhashes)
+{
+	if (f == NULL || nhashes > FILTER_MAX_PROBE_KEYS)
+		return true;
+	for (int h = 0; h < nhashes; h++)
+	{
+		uint32		bits[3];
+		uint64	   *block = filter_block(f, hashes[h], bits);
+
+		if ((block[bits[0] >> 6] & (UINT64CONST(1) << (bits[0] & 63))) &&
+			(block[bits[1] >> 6] & (UINT64CONST(1) << (bits[1] & 63))) &&
+			(block[bits[2] >> 6] & (UINT64CONST(1) << (bits[2] & 63))))
+			return true;
+	}
+	return false;
+}
+
 /* ---------- a per-backend cache of directories ---------- */
 
 /*
@@ -240,6 +312,7 @@ typedef struct DirCacheEntry
 {
 	DirCacheKey key;
 	bytea	   *directory;
+	ZLKeyFilter *filter;
 } DirCacheEntry;
 
 static HTAB *dir_cache = NULL;
@@ -267,7 +340,7 @@ zl_key_directory_cache_trim(void)
 }
 
 bytea *
-zl_key_directory_cached(Oid catalog, int64 subgroup_id)
+zl_key_directory_cached(Oid catalog, int64 subgroup_id, const ZLKeyFilter **filter)
 {
 	DirCacheKey key;
 	DirCacheEntry *entry;
@@ -276,23 +349,28 @@ zl_key_directory_cached(Oid catalog, int64 subgroup_id)
 	key.catalog = catalog;
 	key.subgroup_id = subgroup_id;
 	entry = hash_search(dir_cache, &key, HASH_FIND, NULL);
+	*filter = entry ? entry->filter : NULL;
 	return entry ? entry->directory : NULL;
 }
 
 bytea *
-zl_key_directory_remember(Oid catalog, int64 subgroup_id, Datum directory)
+zl_key_directory_remember(Oid catalog, int64 subgroup_id, Datum directory,
+						  const ZLKeyFilter **filter)
 {
 	DirCacheKey key;
 	DirCacheEntry *entry;
 	MemoryContext old = MemoryContextSwitchTo(dir_cache_context);
 	bytea	   *copy = DatumGetByteaPCopy(directory);	/* may fail: before entering */
+	ZLKeyFilter *built = key_filter_build(copy);
 
 	memset(&key, 0, sizeof(key));
 	key.catalog = catalog;
 	key.subgroup_id = subgroup_id;
 	entry = hash_search(dir_cache, &key, HASH_ENTER, NULL);
 	entry->directory = copy;
+	entry->filter = built;
 	MemoryContextSwitchTo(old);
+	*filter = built;
 	return copy;
 }
 

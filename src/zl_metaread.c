@@ -445,27 +445,6 @@ zl_meta_find_subgroup(ZLSubGroup *sgs, int n, int64 subgroup_id)
 	return NULL;
 }
 
-static int
-int64_cmp(const void *a, const void *b)
-{
-	int64		x = *(const int64 *) a;
-	int64		y = *(const int64 *) b;
-
-	return x < y ? -1 : (x > y);
-}
-
-static int
-count_distinct(int64 *values, int n)
-{
-	int			distinct = 0;
-
-	qsort(values, n, sizeof(int64), int64_cmp);
-	for (int i = 0; i < n; i++)
-		if (i == 0 || values[i] != values[i - 1])
-			distinct++;
-	return distinct;
-}
-
 /*
  * The totals of ZLPruneStats: every sub-group visible to the snapshot,
  * its partitions (unplaced rows count as one) and file groups.
@@ -507,8 +486,8 @@ zl_meta_count_subgroups(uint64 storage_id, Snapshot snapshot, ZLPruneStats *stat
 	table_close(rel, AccessShareLock);
 
 	stats->subgroups_total = n;
-	stats->partitions_total = n == 0 ? 0 : count_distinct(partitions, n);
-	stats->file_groups_total = n == 0 ? 0 : count_distinct(file_groups, n);
+	stats->partitions_total = n == 0 ? 0 : zl_count_distinct(partitions, n);
+	stats->file_groups_total = n == 0 ? 0 : zl_count_distinct(file_groups, n);
 }
 
 /*
@@ -531,7 +510,8 @@ zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
 		SysScanDesc scan;
 		HeapTuple	tuple;
 
-		sg->key_directory = zl_key_directory_cached(cat->subgroup, sg->subgroup_id);
+		sg->key_directory = zl_key_directory_cached(cat->subgroup, sg->subgroup_id,
+													&sg->key_filter);
 		if (sg->key_directory != NULL || !sg->placed)
 			continue;
 		if (rel == NULL)
@@ -551,7 +531,7 @@ zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
 			/* immutable: fetched (and detoasted) once per backend */
 			if (!isnull)
 				sg->key_directory = zl_key_directory_remember(cat->subgroup, sg->subgroup_id,
-															  directory);
+															  directory, &sg->key_filter);
 		}
 		systable_endscan(scan);
 	}

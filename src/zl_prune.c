@@ -192,8 +192,8 @@ int64_cmp(const void *a, const void *b)
 }
 
 /* number of distinct values among the first n of an array (sorted in place) */
-static int
-count_distinct(int64 *values, int n)
+int
+zl_count_distinct(int64 *values, int n)
 {
 	int			distinct = 0;
 
@@ -205,24 +205,45 @@ count_distinct(int64 *values, int n)
 }
 
 /*
- * Decide every sub-group of a scan and count what was kept: partitions,
- * file groups and sub-groups, each kept when anything in it is read.
+ * Decide every sub-group of a scan and count the sub-groups kept; the
+ * partitions and file groups kept are counted on request
+ * (zl_prune_count_groups): sorting them costs more than a point lookup.
  */
 void
 zl_prune(const ZLTableOptions *opts, const ZLScanBounds *bounds, bool prune,
 		 const ZLSubGroup *sgs, int n, uint8 *decisions, ZLPruneStats *stats)
 {
+	memset(stats, 0, sizeof(*stats));
+	for (int i = 0; i < n; i++)
+	{
+		decisions[i] = prune ? decide(opts, bounds, &sgs[i]) : ZL_CHECK;
+		if (decisions[i] != ZL_SKIP)
+		{
+			stats->subgroups_kept++;
+			if (decisions[i] == ZL_ALL_MATCH)
+				stats->subgroups_unchecked++;
+		}
+	}
+	stats->subgroups_total = stats->subgroups_loaded = n;
+}
+
+/*
+ * The partitions and file groups of the sub-groups, and of those kept,
+ * each kept when anything in it is read.
+ */
+void
+zl_prune_count_groups(const ZLSubGroup *sgs, int n, const uint8 *decisions,
+					  ZLPruneStats *stats)
+{
 	int64	   *partitions = palloc(sizeof(int64) * Max(n, 1) * 2);
 	int64	   *file_groups = palloc(sizeof(int64) * Max(n, 1) * 2);
 	int			nkept = 0;
 
-	memset(stats, 0, sizeof(*stats));
 	for (int i = 0; i < n; i++)
 	{
 		const ZLSubGroup *sg = &sgs[i];
 		int64		partition = sg->placed ? sg->partition_end : PG_INT64_MIN;
 
-		decisions[i] = prune ? decide(opts, bounds, sg) : ZL_CHECK;
 		partitions[i] = partition;
 		file_groups[i] = sg->file_group;
 		if (decisions[i] != ZL_SKIP)
@@ -230,16 +251,12 @@ zl_prune(const ZLTableOptions *opts, const ZLScanBounds *bounds, bool prune,
 			partitions[n + nkept] = partition;
 			file_groups[n + nkept] = sg->file_group;
 			nkept++;
-			stats->subgroups_kept++;
-			if (decisions[i] == ZL_ALL_MATCH)
-				stats->subgroups_unchecked++;
 		}
 	}
-	stats->subgroups_total = stats->subgroups_loaded = n;
-	stats->partitions_total = count_distinct(partitions, n);
-	stats->file_groups_total = count_distinct(file_groups, n);
-	stats->partitions_kept = count_distinct(partitions + n, nkept);
-	stats->file_groups_kept = count_distinct(file_groups + n, nkept);
+	stats->partitions_total = zl_count_distinct(partitions, n);
+	stats->file_groups_total = zl_count_distinct(file_groups, n);
+	stats->partitions_kept = zl_count_distinct(partitions + n, nkept);
+	stats->file_groups_kept = zl_count_distinct(file_groups + n, nkept);
 	pfree(partitions);
 	pfree(file_groups);
 }

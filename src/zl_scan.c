@@ -119,6 +119,7 @@ typedef struct ZLScanDescData
 	ZLTableOptions opts;
 	uint8	   *decisions;		/* ZLPruneDecision per sub-group */
 	ZLPruneStats stats;
+	bool		groups_counted; /* stats of partitions and file groups */
 } ZLScanDescData;
 
 typedef ZLScanDescData *ZLScanDesc;
@@ -136,6 +137,7 @@ metadata_snapshot(Snapshot scan_snapshot)
 }
 
 static void scan_probe_keys(ZLScanDesc scan);
+static bool subgroup_has_rows(ZLScanDesc scan, int index);
 
 static void
 scan_release_buffer(ZLScanDesc scan)
@@ -287,6 +289,7 @@ zl_scan_set_bounds(TableScanDesc sscan, const ZLTableOptions *opts,
 		scan->decisions = palloc(Max(scan->nsubgroups, 1));
 	zl_prune(opts, bounds, zipper_lake_enable_pruning, scan->subgroups,
 			 scan->nsubgroups, scan->decisions, &scan->stats);
+	scan->groups_counted = false;
 	MemoryContextSwitchTo(old);
 	if (scan->keyed)
 		scan_probe_keys(scan);
@@ -302,6 +305,12 @@ zl_scan_stats(TableScanDesc sscan)
 {
 	ZLScanDesc	scan = (ZLScanDesc) sscan;
 
+	if (scan->bounded && scan->decisions != NULL && !scan->groups_counted)
+	{
+		zl_prune_count_groups(scan->subgroups, scan->nsubgroups, scan->decisions,
+							  &scan->stats);
+		scan->groups_counted = true;
+	}
 	if (scan->totals_pending)
 	{
 		zl_meta_count_subgroups(zl_storage_id(scan->base.rs_rd), scan->metadata_snapshot,
@@ -342,7 +351,7 @@ scan_load_probed_masks(ZLScanDesc scan)
 	int			n = 0;
 
 	for (int i = 0; i < scan->nsubgroups; i++)
-		if (scan->decisions[i] != ZL_SKIP && scan->subgroups[i].mask == NULL)
+		if (subgroup_has_rows(scan, i) && scan->subgroups[i].mask == NULL)
 		{
 			index[n] = i;
 			probed[n++] = scan->subgroups[i];
@@ -376,24 +385,25 @@ scan_probe_keys(ZLScanDesc scan)
 			continue;
 		zl_meta_load_key_directories(storage_id, scan->metadata_snapshot, sg, 1);
 		if (sg->key_directory == NULL)
-			scan->stats.subgroups_key_unindexed++;
-		else
 		{
-			scan->stats.subgroups_key_probed++;
-			scan->key_positions[i] = scan->nkey_hashes == 0 ? NULL :
-				zl_key_directory_probe(sg->key_directory, scan->key_hashes,
-									   scan->nkey_hashes, &scan->nkey_positions[i]);
-			/* the cache may drop it at the next load: positions are all we keep */
-			sg->key_directory = NULL;
-			if (scan->nkey_positions[i] == 0)
-			{
-				scan->decisions[i] = ZL_SKIP;
-				continue;
-			}
-			scan->stats.subgroups_key_matched++;
-			qsort(scan->key_positions[i], scan->nkey_positions[i], sizeof(int32),
-				  zl_position_cmp);
+			scan->nkey_positions[i] = -1;	/* read whole */
+			scan->stats.subgroups_key_unindexed++;
+			continue;
 		}
+		scan->stats.subgroups_key_probed++;
+		if (scan->nkey_hashes > 0 &&
+			zl_key_filter_may_hold(sg->key_filter, scan->key_hashes, scan->nkey_hashes))
+			scan->key_positions[i] = zl_key_directory_probe(sg->key_directory, scan->key_hashes,
+															scan->nkey_hashes,
+															&scan->nkey_positions[i]);
+		/* the cache may drop them at the next load: positions are all we keep */
+		sg->key_directory = NULL;
+		sg->key_filter = NULL;
+		if (scan->nkey_positions[i] == 0)
+			continue;
+		scan->stats.subgroups_key_matched++;
+		qsort(scan->key_positions[i], scan->nkey_positions[i], sizeof(int32),
+			  zl_position_cmp);
 	}
 	if (scan->filtered)
 		scan_load_probed_masks(scan);
@@ -408,6 +418,8 @@ subgroup_has_rows(ZLScanDesc scan, int index)
 
 	if (scan->bounded && scan->decisions[index] == ZL_SKIP)
 		return false;
+	if (scan->key_positions != NULL && scan->nkey_positions[index] == 0)
+		return false;			/* a key probe found none of its keys */
 	return sg->blocks > 0 && sg->masked_rows < sg->row_count;
 }
 
@@ -430,7 +442,7 @@ scan_choose_strategy(ZLScanDesc scan)
 	if (scan->allow_strategy)
 		for (int i = 0; i < scan->nsubgroups; i++)
 			if (subgroup_has_rows(scan, i))
-				blocks += scan->keyed && scan->key_positions[i] != NULL ?
+				blocks += scan->key_positions != NULL && scan->nkey_positions[i] >= 0 ?
 					Min(scan->nkey_positions[i], scan->subgroups[i].blocks) :
 					scan->subgroups[i].blocks;
 
@@ -486,7 +498,7 @@ scan_next_subgroup(ZLScanDesc scan, bool forward)
 		{
 			scan->current = &scan->subgroups[index];
 			scan->current_decision = scan->bounded ? scan->decisions[index] : ZL_ALL_MATCH;
-			scan->probing = scan->keyed && scan->key_positions[index] != NULL;
+			scan->probing = scan->key_positions != NULL && scan->nkey_positions[index] >= 0;
 			if (scan->probing)
 				scan->probe_index = forward ? -1 : scan->nkey_positions[index];
 			return true;
