@@ -295,7 +295,8 @@ extern ZLSubGroup *zl_meta_find_subgroup(ZLSubGroup *sgs, int n, int64 subgroup_
 extern void zl_meta_count_subgroups(uint64 storage_id, Snapshot snapshot,
 									ZLPruneStats *stats);
 extern void zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
-										 ZLSubGroup *sgs, int nsubgroups);
+										 ZLSubGroup *sgs, int nsubgroups,
+										 const uint8 *decisions);
 
 /* ---------- zl_metacache.c ---------- */
 
@@ -388,6 +389,7 @@ extern bytea *zl_key_directory_cached(Oid catalog, int64 subgroup_id,
 									  const ZLKeyFilter **filter);
 extern bytea *zl_key_directory_remember(Oid catalog, int64 subgroup_id, Datum directory,
 										const ZLKeyFilter **filter);
+extern void zl_key_filter_prefetch(const ZLKeyFilter *f, const uint32 *hashes, int nhashes);
 extern bool zl_key_filter_may_hold(const ZLKeyFilter *f, const uint32 *hashes, int nhashes);
 extern int32 *zl_key_directory_probe(const bytea *dir, const uint32 *hashes,
 									 int nhashes, int *npositions);

@@ -1156,7 +1156,7 @@ find_current_versions(ApplyContext *ac, CollectArg *arg)
 {
 	set_chunk_hashes(ac);
 	zl_meta_load_key_directories(zl_storage_id(ac->rel), ac->snapshot,
-								 ac->current, ac->ncurrent);
+								 ac->current, ac->ncurrent, NULL);
 
 	for (int i = 0; i < ac->ncurrent; i++)
 	{
@@ -1209,7 +1209,7 @@ find_stored_versions(ApplyContext *ac)
 				sg->first_start <= ac->table_deletes[ac->ntable_deletes - 1].time)
 				zl_read_subgroup_rows(ac->rel, sg, false, discover_missing_key, &arg);
 		}
-	zl_meta_load_key_directories(storage_id, ac->snapshot, ac->history, ac->nhistory);
+	zl_meta_load_key_directories(storage_id, ac->snapshot, ac->history, ac->nhistory, NULL);
 	for (int i = 0; i < ac->nhistory; i++)
 	{
 		const ZLSubGroup *sg = &ac->history[i];
@@ -1411,7 +1411,7 @@ check_concurrent_changes(ApplyContext *ac)
 			then[i].partition_end == ZL_CURRENT_PARTITION)
 			deleted_current = true;
 	if (deleted_current)
-		zl_meta_load_key_directories(storage_id, snapshot, then, nthen);
+		zl_meta_load_key_directories(storage_id, snapshot, then, nthen, NULL);
 	for (int i = 0; i < nthen; i++)
 		if (read_subgroup(ac, then[i].subgroup_id) == NULL &&
 			then[i].masked_rows < then[i].row_count)

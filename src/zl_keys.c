@@ -234,6 +234,12 @@ zl_values_equal(const ZLValueComparer *c, const Datum *a, const bool *anull,
 #define FILTER_ROWS_PER_BLOCK	64
 #define FILTER_MAX_PROBE_KEYS	64	/* more keys: search the directory */
 
+#if defined(__GNUC__) || defined(__clang__)
+#define ZL_PREFETCH(address)	__builtin_prefetch(address)
+#else
+#define ZL_PREFETCH(address)	((void) (address))
+#endif
+
 struct ZLKeyFilter
 {
 	uint32		nblocks;
@@ -270,6 +276,20 @@ key_filter_build(const bytea *dir)
 			block[bits[b] >> 6] |= UINT64CONST(1) << (bits[b] & 63);
 	}
 	return f;
+}
+
+/* ask for the filter's blocks of the hashes ahead of zl_key_filter_may_hold */
+void
+zl_key_filter_prefetch(const ZLKeyFilter *f, const uint32 *hashes, int nhashes)
+{
+	if (f == NULL || nhashes > FILTER_MAX_PROBE_KEYS)
+		return;
+	for (int h = 0; h < nhashes; h++)
+	{
+		uint32		bits[3];
+
+		ZL_PREFETCH(filter_block(f, hashes[h], bits) + (bits[0] >> 6));
+	}
 }
 
 /* may a directory behind the filter hold one of the hashes?  (NULL: yes) */

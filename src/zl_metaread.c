@@ -491,13 +491,14 @@ zl_meta_count_subgroups(uint64 storage_id, Snapshot snapshot, ZLPruneStats *stat
 }
 
 /*
- * The key directories (zl_keys.c) of the given sub-groups that have one:
- * from the per-backend cache, or read (and cached) through the primary
- * key, one descent per sub-group not cached yet.
+ * The key directories (zl_keys.c) of the given sub-groups that have one
+ * (with decisions, of those not ZL_SKIP): from the per-backend cache, or
+ * read (and cached) through the primary key, one descent per sub-group not
+ * cached yet.  They stay valid until the next call.
  */
 void
 zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
-							 ZLSubGroup *sgs, int nsubgroups)
+							 ZLSubGroup *sgs, int nsubgroups, const uint8 *decisions)
 {
 	const ZLCatalog *cat = zl_meta_catalog();
 	Relation	rel = NULL;
@@ -510,6 +511,8 @@ zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
 		SysScanDesc scan;
 		HeapTuple	tuple;
 
+		if (decisions != NULL && decisions[i] == ZL_SKIP)
+			continue;
 		sg->key_directory = zl_key_directory_cached(cat->subgroup, sg->subgroup_id,
 													&sg->key_filter);
 		if (sg->key_directory != NULL || !sg->placed)

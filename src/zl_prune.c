@@ -164,6 +164,9 @@ decide(const ZLTableOptions *opts, const ZLScanBounds *b, const ZLSubGroup *sg)
 
 	if (!sg->placed)
 		return ZL_CHECK;
+	if (!b->either && b->from_lo == ZL_UNBOUNDED_LO && b->from_hi == ZL_UNBOUNDED_HI &&
+		b->to_lo == ZL_UNBOUNDED_LO && b->to_hi == ZL_UNBOUNDED_HI)
+		return ZL_ALL_MATCH;	/* no bounds (a key probe alone) */
 
 	zl_partition_range(opts, sg->partition_end, &to_lo, &to_hi);
 	to_any = ranges_overlap(to_lo, to_hi, b->to_lo, b->to_hi);

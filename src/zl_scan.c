@@ -377,13 +377,19 @@ scan_probe_keys(ZLScanDesc scan)
 	scan->stats.subgroups_key_probed = 0;
 	scan->stats.subgroups_key_matched = 0;
 	scan->stats.subgroups_key_unindexed = 0;
+	/* the directories first, asking for the filter blocks to look at ahead */
+	zl_meta_load_key_directories(storage_id, scan->metadata_snapshot, scan->subgroups,
+								 scan->nsubgroups, scan->decisions);
+	for (int i = 0; i < scan->nsubgroups; i++)
+		if (scan->decisions[i] != ZL_SKIP)
+			zl_key_filter_prefetch(scan->subgroups[i].key_filter, scan->key_hashes,
+								   scan->nkey_hashes);
 	for (int i = 0; i < scan->nsubgroups; i++)
 	{
 		ZLSubGroup *sg = &scan->subgroups[i];
 
 		if (scan->decisions[i] == ZL_SKIP)
 			continue;
-		zl_meta_load_key_directories(storage_id, scan->metadata_snapshot, sg, 1);
 		if (sg->key_directory == NULL)
 		{
 			scan->nkey_positions[i] = -1;	/* read whole */
