@@ -377,6 +377,16 @@ extern void zl_meta_insert_free_extents(uint64 storage_id, const ZLFreeExtent *e
 
 typedef struct ZLKeyHasher ZLKeyHasher;
 
+/* an entry of a key directory: a bytea of them, sorted by hash */
+typedef struct ZLKeyDirEntry
+{
+	uint32		hash;
+	int32		position;
+} ZLKeyDirEntry;
+
+#define ZL_KEY_DIRECTORY_ENTRIES(dir)	((const ZLKeyDirEntry *) VARDATA_ANY(dir))
+#define ZL_KEY_DIRECTORY_SIZE(dir)		((int) (VARSIZE_ANY_EXHDR(dir) / sizeof(ZLKeyDirEntry)))
+
 extern ZLKeyHasher *zl_key_hasher_create(TupleDesc tupdesc, const ZLTableOptions *opts);
 extern uint32 zl_key_hash(const ZLKeyHasher *h, const Datum *values);
 extern bool zl_keys_equal(const ZLKeyHasher *h, const Datum *a, const Datum *b);
@@ -385,6 +395,7 @@ extern void zl_key_extract(const ZLKeyHasher *h, HeapTuple tuple, TupleDesc tupd
 						   Datum *values);
 extern bytea *zl_key_directory_build(const uint32 *hashes, const int32 *positions, int n);
 extern void zl_key_directory_cache_trim(void);
+extern uint64 zl_key_directory_cache_generation(void);
 extern bytea *zl_key_directory_cached(Oid catalog, int64 subgroup_id,
 									  const ZLKeyFilter **filter);
 extern bytea *zl_key_directory_remember(Oid catalog, int64 subgroup_id, Datum directory,
@@ -403,6 +414,18 @@ extern ZLValueComparer *zl_value_comparer_create(TupleDesc tupdesc,
 												 bool tracked_only);
 extern bool zl_values_equal(const ZLValueComparer *c, const Datum *a, const bool *anull,
 							const Datum *b, const bool *bnull);
+
+/* ---------- zl_keyindex.c ---------- */
+
+typedef struct ZLKeyIndex ZLKeyIndex;
+
+extern ZLKeyIndex *zl_key_index_get(uint64 storage_id, uint64 *generation);
+extern ZLKeyIndex *zl_key_index_build(uint64 storage_id, const ZLSubGroup *sgs, int n,
+									  uint64 *generation);
+extern bool zl_key_index_current(uint64 storage_id, uint64 generation);
+extern int	zl_key_index_subgroups(const ZLKeyIndex *index, const int64 **subgroup_ids);
+extern int	zl_key_index_find(const ZLKeyIndex *index, uint32 hash, int *cursor,
+							  int32 *position);
 
 /* ---------- zl_freespace.c ---------- */
 
@@ -495,6 +518,8 @@ extern void zl_bounds_filter(const ZLTableOptions *opts, const ZLScanBounds *bou
 extern void zl_prune(const ZLTableOptions *opts, const ZLScanBounds *bounds,
 					 bool prune, const ZLSubGroup *sgs, int n, uint8 *decisions,
 					 ZLPruneStats *stats);
+extern ZLPruneDecision zl_prune_decide(const ZLTableOptions *opts, const ZLScanBounds *bounds,
+									   bool prune, const ZLSubGroup *sg);
 extern void zl_prune_count_groups(const ZLSubGroup *sgs, int n, const uint8 *decisions,
 								  ZLPruneStats *stats);
 extern int	zl_count_distinct(int64 *values, int n);
@@ -522,6 +547,7 @@ extern bool zl_scan_analyze_next_tuple(TableScanDesc scan,
 extern void zl_scan_set_bounds(TableScanDesc scan, const ZLTableOptions *opts,
 							   const ZLScanBounds *bounds);
 extern void zl_scan_set_keys(TableScanDesc scan, const uint32 *hashes, int nhashes);
+extern void zl_scan_keep_subgroups(TableScanDesc scan);
 extern const ZLPruneStats *zl_scan_stats(TableScanDesc scan);
 
 typedef void (*ZLRowCallback) (void *arg, const ZLSubGroup *sg, int32 position,
@@ -753,10 +779,14 @@ extern Datum zl_apply_batch_finish(ZLApplyBatch *batch, FunctionCallInfo fcinfo,
 
 typedef struct ZLKeyProbe ZLKeyProbe;
 struct PlanState;
+struct PlannerInfo;
+struct RelOptInfo;
 struct ExprContext;
 
 extern List *zl_keyprobe_extract(List *clauses, Index rti, const ZLTableOptions *opts,
-								 TupleDesc tupdesc, List **info);
+								 TupleDesc tupdesc, List **info, Bitmapset **outer);
+extern List *zl_keyprobe_join_clauses(struct PlannerInfo *root, struct RelOptInfo *rel,
+									  const ZLTableOptions *opts);
 extern ZLKeyProbe *zl_keyprobe_init(List *terms, List *info, const ZLTableOptions *opts,
 									TupleDesc tupdesc, struct PlanState *parent);
 extern uint32 *zl_keyprobe_hashes(ZLKeyProbe *probe, struct ExprContext *econtext,
@@ -764,7 +794,7 @@ extern uint32 *zl_keyprobe_hashes(ZLKeyProbe *probe, struct ExprContext *econtex
 
 /* ---------- zl_customscan.c ---------- */
 
-extern bool zl_is_pseudo_constant(Node *expr);
+extern bool zl_is_scan_constant(Node *expr, Index rti);
 extern void zl_customscan_init(void);
 
 /* ---------- zl_inline.c ---------- */

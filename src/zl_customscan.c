@@ -94,6 +94,7 @@ typedef struct ZipperScanState
 	TableScanDesc scan;
 	ParallelTableScanDesc pscan;	/* shared scan state when parallel */
 	bool		exec_params;	/* bounds use PARAM_EXEC: unknown before running */
+	bool		restart;		/* rescanned: bounds and keys to evaluate again */
 } ZipperScanState;
 
 static Plan *zl_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
@@ -134,11 +135,26 @@ static const CustomExecMethods zl_exec_methods = {
 
 /* ---------- planner ---------- */
 
-/* an expression the scan can evaluate once when it starts */
-bool
-zl_is_pseudo_constant(Node *expr)
+static bool
+references_rel(Node *node, Index *rti)
 {
-	return !contain_var_clause(expr) && !contain_volatile_functions(expr) &&
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+		return ((Var *) node)->varno == *rti && ((Var *) node)->varlevelsup == 0;
+	return expression_tree_walker(node, references_rel, rti);
+}
+
+/*
+ * An expression the scan can evaluate when it starts (or restarts, in a
+ * parameterized scan): none of the scanned relation's own columns, no
+ * volatile function, no sub-plan.  Columns of other relations become
+ * parameters of a nested loop.
+ */
+bool
+zl_is_scan_constant(Node *expr, Index rti)
+{
+	return !references_rel(expr, &rti) && !contain_volatile_functions(expr) &&
 		!contain_subplans(expr);
 }
 
@@ -168,7 +184,7 @@ recognize_bound(Expr *clause, Index rti, const ZLTableOptions *opts, BoundInfo *
 			((Var *) var)->varlevelsup != 0 ||
 			(((Var *) var)->varattno != opts->from_attnum &&
 			 ((Var *) var)->varattno != opts->to_attnum) ||
-			!OidIsValid(opno) || !zl_is_pseudo_constant(other))
+			!OidIsValid(opno) || !zl_is_scan_constant(other, rti))
 			continue;
 
 		/* same-type operators of the column type's btree family only */
@@ -295,8 +311,9 @@ plain_seqscan_path(RelOptInfo *rel)
  * key probe costs less when it reads fewer rows (keyed_run_cost, below).
  */
 static Path *
-make_zipper_path(PlannerInfo *root, RelOptInfo *rel, Cost seq_startup, Cost seq_total,
-				 Selectivity selectivity, Cost keyed_run_cost, List *private, int workers)
+make_zipper_path(PlannerInfo *root, RelOptInfo *rel, Relids required_outer,
+				 Cost seq_startup, Cost seq_total, Selectivity selectivity,
+				 Cost keyed_run_cost, List *private, int workers)
 {
 	CustomPath *cpath = makeNode(CustomPath);
 	double		participants = workers + (parallel_leader_participation ? 1 : 0);
@@ -308,12 +325,15 @@ make_zipper_path(PlannerInfo *root, RelOptInfo *rel, Cost seq_startup, Cost seq_
 	cpath->path.pathtype = T_CustomScan;
 	cpath->path.parent = rel;
 	cpath->path.pathtarget = rel->reltarget;
-	/* lateral references make the scan depend on the outer rows */
-	cpath->path.param_info = get_baserel_parampathinfo(root, rel, rel->lateral_relids);
+	/* lateral references and join clauses make the scan depend on outer rows */
+	cpath->path.param_info = get_baserel_parampathinfo(root, rel,
+													   bms_union(rel->lateral_relids,
+																 required_outer));
 	cpath->path.parallel_aware = workers > 0;
 	cpath->path.parallel_safe = rel->consider_parallel;
 	cpath->path.parallel_workers = workers;
-	cpath->path.rows = workers > 0 ? clamp_row_est(rel->rows / participants) : rel->rows;
+	cpath->path.rows = workers > 0 ? clamp_row_est(rel->rows / participants) :
+		cpath->path.param_info ? cpath->path.param_info->ppi_rows : rel->rows;
 	cpath->path.startup_cost = seq_startup;
 	cpath->path.total_cost = seq_startup + (workers > 0 ? run_cost / participants : run_cost);
 	/* the scan core walks backward too (SCROLL cursors), serially only */
@@ -324,20 +344,45 @@ make_zipper_path(PlannerInfo *root, RelOptInfo *rel, Cost seq_startup, Cost seq_
 }
 
 /*
- * What a key probe costs (zl_keyprobe.c): a binary search in the key
- * directory of each sub-group, counted as one per ZL_MAX_SUBGROUP_ROWS /
- * 4 rows of the table, and a random page read per row of the keys.
+ * What a key probe costs (zl_keyprobe.c): a look at the key filter of
+ * each sub-group, counted as one per ZL_MAX_SUBGROUP_ROWS / 4 rows of the
+ * table, and a random page read per row of the keys (key_rows).
  */
 static Cost
-keyed_run_cost(PlannerInfo *root, RelOptInfo *rel, Index rti, List *key_terms)
+keyed_run_cost(RelOptInfo *rel, double key_rows)
 {
 	double		subgroups = 1 + rel->tuples / (ZL_MAX_SUBGROUP_ROWS / 4);
-	double		key_rows = clamp_row_est(rel->tuples *
-										 clauselist_selectivity(root, key_terms, rti,
-																JOIN_INNER, NULL));
 
-	return subgroups * 20 * cpu_operator_cost +
-		key_rows * (random_page_cost + cpu_tuple_cost);
+	return subgroups * 4 * cpu_operator_cost +
+		clamp_row_est(key_rows) * (random_page_cost + cpu_tuple_cost);
+}
+
+/*
+ * A ZipperScan probing keys whose values come from other relations:
+ * parameterized by them, rescanned per outer row of a nested loop.  Its
+ * rows and cost are those of one probe; the planner weighs the outer rows.
+ */
+static void
+add_parameterized_path(PlannerInfo *root, RelOptInfo *rel, Index rti,
+					   const ZLTableOptions *opts, TupleDesc tupdesc,
+					   Cost seq_startup, Cost seq_total)
+{
+	List	   *join_clauses = zl_keyprobe_join_clauses(root, rel, opts);
+	List	   *key_info;
+	Relids		outer;
+	List	   *terms;
+	ParamPathInfo *ppi;
+
+	if (join_clauses == NIL)
+		return;
+	terms = zl_keyprobe_extract(list_concat(list_copy(rel->baserestrictinfo), join_clauses),
+								rti, opts, tupdesc, &key_info, &outer);
+	if (terms == NIL || bms_is_empty(outer))
+		return;
+	ppi = get_baserel_parampathinfo(root, rel, bms_union(rel->lateral_relids, outer));
+	add_path(rel, make_zipper_path(root, rel, outer, seq_startup, seq_total, 1.0,
+								   keyed_run_cost(rel, ppi->ppi_rows),
+								   list_make3(makeInteger(false), NIL, key_info), 0));
 }
 
 static void
@@ -369,23 +414,35 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 	if (!zipper_lake_enable_pruning || rte->rtekind != RTE_RELATION ||
 		rte->relkind != RELKIND_RELATION || rte->inh ||
 		(rel->reloptkind != RELOPT_BASEREL && rel->reloptkind != RELOPT_OTHER_MEMBER_REL) ||
-		rel->baserestrictinfo == NIL)
+		(rel->baserestrictinfo == NIL && rel->joininfo == NIL && !rel->has_eclass_joins))
 		return;
 
 	relation = table_open(rte->relid, NoLock);
 	zipper = zl_is_zipper_relation(relation);
 	if (zipper)
 		registered = zl_meta_load_options(relation, &opts, false);
-	if (zipper && registered)
-		key_terms = zl_keyprobe_extract(rel->baserestrictinfo, rti, &opts,
-										RelationGetDescr(relation), &key_info);
-	table_close(relation, NoLock);
 	if (!zipper || !registered)
+	{
+		table_close(relation, NoLock);
 		return;
+	}
+	seqscan = plain_seqscan_path(rel);
+	if (seqscan == NULL)
+	{
+		table_close(relation, NoLock);
+		return;
+	}
+	/* add_path() may free the dominated sequential scan: keep its costs */
+	seq_startup = seqscan->startup_cost;
+	seq_total = seqscan->total_cost;
+	key_terms = zl_keyprobe_extract(rel->baserestrictinfo, rti, &opts,
+									RelationGetDescr(relation), &key_info, NULL);
+	add_parameterized_path(root, rel, rti, &opts, RelationGetDescr(relation),
+						   seq_startup, seq_total);
+	table_close(relation, NoLock);
 
 	eb = extract_bounds(rel->baserestrictinfo, rti, &opts);
-	seqscan = plain_seqscan_path(rel);
-	if ((eb.exprs == NIL && key_terms == NIL) || seqscan == NULL)
+	if (eb.exprs == NIL && key_terms == NIL)
 		return;
 
 	private = list_make3(makeInteger(eb.either), eb.triples, key_info);
@@ -394,12 +451,10 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 			clause_selectivity(root, (Node *) make_orclause(eb.exprs), rti, JOIN_INNER, NULL) :
 			clauselist_selectivity(root, eb.exprs, rti, JOIN_INNER, NULL);
 	if (key_terms != NIL)
-		key_cost = keyed_run_cost(root, rel, rti, key_terms);
-	/* add_path() may free the dominated sequential scan: keep its costs */
-	seq_startup = seqscan->startup_cost;
-	seq_total = seqscan->total_cost;
-	add_path(rel, make_zipper_path(root, rel, seq_startup, seq_total, selectivity, key_cost,
-								   private, 0));
+		key_cost = keyed_run_cost(rel, rel->tuples *
+								  clauselist_selectivity(root, key_terms, rti, JOIN_INNER, NULL));
+	add_path(rel, make_zipper_path(root, rel, NULL, seq_startup, seq_total, selectivity,
+								   key_cost, private, 0));
 
 	/*
 	 * A parallel ZipperScan: participants share out the kept sub-groups.  A
@@ -411,7 +466,7 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 													  max_parallel_workers_per_gather);
 
 		if (workers > 0)
-			add_partial_path(rel, make_zipper_path(root, rel, seq_startup, seq_total,
+			add_partial_path(rel, make_zipper_path(root, rel, NULL, seq_startup, seq_total,
 												   selectivity, -1, private, workers));
 	}
 }
@@ -431,7 +486,7 @@ zl_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 		elog(ERROR, "zipper table \"%s\" lost its registration during planning",
 			 RelationGetRelationName(relation));
 	key_terms = zl_keyprobe_extract(clauses, rel->relid, &opts, RelationGetDescr(relation),
-									&key_info);
+									&key_info, NULL);
 	table_close(relation, NoLock);
 
 	/*
@@ -568,10 +623,17 @@ start_scan(ZipperScanState *state)
 	EState	   *estate = state->css.ss.ps.state;
 	ZLScanBounds bounds = evaluate_bounds(state);
 
-	state->scan = state->pscan ?
-		table_beginscan_parallel(state->css.ss.ss_currentRelation, state->pscan) :
-		table_beginscan(state->css.ss.ss_currentRelation, estate->es_snapshot, 0, NULL);
-	if (state->key_probe != NULL)
+	if (state->scan == NULL)
+	{
+		state->scan = state->pscan ?
+			table_beginscan_parallel(state->css.ss.ss_currentRelation, state->pscan) :
+			table_beginscan(state->css.ss.ss_currentRelation, estate->es_snapshot, 0, NULL);
+		/* rescanned with new parameter values: keep the list of sub-groups */
+		if (state->exec_params && state->pscan == NULL)
+			zl_scan_keep_subgroups(state->scan);
+	}
+	/* with pruning off (since planning), every sub-group is read */
+	if (state->key_probe != NULL && zipper_lake_enable_pruning)
 	{
 		ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
 		MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
@@ -592,8 +654,11 @@ zl_next(ScanState *node)
 {
 	ZipperScanState *state = (ZipperScanState *) node;
 
-	if (state->scan == NULL)
+	if (state->scan == NULL || state->restart)
+	{
 		start_scan(state);
+		state->restart = false;
+	}
 	if (table_scan_getnextslot(state->scan, node->ps.state->es_direction,
 							   node->ss_ScanTupleSlot))
 		return node->ss_ScanTupleSlot;
@@ -625,8 +690,20 @@ zl_end(CustomScanState *node)
 static void
 zl_rescan(CustomScanState *node)
 {
-	/* parameters may have changed: start over with fresh bounds */
-	zl_end(node);
+	ZipperScanState *state = (ZipperScanState *) node;
+
+	/*
+	 * Parameters may have changed: evaluate bounds and keys again.  A serial
+	 * scan with parameters (the inner side of a nested loop) keeps its scan
+	 * and list of sub-groups; others start over.
+	 */
+	if (state->scan != NULL && state->exec_params && state->pscan == NULL)
+	{
+		table_rescan(state->scan, NULL);
+		state->restart = true;
+	}
+	else
+		zl_end(node);
 	ExecScanReScan(&node->ss);
 }
 

@@ -49,6 +49,7 @@
 #include "nodes/nodeFuncs.h"
 #include "nodes/pathnodes.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/paths.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -146,7 +147,7 @@ recognize_term(Expr *clause, Index rti, Form_pg_attribute att, KeyTerm *term)
 			Oid			opno = side == 0 ? op->opno : get_commutator(op->opno);
 
 			if (!is_key_var(list_nth(op->args, side), rti, att->attnum) ||
-				!zl_is_pseudo_constant(value))
+				!zl_is_scan_constant(value, rti))
 				continue;
 			term->hash_proc = family_hash_proc(att, opno, exprType(value));
 			if (!OidIsValid(term->hash_proc))
@@ -164,7 +165,7 @@ recognize_term(Expr *clause, Index rti, Form_pg_attribute att, KeyTerm *term)
 		Oid			element_type = get_element_type(exprType(array));
 
 		if (!op->useOr || !is_key_var(linitial(op->args), rti, att->attnum) ||
-			!zl_is_pseudo_constant(array) || !OidIsValid(element_type) ||
+			!zl_is_scan_constant(array, rti) || !OidIsValid(element_type) ||
 			!collations_agree(att->attcollation, op->inputcollid))
 			return false;
 		term->hash_proc = family_hash_proc(att, op->opno, element_type);
@@ -181,15 +182,18 @@ recognize_term(Expr *clause, Index rti, Form_pg_attribute att, KeyTerm *term)
  * The key terms among a list of clauses (bare clauses or RestrictInfos):
  * one per key column, in key order, with what the executor needs of each
  * (*info: int lists of kind, value side and hash function), or NIL when
- * some key column has none.
+ * some key column has none.  *outer (if asked) gets the other relations
+ * the chosen terms refer to: join clauses make a parameterized scan.
  */
 List *
 zl_keyprobe_extract(List *clauses, Index rti, const ZLTableOptions *opts,
-					TupleDesc tupdesc, List **info)
+					TupleDesc tupdesc, List **info, Relids *outer)
 {
 	List	   *terms = NIL;
 
 	*info = NIL;
+	if (outer != NULL)
+		*outer = NULL;
 	for (int k = 0; k < opts->nkeys; k++)
 	{
 		Form_pg_attribute att = TupleDescAttr(tupdesc, opts->key_attnums[k] - 1);
@@ -201,14 +205,19 @@ zl_keyprobe_extract(List *clauses, Index rti, const ZLTableOptions *opts,
 			Expr	   *clause = lfirst(lc);
 			KeyTerm		term;
 
+			RestrictInfo *rinfo = NULL;
+
 			if (IsA(clause, RestrictInfo))
 			{
-				if (((RestrictInfo *) clause)->pseudoconstant)
+				rinfo = (RestrictInfo *) clause;
+				if (rinfo->pseudoconstant)
 					continue;
-				clause = ((RestrictInfo *) clause)->clause;
+				clause = rinfo->clause;
 			}
 			if (recognize_term(clause, rti, att, &term))
 			{
+				if (outer != NULL && rinfo != NULL)
+					*outer = bms_union(*outer, bms_del_member(bms_copy(rinfo->clause_relids), rti));
 				terms = lappend(terms, clause);
 				*info = lappend(*info, list_make3_oid(term.kind, term.value_arg,
 													  term.hash_proc));
@@ -223,6 +232,38 @@ zl_keyprobe_extract(List *clauses, Index rti, const ZLTableOptions *opts,
 		}
 	}
 	return terms;
+}
+
+/* is an equivalence class member the key column of arg? */
+static bool
+member_is_key_column(PlannerInfo *root, RelOptInfo *rel, EquivalenceClass *ec,
+					 EquivalenceMember *em, void *arg)
+{
+	return is_key_var((Node *) em->em_expr, rel->relid, *(AttrNumber *) arg);
+}
+
+/*
+ * Join clauses that could give a key column its values from other
+ * relations: those the planner derives from equivalence classes ("d.id =
+ * f.cust_id" is one) and the rel's other join clauses.  A scan
+ * parameterized by those relations probes once per outer row.
+ */
+List *
+zl_keyprobe_join_clauses(PlannerInfo *root, RelOptInfo *rel, const ZLTableOptions *opts)
+{
+	List	   *clauses = list_copy(rel->joininfo);
+
+	for (int k = 0; k < opts->nkeys; k++)
+	{
+		AttrNumber	attnum = opts->key_attnums[k];
+
+		clauses = list_concat(clauses,
+							  generate_implied_equalities_for_column(root, rel,
+																	 member_is_key_column,
+																	 &attnum,
+																	 rel->lateral_referencers));
+	}
+	return clauses;
 }
 
 /* ---------- executor ---------- */

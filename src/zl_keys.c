@@ -40,11 +40,6 @@ struct ZLKeyHasher
 	Oid			collation[INDEX_MAX_KEYS];
 };
 
-typedef struct ZLKeyDirEntry
-{
-	uint32		hash;
-	int32		position;
-} ZLKeyDirEntry;
 
 ZLKeyHasher *
 zl_key_hasher_create(TupleDesc tupdesc, const ZLTableOptions *opts)
@@ -337,6 +332,14 @@ typedef struct DirCacheEntry
 
 static HTAB *dir_cache = NULL;
 static MemoryContext dir_cache_context = NULL;
+static uint64 dir_cache_generation = 0;	/* counts the cache's resets */
+
+/* changes whenever pointers handed out before stop being valid */
+uint64
+zl_key_directory_cache_generation(void)
+{
+	return dir_cache_generation;
+}
 
 void
 zl_key_directory_cache_trim(void)
@@ -352,6 +355,7 @@ zl_key_directory_cache_trim(void)
 												  ALLOCSET_DEFAULT_SIZES);
 	else
 		MemoryContextReset(dir_cache_context);
+	dir_cache_generation++;
 	ctl.keysize = sizeof(DirCacheKey);
 	ctl.entrysize = sizeof(DirCacheEntry);
 	ctl.hcxt = dir_cache_context;

@@ -207,6 +207,14 @@ zl_count_distinct(int64 *values, int n)
 	return distinct;
 }
 
+/* the decision for one sub-group (prune false: check every row) */
+ZLPruneDecision
+zl_prune_decide(const ZLTableOptions *opts, const ZLScanBounds *bounds, bool prune,
+				const ZLSubGroup *sg)
+{
+	return prune ? decide(opts, bounds, sg) : ZL_CHECK;
+}
+
 /*
  * Decide every sub-group of a scan and count the sub-groups kept; the
  * partitions and file groups kept are counted on request

@@ -76,6 +76,7 @@ typedef struct ZLScanDescData
 	bool		unregister_snapshot;
 
 	MemoryContext metadata_context;	/* the loaded list; reset on reload */
+	MemoryContext probe_context;	/* a key probe's finds; reset per probe */
 	bool		loaded;
 	bool		filtered;		/* only what some bounds can keep */
 	bool		totals_pending; /* filtered load: stats totals not counted */
@@ -105,11 +106,28 @@ typedef struct ZLScanDescData
 	 * (no directory).  While reading a probed sub-group the scan stands on
 	 * probe_index in its positions.
 	 */
+	bool		keep_loaded;	/* load every sub-group once, for all bounds */
+	bool		directories_loaded; /* key directories of the loaded list */
+	uint64		directories_generation; /* of the directory cache then */
 	bool		keyed;
 	uint32	   *key_hashes;
 	int			nkey_hashes;
 	int32	  **key_positions;
-	int		   *nkey_positions;
+	int		   *nkey_positions; /* -1: read whole (no directory); 0: skip */
+	bool	   *has_directory;
+	bool		key_index_mapped;	/* key_index looked up for this list */
+	ZLKeyIndex *key_index;		/* the storage's merged index (zl_keyindex.c) */
+	uint64		key_index_generation;
+	int		   *key_index_map;	/* its sub-group ordinals to list indexes, or -1 */
+	bool	   *in_key_index;	/* per list index; NULL: no index used */
+	bool		lists_valid;	/* solo and whole are of this list */
+	int		   *solo;			/* sub-groups probed through their own directory */
+	int			nsolo;
+	int		   *whole;			/* sub-groups without a directory */
+	int			nwhole;
+	int		   *keyed_order;	/* sub-groups a key probe reads, in list order */
+	int			nkeyed_order;
+	int			keyed_pos;		/* the current one's place in keyed_order */
 	bool		probing;		/* the current sub-group is read by positions */
 	int			probe_index;
 
@@ -119,6 +137,7 @@ typedef struct ZLScanDescData
 	ZLTableOptions opts;
 	uint8	   *decisions;		/* ZLPruneDecision per sub-group */
 	ZLPruneStats stats;
+	bool		stats_pending;	/* a key probe's: counted on request */
 	bool		groups_counted; /* stats of partitions and file groups */
 } ZLScanDescData;
 
@@ -165,7 +184,10 @@ scan_load_subgroups(ZLScanDesc scan, const ZLSubGroupFilter *filter)
 	scan->decisions = NULL;
 	scan->by_block = NULL;
 	scan->key_positions = NULL;
+	scan->keyed_order = NULL;
 	scan->probing = false;
+	scan->directories_loaded = false;
+	scan->lists_valid = false;
 	old = MemoryContextSwitchTo(scan->metadata_context);
 	/* a key probe reads the masks of the sub-groups holding its keys only */
 	scan->subgroups = zl_meta_cached_subgroups(scan->base.rs_rd, scan->metadata_snapshot,
@@ -211,6 +233,8 @@ zl_scan_begin(Relation rel, Snapshot snapshot, int nkeys, struct ScanKeyData *ke
 	scan->buffer = InvalidBuffer;
 	scan->metadata_context = AllocSetContextCreate(context, "zipper_lake scan metadata",
 												   ALLOCSET_DEFAULT_SIZES);
+	scan->probe_context = AllocSetContextCreate(context, "zipper_lake key probe",
+												ALLOCSET_DEFAULT_SIZES);
 	scan->io_concurrency = get_tablespace_io_concurrency(rel->rd_rel->reltablespace);
 
 	scan->metadata_snapshot = metadata_snapshot(snapshot);
@@ -274,7 +298,7 @@ zl_scan_set_bounds(TableScanDesc sscan, const ZLTableOptions *opts,
 	scan->bounded = true;
 	scan->bounds = *bounds;
 	scan->opts = *opts;
-	if (zipper_lake_enable_pruning)
+	if (zipper_lake_enable_pruning && !scan->keep_loaded)
 	{
 		ZLSubGroupFilter filter;
 
@@ -287,13 +311,26 @@ zl_scan_set_bounds(TableScanDesc sscan, const ZLTableOptions *opts,
 	old = MemoryContextSwitchTo(scan->metadata_context);
 	if (scan->decisions == NULL)
 		scan->decisions = palloc(Max(scan->nsubgroups, 1));
-	zl_prune(opts, bounds, zipper_lake_enable_pruning, scan->subgroups,
-			 scan->nsubgroups, scan->decisions, &scan->stats);
+	if (scan->keyed)
+		scan_probe_keys(scan);	/* decides only where the keys may be */
+	else
+		zl_prune(opts, bounds, zipper_lake_enable_pruning, scan->subgroups,
+				 scan->nsubgroups, scan->decisions, &scan->stats);
+	scan->stats_pending = scan->keyed;
 	scan->groups_counted = false;
 	MemoryContextSwitchTo(old);
-	if (scan->keyed)
-		scan_probe_keys(scan);
 	scan->strategy_chosen = false;
+}
+
+/*
+ * Keep the list of sub-groups across zl_scan_set_bounds calls: load all of
+ * them once instead of those each set of bounds can keep.  For a scan
+ * rescanned with new bounds or keys per outer row.
+ */
+void
+zl_scan_keep_subgroups(TableScanDesc sscan)
+{
+	((ZLScanDesc) sscan)->keep_loaded = true;
 }
 
 /*
@@ -305,6 +342,29 @@ zl_scan_stats(TableScanDesc sscan)
 {
 	ZLScanDesc	scan = (ZLScanDesc) sscan;
 
+	if (scan->stats_pending)
+	{
+		/* a key probe decided only where its keys may be: decide all now */
+		uint8	   *decisions = palloc(Max(scan->nsubgroups, 1));
+		ZLPruneStats key_stats = scan->stats;
+
+		zl_prune(&scan->opts, &scan->bounds, zipper_lake_enable_pruning, scan->subgroups,
+				 scan->nsubgroups, decisions, &scan->stats);
+		zl_prune_count_groups(scan->subgroups, scan->nsubgroups, decisions, &scan->stats);
+		scan->stats.rows_masked = key_stats.rows_masked;
+		scan->stats.subgroups_key_matched = key_stats.subgroups_key_matched;
+		for (int i = 0; i < scan->nsubgroups; i++)
+			if (decisions[i] != ZL_SKIP)
+			{
+				if (scan->has_directory[i])
+					scan->stats.subgroups_key_probed++;
+				else
+					scan->stats.subgroups_key_unindexed++;
+			}
+		pfree(decisions);
+		scan->stats_pending = false;
+		scan->groups_counted = true;
+	}
 	if (scan->bounded && scan->decisions != NULL && !scan->groups_counted)
 	{
 		zl_prune_count_groups(scan->subgroups, scan->nsubgroups, scan->decisions,
@@ -346,74 +406,257 @@ zl_scan_set_keys(TableScanDesc sscan, const uint32 *hashes, int nhashes)
 static void
 scan_load_probed_masks(ZLScanDesc scan)
 {
-	ZLSubGroup *probed = palloc(sizeof(ZLSubGroup) * Max(scan->nsubgroups, 1));
-	int		   *index = palloc(sizeof(int) * Max(scan->nsubgroups, 1));
+	ZLSubGroup *probed = palloc(sizeof(ZLSubGroup) * Max(scan->nkeyed_order, 1));
 	int			n = 0;
 
-	for (int i = 0; i < scan->nsubgroups; i++)
-		if (subgroup_has_rows(scan, i) && scan->subgroups[i].mask == NULL)
-		{
-			index[n] = i;
-			probed[n++] = scan->subgroups[i];
-		}
+	for (int k = 0; k < scan->nkeyed_order; k++)
+		if (scan->subgroups[scan->keyed_order[k]].mask == NULL)
+			probed[n++] = scan->subgroups[scan->keyed_order[k]];
 	zl_meta_cached_masks(scan->base.rs_rd, scan->metadata_snapshot, probed, n);
-	for (int k = 0; k < n; k++)
+	for (int k = 0, m = 0; k < scan->nkeyed_order; k++)
 	{
-		scan->subgroups[index[k]].mask = probed[k].mask;
-		scan->subgroups[index[k]].masked_rows = probed[k].masked_rows;
+		ZLSubGroup *sg = &scan->subgroups[scan->keyed_order[k]];
+
+		if (sg->mask == NULL && m < n && probed[m].subgroup_id == sg->subgroup_id)
+		{
+			sg->mask = probed[m].mask;
+			sg->masked_rows = probed[m].masked_rows;
+			m++;
+		}
 	}
 	pfree(probed);
-	pfree(index);
 }
 
+static int
+int_cmp(const void *a, const void *b)
+{
+	int			x = *(const int *) a;
+	int			y = *(const int *) b;
+
+	return x < y ? -1 : (x > y);
+}
+
+/* a row a key probe found: its sub-group (index into the list) and position */
+typedef struct ProbeHit
+{
+	int			index;
+	int32		position;
+} ProbeHit;
+
+static int
+probe_hit_cmp(const void *a, const void *b)
+{
+	const ProbeHit *x = a;
+	const ProbeHit *y = b;
+
+	if (x->index != y->index)
+		return x->index < y->index ? -1 : 1;
+	return x->position < y->position ? -1 : (x->position > y->position);
+}
+
+typedef struct ProbeHits
+{
+	ProbeHit   *hits;
+	int			n;
+	int			max;
+} ProbeHits;
+
+static void
+add_hit(ProbeHits *h, int index, int32 position)
+{
+	if (h->n == h->max)
+	{
+		h->max = Max(64, h->max * 2);
+		h->hits = h->hits ? repalloc(h->hits, sizeof(ProbeHit) * h->max) :
+			palloc(sizeof(ProbeHit) * h->max);
+	}
+	h->hits[h->n].index = index;
+	h->hits[h->n++].position = position;
+}
+
+/*
+ * Map the scan's sub-groups onto the storage's merged key index
+ * (zl_keyindex.c), building it when there is none or too many sub-groups
+ * are missing from it.  Sub-groups not in it are probed one by one.
+ */
+static void
+scan_map_key_index(ZLScanDesc scan, uint64 storage_id)
+{
+	const int64 *ids;
+	int			nids;
+	int			missing = 0;
+
+	scan->key_index = zl_key_index_get(storage_id, &scan->key_index_generation);
+	for (int attempt = 0; attempt < 2; attempt++)
+	{
+		if (scan->key_index == NULL || attempt == 1)
+			scan->key_index = zl_key_index_build(storage_id, scan->subgroups, scan->nsubgroups,
+												 &scan->key_index_generation);
+		if (scan->key_index == NULL)
+			return;				/* too big: every sub-group on its own */
+		nids = zl_key_index_subgroups(scan->key_index, &ids);
+		scan->key_index_map = palloc(sizeof(int) * Max(nids, 1));
+		scan->in_key_index = palloc0(sizeof(bool) * Max(scan->nsubgroups, 1));
+		missing = 0;
+		/* both lists ascend by sub-group id: merge them */
+		for (int o = 0, i = 0; o < nids || i < scan->nsubgroups;)
+		{
+			if (i < scan->nsubgroups &&
+				(o >= nids || scan->subgroups[i].subgroup_id < ids[o]))
+				missing += scan->has_directory[i++];
+			else if (i >= scan->nsubgroups || ids[o] < scan->subgroups[i].subgroup_id)
+				scan->key_index_map[o++] = -1;
+			else
+			{
+				scan->key_index_map[o++] = i;
+				scan->in_key_index[i++] = true;
+			}
+		}
+		if (missing <= Max(16, scan->nsubgroups / 8))
+			break;
+	}
+}
+
+/*
+ * The positions of the scan's keys in each sub-group (key_positions), and
+ * the sub-groups to read, in list order (keyed_order).  Hits come from the
+ * merged key index where the scan probes many times (a nested loop's inner
+ * side, many keys), else from each sub-group's filter and directory: a
+ * sub-group whose filter rules the keys out is skipped without a look at
+ * its directory.  Only sub-groups with hits (and those without a
+ * directory) are decided against the bounds; the statistics of what the
+ * bounds keep are counted on request (zl_scan_stats).
+ */
 static void
 scan_probe_keys(ZLScanDesc scan)
 {
 	uint64		storage_id = zl_storage_id(scan->base.rs_rd);
-	MemoryContext old = MemoryContextSwitchTo(scan->metadata_context);
+	int			n = scan->nsubgroups;
+	ProbeHits	hits = {NULL, 0, 0};
+	MemoryContext old;
 
-	scan->key_positions = palloc0(sizeof(int32 *) * Max(scan->nsubgroups, 1));
-	scan->nkey_positions = palloc0(sizeof(int) * Max(scan->nsubgroups, 1));
-	scan->stats.subgroups_key_probed = 0;
-	scan->stats.subgroups_key_matched = 0;
-	scan->stats.subgroups_key_unindexed = 0;
-	/* the directories first, asking for the filter blocks to look at ahead */
-	zl_meta_load_key_directories(storage_id, scan->metadata_snapshot, scan->subgroups,
-								 scan->nsubgroups, scan->decisions);
-	for (int i = 0; i < scan->nsubgroups; i++)
-		if (scan->decisions[i] != ZL_SKIP)
-			zl_key_filter_prefetch(scan->subgroups[i].key_filter, scan->key_hashes,
-								   scan->nkey_hashes);
-	for (int i = 0; i < scan->nsubgroups; i++)
+	/* what the list keeps (directories, the index's map) lives with it ... */
+	if (!scan->directories_loaded ||
+		scan->directories_generation != zl_key_directory_cache_generation())
 	{
-		ZLSubGroup *sg = &scan->subgroups[i];
-
-		if (scan->decisions[i] == ZL_SKIP)
-			continue;
-		if (sg->key_directory == NULL)
-		{
-			scan->nkey_positions[i] = -1;	/* read whole */
-			scan->stats.subgroups_key_unindexed++;
-			continue;
-		}
-		scan->stats.subgroups_key_probed++;
-		if (scan->nkey_hashes > 0 &&
-			zl_key_filter_may_hold(sg->key_filter, scan->key_hashes, scan->nkey_hashes))
-			scan->key_positions[i] = zl_key_directory_probe(sg->key_directory, scan->key_hashes,
-															scan->nkey_hashes,
-															&scan->nkey_positions[i]);
-		/* the cache may drop them at the next load: positions are all we keep */
-		sg->key_directory = NULL;
-		sg->key_filter = NULL;
-		if (scan->nkey_positions[i] == 0)
-			continue;
-		scan->stats.subgroups_key_matched++;
-		qsort(scan->key_positions[i], scan->nkey_positions[i], sizeof(int32),
-			  zl_position_cmp);
+		zl_meta_load_key_directories(storage_id, scan->metadata_snapshot, scan->subgroups,
+									 n, NULL);
+		scan->has_directory = palloc(sizeof(bool) * Max(n, 1));
+		for (int i = 0; i < n; i++)
+			scan->has_directory[i] = scan->subgroups[i].key_directory != NULL;
+		scan->directories_loaded = true;
+		scan->directories_generation = zl_key_directory_cache_generation();
+		scan->key_index_mapped = false;
+		scan->lists_valid = false;
 	}
+	if ((scan->keep_loaded || scan->nkey_hashes >= 16) &&
+		(!scan->key_index_mapped ||
+		 !zl_key_index_current(storage_id, scan->key_index_generation)))
+	{
+		scan_map_key_index(scan, storage_id);
+		scan->key_index_mapped = true;
+		scan->lists_valid = false;
+	}
+	if (!scan->key_index_mapped || scan->key_index == NULL)
+		scan->in_key_index = NULL;
+	if (!scan->lists_valid)
+	{
+		/* sub-groups probed one by one, and those read whole */
+		scan->solo = palloc(sizeof(int) * Max(n, 1));
+		scan->whole = palloc(sizeof(int) * Max(n, 1));
+		scan->nsolo = scan->nwhole = 0;
+		for (int i = 0; i < n; i++)
+			if (!scan->has_directory[i])
+				scan->whole[scan->nwhole++] = i;
+			else if (scan->in_key_index == NULL || !scan->in_key_index[i])
+				scan->solo[scan->nsolo++] = i;
+		scan->lists_valid = true;
+	}
+
+	/* ... what one probe finds, with the probe (once per outer row) */
+	MemoryContextReset(scan->probe_context);
+	old = MemoryContextSwitchTo(scan->probe_context);
+	scan->key_positions = palloc0(sizeof(int32 *) * Max(n, 1));
+	scan->nkey_positions = palloc0(sizeof(int) * Max(n, 1));
+	scan->keyed_order = palloc(sizeof(int) * Max(n, 1));
+	scan->nkeyed_order = 0;
+	scan->stats.subgroups_key_matched = 0;
+	memset(scan->decisions, ZL_SKIP, Max(n, 1));
+
+	/* hits from the merged index */
+	if (scan->in_key_index != NULL)
+		for (int h = 0; h < scan->nkey_hashes; h++)
+		{
+			int			cursor = -1;
+			int			ordinal;
+			int32		position;
+
+			while ((ordinal = zl_key_index_find(scan->key_index, scan->key_hashes[h], &cursor,
+												&position)) >= 0)
+				if (scan->key_index_map[ordinal] >= 0)
+					add_hit(&hits, scan->key_index_map[ordinal], position);
+		}
+
+	/* hits of the other sub-groups, through their filters and directories */
+	for (int k = 0; k < scan->nsolo; k++)
+		zl_key_filter_prefetch(scan->subgroups[scan->solo[k]].key_filter, scan->key_hashes,
+							   scan->nkey_hashes);
+	for (int k = 0; k < scan->nsolo; k++)
+	{
+		int			i = scan->solo[k];
+		ZLSubGroup *sg = &scan->subgroups[i];
+		int32	   *positions;
+		int			npositions;
+
+		if (scan->nkey_hashes == 0 ||
+			!zl_key_filter_may_hold(sg->key_filter, scan->key_hashes, scan->nkey_hashes))
+			continue;
+		positions = zl_key_directory_probe(sg->key_directory, scan->key_hashes,
+										   scan->nkey_hashes, &npositions);
+		for (int p = 0; p < npositions; p++)
+			add_hit(&hits, i, positions[p]);
+	}
+
+	/* group the hits by sub-group; keep those the bounds keep */
+	if (hits.n > 1)
+		qsort(hits.hits, hits.n, sizeof(ProbeHit), probe_hit_cmp);
+	for (int h = 0; h < hits.n;)
+	{
+		int			i = hits.hits[h].index;
+		int			end = h;
+
+		while (end < hits.n && hits.hits[end].index == i)
+			end++;
+		scan->decisions[i] = zl_prune_decide(&scan->opts, &scan->bounds,
+											 zipper_lake_enable_pruning, &scan->subgroups[i]);
+		if (scan->decisions[i] != ZL_SKIP)
+		{
+			scan->key_positions[i] = palloc(sizeof(int32) * (end - h));
+			for (int k = h; k < end; k++)
+				scan->key_positions[i][k - h] = hits.hits[k].position;
+			scan->nkey_positions[i] = end - h;
+			scan->stats.subgroups_key_matched++;
+			scan->keyed_order[scan->nkeyed_order++] = i;
+		}
+		h = end;
+	}
+
+	/* sub-groups without a directory: read whole where the bounds keep them */
+	for (int k = 0; k < scan->nwhole; k++)
+	{
+		int			i = scan->whole[k];
+
+		scan->decisions[i] = zl_prune_decide(&scan->opts, &scan->bounds,
+											 zipper_lake_enable_pruning, &scan->subgroups[i]);
+		scan->nkey_positions[i] = -1;
+		if (scan->decisions[i] != ZL_SKIP)
+			scan->keyed_order[scan->nkeyed_order++] = i;
+	}
+	if (scan->nwhole > 0)
+		qsort(scan->keyed_order, scan->nkeyed_order, sizeof(int), int_cmp);
+	MemoryContextSwitchTo(old);
 	if (scan->filtered)
 		scan_load_probed_masks(scan);
-	MemoryContextSwitchTo(old);
 }
 
 /* does a sub-group have anything for this scan? */
@@ -445,12 +688,19 @@ scan_choose_strategy(ZLScanDesc scan)
 {
 	uint64		blocks = 0;
 
-	if (scan->allow_strategy)
+	if (scan->allow_strategy && scan->keyed_order != NULL)
+		for (int k = 0; k < scan->nkeyed_order; k++)
+		{
+			int			i = scan->keyed_order[k];
+
+			blocks += scan->nkey_positions[i] >= 0 ?
+				Min(scan->nkey_positions[i], scan->subgroups[i].blocks) :
+				scan->subgroups[i].blocks;
+		}
+	else if (scan->allow_strategy)
 		for (int i = 0; i < scan->nsubgroups; i++)
 			if (subgroup_has_rows(scan, i))
-				blocks += scan->key_positions != NULL && scan->nkey_positions[i] >= 0 ?
-					Min(scan->nkey_positions[i], scan->subgroups[i].blocks) :
-					scan->subgroups[i].blocks;
+				blocks += scan->subgroups[i].blocks;
 
 	if (blocks > (uint64) (NBuffers / 4))
 	{
@@ -487,6 +737,21 @@ scan_next_subgroup(ZLScanDesc scan, bool forward)
 				(ZLParallelScanDescData *) scan->base.rs_parallel;
 
 			index = (int) pg_atomic_fetch_add_u32(&pscan->next_subgroup, 1);
+		}
+		else if (scan->keyed_order != NULL)
+		{
+			/* a key probe walks just the sub-groups it reads */
+			int			pos = scan->current_index < 0 ?
+				(forward ? 0 : scan->nkeyed_order - 1) :
+				scan->keyed_pos + (forward ? 1 : -1);
+
+			if (pos < 0 || pos >= scan->nkeyed_order)
+				index = -1;
+			else
+			{
+				index = scan->keyed_order[pos];
+				scan->keyed_pos = pos;
+			}
 		}
 		else if (scan->current_index < 0)
 			index = forward ? 0 : scan->nsubgroups - 1;

@@ -1,0 +1,228 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_keyindex.c
+ *	  One merged key index per storage, for scans that probe many times.
+ *
+ * A probe through the sub-groups' own key directories looks at one filter
+ * block per sub-group (zl_keys.c): fine for one lookup, but the inner side
+ * of a nested loop probes once per outer row, and a table with hundreds
+ * of sub-groups then spends its time in those filters.  So such scans
+ * merge the directories of all sub-groups into one index per storage,
+ * kept per backend: every (key hash, sub-group, position) of the
+ * directories, bucketed by the hash's top 16 bits, so that a probe reads a
+ * bucket of a few dozen hashes whatever the number of sub-groups.
+ *
+ * The index covers the sub-groups it was built from; directories are
+ * immutable, so it stays right for them.  A scan maps its own list of
+ * sub-groups onto the index's: sub-groups gone since (compacted, or not
+ * visible to the scan's snapshot) are ignored, and sub-groups written
+ * since are probed through their own directories, until there are enough
+ * of them to build the index again.  An index uses 12 bytes a row; a
+ * storage whose index would need more than ZL_KEY_INDEX_BYTES is not
+ * indexed, and building one drops the others when the total would exceed
+ * it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "zipper_lake.h"
+
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#define ZL_KEY_INDEX_BYTES		((Size) 256 * 1024 * 1024)
+#define BUCKET_BITS				16
+#define NBUCKETS				(1 << BUCKET_BITS)
+
+struct ZLKeyIndex
+{
+	int			nsubgroups;
+	int64	   *subgroup_ids;	/* of the sub-groups indexed, ascending */
+	uint32	   *bucket_start;	/* NBUCKETS + 1 offsets into the entries */
+	uint32	   *hashes;
+	int32	   *ordinals;		/* into subgroup_ids */
+	int32	   *positions;
+};
+
+typedef struct IndexEntry
+{
+	uint64		storage_id;		/* hash key */
+	uint64		generation;		/* changes with every build */
+	MemoryContext context;
+	ZLKeyIndex *index;
+	Size		bytes;
+} IndexEntry;
+
+static HTAB *indexes = NULL;
+static uint64 next_generation = 1;
+
+static IndexEntry *
+find_entry(uint64 storage_id)
+{
+	if (indexes == NULL)
+		return NULL;
+	return hash_search(indexes, &storage_id, HASH_FIND, NULL);
+}
+
+/* the storage's index and its generation, if there is one */
+ZLKeyIndex *
+zl_key_index_get(uint64 storage_id, uint64 *generation)
+{
+	IndexEntry *entry = find_entry(storage_id);
+
+	if (entry == NULL)
+		return NULL;
+	*generation = entry->generation;
+	return entry->index;
+}
+
+/* is an index handed out with this generation still the storage's? */
+bool
+zl_key_index_current(uint64 storage_id, uint64 generation)
+{
+	IndexEntry *entry = find_entry(storage_id);
+
+	return entry != NULL && entry->generation == generation;
+}
+
+static void
+drop_entry(IndexEntry *entry)
+{
+	MemoryContextDelete(entry->context);
+	(void) hash_search(indexes, &entry->storage_id, HASH_REMOVE, NULL);
+}
+
+/*
+ * Build the storage's index from sub-groups (sorted by id) whose key
+ * directories are loaded; those without one are left out.  NULL when it
+ * would be too big.
+ */
+ZLKeyIndex *
+zl_key_index_build(uint64 storage_id, const ZLSubGroup *sgs, int n, uint64 *generation)
+{
+	IndexEntry *entry;
+	ZLKeyIndex *index;
+	MemoryContext context;
+	MemoryContext old;
+	uint64		nentries = 0;
+	Size		bytes;
+	uint32	   *fill;
+
+	for (int i = 0; i < n; i++)
+		if (sgs[i].key_directory != NULL)
+			nentries += ZL_KEY_DIRECTORY_SIZE(sgs[i].key_directory);
+	bytes = nentries * (sizeof(uint32) + 2 * sizeof(int32)) +
+		(NBUCKETS + 1) * sizeof(uint32) + n * sizeof(int64);
+	if (bytes > ZL_KEY_INDEX_BYTES || nentries > PG_UINT32_MAX)
+		return NULL;
+
+	if (indexes == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(uint64);
+		ctl.entrysize = sizeof(IndexEntry);
+		ctl.hcxt = TopMemoryContext;
+		indexes = hash_create("zipper_lake key indexes", 16, &ctl,
+							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	/* room: the storage's old index goes, and others if need be */
+	if ((entry = find_entry(storage_id)) != NULL)
+		drop_entry(entry);
+	{
+		HASH_SEQ_STATUS status;
+		Size		total = bytes;
+
+		hash_seq_init(&status, indexes);
+		while ((entry = hash_seq_search(&status)) != NULL)
+		{
+			if (total + entry->bytes > ZL_KEY_INDEX_BYTES)
+				drop_entry(entry);
+			else
+				total += entry->bytes;
+		}
+	}
+
+	context = AllocSetContextCreate(TopMemoryContext, "zipper_lake key index",
+									ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(context);
+	index = palloc0(sizeof(ZLKeyIndex));
+	index->subgroup_ids = palloc(sizeof(int64) * Max(n, 1));
+	index->bucket_start = palloc0(sizeof(uint32) * (NBUCKETS + 1));
+	index->hashes = MemoryContextAllocHuge(context, sizeof(uint32) * Max(nentries, 1));
+	index->ordinals = MemoryContextAllocHuge(context, sizeof(int32) * Max(nentries, 1));
+	index->positions = MemoryContextAllocHuge(context, sizeof(int32) * Max(nentries, 1));
+
+	/* a counting sort by bucket: count, sum up, scatter */
+	for (int i = 0; i < n; i++)
+	{
+		const bytea *dir = sgs[i].key_directory;
+
+		if (dir == NULL)
+			continue;
+		for (int e = 0; e < ZL_KEY_DIRECTORY_SIZE(dir); e++)
+			index->bucket_start[(ZL_KEY_DIRECTORY_ENTRIES(dir)[e].hash >> (32 - BUCKET_BITS)) + 1]++;
+	}
+	for (int b = 0; b < NBUCKETS; b++)
+		index->bucket_start[b + 1] += index->bucket_start[b];
+	fill = palloc(sizeof(uint32) * NBUCKETS);
+	memcpy(fill, index->bucket_start, sizeof(uint32) * NBUCKETS);
+	for (int i = 0; i < n; i++)
+	{
+		const bytea *dir = sgs[i].key_directory;
+		int			ordinal;
+
+		if (dir == NULL)
+			continue;
+		ordinal = index->nsubgroups++;
+		index->subgroup_ids[ordinal] = sgs[i].subgroup_id;
+		for (int e = 0; e < ZL_KEY_DIRECTORY_SIZE(dir); e++)
+		{
+			const ZLKeyDirEntry *de = &ZL_KEY_DIRECTORY_ENTRIES(dir)[e];
+			uint32		at = fill[de->hash >> (32 - BUCKET_BITS)]++;
+
+			index->hashes[at] = de->hash;
+			index->ordinals[at] = ordinal;
+			index->positions[at] = de->position;
+		}
+	}
+	pfree(fill);
+	MemoryContextSwitchTo(old);
+
+	entry = hash_search(indexes, &storage_id, HASH_ENTER, NULL);
+	entry->context = context;
+	entry->index = index;
+	entry->bytes = bytes;
+	entry->generation = next_generation++;
+	*generation = entry->generation;
+	return index;
+}
+
+/* the ids of the sub-groups an index covers, ascending; their number */
+int
+zl_key_index_subgroups(const ZLKeyIndex *index, const int64 **subgroup_ids)
+{
+	*subgroup_ids = index->subgroup_ids;
+	return index->nsubgroups;
+}
+
+/*
+ * The next row of a key hash: its sub-group's ordinal (into
+ * zl_key_index_subgroups) and *position, or -1 when there is none left.
+ * *cursor starts at -1.
+ */
+int
+zl_key_index_find(const ZLKeyIndex *index, uint32 hash, int *cursor, int32 *position)
+{
+	uint32		bucket = hash >> (32 - BUCKET_BITS);
+	uint32		e = *cursor < 0 ? index->bucket_start[bucket] : (uint32) *cursor + 1;
+
+	for (; e < index->bucket_start[bucket + 1]; e++)
+		if (index->hashes[e] == hash)
+		{
+			*cursor = (int) e;
+			*position = index->positions[e];
+			return index->ordinals[e];
+		}
+	*cursor = (int) e;
+	return -1;
+}
