@@ -1174,8 +1174,12 @@ find_stored_versions(ApplyContext *ac)
 	CollectArg	arg = {ac, true, palloc0(sizeof(Datum) * ac->tupdesc->natts)};
 	int64		history_from = PG_INT64_MAX;
 
-	ac->current = zl_meta_cached_subgroups(ac->rel, ac->snapshot, NULL, ZL_CURRENT_PARTITION,
-										   true, &ac->ncurrent);
+	/*
+	 * Read directly, not through the backend's cache: every batch changes
+	 * the table, so a cache would read all of its metadata again each time.
+	 */
+	ac->current = zl_meta_load_subgroups(storage_id, ac->snapshot, ZL_CURRENT_PARTITION,
+										 &ac->ncurrent);
 	for (int i = 0; i < ac->ncurrent; i++)
 		if (!ac->current[i].placed)
 			ereport(ERROR,
@@ -1197,8 +1201,8 @@ find_stored_versions(ApplyContext *ac)
 
 	/* history: only partitions that can hold a valid_to >= history_from */
 	ac->history_partition = zl_partition_of(&ac->opts, history_from);
-	ac->history = zl_meta_cached_subgroups(ac->rel, ac->snapshot, NULL,
-										   ac->history_partition, true, &ac->nhistory);
+	ac->history = zl_meta_load_subgroups(storage_id, ac->snapshot, ac->history_partition,
+										 &ac->nhistory);
 	arg.current = false;
 	if (ac->table_deletes_late)
 		for (int i = 0; i < ac->nhistory; i++)

@@ -1,22 +1,23 @@
 /*-------------------------------------------------------------------------
  *
  * zl_keys.c
- *	  Key hashing, value equality and the key directory of current-partition
- *	  sub-groups.
+ *	  Key hashing, value equality and the key directories of sub-groups.
  *
- * apply_changes must find the open version of every key of a batch, and
- * a load (INSERT, COPY) the stored versions of the keys it loads.
- * Scanning the whole current partition for them costs as much as the
- * partition is big, batch after batch.  So every sub-group written to the
- * current partition also stores, in its metadata row, a key directory: the
- * (key hash, row position) pairs of its rows sorted by hash — 8 bytes a
- * row, immutable like the sub-group.  apply_changes reads the directories,
- * keeps the positions whose hash is one of the batch's, and fetches just
- * those rows (zl_scan.c), comparing the real key to weed out collisions.
+ * apply_changes must find the stored versions of every key of a batch, a
+ * load (INSERT, COPY) those of the keys it loads, and a key lookup (README
+ * "Key access") the rows of a few keys.  Scanning sub-groups for them
+ * costs as much as the table is big.  So every placed sub-group also
+ * stores, in its metadata row, a key directory: the (key hash, row
+ * position) pairs of its rows sorted by hash — 8 bytes a row, immutable
+ * like the sub-group.  Readers keep the positions whose hash is one of
+ * theirs and fetch just those rows (zl_scan.c), comparing the real key to
+ * weed out collisions.
  *
  * Hashes use the key columns' default hash functions and collations,
  * combined in key order, so writer and reader agree.  Directories are
- * immutable, so each backend caches the ones it has read.
+ * immutable, so each backend caches the ones it has read, each behind a
+ * Bloom filter that lets a lookup pass over most sub-groups without
+ * touching their directories.
  *
  *-------------------------------------------------------------------------
  */

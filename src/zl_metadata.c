@@ -16,16 +16,21 @@
  *
  * Access
  * ------
- * All access goes through SPI with prepared, kept plans.  Each call runs
+ * Hot reads — the sub-groups, masks and key directories scans and batches
+ * start with — scan the catalog's indexes directly (zl_metaread.c) and are
+ * cached per backend (zl_metacache.c).  Everything else goes through SPI
+ * with prepared, kept plans.  Each such call runs
  * as the owner of the metadata tables (ordinary users may read only the
  * registrations, and write nothing: the table access method and the SQL
  * functions check the caller's rights on the zipper table instead) and
  * with search_path pinned to pg_catalog, so neither the caller's identity
  * nor a hostile search_path can reach into these statements.
  *
- * Current-partition sub-group rows also carry the key directory of
- * zl_keys.c; compaction deletes a sub-group's row and its masks, which is
- * as MVCC-safe as inserting them.
+ * Sub-group rows also carry the key directory of zl_keys.c; compaction
+ * deletes a sub-group's row and its masks, which is as MVCC-safe as
+ * inserting them.  Every write of sub-group or mask rows is counted on the
+ * table's metapage (zl_storage.c) before the transaction commits, which
+ * keeps readers' cached lists honest (zl_metacache.c).
  *
  * Metadata rows use int64 instants (zl_time.c) stored in timestamptz
  * columns, whatever the type of the table's period columns.

@@ -4,7 +4,7 @@
  *	  Scanning a zipper table: the scan core shared by every reader.
  *
  * A scan loads, with its own snapshot, the list of visible sub-groups and
- * their masks (zl_metadata.c), then walks each sub-group's block range in
+ * their masks (zl_metacache.c), then walks each sub-group's block range in
  * order, skipping masked rows.  The list is loaded when first needed: a
  * scan given bounds loads only the sub-groups the bounds can keep
  * (zl_bounds_filter), so that the fixed cost of a selective read does not
@@ -30,6 +30,17 @@
  * Kept sub-groups lie anywhere in the file, so the kernel's read-ahead of
  * sequential reads stops at the end of each; a forward scan prefetches the
  * heads of the next ones itself (scan_prefetch_next_heads).
+ *
+ * Key probes
+ * ----------
+ * A scan given key hashes (zl_scan_set_keys, README "Key access") reads,
+ * in each sub-group, only the positions its key directory names for them:
+ * a walk over those positions instead of the blocks.  Sub-groups whose
+ * filter or directory holds none of the keys are skipped before their
+ * bounds are even decided; a scan that probes many times uses the merged
+ * key index of zl_keyindex.c.  The inner side of a nested loop keeps its
+ * list of sub-groups across rescans (zl_scan_keep_subgroups) and only
+ * probes again.
  *
  * Parallel scans share out whole sub-groups through an atomic counter in
  * shared memory; every participant loads the same list and takes the same
