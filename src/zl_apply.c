@@ -966,6 +966,8 @@ typedef struct CollectArg
 	ApplyContext *ac;
 	bool		current;
 	Datum	   *probe;			/* row-shaped array: key slots filled per row */
+	Datum	   *scratch;		/* a stored row's values, for a look only */
+	bool	   *scratch_null;
 } CollectArg;
 
 
@@ -1074,6 +1076,39 @@ key_needs_history(const KeyState *ks)
 		(!ks->has_current || ks->min_time <= ks->versions[0].from);
 }
 
+/*
+ * Is a stored open row one the key's only change leaves as it is, with
+ * nothing to remember?  The end-of-day case: an image row of an
+ * apply_snapshot with deletes, later than every change the table holds,
+ * equal to the key's open version.  The fold would count it unchanged,
+ * keep the version and remember nothing of the key (the snapshot's
+ * instant is the table's, README "The change record"); so it is counted
+ * here, and neither the row is copied nor the key folded.  Anything else
+ * (partial or seq'd changes, untracked columns, late snapshots, and
+ * REPEATABLE READ, whose check of concurrent changes needs every key)
+ * folds.
+ */
+static bool
+snapshot_leaves_row(CollectArg *ca, KeyState *ks, HeapTuple tuple)
+{
+	ApplyContext *ac = ca->ac;
+	Change	   *c = ks->changes[0];
+
+	if (!ca->current || !ac->delete_missing || ac->ntable_deletes != 1 ||
+		ks->nchanges != 1 || c->op != OP_UPSERT || c->has_seq || c->missing_key ||
+		c->given != NULL || c->time != ac->delete_time ||
+		c->time <= ac->newest_change || ac->opts.some_untracked ||
+		IsolationUsesXactSnapshot())	/* every open key is checked there */
+		return false;
+	heap_deform_tuple(tuple, ac->tupdesc, ca->scratch, ca->scratch_null);
+	if (zl_datum_to_instant(ca->scratch[ac->opts.to_attnum - 1], ac->opts.period_type) !=
+		ac->opts.open_end ||
+		zl_datum_to_instant(ca->scratch[ac->opts.from_attnum - 1], ac->opts.period_type) >=
+		c->time)
+		return false;
+	return values_equal(ac, c->values, c->isnull, ca->scratch, ca->scratch_null);
+}
+
 /* a stored row: keep it as a version of its key if that key needs it */
 static void
 collect_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
@@ -1096,6 +1131,13 @@ collect_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 		return;
 	if (!ca->current && !key_needs_history(ks))
 		return;
+	if (snapshot_leaves_row(ca, ks, tuple))
+	{
+		ks->nchanges = 0;		/* nothing to fold */
+		ac->counts.unchanged++;
+		ac->batch_newest = Max(ac->batch_newest, ac->delete_time);
+		return;
+	}
 
 	values = palloc(sizeof(Datum) * natts);
 	nulls = palloc(sizeof(bool) * natts);
@@ -1171,7 +1213,8 @@ static void
 find_stored_versions(ApplyContext *ac)
 {
 	uint64		storage_id = zl_storage_id(ac->rel);
-	CollectArg	arg = {ac, true, palloc0(sizeof(Datum) * ac->tupdesc->natts)};
+	CollectArg	arg = {ac, true, palloc0(sizeof(Datum) * ac->tupdesc->natts),
+		palloc(sizeof(Datum) * ac->tupdesc->natts), palloc(sizeof(bool) * ac->tupdesc->natts)};
 	int64		history_from = PG_INT64_MAX;
 
 	/*
