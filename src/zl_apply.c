@@ -133,6 +133,13 @@ typedef struct StoredVersion
 
 typedef ZLFoldVersion Version;
 
+/* a slot of the batch's key table: the key's hash, so that probes pass over others */
+typedef struct KeyBucket
+{
+	uint32		hash;
+	int32		key;			/* index into keys, -1 = empty */
+} KeyBucket;
+
 typedef struct KeyState
 {
 	uint32		hash;
@@ -196,7 +203,7 @@ typedef struct ApplyContext
 	KeyState  **keys;
 	int			nkeys;
 	int			maxkeys;
-	int		   *buckets;		/* index into keys, -1 = empty */
+	KeyBucket  *buckets;		/* open addressing over keys */
 	int			nbuckets;
 
 	/* sub-groups read: the current partition's, then history's */
@@ -326,11 +333,13 @@ static void
 key_table_insert_bucket(ApplyContext *ac, int keyindex)
 {
 	int			mask = ac->nbuckets - 1;
-	int			b = ac->keys[keyindex]->hash & mask;
+	uint32		hash = ac->keys[keyindex]->hash;
+	int			b = hash & mask;
 
-	while (ac->buckets[b] >= 0)
+	while (ac->buckets[b].key >= 0)
 		b = (b + 1) & mask;
-	ac->buckets[b] = keyindex;
+	ac->buckets[b].hash = hash;
+	ac->buckets[b].key = keyindex;
 }
 
 /* find the key of a row; with create, add it when missing */
@@ -341,10 +350,12 @@ key_lookup(ApplyContext *ac, Datum *values, bool *isnull, bool create)
 	int			mask = ac->nbuckets - 1;
 	KeyState   *ks;
 
-	for (int b = hash & mask; ac->buckets[b] >= 0; b = (b + 1) & mask)
+	for (int b = hash & mask; ac->buckets[b].key >= 0; b = (b + 1) & mask)
 	{
-		ks = ac->keys[ac->buckets[b]];
-		if (ks->hash == hash && zl_keys_equal(ac->hasher, ks->values, values))
+		if (ac->buckets[b].hash != hash)
+			continue;
+		ks = ac->keys[ac->buckets[b].key];
+		if (zl_keys_equal(ac->hasher, ks->values, values))
 			return ks;
 	}
 	if (!create)
@@ -355,8 +366,8 @@ key_lookup(ApplyContext *ac, Datum *values, bool *isnull, bool create)
 	{
 		ac->nbuckets *= 2;
 		pfree(ac->buckets);
-		ac->buckets = palloc_extended(sizeof(int) * ac->nbuckets, MCXT_ALLOC_HUGE);
-		memset(ac->buckets, -1, sizeof(int) * ac->nbuckets);
+		ac->buckets = palloc_extended(sizeof(KeyBucket) * ac->nbuckets, MCXT_ALLOC_HUGE);
+		memset(ac->buckets, -1, sizeof(KeyBucket) * ac->nbuckets);
 		for (int k = 0; k < ac->nkeys; k++)
 			key_table_insert_bucket(ac, k);
 	}
@@ -1179,11 +1190,18 @@ read_batch_key_rows(ApplyContext *ac, const ZLSubGroup *sg, ZLRowCallback callba
 static void
 set_chunk_hashes(ApplyContext *ac)
 {
+	bool		sorted = true;
+
 	ac->hashes = palloc(sizeof(uint32) * Max(ac->nkeys, 1));
 	ac->nhashes = 0;
+
 	for (int k = 0; k < ac->nkeys; k++)
+	{
 		ac->hashes[k] = ac->keys[k]->hash;
-	qsort(ac->hashes, ac->nkeys, sizeof(uint32), zl_key_hash_cmp);
+		sorted &= k == 0 || ac->hashes[k - 1] <= ac->hashes[k];
+	}
+	if (!sorted)				/* keys of a sorted batch come in hash order */
+		qsort(ac->hashes, ac->nkeys, sizeof(uint32), zl_key_hash_cmp);
 	for (int k = 0; k < ac->nkeys; k++)
 		if (ac->nhashes == 0 || ac->hashes[ac->nhashes - 1] != ac->hashes[k])
 			ac->hashes[ac->nhashes++] = ac->hashes[k];
@@ -1640,6 +1658,34 @@ key_hash_order(const void *a, const void *b)
 	return ka->hash < kb->hash ? -1 : (ka->hash > kb->hash);
 }
 
+/*
+ * Sort the chunk's keys by hash.  Those of the batch came in hash order
+ * (the batch is sorted so); keys found only among stored rows (deletes of
+ * keys an image lacks) follow in storage order: sort just those and merge.
+ */
+static void
+sort_keys_by_hash(ApplyContext *ac)
+{
+	int			sorted = 1;
+	KeyState  **merged;
+	int			a,
+				b,
+				n = 0;
+
+	while (sorted < ac->nkeys && ac->keys[sorted - 1]->hash <= ac->keys[sorted]->hash)
+		sorted++;
+	if (sorted >= ac->nkeys)
+		return;
+	qsort(ac->keys + sorted, ac->nkeys - sorted, sizeof(KeyState *), key_hash_order);
+	merged = palloc(sizeof(KeyState *) * ac->nkeys);
+	for (a = 0, b = sorted; a < sorted || b < ac->nkeys;)
+		merged[n++] = (b >= ac->nkeys ||
+					   (a < sorted && ac->keys[a]->hash <= ac->keys[b]->hash)) ?
+			ac->keys[a++] : ac->keys[b++];
+	memcpy(ac->keys, merged, sizeof(KeyState *) * ac->nkeys);
+	pfree(merged);
+}
+
 /* ---------- folding the changes in ---------- */
 
 /*
@@ -1902,7 +1948,7 @@ apply_batch(ApplyContext *ac)
 
 	/* keys in hash order: the record's entries are written in that order */
 	state = zl_write_state_get(ac->rel);
-	qsort(ac->keys, ac->nkeys, sizeof(KeyState *), key_hash_order);
+	sort_keys_by_hash(ac);
 	for (int k = 0; k < ac->nkeys; k++)
 	{
 		KeyState   *ks = ac->keys[k];
@@ -1986,8 +2032,8 @@ chunk_begin(ApplyContext *ac)
 	ac->keys = NULL;
 	ac->nkeys = ac->maxkeys = 0;
 	ac->nbuckets = 1024;
-	ac->buckets = palloc(sizeof(int) * ac->nbuckets);
-	memset(ac->buckets, -1, sizeof(int) * ac->nbuckets);
+	ac->buckets = palloc(sizeof(KeyBucket) * ac->nbuckets);
+	memset(ac->buckets, -1, sizeof(KeyBucket) * ac->nbuckets);
 	ac->current = ac->history = NULL;
 	ac->ncurrent = ac->nhistory = 0;
 	ac->hashes = NULL;
