@@ -34,6 +34,9 @@
  * OR of all of them (most snapshots see them all): a reader gets a copy of
  * that, or ORs just the rows it sees.
  *
+ * An entry is also read again after ZL_METACACHE_MAX_XID_AGE transactions,
+ * so that the transaction ids it holds always compare right.
+ *
  * Memory
  * ------
  * Entries live in their own memory contexts; when the cache outgrows
@@ -57,6 +60,13 @@
 #include "utils/snapmgr.h"
 
 #define ZL_METACACHE_BYTES		((Size) 64 * 1024 * 1024)
+
+/*
+ * Transaction ids compare within 2^31 of each other: an entry is read
+ * again long before the ids it holds could wrap around (a table nobody
+ * changed for a billion transactions, in a backend that lived as long).
+ */
+#define ZL_METACACHE_MAX_XID_AGE	(UINT64CONST(1) << 30)
 
 typedef enum XidState
 {
@@ -97,6 +107,7 @@ typedef struct StorageEntry
 {
 	uint64		storage_id;		/* hash key */
 	uint64		changes;		/* the counter read before the rows */
+	FullTransactionId built;	/* the next transaction id then */
 	MemoryContext context;
 	CachedSubGroup *sgs;		/* by subgroup_id */
 	int			nsgs;
@@ -342,13 +353,16 @@ current_entry(Relation rel)
 							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
 	entry = hash_search(cache, &storage_id, HASH_FIND, NULL);
-	if (entry != NULL && entry->changes == changes)
+	if (entry != NULL && entry->changes == changes &&
+		U64FromFullTransactionId(ReadNextFullTransactionId()) -
+		U64FromFullTransactionId(entry->built) < ZL_METACACHE_MAX_XID_AGE)
 		return entry;
 	if (entry != NULL)
 		drop_entry(entry);
 
 	entry = hash_search(cache, &storage_id, HASH_ENTER, &found);
 	entry->changes = changes;
+	entry->built = ReadNextFullTransactionId();
 	entry->sgs = NULL;
 	entry->nsgs = 0;
 	entry->context = AllocSetContextCreate(cache_context, "zipper_lake storage metadata",
