@@ -146,6 +146,16 @@ SELECT ka_compare(q) FROM (VALUES
   ('SELECT * FROM ka2 WHERE region = ''north'' COLLATE "C" AND num = 6'),
   ('SELECT * FROM ka2 WHERE region = ''north'''),
   ('SELECT * FROM ka2 WHERE region = ''north''::varchar AND num = 6::int2')) t(q);
+-- a rescan whose keys are too many to probe (1025 x 1025 combinations)
+-- reads every sub-group, not the previous outer row's keys
+SELECT ka_compare('SELECT o.n, (SELECT count(*) FROM ka2 WHERE region = ANY (o.regions) AND num = ANY (o.nums))
+  FROM (VALUES (1, ARRAY[''north''], ARRAY[6::int8]),
+               (2, ARRAY(SELECT ''r'' || g FROM generate_series(1, 1023) g) || ARRAY[''north'', ''east''],
+                   ARRAY(SELECT g::int8 FROM generate_series(1, 1025) g))) o(n, regions, nums)');
+SELECT o.n, (SELECT count(*) FROM ka2 WHERE region = ANY (o.regions) AND num = ANY (o.nums))
+  FROM (VALUES (1, ARRAY['north'], ARRAY[6::int8]),
+               (2, ARRAY(SELECT 'r' || g FROM generate_series(1, 1023) g) || ARRAY['north', 'east'],
+                   ARRAY(SELECT g::int8 FROM generate_series(1, 1025) g))) o(n, regions, nums) ORDER BY 1;
 EXPLAIN (COSTS OFF) SELECT * FROM ka2 WHERE region IN ('north', 'east') AND num = ANY ('{1,6,99}'::int4[]);
 -- half a key is not probed
 EXPLAIN (COSTS OFF) SELECT * FROM ka2 WHERE region = 'north';

@@ -1929,6 +1929,7 @@ apply_batch(ApplyContext *ac)
 	 */
 	if (!ac->later_chunk)
 		zl_write_flush_relation(RelationGetRelid(ac->rel));
+	zl_key_directory_cache_trim();	/* the chunk's directories stay till its end */
 	(void) zl_write_lock_table(storage_id, false);
 	CommandCounterIncrement();
 	ac->snapshot = RegisterSnapshot(GetLatestSnapshot());

@@ -640,9 +640,8 @@ start_scan(ZipperScanState *state)
 		int			nhashes;
 		uint32	   *hashes = zl_keyprobe_hashes(state->key_probe, econtext, &nhashes);
 
-		/* too many keys to probe: the filter finds them */
-		if (hashes != NULL)
-			zl_scan_set_keys(state->scan, hashes, nhashes);
+		/* too many keys to probe (NULL): the filter finds them */
+		zl_scan_set_keys(state->scan, hashes, nhashes);
 		MemoryContextSwitchTo(old);
 		ResetExprContext(econtext);
 	}

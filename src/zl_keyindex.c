@@ -43,9 +43,16 @@ struct ZLKeyIndex
 	int32	   *positions;
 };
 
+/* storage and sub-group ids start over with a new catalog: key by both */
+typedef struct IndexKey
+{
+	uint64		catalog;		/* an Oid: no padding in a hashed key */
+	uint64		storage_id;
+} IndexKey;
+
 typedef struct IndexEntry
 {
-	uint64		storage_id;		/* hash key */
+	IndexKey	key;			/* hash key */
 	uint64		generation;		/* changes with every build */
 	MemoryContext context;
 	ZLKeyIndex *index;
@@ -55,12 +62,25 @@ typedef struct IndexEntry
 static HTAB *indexes = NULL;
 static uint64 next_generation = 1;
 
+static IndexKey
+index_key(uint64 storage_id)
+{
+	IndexKey	key;
+
+	memset(&key, 0, sizeof(key));
+	key.catalog = zl_meta_catalog()->subgroup;
+	key.storage_id = storage_id;
+	return key;
+}
+
 static IndexEntry *
 find_entry(uint64 storage_id)
 {
+	IndexKey	key = index_key(storage_id);
+
 	if (indexes == NULL)
 		return NULL;
-	return hash_search(indexes, &storage_id, HASH_FIND, NULL);
+	return hash_search(indexes, &key, HASH_FIND, NULL);
 }
 
 /* the storage's index and its generation, if there is one */
@@ -88,7 +108,7 @@ static void
 drop_entry(IndexEntry *entry)
 {
 	MemoryContextDelete(entry->context);
-	(void) hash_search(indexes, &entry->storage_id, HASH_REMOVE, NULL);
+	(void) hash_search(indexes, &entry->key, HASH_REMOVE, NULL);
 }
 
 /*
@@ -119,7 +139,7 @@ zl_key_index_build(uint64 storage_id, const ZLSubGroup *sgs, int n, uint64 *gene
 	{
 		HASHCTL		ctl;
 
-		ctl.keysize = sizeof(uint64);
+		ctl.keysize = sizeof(IndexKey);
 		ctl.entrysize = sizeof(IndexEntry);
 		ctl.hcxt = TopMemoryContext;
 		indexes = hash_create("zipper_lake key indexes", 16, &ctl,
@@ -188,7 +208,11 @@ zl_key_index_build(uint64 storage_id, const ZLSubGroup *sgs, int n, uint64 *gene
 	pfree(fill);
 	MemoryContextSwitchTo(old);
 
-	entry = hash_search(indexes, &storage_id, HASH_ENTER, NULL);
+	{
+		IndexKey	key = index_key(storage_id);
+
+		entry = hash_search(indexes, &key, HASH_ENTER, NULL);
+	}
 	entry->context = context;
 	entry->index = index;
 	entry->bytes = bytes;

@@ -313,8 +313,10 @@ zl_key_filter_may_hold(const ZLKeyFilter *f, const uint32 *hashes, int nhashes)
  * Directories never change, so each backend keeps those it has read, keyed
  * by the metadata catalog's OID (new with every CREATE EXTENSION, which
  * restarts the id sequence) and the sub-group id (never reused within
- * one).  Pointers handed out stay valid until the next load trims the
- * cache; a load never trims while its own pointers are in use.
+ * one).  Pointers handed out stay valid until the cache is trimmed, which
+ * its users do where they hold none (apply before each chunk, a load
+ * before its check, a scan before it loads directories); a scan that keeps
+ * them across probes compares zl_key_directory_cache_generation() first.
  */
 #define KEY_DIRECTORY_CACHE_BYTES	((Size) 256 * 1024 * 1024)
 
@@ -342,14 +344,11 @@ zl_key_directory_cache_generation(void)
 	return dir_cache_generation;
 }
 
-void
-zl_key_directory_cache_trim(void)
+static void
+dir_cache_create(void)
 {
 	HASHCTL		ctl;
 
-	if (dir_cache != NULL &&
-		MemoryContextMemAllocated(dir_cache_context, true) < KEY_DIRECTORY_CACHE_BYTES)
-		return;
 	if (dir_cache_context == NULL)
 		dir_cache_context = AllocSetContextCreate(TopMemoryContext,
 												  "zipper_lake key directories",
@@ -364,12 +363,23 @@ zl_key_directory_cache_trim(void)
 							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 }
 
+/* empty the cache if it outgrew its bound: every pointer handed out goes */
+void
+zl_key_directory_cache_trim(void)
+{
+	if (dir_cache == NULL ||
+		MemoryContextMemAllocated(dir_cache_context, true) >= KEY_DIRECTORY_CACHE_BYTES)
+		dir_cache_create();
+}
+
 bytea *
 zl_key_directory_cached(Oid catalog, int64 subgroup_id, const ZLKeyFilter **filter)
 {
 	DirCacheKey key;
 	DirCacheEntry *entry;
 
+	if (dir_cache == NULL)
+		dir_cache_create();
 	memset(&key, 0, sizeof(key));
 	key.catalog = catalog;
 	key.subgroup_id = subgroup_id;
@@ -384,9 +394,15 @@ zl_key_directory_remember(Oid catalog, int64 subgroup_id, Datum directory,
 {
 	DirCacheKey key;
 	DirCacheEntry *entry;
-	MemoryContext old = MemoryContextSwitchTo(dir_cache_context);
-	bytea	   *copy = DatumGetByteaPCopy(directory);	/* may fail: before entering */
-	ZLKeyFilter *built = key_filter_build(copy);
+	MemoryContext old;
+	bytea	   *copy;
+	ZLKeyFilter *built;
+
+	if (dir_cache == NULL)
+		dir_cache_create();
+	old = MemoryContextSwitchTo(dir_cache_context);
+	copy = DatumGetByteaPCopy(directory);	/* may fail: before entering */
+	built = key_filter_build(copy);
 
 	memset(&key, 0, sizeof(key));
 	key.catalog = catalog;

@@ -785,7 +785,10 @@ zl_load_check(ZLLoad *load, Relation rel, ZLWriteState *writer)
 		}
 	}
 	if (current)
+	{
+		zl_key_directory_cache_trim();
 		zl_meta_load_key_directories(load->storage_id, snapshot, lc.sgs, lc.nsgs, NULL);
+	}
 	UnregisterSnapshot(snapshot);
 
 	zl_rowsort_perform_pending(load->keysort);

@@ -34,8 +34,13 @@
  * OR of all of them (most snapshots see them all): a reader gets a copy of
  * that, or ORs just the rows it sees.
  *
- * An entry is also read again after ZL_METACACHE_MAX_XID_AGE transactions,
- * so that the transaction ids it holds always compare right.
+ * Rows are settled when read: outcomes of ended transactions looked up,
+ * inserts committed before every running snapshot kept without an id,
+ * rows dead to all left out.  An entry is read again after
+ * ZL_METACACHE_MAX_XID_AGE transactions, so the ids it holds always
+ * compare right, and before a transaction it saw running could fall out
+ * of the commit log.  Entries are keyed by the catalog's OID too: a new
+ * CREATE EXTENSION starts storage ids over.
  *
  * Memory
  * ------
@@ -103,11 +108,20 @@ typedef struct CachedSubGroup
 	int64		all_masked_rows;
 } CachedSubGroup;
 
+/* storage ids start over with a new catalog (CREATE EXTENSION): key by both */
+typedef struct StorageKey
+{
+	uint64		catalog;		/* an Oid: no padding in a hashed key */
+	uint64		storage_id;
+} StorageKey;
+
 typedef struct StorageEntry
 {
-	uint64		storage_id;		/* hash key */
+	StorageKey	key;			/* hash key */
 	uint64		changes;		/* the counter read before the rows */
 	FullTransactionId built;	/* the next transaction id then */
+	bool		unsettled;		/* some row's transaction was running then ... */
+	TransactionId oldest_unsettled; /* ... the oldest of them */
 	MemoryContext context;
 	CachedSubGroup *sgs;		/* by subgroup_id */
 	int			nsgs;
@@ -192,23 +206,52 @@ settle(TransactionId xid, uint8 *state)
 }
 
 /*
- * Is a row dead to every snapshot (inserted by an aborted transaction, or
- * deleted by one that committed before the oldest snapshot)?  VACUUM may
- * have removed the TOAST of such a row before the row itself, so it must
- * not be read; any other row's TOAST is still there.
+ * Settle what can be known of a row now, for every later snapshot: its
+ * transactions' outcomes (the commit log may be truncated before the
+ * entry is read again), an insert committed before every running snapshot
+ * (visible to all: no id kept to compare), a delete that aborted (none).
+ * False when the row is dead to every snapshot (inserted by a transaction
+ * that aborted, deleted by one that committed before every running
+ * snapshot): it is left out, and so is its TOAST, which VACUUM may have
+ * removed first.  A transaction still running is noted in the entry.
  */
 static bool
-row_dead_to_all(RowLife *life, Relation catalog)
+settle_row(StorageEntry *entry, RowLife *life, TransactionId horizon)
 {
 	if (life->xmin_state != XID_NONE)
+	{
 		settle(life->xmin, &life->xmin_state);
-	if (life->xmin_state == XID_ABORTED)
-		return true;
-	if (life->xmax_state == XID_NONE)
-		return false;
-	settle(life->xmax, &life->xmax_state);
-	return life->xmax_state == XID_COMMITTED &&
-		TransactionIdPrecedes(life->xmax, GetOldestNonRemovableTransactionId(catalog));
+		if (life->xmin_state == XID_ABORTED)
+			return false;
+		if (life->xmin_state == XID_COMMITTED && TransactionIdPrecedes(life->xmin, horizon))
+			life->xmin_state = XID_NONE;
+	}
+	if (life->xmax_state != XID_NONE)
+	{
+		settle(life->xmax, &life->xmax_state);
+		if (life->xmax_state == XID_ABORTED)
+			life->xmax_state = XID_NONE;
+		else if (life->xmax_state == XID_COMMITTED && TransactionIdPrecedes(life->xmax, horizon))
+			return false;
+	}
+	if (life->xmin_state == XID_UNKNOWN || life->xmax_state == XID_UNKNOWN)
+	{
+		TransactionId running = life->xmin_state == XID_UNKNOWN ? life->xmin : life->xmax;
+
+		if (!entry->unsettled || TransactionIdPrecedes(running, entry->oldest_unsettled))
+			entry->oldest_unsettled = running;
+		entry->unsettled = true;
+	}
+	return true;
+}
+
+static int
+cached_subgroup_cmp(const void *a, const void *b)
+{
+	int64		x = ((const CachedSubGroup *) a)->sg.subgroup_id;
+	int64		y = ((const CachedSubGroup *) b)->sg.subgroup_id;
+
+	return x < y ? -1 : (x > y);
 }
 
 static CachedSubGroup *
@@ -243,9 +286,11 @@ read_rows(StorageEntry *entry)
 	int			max = 0;
 	ZLMetaRowReader *reader;
 	HeapTuple	tuple;
+	TransactionId horizon;
 
-	reader = zl_meta_row_reader_begin(cat->subgroup, cat->subgroup_pkey, entry->storage_id,
+	reader = zl_meta_row_reader_begin(cat->subgroup, cat->subgroup_pkey, entry->key.storage_id,
 									  SnapshotAny);
+	horizon = GetOldestNonRemovableTransactionId(zl_meta_row_reader_relation(reader));
 	while ((tuple = zl_meta_row_reader_next(reader)) != NULL)
 	{
 		CachedSubGroup *c;
@@ -256,7 +301,7 @@ read_rows(StorageEntry *entry)
 			zl_meta_row_reader_end(reader);
 			return false;
 		}
-		if (life.xmin_state == XID_ABORTED)
+		if (!settle_row(entry, &life, horizon))
 			continue;
 		if (entry->nsgs == max)
 		{
@@ -271,7 +316,21 @@ read_rows(StorageEntry *entry)
 	}
 	zl_meta_row_reader_end(reader);
 
-	reader = zl_meta_row_reader_begin(cat->mask, cat->mask_index, entry->storage_id,
+	/*
+	 * By id (the index's order, unless system indexes are ignored).  Two
+	 * rows of one sub-group (an UPDATE by hand) are not cached.
+	 */
+	for (int i = 1; i < entry->nsgs; i++)
+		if (entry->sgs[i - 1].sg.subgroup_id >= entry->sgs[i].sg.subgroup_id)
+		{
+			qsort(entry->sgs, entry->nsgs, sizeof(CachedSubGroup), cached_subgroup_cmp);
+			break;
+		}
+	for (int i = 1; i < entry->nsgs; i++)
+		if (entry->sgs[i - 1].sg.subgroup_id == entry->sgs[i].sg.subgroup_id)
+			return false;
+
+	reader = zl_meta_row_reader_begin(cat->mask, cat->mask_index, entry->key.storage_id,
 									  SnapshotAny);
 	while ((tuple = zl_meta_row_reader_next(reader)) != NULL)
 	{
@@ -285,7 +344,7 @@ read_rows(StorageEntry *entry)
 			zl_meta_row_reader_end(reader);
 			return false;
 		}
-		if (row_dead_to_all(&life, zl_meta_row_reader_relation(reader)))
+		if (!settle_row(entry, &life, horizon))
 			continue;
 		zl_meta_row_mask(reader, &subgroup_id, NULL, NULL);
 		if ((c = find_cached(entry, subgroup_id)) == NULL)
@@ -308,12 +367,12 @@ static void
 drop_entry(StorageEntry *entry)
 {
 	MemoryContextDelete(entry->context);
-	(void) hash_search(cache, &entry->storage_id, HASH_REMOVE, NULL);
+	(void) hash_search(cache, &entry->key, HASH_REMOVE, NULL);
 }
 
 /* make room: every other entry goes when the cache is full */
 static void
-trim_cache(uint64 keep)
+trim_cache(const StorageEntry *keep)
 {
 	HASH_SEQ_STATUS status;
 	StorageEntry *entry;
@@ -322,8 +381,19 @@ trim_cache(uint64 keep)
 		return;
 	hash_seq_init(&status, cache);
 	while ((entry = hash_seq_search(&status)) != NULL)
-		if (entry->storage_id != keep)
+		if (entry != keep)
 			drop_entry(entry);
+}
+
+static StorageKey
+storage_key(uint64 storage_id)
+{
+	StorageKey	key;
+
+	memset(&key, 0, sizeof(key));
+	key.catalog = zl_meta_catalog()->subgroup;
+	key.storage_id = storage_id;
+	return key;
 }
 
 /*
@@ -333,7 +403,7 @@ trim_cache(uint64 keep)
 static StorageEntry *
 current_entry(Relation rel)
 {
-	uint64		storage_id = zl_storage_id(rel);
+	StorageKey	key = storage_key(zl_storage_id(rel));
 	uint64		changes = zl_storage_metadata_changes(rel);
 	StorageEntry *entry;
 	bool		found;
@@ -346,23 +416,26 @@ current_entry(Relation rel)
 
 		cache_context = AllocSetContextCreate(TopMemoryContext, "zipper_lake metadata cache",
 											  ALLOCSET_SMALL_SIZES);
-		ctl.keysize = sizeof(uint64);
+		ctl.keysize = sizeof(StorageKey);
 		ctl.entrysize = sizeof(StorageEntry);
 		ctl.hcxt = cache_context;
 		cache = hash_create("zipper_lake metadata cache", 16, &ctl,
 							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
-	entry = hash_search(cache, &storage_id, HASH_FIND, NULL);
+	entry = hash_search(cache, &key, HASH_FIND, NULL);
 	if (entry != NULL && entry->changes == changes &&
 		U64FromFullTransactionId(ReadNextFullTransactionId()) -
-		U64FromFullTransactionId(entry->built) < ZL_METACACHE_MAX_XID_AGE)
+		U64FromFullTransactionId(entry->built) < ZL_METACACHE_MAX_XID_AGE &&
+		!(entry->unsettled &&
+		  TransactionIdPrecedes(entry->oldest_unsettled, ShmemVariableCache->oldestClogXid)))
 		return entry;
 	if (entry != NULL)
 		drop_entry(entry);
 
-	entry = hash_search(cache, &storage_id, HASH_ENTER, &found);
+	entry = hash_search(cache, &key, HASH_ENTER, &found);
 	entry->changes = changes;
 	entry->built = ReadNextFullTransactionId();
+	entry->unsettled = false;
 	entry->sgs = NULL;
 	entry->nsgs = 0;
 	entry->context = AllocSetContextCreate(cache_context, "zipper_lake storage metadata",
@@ -385,7 +458,7 @@ current_entry(Relation rel)
 		drop_entry(entry);
 		return NULL;
 	}
-	trim_cache(storage_id);
+	trim_cache(entry);
 	return entry;
 }
 
@@ -397,9 +470,10 @@ void
 zl_meta_cache_forget(uint64 storage_id)
 {
 	StorageEntry *entry;
+	StorageKey	key = storage_key(storage_id);
 
 	if (cache != NULL &&
-		(entry = hash_search(cache, &storage_id, HASH_FIND, NULL)) != NULL)
+		(entry = hash_search(cache, &key, HASH_FIND, NULL)) != NULL)
 		drop_entry(entry);
 }
 

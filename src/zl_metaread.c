@@ -356,6 +356,15 @@ zl_meta_row_mask(ZLMetaRowReader *reader, int64 *subgroup_id, int32 **positions,
 	*npositions = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));
 }
 
+static int
+subgroup_id_cmp(const void *a, const void *b)
+{
+	int64		x = ((const ZLSubGroup *) a)->subgroup_id;
+	int64		y = ((const ZLSubGroup *) b)->subgroup_id;
+
+	return x < y ? -1 : (x > y);
+}
+
 /*
  * The sub-groups a snapshot sees in a storage — passing filter, or with
  * no filter those of partition min_partition or later — and the unplaced
@@ -393,6 +402,13 @@ load_subgroups(uint64 storage_id, Snapshot snapshot, const ZLSubGroupFilter *fil
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
+	/* by id: the index's order, unless system indexes are ignored */
+	for (int i = 1; i < n; i++)
+		if (sgs[i - 1].subgroup_id > sgs[i].subgroup_id)
+		{
+			qsort(sgs, n, sizeof(ZLSubGroup), subgroup_id_cmp);
+			break;
+		}
 
 	load_masks(storage_id, snapshot, sgs, n,
 			   filter == NULL && min_partition == DATEVAL_NOBEGIN, context);
@@ -494,7 +510,8 @@ zl_meta_count_subgroups(uint64 storage_id, Snapshot snapshot, ZLPruneStats *stat
  * The key directories (zl_keys.c) of the given sub-groups that have one
  * (with decisions, of those not ZL_SKIP): from the per-backend cache, or
  * read (and cached) through the primary key, one descent per sub-group not
- * cached yet.  They stay valid until the next call.
+ * cached yet.  They stay valid until the cache is next trimmed, which its
+ * users do where they hold no directory (zl_key_directory_cache_trim).
  */
 void
 zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
@@ -503,7 +520,6 @@ zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
 	const ZLCatalog *cat = zl_meta_catalog();
 	Relation	rel = NULL;
 
-	zl_key_directory_cache_trim();
 	for (int i = 0; i < nsubgroups; i++)
 	{
 		ZLSubGroup *sg = &sgs[i];

@@ -393,7 +393,8 @@ zl_scan_stats(TableScanDesc sscan)
 
 /*
  * Restrict the scan to the rows of some keys, given their hashes (sorted,
- * distinct; none: no row at all).  Call before zl_scan_set_bounds, which
+ * distinct; none: no row at all; NULL: every key again).  Call before
+ * zl_scan_set_bounds, which
  * then probes each sub-group its bounds keep through its key directory
  * (zl_keys.c): one holding none of the hashes is skipped, the others are
  * read at the positions named, which may hold other keys of the same
@@ -405,6 +406,15 @@ zl_scan_set_keys(TableScanDesc sscan, const uint32 *hashes, int nhashes)
 {
 	ZLScanDesc	scan = (ZLScanDesc) sscan;
 
+	if (hashes == NULL)
+	{
+		/* no keys (any more, on a rescan): every kept sub-group is read */
+		scan->keyed = false;
+		scan->key_positions = NULL;
+		scan->keyed_order = NULL;
+		scan->probing = false;
+		return;
+	}
 	scan->keyed = true;
 	if (scan->key_hashes != NULL)
 		pfree(scan->key_hashes);
@@ -550,6 +560,7 @@ scan_probe_keys(ZLScanDesc scan)
 	if (!scan->directories_loaded ||
 		scan->directories_generation != zl_key_directory_cache_generation())
 	{
+		zl_key_directory_cache_trim();
 		zl_meta_load_key_directories(storage_id, scan->metadata_snapshot, scan->subgroups,
 									 n, NULL);
 		scan->has_directory = palloc(sizeof(bool) * Max(n, 1));
