@@ -270,6 +270,18 @@ typedef struct ZLCatalog
 } ZLCatalog;
 
 extern const ZLCatalog *zl_meta_catalog(void);
+
+/*
+ * A storage in per-backend caches: its id with the catalog's OID, since a
+ * new CREATE EXTENSION starts ids over.  All 64-bit: no padding to hash.
+ */
+typedef struct ZLStorageKey
+{
+	uint64		catalog;
+	uint64		storage_id;
+} ZLStorageKey;
+
+extern ZLStorageKey zl_meta_storage_key(uint64 storage_id);
 extern bool zl_meta_subgroup_passes(const ZLSubGroup *sg, const ZLSubGroupFilter *filter,
 									DateADT min_partition);
 extern void zl_meta_or_mask(ZLSubGroup *sg, const int32 *positions, int npositions,

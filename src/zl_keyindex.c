@@ -43,16 +43,9 @@ struct ZLKeyIndex
 	int32	   *positions;
 };
 
-/* storage and sub-group ids start over with a new catalog: key by both */
-typedef struct IndexKey
-{
-	uint64		catalog;		/* an Oid: no padding in a hashed key */
-	uint64		storage_id;
-} IndexKey;
-
 typedef struct IndexEntry
 {
-	IndexKey	key;			/* hash key */
+	ZLStorageKey key;			/* hash key */
 	uint64		generation;		/* changes with every build */
 	MemoryContext context;
 	ZLKeyIndex *index;
@@ -62,21 +55,10 @@ typedef struct IndexEntry
 static HTAB *indexes = NULL;
 static uint64 next_generation = 1;
 
-static IndexKey
-index_key(uint64 storage_id)
-{
-	IndexKey	key;
-
-	memset(&key, 0, sizeof(key));
-	key.catalog = zl_meta_catalog()->subgroup;
-	key.storage_id = storage_id;
-	return key;
-}
-
 static IndexEntry *
 find_entry(uint64 storage_id)
 {
-	IndexKey	key = index_key(storage_id);
+	ZLStorageKey key = zl_meta_storage_key(storage_id);
 
 	if (indexes == NULL)
 		return NULL;
@@ -139,7 +121,7 @@ zl_key_index_build(uint64 storage_id, const ZLSubGroup *sgs, int n, uint64 *gene
 	{
 		HASHCTL		ctl;
 
-		ctl.keysize = sizeof(IndexKey);
+		ctl.keysize = sizeof(ZLStorageKey);
 		ctl.entrysize = sizeof(IndexEntry);
 		ctl.hcxt = TopMemoryContext;
 		indexes = hash_create("zipper_lake key indexes", 16, &ctl,
@@ -209,7 +191,7 @@ zl_key_index_build(uint64 storage_id, const ZLSubGroup *sgs, int n, uint64 *gene
 	MemoryContextSwitchTo(old);
 
 	{
-		IndexKey	key = index_key(storage_id);
+		ZLStorageKey key = zl_meta_storage_key(storage_id);
 
 		entry = hash_search(indexes, &key, HASH_ENTER, NULL);
 	}

@@ -108,16 +108,9 @@ typedef struct CachedSubGroup
 	int64		all_masked_rows;
 } CachedSubGroup;
 
-/* storage ids start over with a new catalog (CREATE EXTENSION): key by both */
-typedef struct StorageKey
-{
-	uint64		catalog;		/* an Oid: no padding in a hashed key */
-	uint64		storage_id;
-} StorageKey;
-
 typedef struct StorageEntry
 {
-	StorageKey	key;			/* hash key */
+	ZLStorageKey key;			/* hash key */
 	uint64		changes;		/* the counter read before the rows */
 	FullTransactionId built;	/* the next transaction id then */
 	bool		unsettled;		/* some row's transaction was running then ... */
@@ -385,16 +378,6 @@ trim_cache(const StorageEntry *keep)
 			drop_entry(entry);
 }
 
-static StorageKey
-storage_key(uint64 storage_id)
-{
-	StorageKey	key;
-
-	memset(&key, 0, sizeof(key));
-	key.catalog = zl_meta_catalog()->subgroup;
-	key.storage_id = storage_id;
-	return key;
-}
 
 /*
  * The storage's entry, current for a reader that took its snapshot before
@@ -403,7 +386,7 @@ storage_key(uint64 storage_id)
 static StorageEntry *
 current_entry(Relation rel)
 {
-	StorageKey	key = storage_key(zl_storage_id(rel));
+	ZLStorageKey key = zl_meta_storage_key(zl_storage_id(rel));
 	uint64		changes = zl_storage_metadata_changes(rel);
 	StorageEntry *entry;
 	bool		found;
@@ -416,7 +399,7 @@ current_entry(Relation rel)
 
 		cache_context = AllocSetContextCreate(TopMemoryContext, "zipper_lake metadata cache",
 											  ALLOCSET_SMALL_SIZES);
-		ctl.keysize = sizeof(StorageKey);
+		ctl.keysize = sizeof(ZLStorageKey);
 		ctl.entrysize = sizeof(StorageEntry);
 		ctl.hcxt = cache_context;
 		cache = hash_create("zipper_lake metadata cache", 16, &ctl,
@@ -470,7 +453,7 @@ void
 zl_meta_cache_forget(uint64 storage_id)
 {
 	StorageEntry *entry;
-	StorageKey	key = storage_key(storage_id);
+	ZLStorageKey key = zl_meta_storage_key(storage_id);
 
 	if (cache != NULL &&
 		(entry = hash_search(cache, &key, HASH_FIND, NULL)) != NULL)

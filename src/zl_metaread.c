@@ -125,6 +125,16 @@ zl_meta_catalog(void)
 	return &catalog;
 }
 
+ZLStorageKey
+zl_meta_storage_key(uint64 storage_id)
+{
+	ZLStorageKey key;
+
+	key.catalog = zl_meta_catalog()->subgroup;
+	key.storage_id = storage_id;
+	return key;
+}
+
 /* ---------- scanning ---------- */
 
 static Relation
