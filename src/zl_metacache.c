@@ -26,7 +26,8 @@
  *
  * Rows of the reader's own transaction (cmin/cmax would decide) are never
  * cached: a storage with such rows is read directly (zl_metaread.c) for
- * the rest of the transaction, as are readers with non-MVCC snapshots.
+ * the rest of the transaction (the refusal is remembered, so it is not
+ * tried again per scan), as are readers with non-MVCC snapshots.
  *
  * Masks
  * -----
@@ -59,6 +60,7 @@
 #include "access/table.h"
 #include "access/transam.h"
 #include "access/xact.h"
+#include "storage/proc.h"
 #include "storage/procarray.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -113,6 +115,8 @@ typedef struct StorageEntry
 	ZLStorageKey key;			/* hash key */
 	uint64		changes;		/* the counter read before the rows */
 	FullTransactionId built;	/* the next transaction id then */
+	bool		usable;			/* false: this storage could not be cached ... */
+	LocalTransactionId refused_in;	/* ... in this transaction (its own rows) */
 	bool		unsettled;		/* some row's transaction was running then ... */
 	TransactionId oldest_unsettled; /* ... the oldest of them */
 	MemoryContext context;
@@ -411,13 +415,20 @@ current_entry(Relation rel)
 		U64FromFullTransactionId(entry->built) < ZL_METACACHE_MAX_XID_AGE &&
 		!(entry->unsettled &&
 		  TransactionIdPrecedes(entry->oldest_unsettled, ShmemVariableCache->oldestClogXid)))
-		return entry;
+	{
+		if (entry->usable)
+			return entry;
+		/* refused: too big, or for rows of this transaction (not tried again in it) */
+		if (entry->refused_in == InvalidLocalTransactionId || entry->refused_in == MyProc->lxid)
+			return NULL;
+	}
 	if (entry != NULL)
 		drop_entry(entry);
 
 	entry = hash_search(cache, &key, HASH_ENTER, &found);
 	entry->changes = changes;
 	entry->built = ReadNextFullTransactionId();
+	entry->usable = true;
 	entry->unsettled = false;
 	entry->sgs = NULL;
 	entry->nsgs = 0;
@@ -438,7 +449,12 @@ current_entry(Relation rel)
 	MemoryContextSwitchTo(old);
 	if (!complete || MemoryContextMemAllocated(entry->context, true) > ZL_METACACHE_BYTES / 2)
 	{
-		drop_entry(entry);
+		/* remember the refusal (until the next change), not the rows */
+		MemoryContextReset(entry->context);
+		entry->sgs = NULL;
+		entry->nsgs = 0;
+		entry->usable = false;
+		entry->refused_in = complete ? InvalidLocalTransactionId : MyProc->lxid;
 		return NULL;
 	}
 	trim_cache(entry);
