@@ -1223,8 +1223,8 @@ read_directory_positions(Relation rel, const ZLSubGroup *sg, int32 *positions,
 /*
  * Call back for the rows of a sub-group that may be of keys whose hashes
  * are given (ascending, distinct), skipping masked ones: the positions its
- * key directory names for them, if it has one loaded (current partition,
- * zl_meta_load_key_directories), else all its rows.
+ * key directory names for them, if it has one loaded
+ * (zl_meta_load_key_directories), else all its rows.
  */
 void
 zl_read_subgroup_keys(Relation rel, const ZLSubGroup *sg, const uint32 *hashes,
