@@ -89,6 +89,10 @@ bench-smoke:
 	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_apply.py --smoke --quiet --late 0.1
 	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_read.py --smoke
 	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_events.py --smoke
+	PGDATABASE=zl_bench_smoke PATH="$(shell $(PG_CONFIG) --bindir):$$PATH" \
+		$(PYTHON) $(srcdir)/test/bench/bench_keys.py --smoke
+	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_history.py --smoke
+	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_snapshot.py --smoke
 
 # Build the released v0.1 into a private copy of the server installation,
 # write tables with it, upgrade to this tree and check (test/upgrade/).
