@@ -358,6 +358,29 @@ keyed_run_cost(RelOptInfo *rel, double key_rows)
 }
 
 /*
+ * What one probe of a parameterized scan costs, per outer row: a look into
+ * the merged key index (zl_keyindex.c) and the rescan's bookkeeping,
+ * counted as 40 operators, and the pages of the key's rows, as for an
+ * index scan repeated loop_count times: pages read again are cached
+ * (index_pages_fetched, which weighs effective_cache_size).
+ */
+static Cost
+probe_cost(PlannerInfo *root, RelOptInfo *rel, double key_rows, Relids outer)
+{
+	double		loops = 1;
+	int			relid = -1;
+
+	/* the outer relations' rows: the largest, as the number of probes */
+	while ((relid = bms_next_member(outer, relid)) >= 0)
+		if (relid < root->simple_rel_array_size && root->simple_rel_array[relid] != NULL)
+			loops = Max(loops, root->simple_rel_array[relid]->rows);
+	key_rows = clamp_row_est(key_rows);
+	return 40 * cpu_operator_cost +
+		index_pages_fetched(key_rows * loops, rel->pages, 0, root) / loops * random_page_cost +
+		key_rows * cpu_tuple_cost;
+}
+
+/*
  * A ZipperScan probing keys whose values come from other relations:
  * parameterized by them, rescanned per outer row of a nested loop.  Its
  * rows and cost are those of one probe; the planner weighs the outer rows.
@@ -371,7 +394,6 @@ add_parameterized_path(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	List	   *key_info;
 	Relids		outer;
 	List	   *terms;
-	ParamPathInfo *ppi;
 
 	if (join_clauses == NIL)
 		return;
@@ -379,9 +401,11 @@ add_parameterized_path(PlannerInfo *root, RelOptInfo *rel, Index rti,
 								rti, opts, tupdesc, &key_info, &outer);
 	if (terms == NIL || bms_is_empty(outer))
 		return;
-	ppi = get_baserel_parampathinfo(root, rel, bms_union(rel->lateral_relids, outer));
 	add_path(rel, make_zipper_path(root, rel, outer, seq_startup, seq_total, 1.0,
-								   keyed_run_cost(rel, ppi->ppi_rows),
+								   probe_cost(root, rel,
+											  rel->tuples * clauselist_selectivity(root, terms, rti,
+																				   JOIN_INNER, NULL),
+											  outer),
 								   list_make3(makeInteger(false), NIL, key_info), 0));
 }
 
