@@ -1234,6 +1234,8 @@ find_stored_versions(ApplyContext *ac)
 	CollectArg	arg = {ac, true, palloc0(sizeof(Datum) * ac->tupdesc->natts),
 		palloc(sizeof(Datum) * ac->tupdesc->natts), palloc(sizeof(bool) * ac->tupdesc->natts)};
 	int64		history_from = PG_INT64_MAX;
+	uint32	   *history_hashes;
+	int			nhistory_hashes = 0;
 
 	/*
 	 * Read directly, not through the backend's cache: every batch changes
@@ -1275,12 +1277,30 @@ find_stored_versions(ApplyContext *ac)
 				zl_read_subgroup_rows(ac->rel, sg, false, discover_missing_key, &arg);
 		}
 	zl_meta_load_key_directories(storage_id, ac->snapshot, ac->history, ac->nhistory, NULL);
+	history_hashes = palloc(sizeof(uint32) * Max(ac->nkeys, 1));
+	for (int k = 0; k < ac->nkeys; k++)
+		if (key_needs_history(ac->keys[k]))
+			history_hashes[nhistory_hashes++] = ac->keys[k]->hash;
+	qsort(history_hashes, nhistory_hashes, sizeof(uint32), zl_key_hash_cmp);
+	{
+		int			n = 0;
+
+		for (int k = 0; k < nhistory_hashes; k++)
+			if (n == 0 || history_hashes[n - 1] != history_hashes[k])
+				history_hashes[n++] = history_hashes[k];
+		nhistory_hashes = n;
+	}
 	for (int i = 0; i < ac->nhistory; i++)
 	{
 		const ZLSubGroup *sg = &ac->history[i];
 
-		if (sg->partition_end != ZL_CURRENT_PARTITION && sg->masked_rows < sg->row_count)
+		if (sg->partition_end == ZL_CURRENT_PARTITION || sg->masked_rows >= sg->row_count)
+			continue;
+		/* only the keys that need history (with table deletes: the chunk's range) */
+		if (ac->ntable_deletes > 0)
 			read_batch_key_rows(ac, sg, collect_row, &arg);
+		else
+			zl_read_subgroup_keys(ac->rel, sg, history_hashes, nhistory_hashes, collect_row, &arg);
 	}
 }
 
