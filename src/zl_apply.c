@@ -1186,25 +1186,32 @@ read_batch_key_rows(ApplyContext *ac, const ZLSubGroup *sg, ZLRowCallback callba
 		zl_read_subgroup_keys(ac->rel, sg, ac->hashes, ac->nhashes, callback, arg);
 }
 
-/* the chunk's key hashes, sorted and distinct */
-static void
-set_chunk_hashes(ApplyContext *ac)
+/*
+ * The hashes of the chunk's keys (all, or those needing history), sorted
+ * and distinct; their number in *n.  Keys of a sorted batch come in hash
+ * order, so the sort is mostly skipped.
+ */
+static uint32 *
+key_hashes(ApplyContext *ac, bool history_only, int *n)
 {
+	uint32	   *hashes = palloc(sizeof(uint32) * Max(ac->nkeys, 1));
+	int			nall = 0;
 	bool		sorted = true;
 
-	ac->hashes = palloc(sizeof(uint32) * Max(ac->nkeys, 1));
-	ac->nhashes = 0;
-
+	*n = 0;
 	for (int k = 0; k < ac->nkeys; k++)
-	{
-		ac->hashes[k] = ac->keys[k]->hash;
-		sorted &= k == 0 || ac->hashes[k - 1] <= ac->hashes[k];
-	}
-	if (!sorted)				/* keys of a sorted batch come in hash order */
-		qsort(ac->hashes, ac->nkeys, sizeof(uint32), zl_key_hash_cmp);
-	for (int k = 0; k < ac->nkeys; k++)
-		if (ac->nhashes == 0 || ac->hashes[ac->nhashes - 1] != ac->hashes[k])
-			ac->hashes[ac->nhashes++] = ac->hashes[k];
+		if (!history_only || key_needs_history(ac->keys[k]))
+		{
+			hashes[nall] = ac->keys[k]->hash;
+			sorted &= nall == 0 || hashes[nall - 1] <= hashes[nall];
+			nall++;
+		}
+	if (!sorted)
+		qsort(hashes, nall, sizeof(uint32), zl_key_hash_cmp);
+	for (int k = 0; k < nall; k++)
+		if (*n == 0 || hashes[*n - 1] != hashes[k])
+			hashes[(*n)++] = hashes[k];
+	return hashes;
 }
 
 /*
@@ -1214,7 +1221,7 @@ set_chunk_hashes(ApplyContext *ac)
 static void
 find_current_versions(ApplyContext *ac, CollectArg *arg)
 {
-	set_chunk_hashes(ac);
+	ac->hashes = key_hashes(ac, false, &ac->nhashes);
 	zl_meta_load_key_directories(zl_storage_id(ac->rel), ac->snapshot,
 								 ac->current, ac->ncurrent, NULL);
 
@@ -1235,7 +1242,7 @@ find_stored_versions(ApplyContext *ac)
 		palloc(sizeof(Datum) * ac->tupdesc->natts), palloc(sizeof(bool) * ac->tupdesc->natts)};
 	int64		history_from = PG_INT64_MAX;
 	uint32	   *history_hashes;
-	int			nhistory_hashes = 0;
+	int			nhistory_hashes;
 
 	/*
 	 * Read directly, not through the backend's cache: every batch changes
@@ -1277,19 +1284,7 @@ find_stored_versions(ApplyContext *ac)
 				zl_read_subgroup_rows(ac->rel, sg, false, discover_missing_key, &arg);
 		}
 	zl_meta_load_key_directories(storage_id, ac->snapshot, ac->history, ac->nhistory, NULL);
-	history_hashes = palloc(sizeof(uint32) * Max(ac->nkeys, 1));
-	for (int k = 0; k < ac->nkeys; k++)
-		if (key_needs_history(ac->keys[k]))
-			history_hashes[nhistory_hashes++] = ac->keys[k]->hash;
-	qsort(history_hashes, nhistory_hashes, sizeof(uint32), zl_key_hash_cmp);
-	{
-		int			n = 0;
-
-		for (int k = 0; k < nhistory_hashes; k++)
-			if (n == 0 || history_hashes[n - 1] != history_hashes[k])
-				history_hashes[n++] = history_hashes[k];
-		nhistory_hashes = n;
-	}
+	history_hashes = key_hashes(ac, true, &nhistory_hashes);
 	for (int i = 0; i < ac->nhistory; i++)
 	{
 		const ZLSubGroup *sg = &ac->history[i];
@@ -1658,7 +1653,7 @@ find_record_instants(ApplyContext *ac)
 	if (from == PG_INT64_MAX)
 		return;
 	/* the keys now include those apply_snapshot found missing from its image */
-	set_chunk_hashes(ac);
+	ac->hashes = key_hashes(ac, false, &ac->nhashes);
 	zl_record_read(ac->record_codec, RelationGetRelid(ac->rel), ac->snapshot,
 				   ac->chunk_lo, ac->chunk_hi, from, collect_record_entry, ac);
 	for (int k = 0; k < ac->nkeys; k++)

@@ -256,8 +256,8 @@ filter_block(const ZLKeyFilter *f, uint32 hash, uint32 *bits)
 static ZLKeyFilter *
 key_filter_build(const bytea *dir)
 {
-	const ZLKeyDirEntry *entries = (const ZLKeyDirEntry *) VARDATA_ANY(dir);
-	int			n = VARSIZE_ANY_EXHDR(dir) / sizeof(ZLKeyDirEntry);
+	const ZLKeyDirEntry *entries = ZL_KEY_DIRECTORY_ENTRIES(dir);
+	int			n = ZL_KEY_DIRECTORY_SIZE(dir);
 	uint32		nblocks = Max(1, (n + FILTER_ROWS_PER_BLOCK - 1) / FILTER_ROWS_PER_BLOCK);
 	ZLKeyFilter *f = palloc0(offsetof(ZLKeyFilter, words) +
 							 sizeof(uint64) * FILTER_BLOCK_WORDS * nblocks);
@@ -435,8 +435,8 @@ lower_bound(const ZLKeyDirEntry *entries, int lo, int hi, uint32 hash)
 int32 *
 zl_key_directory_range(const bytea *dir, uint32 lo, uint32 hi, int *npositions)
 {
-	const ZLKeyDirEntry *entries = (const ZLKeyDirEntry *) VARDATA_ANY(dir);
-	int			n = (VARSIZE_ANY_EXHDR(dir)) / sizeof(ZLKeyDirEntry);
+	const ZLKeyDirEntry *entries = ZL_KEY_DIRECTORY_ENTRIES(dir);
+	int			n = ZL_KEY_DIRECTORY_SIZE(dir);
 	int			first = lower_bound(entries, 0, n, lo);
 	int			end = first;
 	int32	   *found;
@@ -459,8 +459,8 @@ int32 *
 zl_key_directory_probe(const bytea *dir, const uint32 *hashes, int nhashes,
 					   int *npositions)
 {
-	const ZLKeyDirEntry *entries = (const ZLKeyDirEntry *) VARDATA_ANY(dir);
-	int			n = (VARSIZE_ANY_EXHDR(dir)) / sizeof(ZLKeyDirEntry);
+	const ZLKeyDirEntry *entries = ZL_KEY_DIRECTORY_ENTRIES(dir);
+	int			n = ZL_KEY_DIRECTORY_SIZE(dir);
 	bool		search = (int64) nhashes * 16 < n;
 	int32	   *found = NULL;
 	int			nfound = 0,

@@ -136,7 +136,7 @@ typedef struct ZLScanDescData
 	int			nsolo;
 	int		   *whole;			/* sub-groups without a directory */
 	int			nwhole;
-	int		   *keyed_order;	/* sub-groups a key probe reads, in list order */
+	int32	   *keyed_order;	/* sub-groups a key probe reads, in list order */
 	int			nkeyed_order;
 	int			keyed_pos;		/* the current one's place in keyed_order */
 	bool		probing;		/* the current sub-group is read by positions */
@@ -448,15 +448,6 @@ scan_load_probed_masks(ZLScanDesc scan)
 	pfree(probed);
 }
 
-static int
-int_cmp(const void *a, const void *b)
-{
-	int			x = *(const int *) a;
-	int			y = *(const int *) b;
-
-	return x < y ? -1 : (x > y);
-}
-
 /* a row a key probe found: its sub-group (index into the list) and position */
 typedef struct ProbeHit
 {
@@ -600,7 +591,7 @@ scan_probe_keys(ZLScanDesc scan)
 	old = MemoryContextSwitchTo(scan->probe_context);
 	scan->key_positions = palloc0(sizeof(int32 *) * Max(n, 1));
 	scan->nkey_positions = palloc0(sizeof(int) * Max(n, 1));
-	scan->keyed_order = palloc(sizeof(int) * Max(n, 1));
+	scan->keyed_order = palloc(sizeof(int32) * Max(n, 1));
 	scan->nkeyed_order = 0;
 	scan->stats.subgroups_key_matched = 0;
 	memset(scan->decisions, ZL_SKIP, Max(n, 1));
@@ -675,7 +666,7 @@ scan_probe_keys(ZLScanDesc scan)
 			scan->keyed_order[scan->nkeyed_order++] = i;
 	}
 	if (scan->nwhole > 0)
-		qsort(scan->keyed_order, scan->nkeyed_order, sizeof(int), int_cmp);
+		qsort(scan->keyed_order, scan->nkeyed_order, sizeof(int32), zl_position_cmp);
 	MemoryContextSwitchTo(old);
 	if (scan->filtered)
 		scan_load_probed_masks(scan);
