@@ -60,7 +60,7 @@ import time
 
 import psycopg2
 
-from bench_common import connect, q, zipper_stats, describe_zipper
+from bench_common import add_connection_args, connect, describe_zipper, q, zipper_stats
 
 T0 = '2024-01-01 00:00:00+00'      # first batch day; the initial load lies before it
 INIT_SPREAD_DAYS = 30              # initial valid_from spread over the 30 days before T0
@@ -75,9 +75,7 @@ def parse_args():
     p.add_argument('--rounds', type=int, default=3,
                    help='rounds: each rebuilds both tables and replays the same batches (default 3)')
     p.add_argument('--seed', type=int, default=42)
-    p.add_argument('--host')
-    p.add_argument('--port')
-    p.add_argument('--dbname')
+    add_connection_args(p)
     p.add_argument('--smoke', action='store_true',
                    help='CI size: 2,000 keys, batches of 200, 3 batches, 1 round; exit 1 on any disagreement')
     p.add_argument('--keep', action='store_true', help='keep the tables after the last round')

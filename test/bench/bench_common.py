@@ -1,8 +1,15 @@
 """
-test/bench/bench_common.py -- what bench_apply.py and bench_read.py share:
-connecting, running a query, and the size facts of a zipper table.
+test/bench/bench_common.py -- what the benchmarks share: connection
+options, connecting, running a query, comparing two tables, and the size
+facts of a zipper table.
 """
 import psycopg2
+
+
+def add_connection_args(p):
+    """--host, --port, --dbname (else the libpq environment)."""
+    for opt in ('--host', '--port', '--dbname'):
+        p.add_argument(opt)
 
 
 def connect(a, autocommit):
@@ -18,6 +25,12 @@ def connect(a, autocommit):
 def q(cur, sql, args=None):
     cur.execute(sql, args)
     return cur.fetchall() if cur.description else None
+
+
+def rows_differ(cur, a, b):
+    """How many rows one of two tables holds more than the other (EXCEPT ALL both ways)."""
+    return q(cur, f"""SELECT (SELECT count(*) FROM (SELECT * FROM {a} EXCEPT ALL SELECT * FROM {b}) x)
+                           + (SELECT count(*) FROM (SELECT * FROM {b} EXCEPT ALL SELECT * FROM {a}) y)""")[0][0]
 
 
 def zipper_stats(conn, tbl):

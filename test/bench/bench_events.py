@@ -19,7 +19,7 @@ import argparse
 import statistics
 import time
 
-from bench_common import connect, q
+from bench_common import add_connection_args, connect, q
 
 
 def setup(cur, n):
@@ -66,9 +66,7 @@ def main():
     p.add_argument("--events", type=int, default=1_000_000)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--smoke", action="store_true", help="20,000 events, one round")
-    p.add_argument("--host")
-    p.add_argument("--port")
-    p.add_argument("--dbname")
+    add_connection_args(p)
     a = p.parse_args()
     if a.smoke:
         a.events, a.rounds = 20_000, 1

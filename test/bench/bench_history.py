@@ -24,7 +24,7 @@ import statistics
 import sys
 import time
 
-from bench_common import connect, q
+from bench_common import add_connection_args, connect, q, rows_differ
 
 
 def parse_args():
@@ -36,9 +36,7 @@ def parse_args():
     p.add_argument('--batch', type=int, default=10_000, help='changes per batch (default 10,000)')
     p.add_argument('--batches', type=int, default=10, help='batches per table (default 10)')
     p.add_argument('--smoke', action='store_true', help='tiny sizes, to check that the script runs')
-    p.add_argument('--host')
-    p.add_argument('--port')
-    p.add_argument('--dbname')
+    add_connection_args(p)
     a = p.parse_args()
     if a.smoke:
         a.keys, a.depth, a.scale, a.batch, a.batches = 2000, 2, 3, 200, 2
@@ -110,8 +108,7 @@ def main():
 
     failed = False
     for name in depths:
-        diff = q(cur, f"""SELECT (SELECT count(*) FROM (SELECT * FROM z_{name} EXCEPT ALL SELECT * FROM h_{name}) x)
-                               + (SELECT count(*) FROM (SELECT * FROM h_{name} EXCEPT ALL SELECT * FROM z_{name}) y)""")[0][0]
+        diff = rows_differ(cur, f'z_{name}', f'h_{name}')
         if diff:
             print(f"{name}: the zipper and heap tables differ in {diff} rows")
             failed = True

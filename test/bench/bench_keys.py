@@ -43,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 
-from bench_common import connect, q, zipper_stats, describe_zipper
+from bench_common import add_connection_args, connect, describe_zipper, q, zipper_stats
 
 
 def parse_args():
@@ -59,9 +59,7 @@ def parse_args():
     p.add_argument('--reps', type=int, default=5, help='EXPLAIN ANALYZE repetitions of the joins (default 5)')
     p.add_argument('--reuse', action='store_true', help='reuse the tables of an earlier run with the same sizes')
     p.add_argument('--smoke', action='store_true', help='tiny sizes, to check that the script runs')
-    p.add_argument('--host')
-    p.add_argument('--port')
-    p.add_argument('--dbname')
+    add_connection_args(p)
     a = p.parse_args()
     if a.smoke:
         a.keys, a.days, a.facts, a.outer_rows, a.seconds, a.reps = 2000, 3, 500, 50, 1, 1

@@ -64,7 +64,7 @@ import time
 
 import psycopg2
 
-from bench_common import connect, q, zipper_stats, describe_zipper
+from bench_common import add_connection_args, connect, describe_zipper, q, zipper_stats
 
 T0 = '2024-01-01 00:00:00+00'      # day 0; the initial load lies on the day before
 
@@ -86,9 +86,7 @@ def parse_args():
     p.add_argument('--restart-cmd', metavar='CMD',
                    help='cold runs: shell command that restarts the server (e.g. "su postgres -c \'pg_ctl -D DATA -w restart\'"); '
                         'the page cache is dropped too, which needs root')
-    p.add_argument('--host')
-    p.add_argument('--port')
-    p.add_argument('--dbname')
+    add_connection_args(p)
     p.add_argument('--smoke', action='store_true',
                    help='CI size: 2,000 keys, 5 days, 1 repetition; exit 1 on any disagreement')
     a = p.parse_args()

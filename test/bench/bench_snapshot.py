@@ -28,7 +28,7 @@ import statistics
 import sys
 import time
 
-from bench_common import connect, q
+from bench_common import add_connection_args, connect, q, rows_differ
 
 
 def parse_args():
@@ -42,9 +42,7 @@ def parse_args():
     p.add_argument('--gone', type=float, default=0.001, help='share of keys missing from an image (default 0.001)')
     p.add_argument('--new', type=float, default=0.005, help='new keys in an image, as a share (default 0.005)')
     p.add_argument('--smoke', action='store_true', help='tiny sizes, to check that the script runs')
-    p.add_argument('--host')
-    p.add_argument('--port')
-    p.add_argument('--dbname')
+    add_connection_args(p)
     a = p.parse_args()
     if a.smoke:
         a.keys, a.history, a.days = 3000, 2, 2
@@ -132,8 +130,7 @@ def main():
             conn.commit()
             (zt if side == 'z' else ht).append(time.perf_counter() - t)
     conn.autocommit = True
-    diff = q(cur, """SELECT (SELECT count(*) FROM (SELECT * FROM z_snap EXCEPT ALL SELECT * FROM h_snap) x)
-                          + (SELECT count(*) FROM (SELECT * FROM h_snap EXCEPT ALL SELECT * FROM z_snap) y)""")[0][0]
+    diff = rows_differ(cur, 'z_snap', 'h_snap')
     versions = q(cur, "SELECT count(*), count(*) FILTER (WHERE valid_to = 'infinity') FROM h_snap")[0]
     print(f"{a.keys} keys, {a.history} days of history at {a.change_rate:.0%}; images: {a.changed:.1%} changed, "
           f"{a.gone:.1%} gone, {a.new:.1%} new; work_mem {settings}; {versions[0]} versions, {versions[1]} open")
