@@ -1187,7 +1187,7 @@ zl_read_subgroup_positions(Relation rel, const ZLSubGroup *sg,
 		ReleaseBuffer(buffer);
 }
 
-/* orders row positions (qsort, bsearch) */
+/* orders row positions, or any int32s (qsort, bsearch) */
 int
 zl_position_cmp(const void *a, const void *b)
 {
