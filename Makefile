@@ -5,6 +5,7 @@ OBJS = \
 	src/zl_mod.o \
 	src/zl_tableam.o \
 	src/zl_storage.o \
+	src/zl_columnar.o \
 	src/zl_freespace.o \
 	src/zl_metadata.o \
 	src/zl_metaread.o \
@@ -52,6 +53,7 @@ TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
 PG_CPPFLAGS = -I$(srcdir)/src
+SHLIB_LINK = -lzstd
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 
 PG_CONFIG ?= pg_config

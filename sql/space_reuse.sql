@@ -6,7 +6,8 @@ SET timezone = 'UTC';
 
 CREATE TABLE churn (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
   USING zipper_lake;
-SELECT zipper_lake.register('churn', ARRAY['id']);
+-- the row format's layout: columnar history is packed tighter (columnar.sql)
+SELECT zipper_lake.register('churn', ARRAY['id'], history_format => 'rows');
 CREATE TABLE churn_ch (id int, v int, change_time timestamptz);
 
 -- every key changes every day, so each day compacts the previous day's
@@ -191,7 +192,7 @@ SELECT * FROM zipper_lake.verify('twin');
 -- anything freed before, so they fill the free extents in parts instead
 CREATE TABLE grow (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
   USING zipper_lake;
-SELECT zipper_lake.register('grow', ARRAY['id']);
+SELECT zipper_lake.register('grow', ARRAY['id'], history_format => 'rows');
 CREATE TABLE grow_ch (id int, v int, change_time timestamptz);
 CREATE PROCEDURE grow_days(days int) LANGUAGE plpgsql AS $$
 BEGIN

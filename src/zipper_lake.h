@@ -54,8 +54,18 @@
 /* partition_end of the current partition (open versions) */
 #define ZL_CURRENT_PARTITION	DATEVAL_NOEND
 
-/* largest sub-group written in one piece; bigger runs are split */
-#define ZL_MAX_SUBGROUP_ROWS	(64 * 1024)
+/*
+ * Largest sub-group written in one piece; bigger runs are split.  Columnar
+ * TIDs number a block's rows from 1 (zl_position_tid), so at most 65535.
+ */
+#define ZL_MAX_SUBGROUP_ROWS	(64 * 1024 - 1)
+
+/* sub-group formats (README "Storage formats"), as the catalog records them */
+#define ZL_FORMAT_ROWS			'r'
+#define ZL_FORMAT_COLUMNAR		'c'
+
+/* bytes of a columnar sub-group's stream on each of its pages */
+#define ZL_STREAM_PAGE_BYTES	(BLCKSZ - SizeOfPageHeaderData)
 
 /*
  * Memory (kB) of the sorts and buffers of a flush (zl_write.c, "Memory"):
@@ -68,6 +78,7 @@
 /* ---------- GUCs (zl_mod.c) ---------- */
 
 extern bool zipper_lake_enable_pruning;
+extern int	zipper_lake_columnar_chunk_rows;
 
 /* ---------- registration ---------- */
 
@@ -111,6 +122,7 @@ typedef struct ZLTableOptions
 	char	   *time_zone;
 	bool		zone_is_utc;
 	int64		late_horizon;	/* microseconds; 0: none (README "Late data") */
+	char		history_format; /* ZL_FORMAT_*: of new history sub-groups */
 	bool		some_untracked; /* track_columns names only some (README "Tracked columns") */
 	uint8		tracked[(MaxHeapAttributeNumber + 7) / 8];	/* a bit per attribute */
 } ZLTableOptions;
@@ -128,6 +140,7 @@ typedef struct ZLSubGroup
 	int64		subgroup_id;
 	int64		file_group;
 	bool		placed;			/* false: loaded before registration */
+	char		format;			/* ZL_FORMAT_ROWS or ZL_FORMAT_COLUMNAR */
 	DateADT		partition_end;	/* ZL_CURRENT_PARTITION for open versions */
 	int64		window_start;
 	int64		first_start;
@@ -140,6 +153,44 @@ typedef struct ZLSubGroup
 	const struct ZLKeyFilter *key_filter;	/* in front of a cached directory */
 	uint8	   *mask;			/* bit per row position, NULL if none masked */
 } ZLSubGroup;
+
+/*
+ * Positions (zl_scan.c, "Row positions"): in a row sub-group
+ * (block - first_block) * MaxHeapTuplesPerPage + (offset - 1); in a
+ * columnar one the row's ordinal, its TID spreading the ordinals evenly
+ * over the blocks.  zl_subgroup_positions() bounds them (mask bits).
+ */
+static inline int64
+zl_subgroup_positions(const ZLSubGroup *sg)
+{
+	return sg->format == ZL_FORMAT_COLUMNAR ? sg->row_count :
+		(int64) sg->blocks * MaxHeapTuplesPerPage;
+}
+
+static inline int64
+zl_columnar_rows_per_block(const ZLSubGroup *sg)
+{
+	return sg->blocks > 0 ? (sg->row_count + sg->blocks - 1) / sg->blocks : 1;
+}
+
+static inline void
+zl_position_tid(const ZLSubGroup *sg, int64 position, ItemPointer tid)
+{
+	int64		per_block = sg->format == ZL_FORMAT_COLUMNAR ?
+		zl_columnar_rows_per_block(sg) : MaxHeapTuplesPerPage;
+
+	ItemPointerSet(tid, sg->first_block + (BlockNumber) (position / per_block),
+				   (OffsetNumber) (position % per_block) + 1);
+}
+
+static inline int64
+zl_tid_position(const ZLSubGroup *sg, BlockNumber block, OffsetNumber offset)
+{
+	int64		per_block = sg->format == ZL_FORMAT_COLUMNAR ?
+		zl_columnar_rows_per_block(sg) : MaxHeapTuplesPerPage;
+
+	return (int64) (block - sg->first_block) * per_block + (offset - 1);
+}
 
 #define ZL_ROW_MASKED(sg, pos) \
 	((sg)->mask != NULL && ((sg)->mask[(pos) >> 3] & (1 << ((pos) & 7))) != 0)
@@ -201,6 +252,8 @@ typedef struct ZLPruneStats
 	int			subgroups_key_matched;	/* of those, holding one of the keys' hashes */
 	int			subgroups_key_unindexed;	/* kept ones without a directory: read whole */
 	int64		rows_masked;	/* masked rows stepped over while reading */
+	int64		chunks_total;	/* chunks of columnar sub-groups entered */
+	int64		chunks_skipped; /* of those, skipped by their min/max */
 } ZLPruneStats;
 
 /* ---------- zl_time.c ---------- */
@@ -250,8 +303,32 @@ extern ZLPageWriter *zl_page_counter_begin(void);
 extern BlockNumber zl_page_writer_pages(const ZLPageWriter *writer);
 extern int32 zl_page_writer_add(ZLPageWriter *writer, HeapTuple tuple);
 extern void zl_page_counter_add_length(ZLPageWriter *counter, uint32 len);
+extern void zl_page_writer_add_bytes(ZLPageWriter *writer, const char *data, Size len);
 extern void zl_page_writer_finish(ZLPageWriter *writer, BlockNumber *first_block,
 								  int32 *blocks);
+
+/* ---------- zl_columnar.c ---------- */
+
+typedef struct ZLColumnarWriter ZLColumnarWriter;
+typedef struct ZLColumnarReader ZLColumnarReader;
+
+extern ZLColumnarWriter *zl_columnar_writer_begin(TupleDesc desc);
+extern int32 zl_columnar_writer_add(ZLColumnarWriter *w, HeapTuple tuple);
+extern BlockNumber zl_columnar_writer_finish(ZLColumnarWriter *w);
+extern void zl_columnar_writer_write(ZLColumnarWriter *w, ZLPageWriter *pages);
+extern void zl_columnar_writer_end(ZLColumnarWriter *w);
+extern ZLColumnarReader *zl_columnar_open(Relation rel, const ZLSubGroup *sg,
+										  BufferAccessStrategy strategy);
+extern void zl_columnar_set_columns(ZLColumnarReader *r, const bool *needed);
+extern void zl_columnar_close(ZLColumnarReader *r);
+extern int	zl_columnar_nchunks(const ZLColumnarReader *r);
+extern uint32 zl_columnar_chunk_start(const ZLColumnarReader *r, int chunk);
+extern int	zl_columnar_chunk_of(const ZLColumnarReader *r, uint32 row);
+extern bool zl_columnar_chunk_range(const ZLColumnarReader *r, int chunk, AttrNumber attnum,
+									bool *all_null, bool *has_nulls, Datum *min, Datum *max);
+extern void zl_columnar_row(ZLColumnarReader *r, uint32 row, Datum *values, bool *isnull);
+extern void zl_columnar_sizes(const ZLColumnarReader *r, int64 *stored, int64 *raw,
+							  int64 *directory);
 extern uint64 zl_storage_metadata_changes(Relation rel);
 extern void zl_storage_count_metadata_change(Relation rel);
 extern bool zl_write_lock_table(uint64 storage_id, bool nowait);
@@ -328,6 +405,7 @@ extern Oid	zl_meta_storage_owner(uint64 storage_id);
 extern void zl_meta_insert_registration(Datum *values);
 extern void zl_meta_set_late_horizon(Oid relid, Interval *horizon);
 extern void zl_meta_set_track_columns(Oid relid, ArrayType *names);
+extern void zl_meta_set_history_format(Oid relid, text *format);
 extern bool zl_meta_time_zone_exists(const char *name);
 extern bool zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write);
 extern void zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
@@ -560,6 +638,7 @@ extern void zl_scan_set_bounds(TableScanDesc scan, const ZLTableOptions *opts,
 							   const ZLScanBounds *bounds);
 extern void zl_scan_set_keys(TableScanDesc scan, const uint32 *hashes, int nhashes);
 extern void zl_scan_keep_subgroups(TableScanDesc scan);
+extern void zl_scan_set_columns(TableScanDesc scan, const bool *needed);
 extern const ZLPruneStats *zl_scan_stats(TableScanDesc scan);
 
 typedef void (*ZLRowCallback) (void *arg, const ZLSubGroup *sg, int32 position,

@@ -1401,7 +1401,7 @@ static void
 collect_masked_since(ApplyContext *ac, const ZLSubGroup *now, const ZLSubGroup *then,
 					 ConcurrentArg *arg)
 {
-	int64		nbytes = ((int64) now->blocks * MaxHeapTuplesPerPage + 7) / 8;
+	int64		nbytes = (zl_subgroup_positions(now) + 7) / 8;
 	int32	   *positions = palloc(sizeof(int32) * (now->masked_rows - then->masked_rows));
 	int			n = 0;
 

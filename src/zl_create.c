@@ -53,6 +53,7 @@ static const struct
 	{"time_zone", TEXTOID},
 	{"late_horizon", INTERVALOID},
 	{"track_columns", TEXTARRAYOID},
+	{"history_format", TEXTOID},
 };
 
 #define FIRST_OPTION_ARG 2

@@ -803,6 +803,12 @@ zl_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyInteger("Sub-groups Loaded", NULL, stats->subgroups_loaded, es);
 	if (es->analyze)
 		ExplainPropertyInteger("Rows Masked", NULL, stats->rows_masked, es);
+	if (es->analyze && stats->chunks_total > 0)
+		ExplainPropertyText("Chunks",
+							psprintf(INT64_FORMAT " read, " INT64_FORMAT " skipped by min/max",
+									 stats->chunks_total - stats->chunks_skipped,
+									 stats->chunks_skipped),
+							es);
 }
 
 /* ---------- parallel execution: the table AM's parallel scan ---------- */

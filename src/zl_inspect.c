@@ -4,7 +4,9 @@
  *	  zipper_lake.inspect(): one row per sub-group.
  *
  * Lists every visible sub-group of a table — partition, file group,
- * window, first and last start, rows, masked rows, blocks — unplaced ones
+ * window, first and last start, rows, masked rows, blocks, format, and for
+ * columnar ones the bytes of their directory and chunks as stored
+ * (compressed) and as encoded before compression (raw) — unplaced ones
  * (loaded before registration) first, then by partition, window, file
  * group and sub-group.  It reads the metadata on the caller's behalf
  * after checking SELECT on the table (zl_open_readable_zipper_table), and
@@ -17,6 +19,7 @@
 #include "access/table.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "utils/builtins.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
@@ -62,8 +65,8 @@ zipper_lake_inspect(PG_FUNCTION_ARGS)
 	for (int i = 0; i < nsgs; i++)
 	{
 		ZLSubGroup *sg = order[i];
-		Datum		values[10];
-		bool		nulls[10] = {0};
+		Datum		values[13];
+		bool		nulls[13] = {0};
 
 		values[0] = DateADTGetDatum(sg->partition_end);
 		values[1] = Int64GetDatum(sg->file_group);
@@ -75,6 +78,21 @@ zipper_lake_inspect(PG_FUNCTION_ARGS)
 		values[7] = Int64GetDatum(sg->masked_rows);
 		values[8] = Int64GetDatum((int64) sg->first_block);
 		values[9] = Int32GetDatum(sg->blocks);
+		values[10] = CStringGetTextDatum(sg->format == ZL_FORMAT_COLUMNAR ? "columnar" : "rows");
+		nulls[11] = nulls[12] = true;
+		if (sg->format == ZL_FORMAT_COLUMNAR)
+		{
+			ZLColumnarReader *reader = zl_columnar_open(rel, sg, NULL);
+			int64		stored,
+						raw,
+						directory;
+
+			zl_columnar_sizes(reader, &stored, &raw, &directory);
+			zl_columnar_close(reader);
+			values[11] = Int64GetDatum(directory + stored);
+			values[12] = Int64GetDatum(directory + raw);
+			nulls[11] = nulls[12] = false;
+		}
 		if (!sg->placed)
 			nulls[0] = nulls[3] = nulls[4] = nulls[5] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

@@ -488,7 +488,7 @@ cache_usable(Snapshot snapshot)
 static void
 copy_masks(StorageEntry *entry, CachedSubGroup *c, Snapshot snapshot, ZLSubGroup *sg)
 {
-	Size		bytes = ((int64) c->sg.blocks * MaxHeapTuplesPerPage + 7) / 8;
+	Size		bytes = (zl_subgroup_positions(&c->sg) + 7) / 8;
 	bool		all = true;
 
 	sg->mask = NULL;

@@ -83,6 +83,7 @@ typedef enum ZLMetaQuery
 	Q_FORGET_REGISTRATION,
 	Q_SET_LATE_HORIZON,
 	Q_SET_TRACK_COLUMNS,
+	Q_SET_HISTORY_FORMAT,
 	Q_RECORD_SEGMENTS,
 	Q_RECORD_ENTRIES,
 	Q_RECORD_PIECES,
@@ -99,7 +100,7 @@ typedef struct ZLMetaQueryDef
 {
 	const char *sql;
 	int			nargs;
-	Oid			argtypes[11];
+	Oid			argtypes[12];
 } ZLMetaQueryDef;
 
 static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
@@ -130,7 +131,8 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		" current_group_span, max_subgroups, open_end, time_zone,"
 		" (to_jsonb(r) ->> 'late_horizon')::interval,"
 		" ARRAY(SELECT jsonb_array_elements_text("
-		"     nullif(to_jsonb(r) -> 'track_columns', 'null'::jsonb)))"
+		"     nullif(to_jsonb(r) -> 'track_columns', 'null'::jsonb))),"
+		" coalesce(to_jsonb(r) ->> 'history_format', 'rows')"
 		" FROM zipper_lake.registration r WHERE tbl = $1",
 		1, {OIDOID}
 	},
@@ -146,11 +148,11 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	[Q_INSERT_SUBGROUP] = {
 		"INSERT INTO zipper_lake.subgroup (storage_id, subgroup_id, file_group,"
 		" rollover_seq, partition_end, window_start, first_start, last_start,"
-		" row_count, first_block, blocks, key_directory)"
-		" VALUES ($1, nextval('zipper_lake.id_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+		" row_count, first_block, blocks, key_directory, format)"
+		" VALUES ($1, nextval('zipper_lake.id_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
 		" RETURNING subgroup_id",
-		11, {INT8OID, INT8OID, INT4OID, DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-		TIMESTAMPTZOID, INT8OID, INT8OID, INT4OID, BYTEAOID}
+		12, {INT8OID, INT8OID, INT4OID, DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+		TIMESTAMPTZOID, INT8OID, INT8OID, INT4OID, BYTEAOID, CHAROID}
 	},
 	[Q_DELETE_SUBGROUP] = {
 		"WITH d AS (DELETE FROM zipper_lake.subgroup"
@@ -209,6 +211,10 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	[Q_SET_TRACK_COLUMNS] = {
 		"UPDATE zipper_lake.registration SET track_columns = $2 WHERE tbl = $1",
 		2, {OIDOID, NAMEARRAYOID}
+	},
+	[Q_SET_HISTORY_FORMAT] = {
+		"UPDATE zipper_lake.registration SET history_format = $2 WHERE tbl = $1",
+		2, {OIDOID, TEXTOID}
 	},
 	[Q_RECORD_SEGMENTS] = {
 		"SELECT piece, segment FROM zipper_lake.record_segment"
@@ -478,6 +484,13 @@ zl_meta_set_track_columns(Oid relid, ArrayType *names)
 	set_registration_option(Q_SET_TRACK_COLUMNS, relid, (Pointer) names);
 }
 
+/* README "Storage formats": 'columnar' or 'rows' */
+void
+zl_meta_set_history_format(Oid relid, text *format)
+{
+	set_registration_option(Q_SET_HISTORY_FORMAT, relid, (Pointer) format);
+}
+
 /* is name a zone of pg_timezone_names (not an abbreviation or POSIX rule)? */
 bool
 zl_meta_time_zone_exists(const char *name)
@@ -667,6 +680,8 @@ options_from_row(Relation rel, HeapTuple tuple, TupleDesc tupdesc, ZLTableOption
 			opts->tracked[(attnum - 1) >> 3] |= 1 << ((attnum - 1) & 7);
 		}
 	}
+	opts->history_format = strcmp(SPI_getvalue(tuple, tupdesc, 12), "columnar") == 0 ?
+		ZL_FORMAT_COLUMNAR : ZL_FORMAT_ROWS;
 	if (pg_tzset(opts->time_zone) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -761,8 +776,8 @@ zl_meta_insert_subgroup(Relation rel, const ZLSubGroup *sg, int32 rollover_seq,
 {
 	ZLMetaSession session;
 	uint64		storage_id = zl_storage_id(rel);
-	Datum		values[11];
-	char		nulls[11];
+	Datum		values[12];
+	char		nulls[12];
 	int64		subgroup_id;
 
 	memset(nulls, ' ', sizeof(nulls));
@@ -777,6 +792,7 @@ zl_meta_insert_subgroup(Relation rel, const ZLSubGroup *sg, int32 rollover_seq,
 	values[8] = Int64GetDatum((int64) sg->first_block);
 	values[9] = Int32GetDatum(sg->blocks);
 	values[10] = PointerGetDatum(key_directory);
+	values[11] = CharGetDatum(sg->format);
 	if (key_directory == NULL)
 		nulls[10] = 'n';
 	if (!sg->placed)

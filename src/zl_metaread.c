@@ -59,7 +59,8 @@ enum
 	SG_FIRST_BLOCK,
 	SG_BLOCKS,
 	SG_KEY_DIRECTORY,
-	SG_NATTS = SG_KEY_DIRECTORY
+	SG_FORMAT,
+	SG_NATTS = SG_FORMAT
 };
 
 enum
@@ -208,6 +209,7 @@ subgroup_from_row(ZLSubGroup *sg, Datum *values, bool *isnull)
 	sg->row_count = int64_or_zero(values, isnull, SG_ROW_COUNT);
 	sg->first_block = (BlockNumber) int64_or_zero(values, isnull, SG_FIRST_BLOCK);
 	sg->blocks = isnull[SG_BLOCKS - 1] ? 0 : DatumGetInt32(values[SG_BLOCKS - 1]);
+	sg->format = isnull[SG_FORMAT - 1] ? ZL_FORMAT_ROWS : DatumGetChar(values[SG_FORMAT - 1]);
 }
 
 /* OR a mask row's positions into its sub-group's mask (allocated in context) */
@@ -216,13 +218,12 @@ zl_meta_or_mask(ZLSubGroup *sg, const int32 *positions, int npositions,
 				MemoryContext context)
 {
 	if (sg->mask == NULL)
-		sg->mask = MemoryContextAllocZero(context,
-										  ((int64) sg->blocks * MaxHeapTuplesPerPage + 7) / 8);
+		sg->mask = MemoryContextAllocZero(context, (zl_subgroup_positions(sg) + 7) / 8);
 	for (int k = 0; k < npositions; k++)
 	{
 		int32		pos = positions[k];
 
-		if (pos < 0 || pos >= (int64) sg->blocks * MaxHeapTuplesPerPage)
+		if (pos < 0 || pos >= zl_subgroup_positions(sg))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("mask of sub-group " INT64_FORMAT " names position %d outside its %d blocks",

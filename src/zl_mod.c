@@ -30,6 +30,7 @@
 PG_MODULE_MAGIC;
 
 bool		zipper_lake_enable_pruning = true;
+int			zipper_lake_columnar_chunk_rows = 8192;
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
@@ -151,6 +152,14 @@ _PG_init(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+	DefineCustomIntVariable("zipper_lake.columnar_chunk_rows",
+							"Rows of a chunk of columnar sub-groups written from now on.",
+							"For tests of chunk skipping on small tables; keep the default otherwise.",
+							&zipper_lake_columnar_chunk_rows,
+							8192, 16, 65535,
+							PGC_USERSET,
+							GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("zipper_lake");
 
 	prev_ExecutorStart = ExecutorStart_hook;

@@ -38,6 +38,7 @@
 PG_FUNCTION_INFO_V1(zipper_lake_register);
 PG_FUNCTION_INFO_V1(zipper_lake_set_late_horizon);
 PG_FUNCTION_INFO_V1(zipper_lake_set_track_columns);
+PG_FUNCTION_INFO_V1(zipper_lake_set_history_format);
 PG_FUNCTION_INFO_V1(zipper_lake_register_row);
 PG_FUNCTION_INFO_V1(zipper_lake_place_unplaced_trigger);
 PG_FUNCTION_INFO_V1(zipper_lake_storage_id);
@@ -216,6 +217,21 @@ checked_track_columns(Relation rel, const AttrNumber *key_attnums, int nkeys,
 		names[i] = DirectFunctionCall1(namein, CStringGetDatum(name));
 	}
 	return construct_array(names, n, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR);
+}
+
+/* a history format (README "Storage formats"): 'columnar' or 'rows' */
+static text *
+checked_history_format(text *format)
+{
+	char	   *name = text_to_cstring(format);
+
+	if (strcmp(name, "columnar") != 0 && strcmp(name, "rows") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid history_format \"%s\"", name),
+				 errdetail("History is stored as 'columnar' (compressed, the default) or 'rows'."),
+				 errhint("Pass 'columnar' or 'rows'.")));
+	return format;
 }
 
 /* a late horizon: positive, in days and time (months have no fixed length) */
@@ -434,6 +450,9 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 		zl_meta_set_track_columns(RelationGetRelid(rel),
 								  checked_track_columns(rel, key_attnums, nkeys, from_attnum,
 														to_attnum, PG_GETARG_ARRAYTYPE_P(11)));
+	if (PG_NARGS() > 12 && !PG_ARGISNULL(12))
+		zl_meta_set_history_format(RelationGetRelid(rel),
+								   checked_history_format(PG_GETARG_TEXT_PP(12)));
 	/* cached registrations (zl_metadata.c) follow a commit or rollback */
 	CacheInvalidateRelcache(rel);
 	table_close(rel, NoLock);
@@ -506,6 +525,29 @@ zipper_lake_set_track_columns(PG_FUNCTION_ARGS)
 							  checked_track_columns(rel, opts.key_attnums, opts.nkeys,
 													opts.from_attnum, opts.to_attnum,
 													PG_GETARG_ARRAYTYPE_P(1)));
+	option_changed(rel);
+	PG_RETURN_VOID();
+}
+
+/*
+ * set_history_format(tbl, format): README "Storage formats".  Sub-groups
+ * already written keep their format; history written from now on takes
+ * the new one.
+ */
+Datum
+zipper_lake_set_history_format(PG_FUNCTION_ARGS)
+{
+	ZLTableOptions opts;
+	Relation	rel;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("history_format must not be null"),
+				 errhint("Pass 'columnar' or 'rows'.")));
+	rel = open_for_option(fcinfo, "history_format", "is not allowed", &opts);
+	zl_meta_set_history_format(RelationGetRelid(rel),
+							   checked_history_format(PG_GETARG_TEXT_PP(1)));
 	option_changed(rel);
 	PG_RETURN_VOID();
 }

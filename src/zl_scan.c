@@ -103,13 +103,18 @@ typedef struct ZLScanDescData
 								 * outside the page on entering it) */
 	OffsetNumber max_offset;
 	Buffer		buffer;
+	ZLColumnarReader *columnar; /* of the current sub-group if columnar */
+	int64		row;			/* its position last looked at */
+	int			chunk;			/* the chunk that row is in, -1 none */
+	bool	   *columns;		/* attributes read from columnar sub-groups */
 	bool		allow_strategy; /* SO_ALLOW_STRAT */
 	bool		strategy_chosen;	/* for the sub-groups now kept */
 	BufferAccessStrategy strategy;
 	HeapTupleData tuple;
 
-	/* ANALYZE: sub-groups sorted by first block */
+	/* ANALYZE: sub-groups sorted by first block; a columnar block's rows end */
 	ZLSubGroup **by_block;
+	int64		analyze_end;
 
 	/*
 	 * Key probes (zl_scan_set_keys): per sub-group, the positions its key
@@ -177,6 +182,54 @@ scan_release_buffer(ZLScanDesc scan)
 	scan->buffer = InvalidBuffer;
 }
 
+/* stop reading the current sub-group: its pinned page or columnar reader */
+static void
+scan_release(ZLScanDesc scan)
+{
+	scan_release_buffer(scan);
+	if (scan->columnar != NULL)
+		zl_columnar_close(scan->columnar);
+	scan->columnar = NULL;
+}
+
+/* read the current sub-group, if columnar, through a reader of its own */
+static void
+scan_open_columnar(ZLScanDesc scan)
+{
+	MemoryContext old;
+
+	if (scan->current->format != ZL_FORMAT_COLUMNAR)
+		return;
+	old = MemoryContextSwitchTo(scan->context);
+	scan->columnar = zl_columnar_open(scan->base.rs_rd, scan->current, scan->strategy);
+	if (scan->columns != NULL)
+	{
+		/* bounds are checked on the period columns */
+		if (scan->bounded)
+			scan->columns[scan->opts.from_attnum - 1] =
+				scan->columns[scan->opts.to_attnum - 1] = true;
+		zl_columnar_set_columns(scan->columnar, scan->columns);
+	}
+	MemoryContextSwitchTo(old);
+	scan->chunk = -1;
+}
+
+/*
+ * Read only these attributes (a bool per attribute) of columnar
+ * sub-groups; the others read as NULL.  For scans whose plan needs no more
+ * (zl_customscan.c).
+ */
+void
+zl_scan_set_columns(TableScanDesc sscan, const bool *needed)
+{
+	ZLScanDesc	scan = (ZLScanDesc) sscan;
+	int			natts = RelationGetDescr(scan->base.rs_rd)->natts;
+
+	if (scan->columns == NULL)
+		scan->columns = MemoryContextAlloc(scan->context, sizeof(bool) * Max(natts, 1));
+	memcpy(scan->columns, needed, sizeof(bool) * natts);
+}
+
 /*
  * Load the visible sub-groups: all of them, or (filter given) a superset
  * of those that bounds can keep.  Every participant of a parallel scan
@@ -187,7 +240,7 @@ scan_load_subgroups(ZLScanDesc scan, const ZLSubGroupFilter *filter)
 {
 	MemoryContext old;
 
-	scan_release_buffer(scan);
+	scan_release(scan);
 	MemoryContextReset(scan->metadata_context);
 	scan->current = NULL;
 	scan->current_index = -1;
@@ -265,7 +318,7 @@ zl_scan_end(TableScanDesc sscan)
 {
 	ZLScanDesc	scan = (ZLScanDesc) sscan;
 
-	scan_release_buffer(scan);
+	scan_release(scan);
 	if (scan->strategy)
 		FreeAccessStrategy(scan->strategy);
 	if (scan->unregister_snapshot)
@@ -281,7 +334,7 @@ zl_scan_rescan(TableScanDesc sscan, struct ScanKeyData *key, bool set_params,
 {
 	ZLScanDesc	scan = (ZLScanDesc) sscan;
 
-	scan_release_buffer(scan);
+	scan_release(scan);
 	scan->current = NULL;
 	scan->current_index = -1;
 	scan->prefetched_index = -1;
@@ -771,6 +824,8 @@ scan_next_subgroup(ZLScanDesc scan, bool forward)
 		else
 			index = scan->current_index + (forward ? 1 : -1);
 
+		if (scan->columnar != NULL)
+			scan_release(scan);
 		if (index < 0 || index >= scan->nsubgroups)
 		{
 			scan->current = NULL;
@@ -781,6 +836,8 @@ scan_next_subgroup(ZLScanDesc scan, bool forward)
 		if (subgroup_has_rows(scan, index))
 		{
 			scan->current = &scan->subgroups[index];
+			scan_open_columnar(scan);
+			scan->row = forward ? -1 : scan->current->row_count;
 			scan->current_decision = scan->bounded ? scan->decisions[index] : ZL_ALL_MATCH;
 			scan->probing = scan->key_positions != NULL && scan->nkey_positions[index] >= 0;
 			if (scan->probing)
@@ -845,7 +902,7 @@ scan_prefetch_next_heads(ZLScanDesc scan)
 static inline int64
 row_position(const ZLSubGroup *sg, BlockNumber block, OffsetNumber offset)
 {
-	return (int64) (block - sg->first_block) * MaxHeapTuplesPerPage + (offset - 1);
+	return zl_tid_position(sg, block, offset);
 }
 
 static int64
@@ -983,7 +1040,142 @@ scan_step_on_page(ZLScanDesc scan, TupleTableSlot *slot, bool forward, double *m
 	return ZL_STEP_PAGE_DONE;
 }
 
-/* the row at a position of the current sub-group, pinning its block */
+/* a period column of a deformed row as an instant (NULL: the lowest) */
+static int64
+value_instant(ZLScanDesc scan, TupleTableSlot *slot, AttrNumber attnum)
+{
+	return slot->tts_isnull[attnum - 1] ? PG_INT64_MIN :
+		zl_datum_to_instant(slot->tts_values[attnum - 1], scan->opts.period_type);
+}
+
+/*
+ * The row at a position of the current columnar sub-group into the slot,
+ * unless bounds to check exclude it; *from gets its valid_from then.
+ */
+static bool
+scan_store_columnar_row(ZLScanDesc scan, TupleTableSlot *slot, int64 position, int64 *from)
+{
+	ExecClearTuple(slot);
+	zl_columnar_row(scan->columnar, (uint32) position, slot->tts_values, slot->tts_isnull);
+	if (scan->current_decision == ZL_CHECK)
+	{
+		*from = value_instant(scan, slot, scan->opts.from_attnum);
+		if (!zl_bounds_match(&scan->bounds, *from,
+							 value_instant(scan, slot, scan->opts.to_attnum)))
+			return false;
+	}
+	ExecStoreVirtualTuple(slot);
+	slot->tts_tableOid = RelationGetRelid(scan->base.rs_rd);
+	zl_position_tid(scan->current, position, &slot->tts_tid);
+	return true;
+}
+
+/* can a range [lo, hi] of a period column's chunk meet the bound [blo, bhi]? */
+static bool
+chunk_period_meets(ZLScanDesc scan, int chunk, AttrNumber attnum, int64 blo, int64 bhi,
+				   int64 *lo, int64 *hi)
+{
+	bool		all_null,
+				has_nulls;
+	Datum		min,
+				max;
+
+	if (!zl_columnar_chunk_range(scan->columnar, chunk, attnum, &all_null, &has_nulls,
+								 &min, &max) || all_null)
+		return true;
+	*lo = zl_datum_to_instant(min, scan->opts.period_type);
+	*hi = zl_datum_to_instant(max, scan->opts.period_type);
+	return *hi >= blo && *lo <= bhi;
+}
+
+typedef enum ZLChunkStep
+{
+	ZL_CHUNK_READ,
+	ZL_CHUNK_SKIP,
+	ZL_CHUNK_LAST				/* skip it and the rest of the sub-group */
+} ZLChunkStep;
+
+/*
+ * Entering a chunk of the current columnar sub-group: can the bounds keep
+ * any of its rows, going by its valid_from and valid_to ranges?  Past the
+ * valid_from range in the scan's direction, no later chunk can either.
+ */
+static ZLChunkStep
+scan_enter_chunk(ZLScanDesc scan, int chunk, bool forward)
+{
+	const ZLScanBounds *b = &scan->bounds;
+	int64		from_lo = PG_INT64_MIN,
+				from_hi = PG_INT64_MAX,
+				to_lo,
+				to_hi;
+	bool		from_meets,
+				to_meets;
+
+	scan->stats.chunks_total++;
+	if (scan->current_decision != ZL_CHECK)
+		return ZL_CHUNK_READ;
+	from_meets = chunk_period_meets(scan, chunk, scan->opts.from_attnum, b->from_lo,
+									b->from_hi, &from_lo, &from_hi);
+	to_meets = chunk_period_meets(scan, chunk, scan->opts.to_attnum, b->to_lo, b->to_hi,
+								  &to_lo, &to_hi);
+	if (b->either ? (from_meets || to_meets) : (from_meets && to_meets))
+		return ZL_CHUNK_READ;
+	scan->stats.chunks_skipped++;
+	if (scan_uses_sort_order(scan) &&
+		(forward ? from_lo > b->from_hi : from_hi < b->from_lo))
+		return ZL_CHUNK_LAST;
+	return ZL_CHUNK_SKIP;
+}
+
+/*
+ * Next unmasked row of the current columnar sub-group, in the scan's
+ * direction, into the slot: chunk by chunk, skipping those the bounds
+ * exclude.
+ */
+static ZLPageStep
+scan_step_columnar(ZLScanDesc scan, TupleTableSlot *slot, bool forward)
+{
+	const ZLSubGroup *sg = scan->current;
+
+	for (;;)
+	{
+		int64		row = scan->row + (forward ? 1 : -1);
+		int64		from = 0;
+
+		if (row < 0 || row >= sg->row_count)
+			return ZL_STEP_SUBGROUP_DONE;
+		scan->row = row;
+		if (scan->chunk < 0 || row < zl_columnar_chunk_start(scan->columnar, scan->chunk) ||
+			row >= zl_columnar_chunk_start(scan->columnar, scan->chunk + 1))
+		{
+			scan->chunk = zl_columnar_chunk_of(scan->columnar, (uint32) row);
+			switch (scan_enter_chunk(scan, scan->chunk, forward))
+			{
+				case ZL_CHUNK_READ:
+					break;
+				case ZL_CHUNK_SKIP:
+					scan->row = forward ?
+						(int64) zl_columnar_chunk_start(scan->columnar, scan->chunk + 1) - 1 :
+						(int64) zl_columnar_chunk_start(scan->columnar, scan->chunk);
+					continue;
+				case ZL_CHUNK_LAST:
+					return ZL_STEP_SUBGROUP_DONE;
+			}
+		}
+		if (ZL_ROW_MASKED(sg, row))
+		{
+			scan->stats.rows_masked++;
+			continue;
+		}
+		if (scan_store_columnar_row(scan, slot, row, &from))
+			return ZL_STEP_ROW;
+		if (scan_uses_sort_order(scan) &&
+			(forward ? from > scan->bounds.from_hi : from < scan->bounds.from_lo))
+			return ZL_STEP_SUBGROUP_DONE;
+	}
+}
+
+/* the row at a position of the current row sub-group, pinning its block */
 static void
 scan_fetch_position(ZLScanDesc scan, int32 position)
 {
@@ -1034,6 +1226,20 @@ scan_step_probe(ZLScanDesc scan, TupleTableSlot *slot, bool forward)
 			scan->stats.rows_masked++;
 			continue;
 		}
+		if (scan->columnar != NULL)
+		{
+			int64		from;
+
+			if (positions[next] >= scan->current->row_count)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("key directory of sub-group " INT64_FORMAT " names position %d outside its %lld rows",
+								scan->current->subgroup_id, positions[next],
+								(long long) scan->current->row_count)));
+			if (scan_store_columnar_row(scan, slot, positions[next], &from))
+				return ZL_STEP_ROW;
+			continue;
+		}
 		scan_fetch_position(scan, positions[next]);
 		if (scan->current_decision == ZL_CHECK &&
 			!zl_bounds_match(&scan->bounds,
@@ -1072,26 +1278,28 @@ zl_scan_getnextslot(TableScanDesc sscan, ScanDirection direction, TupleTableSlot
 
 		if (scan->current != NULL && scan->probing)
 			step = scan_step_probe(scan, slot, forward);
+		else if (scan->columnar != NULL)
+			step = scan_step_columnar(scan, slot, forward);
 		else if (BufferIsValid(scan->buffer))
 			step = scan_step_on_page(scan, slot, forward, NULL);
 		if (step == ZL_STEP_ROW)
 			return true;
 
-		if (step == ZL_STEP_PAGE_DONE &&
+		if (step == ZL_STEP_PAGE_DONE && scan->columnar == NULL &&
 			(forward ? scan->block + 1 < scan->current->first_block + scan->current->blocks :
 			 scan->block > scan->current->first_block))
 			scan_read_block(scan, forward ? scan->block + 1 : scan->block - 1, forward);
 		else if (scan_next_subgroup(scan, forward))
 		{
-			if (scan->probing)
-				continue;		/* rows come from the probed positions */
+			if (scan->probing || scan->columnar != NULL)
+				continue;		/* rows come from positions or chunks */
 			if (forward)
 				scan_prefetch_next_heads(scan);
 			scan_read_block(scan, scan_entry_block(scan, forward), forward);
 		}
 		else
 		{
-			scan_release_buffer(scan);
+			scan_release(scan);
 			ExecClearTuple(slot);
 			return false;
 		}
@@ -1101,14 +1309,67 @@ zl_scan_getnextslot(TableScanDesc sscan, ScanDirection direction, TupleTableSlot
 /* ---------- whole sub-groups, for writers and checks ---------- */
 
 /*
+ * Call back for the rows of a columnar sub-group at the given positions
+ * (ascending; NULL: all), each formed as a heap tuple that lives until the
+ * next one.
+ */
+static void
+read_columnar_rows(Relation rel, const ZLSubGroup *sg, bool include_masked,
+				   const int32 *positions, int npositions,
+				   ZLRowCallback callback, void *arg)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	ZLColumnarReader *reader = zl_columnar_open(rel, sg, NULL);
+	MemoryContext row_context = AllocSetContextCreate(CurrentMemoryContext,
+													  "zipper_lake columnar row",
+													  ALLOCSET_SMALL_SIZES);
+	Datum	   *values = palloc(sizeof(Datum) * Max(desc->natts, 1));
+	bool	   *isnull = palloc(sizeof(bool) * Max(desc->natts, 1));
+	int64		n = positions ? npositions : sg->row_count;
+
+	for (int64 i = 0; i < n; i++)
+	{
+		int64		position = positions ? positions[i] : i;
+		MemoryContext old;
+		HeapTuple	tuple;
+
+		CHECK_FOR_INTERRUPTS();
+		if (position < 0 || position >= sg->row_count)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("key directory of sub-group " INT64_FORMAT " names position %lld outside its %lld rows",
+							sg->subgroup_id, (long long) position, (long long) sg->row_count)));
+		if (!include_masked && ZL_ROW_MASKED(sg, position))
+			continue;
+		MemoryContextReset(row_context);
+		old = MemoryContextSwitchTo(row_context);
+		zl_columnar_row(reader, (uint32) position, values, isnull);
+		tuple = heap_form_tuple(desc, values, isnull);
+		tuple->t_tableOid = RelationGetRelid(rel);
+		zl_position_tid(sg, position, &tuple->t_self);
+		MemoryContextSwitchTo(old);
+		callback(arg, sg, (int32) position, tuple);
+	}
+	MemoryContextDelete(row_context);
+	zl_columnar_close(reader);
+	pfree(values);
+	pfree(isnull);
+}
+
+/*
  * Call back for every row of a sub-group (masked ones only when asked),
- * in storage order.  The tuple points into a pinned page: copy what must
- * outlive the call.
+ * in storage order.  The tuple points into a pinned page or lives until
+ * the next one: copy what must outlive the call.
  */
 void
 zl_read_subgroup_rows(Relation rel, const ZLSubGroup *sg, bool include_masked,
 					  ZLRowCallback callback, void *arg)
 {
+	if (sg->format == ZL_FORMAT_COLUMNAR)
+	{
+		read_columnar_rows(rel, sg, include_masked, NULL, 0, callback, arg);
+		return;
+	}
 	for (BlockNumber block = sg->first_block; block < sg->first_block + sg->blocks; block++)
 	{
 		Buffer		buffer = ReadBuffer(rel, block);
@@ -1147,6 +1408,11 @@ zl_read_subgroup_positions(Relation rel, const ZLSubGroup *sg,
 	Buffer		buffer = InvalidBuffer;
 	BlockNumber current = InvalidBlockNumber;
 
+	if (sg->format == ZL_FORMAT_COLUMNAR)
+	{
+		read_columnar_rows(rel, sg, false, positions, npositions, callback, arg);
+		return;
+	}
 	for (int i = 0; i < npositions; i++)
 	{
 		int32		position = positions[i];
@@ -1338,14 +1604,29 @@ zl_scan_analyze_next_block(TableScanDesc sscan, BlockNumber blockno,
 						   BufferAccessStrategy bstrategy)
 {
 	ZLScanDesc	scan = (ZLScanDesc) sscan;
+	ZLSubGroup *sg = subgroup_of_block(scan, blockno);
 
 	/* the metapage and space of aborted writes hold no rows */
-	scan->current = subgroup_of_block(scan, blockno);
+	if (sg != scan->current || sg == NULL)
+		scan_release(scan);
+	scan->current = sg;
 	scan->current_decision = ZL_ALL_MATCH;
 	if (scan->current == NULL)
-	{
-		scan_release_buffer(scan);
 		return false;
+	if (sg->format == ZL_FORMAT_COLUMNAR)
+	{
+		/* the block stands for its share of the rows (zl_position_tid) */
+		int64		per_block = zl_columnar_rows_per_block(sg);
+
+		if (scan->columnar == NULL)
+		{
+			scan->strategy = bstrategy;
+			scan_open_columnar(scan);
+			scan->strategy = NULL;
+		}
+		scan->row = (blockno - sg->first_block) * per_block - 1;
+		scan->analyze_end = Min(sg->row_count, scan->row + 1 + per_block);
+		return true;
 	}
 	scan->strategy = bstrategy;
 	scan_read_block(scan, blockno, true);
@@ -1360,6 +1641,20 @@ zl_scan_analyze_next_tuple(TableScanDesc sscan, TransactionId OldestXmin,
 {
 	ZLScanDesc	scan = (ZLScanDesc) sscan;
 
+	while (scan->columnar != NULL && scan->row + 1 < scan->analyze_end)
+	{
+		int64		from;
+
+		scan->row++;
+		if (ZL_ROW_MASKED(scan->current, scan->row))
+		{
+			*deadrows += 1;
+			continue;
+		}
+		(void) scan_store_columnar_row(scan, slot, scan->row, &from);
+		*liverows += 1;
+		return true;
+	}
 	if (BufferIsValid(scan->buffer) &&
 		scan_step_on_page(scan, slot, true, deadrows) == ZL_STEP_ROW)
 	{

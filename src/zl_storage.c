@@ -20,11 +20,12 @@
  * see that sub-group.  Runs are appended at the end of the file, or
  * written into the blocks of a deleted sub-group that no snapshot can see
  * any more (zl_freespace.c); a page counter tells how many blocks a run
- * will take before it is written.  Pages use
- * the standard layout (PageInit, line pointers), so each row has a TID,
- * and rows are stored as heap tuples with a frozen header: visibility is
- * decided by the sub-group's metadata row, never by the tuple, and scans
- * can hand out pinned tuples without copying them.
+ * will take before it is written.  Pages use the standard layout
+ * (PageInit).  In a row sub-group rows are stored as heap tuples behind
+ * line pointers, with a frozen header: visibility is decided by the
+ * sub-group's metadata row, never by the tuple, and scans can hand out
+ * pinned tuples without copying them.  A columnar sub-group's pages hold
+ * a byte stream after their header instead (zl_columnar.c).
  *
  * WAL
  * ---
@@ -372,6 +373,30 @@ zl_page_counter_add_length(ZLPageWriter *counter, uint32 len)
 	tuple.t_len = len;
 	tuple.t_data = (HeapTupleHeader) zeros.data;
 	(void) zl_page_writer_add(counter, &tuple);
+}
+
+/*
+ * Append bytes of a columnar sub-group's stream (zl_columnar.c): each page
+ * holds ZL_STREAM_PAGE_BYTES of it after its header, pd_lower marking the
+ * end.  A run is either rows or a stream, never both.
+ */
+void
+zl_page_writer_add_bytes(ZLPageWriter *writer, const char *data, Size len)
+{
+	while (len > 0)
+	{
+		PageHeader	header = (PageHeader) writer->page.data;
+		Size		used = header->pd_lower - SizeOfPageHeaderData;
+		Size		take = Min(len, ZL_STREAM_PAGE_BYTES - used);
+
+		memcpy(writer->page.data + header->pd_lower, data, take);
+		header->pd_lower += take;
+		writer->page_has_rows = true;
+		data += take;
+		len -= take;
+		if (header->pd_lower == BLCKSZ)
+			page_writer_flush_page(writer);
+	}
 }
 
 /* pages the rows added so far fill, the one being filled included */

@@ -584,19 +584,35 @@ next_in_run(RunReader *rr)
 }
 
 /*
+ * History runs of a table whose history format is columnar become columnar
+ * sub-groups (zl_columnar.c); the current partition stays in rows, which
+ * apply reads and replaces all the time, and so do rows loaded before
+ * registration.
+ */
+static bool
+run_is_columnar(const ZLWriteState *state, const ZLRunKey *key)
+{
+	return key->placed && key->partition_end != ZL_CURRENT_PARTITION &&
+		state->opts.history_format == ZL_FORMAT_COLUMNAR;
+}
+
+/*
  * Write the next n rows of the run (fewer if the run ends first) as one
  * sub-group, from the buffer or straight from the sort, into blocks free
  * blocks from first_block on (InvalidBlockNumber: at the end of the file).
+ * A columnar sub-group is encoded first, and then goes into the smallest
+ * free extent that holds it, or at the end of the file.
  */
 static void
 write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
-			   BlockNumber first_block, int32 blocks)
+			   BlockNumber first_block, int32 blocks, ZLFreeSpace *free_space)
 {
 	ZLWriteState *state = rr->state;
 	const ZLRunKey *key = &rr->run;
 	ZLSubGroup	sg;
 	int32		rollover_seq = 0;
-	ZLPageWriter *writer;
+	ZLPageWriter *writer = NULL;
+	ZLColumnarWriter *columnar = NULL;
 	bytea	   *directory = NULL;
 	int			i;
 
@@ -614,9 +630,13 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 	else
 		sg.file_group = 0;
 
-	writer = first_block == InvalidBlockNumber ?
-		zl_page_writer_begin(rel, InvalidBlockNumber, 0) :
-		zl_page_writer_begin(rel, first_block, blocks);
+	sg.format = run_is_columnar(state, key) ? ZL_FORMAT_COLUMNAR : ZL_FORMAT_ROWS;
+	if (sg.format == ZL_FORMAT_COLUMNAR)
+		columnar = zl_columnar_writer_begin(state->tupdesc);
+	else
+		writer = first_block == InvalidBlockNumber ?
+			zl_page_writer_begin(rel, InvalidBlockNumber, 0) :
+			zl_page_writer_begin(rel, first_block, blocks);
 	for (i = 0; i < n; i++)
 	{
 		TupleTableSlot *slot = rr->slot;
@@ -646,7 +666,8 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 		if (i == 0)
 			sg.first_start = from;
 		sg.last_start = from;
-		position = zl_page_writer_add(writer, &tuple);
+		position = columnar ? zl_columnar_writer_add(columnar, &tuple) :
+			zl_page_writer_add(writer, &tuple);
 
 		/* placed sub-groups get a key directory (zl_keys.c) */
 		if (key->placed)
@@ -664,6 +685,18 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 			read_next(rr);
 	}
 	sg.row_count = i;
+	if (columnar)
+	{
+		/* encoded, its size is known: the smallest free extent that holds it */
+		BlockNumber pages = zl_columnar_writer_finish(columnar);
+
+		first_block = zl_free_space_take(free_space, pages);
+		writer = first_block == InvalidBlockNumber ?
+			zl_page_writer_begin(rel, InvalidBlockNumber, 0) :
+			zl_page_writer_begin(rel, first_block, pages);
+		zl_columnar_writer_write(columnar, writer);
+		zl_columnar_writer_end(columnar);
+	}
 	zl_page_writer_finish(writer, &sg.first_block, &sg.blocks);
 
 	if (key->placed)
@@ -687,9 +720,10 @@ write_chunk(Relation rel, RunReader *rr, ZLFreeSpace *free_space)
 	BlockNumber min_piece;
 	int			n = 0;
 
-	if (zl_free_space_largest(free_space) == 0)
+	if (zl_free_space_largest(free_space) == 0 || run_is_columnar(rr->state, &rr->run))
 	{
-		write_subgroup(rel, rr, ZL_MAX_SUBGROUP_ROWS, false, InvalidBlockNumber, 0);
+		write_subgroup(rel, rr, ZL_MAX_SUBGROUP_ROWS, false, InvalidBlockNumber, 0,
+					   free_space);
 		return;
 	}
 
@@ -714,7 +748,7 @@ write_chunk(Relation rel, RunReader *rr, ZLFreeSpace *free_space)
 		int			take = place_subgroup(free_space, rr->lengths + done, n - done, current,
 										  min_piece, &first_block, &blocks);
 
-		write_subgroup(rel, rr, take, true, first_block, blocks);
+		write_subgroup(rel, rr, take, true, first_block, blocks, free_space);
 		done += take;
 	}
 }

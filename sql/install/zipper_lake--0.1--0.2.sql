@@ -22,7 +22,8 @@ CREATE FUNCTION zipper_lake.register(
     open_end timestamptz DEFAULT 'infinity',
     time_zone text DEFAULT 'UTC',
     late_horizon interval DEFAULT NULL,
-    track_columns text[] DEFAULT NULL)
+    track_columns text[] DEFAULT NULL,
+    history_format text DEFAULT 'columnar')
 RETURNS void
 AS 'MODULE_PATHNAME', 'zipper_lake_register'
 LANGUAGE C;
@@ -51,7 +52,8 @@ CREATE FUNCTION zipper_lake.create_table(
     open_end timestamptz DEFAULT NULL,
     time_zone text DEFAULT NULL,
     late_horizon interval DEFAULT NULL,
-    track_columns text[] DEFAULT NULL)
+    track_columns text[] DEFAULT NULL,
+    history_format text DEFAULT NULL)
 RETURNS regclass
 AS 'MODULE_PATHNAME', 'zipper_lake_create_table'
 LANGUAGE C;
@@ -227,14 +229,25 @@ ALTER EVENT TRIGGER zipper_lake_column_drops ENABLE ALWAYS;
 -- them as the querying user).
 -- ---------------------------------------------------------------------------
 
-ALTER FUNCTION zipper_lake.register(regclass, text[], name, name, text, interval, interval, int, timestamptz, text, interval, text[])
+ALTER FUNCTION zipper_lake.register(regclass, text[], name, name, text, interval, interval, int, timestamptz, text, interval, text[], text)
     VOLATILE PARALLEL UNSAFE;
-ALTER FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval, interval, int, timestamptz, text, interval, text[])
+ALTER FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval, interval, int, timestamptz, text, interval, text[], text)
     VOLATILE PARALLEL UNSAFE;
 ALTER FUNCTION zipper_lake.apply_changes(regclass, regclass, name, name, name, boolean, text)
     VOLATILE PARALLEL UNSAFE ROWS 1;
 ALTER FUNCTION zipper_lake.apply_snapshot(regclass, regclass, timestamptz, boolean, boolean, boolean, text)
     VOLATILE PARALLEL UNSAFE ROWS 1;
+-- inspect() tells each sub-group's format and, for columnar ones, its
+-- compressed and raw bytes (README "Storage formats")
+DROP FUNCTION zipper_lake.inspect(regclass);
+CREATE FUNCTION zipper_lake.inspect(tbl regclass)
+RETURNS TABLE (partition_end date, file_group bigint, sub_group bigint,
+               window_start timestamptz, first_start timestamptz,
+               last_start timestamptz, row_count bigint, masked_rows bigint,
+               first_block bigint, blocks int, format text,
+               compressed_bytes bigint, raw_bytes bigint)
+AS 'MODULE_PATHNAME', 'zipper_lake_inspect'
+LANGUAGE C STRICT;
 ALTER FUNCTION zipper_lake.inspect(regclass) VOLATILE PARALLEL UNSAFE ROWS 100;
 ALTER FUNCTION zipper_lake._verify_storage(regclass) VOLATILE PARALLEL UNSAFE ROWS 10;
 ALTER FUNCTION zipper_lake.verify(regclass) VOLATILE PARALLEL UNSAFE ROWS 10;
@@ -248,9 +261,9 @@ ALTER FUNCTION zipper_lake._storage_id(regclass) STABLE PARALLEL RESTRICTED;
 REVOKE ALL ON FUNCTION zipper_lake.tableam_handler(internal) FROM PUBLIC;
 REVOKE ALL ON FUNCTION zipper_lake._storage_id(regclass) FROM PUBLIC;
 
-COMMENT ON FUNCTION zipper_lake.register(regclass, text[], name, name, text, interval, interval, int, timestamptz, text, interval, text[]) IS
+COMMENT ON FUNCTION zipper_lake.register(regclass, text[], name, name, text, interval, interval, int, timestamptz, text, interval, text[], text) IS
     'registers a zipper_lake table: its key, period columns and layout (owner only)';
-COMMENT ON FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval, interval, int, timestamptz, text, interval, text[]) IS
+COMMENT ON FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval, interval, int, timestamptz, text, interval, text[], text) IS
     'creates and registers a zipper table with the columns and primary key of a source table';
 COMMENT ON FUNCTION zipper_lake.apply_changes(regclass, regclass, name, name, name, boolean, text) IS
     'applies a batch of changes, each at its own change time, to a zipper table';
@@ -291,6 +304,12 @@ COMMENT ON FUNCTION zipper_lake._load_hooks() IS
 ALTER TABLE zipper_lake.registration ADD COLUMN late_horizon interval;
 -- README "Tracked columns": NULL = every value column
 ALTER TABLE zipper_lake.registration ADD COLUMN track_columns name[];
+-- README "Storage formats": the format of new history sub-groups, and of
+-- each sub-group (0.1 wrote rows only)
+ALTER TABLE zipper_lake.registration ADD COLUMN history_format text NOT NULL
+    DEFAULT 'columnar' CHECK (history_format IN ('columnar', 'rows'));
+ALTER TABLE zipper_lake.subgroup ADD COLUMN format "char" NOT NULL DEFAULT 'r'
+    CHECK (format IN ('r', 'c'));
 
 -- immutable pieces (one per application that changed the record, oldest
 -- first), cut into segments of entries in key-hash order
@@ -341,6 +360,14 @@ AS 'MODULE_PATHNAME', 'zipper_lake_set_track_columns'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION zipper_lake.set_track_columns(regclass, text[]) IS
     'Set the columns whose changes make versions (NULL: all value columns; README "Tracked columns").';
+
+-- README "Storage formats"
+CREATE FUNCTION zipper_lake.set_history_format(tbl regclass, history_format text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'zipper_lake_set_history_format'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION zipper_lake.set_history_format(regclass, text) IS
+    'Set the format of history written from now on: columnar or rows (README "Storage formats").';
 
 -- the record's size, piece by piece, for whoever may read the table
 CREATE FUNCTION zipper_lake.inspect_record(tbl regclass)

@@ -1,0 +1,155 @@
+-- Columnar history (README "Storage formats"): history sub-groups are
+-- written column by column, compressed, with min/max per chunk.  Every
+-- type family round-trips: the same changes applied to a table whose
+-- history stays in rows give the same rows, compared as values and as text.
+SET timezone = 'UTC';
+\set VERBOSITY terse
+CREATE TYPE col_mood AS ENUM ('sad', 'ok', 'happy');
+CREATE DOMAIN col_posint AS int CHECK (VALUE > 0);
+CREATE TYPE col_pair AS (a int, b text);
+CREATE COLLATION col_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+
+CREATE TABLE col_zl (
+  id int, n numeric, f8 float8, f4 float4, i2 int2, i8 int8, b bool,
+  t text, vc varchar(12), ch char(3), tc text COLLATE "C", tci text COLLATE col_ci,
+  by bytea, j jsonb, arr int[], tarr text[], e col_mood, d col_posint, comp col_pair,
+  u uuid, dt date, ts timestamp, tm time, tmtz timetz, iv interval, big text,
+  valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+CREATE TABLE col_rows (LIKE col_zl) USING zipper_lake;
+SELECT zipper_lake.register('col_zl', ARRAY['id']);
+SELECT zipper_lake.register('col_rows', ARRAY['id'], history_format => 'rows');
+
+-- 300 keys changed on four days; each column is NULL for some rows, the
+-- floats and numerics NaN for some, big is over 2 kB (TOASTed in rows)
+CREATE TABLE col_ch AS
+  SELECT k AS id,
+         CASE WHEN (k + day) % 11 = 0 THEN NULL WHEN k % 17 = 0 THEN 'NaN'::numeric ELSE (k * day) / 7.0 END AS n,
+         CASE WHEN (k + day) % 11 = 1 THEN NULL WHEN k % 19 = 0 THEN 'NaN'::float8 ELSE k * 1.5 + day END AS f8,
+         CASE WHEN (k + day) % 11 = 2 THEN NULL WHEN k % 23 = 0 THEN '-Infinity'::float4 ELSE k / 3.0 END::float4 AS f4,
+         CASE WHEN (k + day) % 11 = 3 THEN NULL ELSE (k % 300 - 150)::int2 END AS i2,
+         CASE WHEN (k + day) % 11 = 4 THEN NULL ELSE k::int8 * 1000000007 * day END AS i8,
+         CASE WHEN (k + day) % 11 = 5 THEN NULL ELSE (k + day) % 2 = 0 END AS b,
+         CASE WHEN (k + day) % 11 = 6 THEN NULL ELSE 'text ' || (k % 7) END AS t,
+         CASE WHEN (k + day) % 11 = 7 THEN NULL ELSE left(md5(k::text), 1 + k % 12) END::varchar(12) AS vc,
+         CASE WHEN (k + day) % 11 = 8 THEN NULL ELSE chr(65 + k % 26) END::char(3) AS ch,
+         CASE WHEN (k + day) % 11 = 9 THEN NULL ELSE chr(97 + k % 26) || 'Z' END AS tc,
+         CASE WHEN (k + day) % 11 = 10 THEN NULL ELSE CASE WHEN k % 2 = 0 THEN 'Abc' ELSE 'aBC' END || k % 5 END AS tci,
+         CASE WHEN (k + day) % 13 = 0 THEN NULL ELSE decode(md5(k::text), 'hex') END AS by,
+         CASE WHEN (k + day) % 13 = 1 THEN NULL ELSE jsonb_build_object('k', k, 'day', day, 'tags', jsonb_build_array('a', k % 3)) END AS j,
+         CASE WHEN (k + day) % 13 = 2 THEN NULL ELSE ARRAY[k, day, NULL] END AS arr,
+         CASE WHEN (k + day) % 13 = 3 THEN NULL ELSE ARRAY['x' || k, NULL, 'y'] END AS tarr,
+         CASE WHEN (k + day) % 13 = 4 THEN NULL ELSE (ARRAY['sad', 'ok', 'happy'])[1 + (k + day) % 3]::col_mood END AS e,
+         CASE WHEN (k + day) % 13 = 5 THEN NULL ELSE k END::col_posint AS d,
+         CASE WHEN (k + day) % 13 = 6 THEN NULL ELSE ROW(k, CASE WHEN k % 4 = 0 THEN NULL ELSE 'p' || k END)::col_pair END AS comp,
+         CASE WHEN (k + day) % 13 = 7 THEN NULL ELSE md5(k::text)::uuid END AS u,
+         CASE WHEN (k + day) % 13 = 8 THEN NULL WHEN k = 5 THEN 'infinity'::date ELSE date '2020-01-01' + k END AS dt,
+         CASE WHEN (k + day) % 13 = 9 THEN NULL ELSE timestamp '2020-01-01 12:34:56.789' + k * interval '1 hour' END AS ts,
+         CASE WHEN (k + day) % 13 = 10 THEN NULL ELSE time '00:00:01' + k * interval '1 minute' END AS tm,
+         CASE WHEN (k + day) % 13 = 11 THEN NULL ELSE ('10:00:00+0' || k % 9)::timetz END AS tmtz,
+         CASE WHEN (k + day) % 13 = 12 THEN NULL ELSE make_interval(months => k % 13, days => k % 30, secs => k) END AS iv,
+         CASE WHEN k % 10 = 0 THEN (SELECT string_agg(md5((k * day + g)::text), '') FROM generate_series(1, 100) g)
+              WHEN k % 10 = 1 THEN NULL ELSE 'short ' || k END AS big,
+         timestamptz '2026-01-01' + day * interval '1 day' + k * interval '1 second' AS change_time, day
+    FROM generate_series(1, 300) k, generate_series(0, 3) day
+   WHERE day = 0 OR (k + day) % 3 <> 0;
+
+CREATE FUNCTION col_apply(first_day int, last_day int) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  batch_day int;
+BEGIN
+  FOR batch_day IN first_day .. last_day LOOP
+    DROP TABLE IF EXISTS col_batch;
+    CREATE TEMP TABLE col_batch AS SELECT * FROM col_ch WHERE day = batch_day;
+    ALTER TABLE col_batch DROP COLUMN day;
+    PERFORM zipper_lake.apply_changes('col_zl', 'col_batch');
+    PERFORM zipper_lake.apply_changes('col_rows', 'col_batch');
+  END LOOP;
+END $$;
+
+-- the two tables hold the same rows: as values, and as their text
+CREATE FUNCTION col_differences(OUT as_values bigint, OUT as_text bigint, OUT rows_zl bigint)
+LANGUAGE sql AS $$
+  SELECT (SELECT count(*) FROM ((TABLE col_zl EXCEPT ALL TABLE col_rows)
+                                UNION ALL (TABLE col_rows EXCEPT ALL TABLE col_zl)) x),
+         (SELECT count(*) FROM ((SELECT z::text FROM col_zl z EXCEPT ALL SELECT r::text FROM col_rows r)
+                                UNION ALL (SELECT r::text FROM col_rows r EXCEPT ALL SELECT z::text FROM col_zl z)) x),
+         (SELECT count(*) FROM col_zl)
+$$;
+
+SET client_min_messages = warning;
+SELECT col_apply(0, 3);
+SELECT * FROM col_differences();
+SELECT format, count(*) AS sub_groups, sum(row_count) AS rows,
+       bool_and(compressed_bytes < raw_bytes) AS compressed
+  FROM zipper_lake.inspect('col_zl') GROUP BY format ORDER BY format;
+SELECT format, count(*) FROM zipper_lake.inspect('col_rows') GROUP BY format;
+SELECT * FROM zipper_lake.verify('col_zl');
+-- as_of and changes read the columnar history like the rows
+SELECT (SELECT count(*) FROM zipper_lake.as_of(NULL::col_zl, '2026-01-02 00:02')) AS as_of_rows,
+       (SELECT count(*) FROM (SELECT * FROM zipper_lake.as_of(NULL::col_zl, '2026-01-02 00:02')
+                              EXCEPT ALL SELECT * FROM zipper_lake.as_of(NULL::col_rows, '2026-01-02 00:02')) x) AS as_of_differences,
+       (SELECT count(*) FROM (SELECT * FROM zipper_lake.changes(NULL::col_zl, '2026-01-02', '2026-01-03')
+                              EXCEPT ALL SELECT * FROM zipper_lake.changes(NULL::col_rows, '2026-01-02', '2026-01-03')) x) AS changes_differences;
+-- big values came back whole (3200 bytes), and they are not TOAST pointers
+SELECT count(*), min(length(big)), max(length(big)) FROM col_zl WHERE length(big) > 2000 AND valid_to < 'infinity';
+-- a key's history, through the key directories of columnar sub-groups too
+SELECT id, n, t, e, valid_from, valid_to FROM col_zl WHERE id = 10 ORDER BY valid_from;
+
+-- late changes: versions in the middle of history are split, which masks
+-- columnar rows and writes new sub-groups; a rolled-back batch leaves
+-- nothing behind
+CREATE TABLE col_late AS
+  SELECT id, n + 1 AS n, f8, f4, i2, i8, b, 'late' AS t, vc, ch, tc, tci, by, j, arr, tarr, e, d, comp, u, dt, ts, tm, tmtz, iv, big,
+         change_time - interval '12 hours' AS change_time
+    FROM col_ch WHERE day = 2 AND id % 4 = 0;
+SELECT changes, inserted, closed, late FROM zipper_lake.apply_changes('col_zl', 'col_late');
+SELECT changes, inserted, closed, late FROM zipper_lake.apply_changes('col_rows', 'col_late');
+SELECT * FROM col_differences();
+SELECT sum(masked_rows) > 0 AS columnar_rows_masked FROM zipper_lake.inspect('col_zl') WHERE format = 'columnar';
+BEGIN;
+SELECT col_apply(0, 0);
+ROLLBACK;
+SELECT * FROM col_differences();
+SELECT * FROM zipper_lake.verify('col_zl');
+
+-- ANALYZE samples columnar blocks too
+ANALYZE col_zl;
+SELECT attname, null_frac > 0 AS has_nulls, n_distinct <> 0 AS has_distinct
+  FROM pg_stats WHERE tablename = 'col_zl' AND attname IN ('n', 'big', 'j', 'valid_from') ORDER BY attname;
+SELECT reltuples = (SELECT count(*) FROM col_zl) AS reltuples_exact FROM pg_class WHERE relname = 'col_zl';
+
+-- the history format is an option: rows from now on, and back
+SELECT zipper_lake.set_history_format('col_zl', 'rows');
+CREATE TABLE col_day4 AS SELECT id, n, t, change_time + interval '1 day' AS change_time FROM col_ch WHERE day = 3;
+SELECT changes FROM zipper_lake.apply_changes('col_zl', 'col_day4', missing_columns => 'keep');
+SELECT format, count(*) > 0 AS present FROM zipper_lake.inspect('col_zl') WHERE partition_end <> 'infinity'
+ GROUP BY format ORDER BY format;
+SELECT zipper_lake.set_history_format('col_zl', 'columnar');
+SELECT * FROM zipper_lake.verify('col_zl');
+-- bad formats are refused
+SELECT zipper_lake.set_history_format('col_zl', 'parquet');
+SELECT zipper_lake.set_history_format('col_zl', NULL);
+CREATE TABLE col_bad (id int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('col_bad', ARRAY['id'], history_format => 'orc');
+SELECT count(*) FROM zipper_lake.registration WHERE tbl = 'col_bad'::regclass;
+
+-- space: the columnar history of a table that changes every day reuses
+-- the blocks of the current sub-groups it replaced
+CREATE TABLE col_churn (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('col_churn', ARRAY['id']);
+CREATE TABLE col_churn_ch (id int, v int, change_time timestamptz);
+CREATE FUNCTION col_churn_days(first_day int, last_day int) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  FOR d IN first_day .. last_day LOOP
+    TRUNCATE col_churn_ch;
+    INSERT INTO col_churn_ch SELECT k, d, '2026-01-01'::timestamptz + d * interval '1 day' FROM generate_series(1, 3000) k;
+    PERFORM zipper_lake.apply_changes('col_churn', 'col_churn_ch');
+  END LOOP;
+END $$;
+SELECT col_churn_days(1, 3);
+SELECT pg_relation_size('col_churn') / 8192 AS blocks_before \gset
+SELECT col_churn_days(4, 11);
+SELECT count(*) AS versions, count(DISTINCT v) AS days FROM col_churn;
+SELECT count(*) > 0 AS history_in_reused_blocks FROM zipper_lake.inspect('col_churn')
+ WHERE format = 'columnar' AND first_block < :blocks_before AND partition_end >= '2026-01-05';
+SELECT * FROM zipper_lake.verify('col_churn');
