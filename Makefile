@@ -26,6 +26,7 @@ OBJS = \
 	src/zl_read.o \
 	src/zl_customscan.o \
 	src/zl_keyprobe.o \
+	src/zl_chunkfilter.o \
 	src/zl_keyindex.o \
 	src/zl_keys.o \
 	src/zl_inline.o \

@@ -329,6 +329,20 @@ extern bool zl_columnar_chunk_range(const ZLColumnarReader *r, int chunk, AttrNu
 extern void zl_columnar_row(ZLColumnarReader *r, uint32 row, Datum *values, bool *isnull);
 extern void zl_columnar_sizes(const ZLColumnarReader *r, int64 *stored, int64 *raw,
 							  int64 *directory);
+extern char *zl_columnar_check_chunks(Relation rel, const ZLSubGroup *sg);
+
+/* ---------- zl_chunkfilter.c ---------- */
+
+typedef struct ZLChunkFilter ZLChunkFilter;
+struct PlanState;
+struct ExprContext;
+
+extern List *zl_chunkfilter_extract(List *clauses, Index rti, TupleDesc desc, List **info);
+extern ZLChunkFilter *zl_chunkfilter_init(List *clauses, List *info, struct PlanState *parent);
+extern void zl_chunkfilter_evaluate(ZLChunkFilter *filter, struct ExprContext *econtext,
+									MemoryContext context);
+extern bool zl_chunkfilter_may_match(ZLChunkFilter *filter, const ZLColumnarReader *r,
+									 int chunk);
 extern uint64 zl_storage_metadata_changes(Relation rel);
 extern void zl_storage_count_metadata_change(Relation rel);
 extern bool zl_write_lock_table(uint64 storage_id, bool nowait);
@@ -639,6 +653,7 @@ extern void zl_scan_set_bounds(TableScanDesc scan, const ZLTableOptions *opts,
 extern void zl_scan_set_keys(TableScanDesc scan, const uint32 *hashes, int nhashes);
 extern void zl_scan_keep_subgroups(TableScanDesc scan);
 extern void zl_scan_set_columns(TableScanDesc scan, const bool *needed);
+extern void zl_scan_set_chunk_filter(TableScanDesc scan, ZLChunkFilter *filter);
 extern const ZLPruneStats *zl_scan_stats(TableScanDesc scan);
 
 typedef void (*ZLRowCallback) (void *arg, const ZLSubGroup *sg, int32 position,

@@ -1063,10 +1063,10 @@ chunk_entry(const ZLColumnarReader *r, int chunk, int att)
 }
 
 /*
- * What a chunk holds of an attribute: false if nothing is known (no
- * min/max kept, or a column added after the sub-group was written).
- * Otherwise *all_null, or else the smallest and largest value, allocated
- * in the caller's context, and whether the chunk has nulls.
+ * What a chunk holds of an attribute: *all_null and *has_nulls (unless the
+ * column was added after the sub-group was written), and true with the
+ * smallest and largest value (allocated with the reader) if they were
+ * kept or every value is null.
  */
 bool
 zl_columnar_chunk_range(const ZLColumnarReader *r, int chunk, AttrNumber attnum,
@@ -1074,6 +1074,7 @@ zl_columnar_chunk_range(const ZLColumnarReader *r, int chunk, AttrNumber attnum,
 {
 	const ZLChunkColumn *e;
 	const char *p;
+	MemoryContext old;
 	uint32		rows = zl_columnar_chunk_start(r, chunk + 1) - zl_columnar_chunk_start(r, chunk);
 
 	if (attnum < 1 || attnum > (AttrNumber) r->header.natts)
@@ -1087,8 +1088,10 @@ zl_columnar_chunk_range(const ZLColumnarReader *r, int chunk, AttrNumber attnum,
 		e->minmax_offset + e->minmax_bytes > r->header.minmax_bytes)
 		return false;
 	p = r->minmax + e->minmax_offset;
+	old = MemoryContextSwitchTo(r->context);	/* freed with the reader */
 	*min = read_minmax_value(&p, &r->traits[attnum - 1]);
 	*max = read_minmax_value(&p, &r->traits[attnum - 1]);
+	MemoryContextSwitchTo(old);
 	return true;
 }
 
@@ -1292,4 +1295,57 @@ zl_columnar_sizes(const ZLColumnarReader *r, int64 *stored, int64 *raw, int64 *d
 	*stored = (int64) r->header.data_bytes;
 	*raw = (int64) r->header.raw_bytes;
 	*directory = (int64) r->header.directory_bytes;
+}
+
+/*
+ * verify(): does every chunk's min/max hold its values, and its null count
+ * its nulls?  NULL if so, else what is wrong with the first that does not.
+ */
+char *
+zl_columnar_check_chunks(Relation rel, const ZLSubGroup *sg)
+{
+	ZLColumnarReader *r = zl_columnar_open(rel, sg, NULL);
+	char	   *problem = NULL;
+
+	for (int chunk = 0; chunk < (int) r->header.nchunks && problem == NULL; chunk++)
+	{
+		uint32		rows = zl_columnar_chunk_start(r, chunk + 1) - zl_columnar_chunk_start(r, chunk);
+
+		CHECK_FOR_INTERRUPTS();
+		load_chunk(r, chunk);
+		for (int att = 0; att < (int) r->header.natts && problem == NULL; att++)
+		{
+			const ColumnTraits *t = &r->traits[att];
+			bool		all_null,
+						has_nulls;
+			Datum		min,
+						max;
+			uint32		nulls = 0;
+			bool		known;
+
+			if (t->dropped)
+				continue;
+			known = zl_columnar_chunk_range(r, chunk, att + 1, &all_null, &has_nulls, &min, &max);
+			for (uint32 i = 0; i < rows && problem == NULL; i++)
+			{
+				if (r->isnull[att][i])
+				{
+					nulls++;
+					continue;
+				}
+				if (known && !all_null && t->has_order &&
+					(DatumGetInt32(FunctionCall2Coll(&r->traits[att].cmp, t->collation,
+													 r->values[att][i], min)) < 0 ||
+					 DatumGetInt32(FunctionCall2Coll(&r->traits[att].cmp, t->collation,
+													 r->values[att][i], max)) > 0))
+					problem = psprintf("Chunk %d of column %d holds a value outside its min/max.",
+									   chunk, att + 1);
+			}
+			if (problem == NULL && nulls != chunk_entry(r, chunk, att)->nulls)
+				problem = psprintf("Chunk %d of column %d holds %u nulls, its entry says %u.",
+								   chunk, att + 1, nulls, chunk_entry(r, chunk, att)->nulls);
+		}
+	}
+	zl_columnar_close(r);
+	return problem;
 }

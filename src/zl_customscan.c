@@ -91,6 +91,10 @@ typedef struct ZipperScanState
 	bool		either;			/* the bounds of the two columns are ORed */
 	List	   *key_info;		/* zl_keyprobe_extract's, from custom_private */
 	ZLKeyProbe *key_probe;		/* NULL: the scan reads every key */
+	List	   *chunk_info;		/* zl_chunkfilter_extract's, from custom_private */
+	ZLChunkFilter *chunk_filter;	/* NULL: no chunk predicates */
+	MemoryContext chunk_values; /* the chunk predicates' values, per start */
+	bool	   *columns;		/* attributes the plan reads */
 	TableScanDesc scan;
 	ParallelTableScanDesc pscan;	/* shared scan state when parallel */
 	bool		exec_params;	/* bounds use PARAM_EXEC: unknown before running */
@@ -381,6 +385,39 @@ probe_cost(PlannerInfo *root, RelOptInfo *rel, double key_rows, Relids outer)
 }
 
 /*
+ * What share of a sequential scan's work a ZipperScan of a table with
+ * columnar history does when it reads only some columns: their share of
+ * the columns, a quarter at least (the current partition's rows are read
+ * whole).  *chunk_predicates: clauses that can skip chunks exist.
+ */
+static double
+columns_read_share(RelOptInfo *rel, Index rti, TupleDesc desc, List *rest,
+				   bool *chunk_predicates)
+{
+	Bitmapset  *attrs = NULL;
+	List	   *info;
+	ListCell   *lc;
+	int			natts = 0;
+	int			read = 0;
+
+	*chunk_predicates = zl_chunkfilter_extract(rest, rti, desc, &info) != NIL;
+	pull_varattnos((Node *) rel->reltarget->exprs, rti, &attrs);
+	foreach(lc, rel->baserestrictinfo)
+		pull_varattnos((Node *) ((RestrictInfo *) lfirst(lc))->clause, rti, &attrs);
+	if (bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, attrs))
+		return 1.0;				/* the whole row */
+	for (int i = 0; i < desc->natts; i++)
+	{
+		if (TupleDescAttr(desc, i)->attisdropped)
+			continue;
+		natts++;
+		if (bms_is_member(i + 1 - FirstLowInvalidHeapAttributeNumber, attrs))
+			read++;
+	}
+	return read >= natts ? 1.0 : Max(0.25, (double) read / Max(natts, 1));
+}
+
+/*
  * A ZipperScan probing keys whose values come from other relations:
  * parameterized by them, rescanned per outer row of a nested loop.  Its
  * rows and cost are those of one probe; the planner weighs the outer rows.
@@ -424,7 +461,9 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 	Cost		seq_startup,
 				seq_total,
 				key_cost = -1;
-	Selectivity selectivity = 1.0;
+	Selectivity selectivity;
+	double		columnar_share = 1.0;
+	bool		chunk_predicates = false;
 
 	if (prev_set_rel_pathlist)
 		prev_set_rel_pathlist(root, rel, rti, rte);
@@ -437,8 +476,7 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 	 */
 	if (!zipper_lake_enable_pruning || rte->rtekind != RTE_RELATION ||
 		rte->relkind != RELKIND_RELATION || rte->inh ||
-		(rel->reloptkind != RELOPT_BASEREL && rel->reloptkind != RELOPT_OTHER_MEMBER_REL) ||
-		(rel->baserestrictinfo == NIL && rel->joininfo == NIL && !rel->has_eclass_joins))
+		(rel->reloptkind != RELOPT_BASEREL && rel->reloptkind != RELOPT_OTHER_MEMBER_REL))
 		return;
 
 	relation = table_open(rte->relid, NoLock);
@@ -463,15 +501,18 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 									RelationGetDescr(relation), &key_info, NULL);
 	add_parameterized_path(root, rel, rti, &opts, RelationGetDescr(relation),
 						   seq_startup, seq_total);
-	table_close(relation, NoLock);
-
 	eb = extract_bounds(rel->baserestrictinfo, rti, &opts);
-	if (eb.exprs == NIL && key_terms == NIL)
+	if (opts.history_format == ZL_FORMAT_COLUMNAR)
+		columnar_share = columns_read_share(rel, rti, RelationGetDescr(relation),
+											eb.rest, &chunk_predicates);
+	table_close(relation, NoLock);
+	if (eb.exprs == NIL && key_terms == NIL && columnar_share >= 1.0 && !chunk_predicates)
 		return;
 
 	private = list_make3(makeInteger(eb.either), eb.triples, key_info);
+	selectivity = columnar_share;
 	if (eb.exprs != NIL)
-		selectivity = eb.either ?
+		selectivity *= eb.either ?
 			clause_selectivity(root, (Node *) make_orclause(eb.exprs), rti, JOIN_INNER, NULL) :
 			clauselist_selectivity(root, eb.exprs, rti, JOIN_INNER, NULL);
 	if (key_terms != NIL)
@@ -504,6 +545,8 @@ zl_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	ZLTableOptions opts;
 	List	   *key_terms;
 	List	   *key_info;
+	List	   *chunk_clauses;
+	List	   *chunk_info;
 	Relation	relation = table_open(planner_rt_fetch(rel->relid, root)->relid, NoLock);
 
 	if (!zl_meta_load_options(relation, &opts, false))
@@ -511,20 +554,25 @@ zl_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 			 RelationGetRelationName(relation));
 	key_terms = zl_keyprobe_extract(clauses, rel->relid, &opts, RelationGetDescr(relation),
 									&key_info, NULL);
-	table_close(relation, NoLock);
 
 	/*
 	 * Bound clauses are enforced by the scan; the rest stay a filter, key
-	 * terms too: they recheck the rows a key probe returns.
+	 * terms and chunk predicates too: they recheck the rows a key probe
+	 * returns, and the rows of the chunks read.
 	 */
 	eb = extract_bounds(clauses, rel->relid, &opts);
+	chunk_clauses = opts.history_format == ZL_FORMAT_COLUMNAR ?
+		zl_chunkfilter_extract(eb.rest, rel->relid, RelationGetDescr(relation), &chunk_info) : NIL;
+	if (chunk_clauses == NIL)
+		chunk_info = NIL;
+	table_close(relation, NoLock);
 
 	cscan->scan.plan.targetlist = tlist;
 	cscan->scan.plan.qual = extract_actual_clauses(eb.rest, false);
 	cscan->scan.scanrelid = rel->relid;
 	cscan->flags = best_path->flags;
-	cscan->custom_exprs = list_concat(list_copy(eb.exprs), key_terms);
-	cscan->custom_private = list_make3(makeInteger(eb.either), eb.triples, key_info);
+	cscan->custom_exprs = list_concat(list_concat(list_copy(eb.exprs), key_terms), chunk_clauses);
+	cscan->custom_private = list_make4(makeInteger(eb.either), eb.triples, key_info, chunk_info);
 	cscan->methods = &zl_scan_methods;
 	return &cscan->scan.plan;
 }
@@ -541,6 +589,7 @@ zl_create_state(CustomScan *cscan)
 	state->either = intVal(linitial(cscan->custom_private));
 	state->bounds_info = lsecond(cscan->custom_private);
 	state->key_info = lthird(cscan->custom_private);
+	state->chunk_info = lfourth(cscan->custom_private);
 	return (Node *) state;
 }
 
@@ -554,7 +603,7 @@ contains_exec_param(Node *node, void *context)
 	return expression_tree_walker(node, contains_exec_param, context);
 }
 
-/* custom_exprs: the bound clauses, then the key terms */
+/* custom_exprs: the bound clauses, then the key terms, then chunk predicates */
 static List *
 bound_exprs(ZipperScanState *state, CustomScan *cscan)
 {
@@ -564,7 +613,36 @@ bound_exprs(ZipperScanState *state, CustomScan *cscan)
 static List *
 key_terms(ZipperScanState *state, CustomScan *cscan)
 {
-	return list_copy_tail(cscan->custom_exprs, list_length(state->bounds_info));
+	return list_copy_head(list_copy_tail(cscan->custom_exprs, list_length(state->bounds_info)),
+						  list_length(cscan->custom_exprs) - list_length(state->bounds_info) -
+						  list_length(state->chunk_info));
+}
+
+static List *
+chunk_clauses(ZipperScanState *state, CustomScan *cscan)
+{
+	return list_copy_tail(cscan->custom_exprs,
+						  list_length(cscan->custom_exprs) - list_length(state->chunk_info));
+}
+
+/*
+ * The attributes the plan reads (its target list, filter and scan
+ * expressions): columnar sub-groups decode only those.  NULL: all.
+ */
+static bool *
+columns_read(CustomScan *cscan, int natts)
+{
+	Bitmapset  *attrs = NULL;
+	bool	   *columns = palloc0(sizeof(bool) * Max(natts, 1));
+
+	pull_varattnos((Node *) cscan->scan.plan.targetlist, cscan->scan.scanrelid, &attrs);
+	pull_varattnos((Node *) cscan->scan.plan.qual, cscan->scan.scanrelid, &attrs);
+	pull_varattnos((Node *) cscan->custom_exprs, cscan->scan.scanrelid, &attrs);
+	if (bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, attrs))
+		return NULL;			/* the whole row */
+	for (int i = 0; i < natts; i++)
+		columns[i] = bms_is_member(i + 1 - FirstLowInvalidHeapAttributeNumber, attrs);
+	return columns;
 }
 
 static void
@@ -610,6 +688,17 @@ zl_begin(CustomScanState *node, EState *estate, int eflags)
 											&node->ss.ps);
 		state->exec_params |= contains_exec_param((Node *) terms, NULL);
 	}
+	if (state->chunk_info != NIL)
+	{
+		List	   *clauses = chunk_clauses(state, cscan);
+
+		state->chunk_filter = zl_chunkfilter_init(clauses, state->chunk_info, &node->ss.ps);
+		state->chunk_values = AllocSetContextCreate(CurrentMemoryContext,
+													"zipper_lake chunk predicates",
+													ALLOCSET_SMALL_SIZES);
+		state->exec_params |= contains_exec_param((Node *) clauses, NULL);
+	}
+	state->columns = columns_read(cscan, RelationGetDescr(node->ss.ss_currentRelation)->natts);
 }
 
 /* evaluate the bound expressions into scan bounds */
@@ -655,6 +744,15 @@ start_scan(ZipperScanState *state)
 		/* rescanned with new parameter values: keep the list of sub-groups */
 		if (state->exec_params && state->pscan == NULL)
 			zl_scan_keep_subgroups(state->scan);
+		if (state->columns != NULL)
+			zl_scan_set_columns(state->scan, state->columns);
+	}
+	if (state->chunk_filter != NULL)
+	{
+		MemoryContextReset(state->chunk_values);
+		zl_chunkfilter_evaluate(state->chunk_filter, state->css.ss.ps.ps_ExprContext,
+								state->chunk_values);
+		zl_scan_set_chunk_filter(state->scan, state->chunk_filter);
 	}
 	/* with pruning off (since planning), every sub-group is read */
 	if (state->key_probe != NULL && zipper_lake_enable_pruning)
@@ -767,6 +865,11 @@ zl_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	if (state->key_info != NIL)
 		ExplainPropertyText("Key Probe",
 							deparse_expression((Node *) make_ands_explicit(key_terms(state, cscan)),
+											   context, es->verbose, false),
+							es);
+	if (state->chunk_info != NIL)
+		ExplainPropertyText("Chunk Filter",
+							deparse_expression((Node *) make_ands_explicit(chunk_clauses(state, cscan)),
 											   context, es->verbose, false),
 							es);
 	if (!zipper_lake_enable_pruning)

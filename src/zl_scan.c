@@ -107,6 +107,7 @@ typedef struct ZLScanDescData
 	int64		row;			/* its position last looked at */
 	int			chunk;			/* the chunk that row is in, -1 none */
 	bool	   *columns;		/* attributes read from columnar sub-groups */
+	ZLChunkFilter *chunk_filter;	/* predicates chunks are skipped by */
 	bool		allow_strategy; /* SO_ALLOW_STRAT */
 	bool		strategy_chosen;	/* for the sub-groups now kept */
 	BufferAccessStrategy strategy;
@@ -212,6 +213,13 @@ scan_open_columnar(ZLScanDesc scan)
 	}
 	MemoryContextSwitchTo(old);
 	scan->chunk = -1;
+}
+
+/* skip chunks of columnar sub-groups where the filter says no row matches */
+void
+zl_scan_set_chunk_filter(TableScanDesc sscan, ZLChunkFilter *filter)
+{
+	((ZLScanDesc) sscan)->chunk_filter = filter;
 }
 
 /*
@@ -1096,9 +1104,10 @@ typedef enum ZLChunkStep
 } ZLChunkStep;
 
 /*
- * Entering a chunk of the current columnar sub-group: can the bounds keep
- * any of its rows, going by its valid_from and valid_to ranges?  Past the
- * valid_from range in the scan's direction, no later chunk can either.
+ * Entering a chunk of the current columnar sub-group: can the chunk filter
+ * (zl_chunkfilter.c) and the bounds keep any of its rows, going by its
+ * min/max?  Past the valid_from range in the scan's direction, no later
+ * chunk can either.
  */
 static ZLChunkStep
 scan_enter_chunk(ZLScanDesc scan, int chunk, bool forward)
@@ -1112,6 +1121,12 @@ scan_enter_chunk(ZLScanDesc scan, int chunk, bool forward)
 				to_meets;
 
 	scan->stats.chunks_total++;
+	if (scan->chunk_filter != NULL &&
+		!zl_chunkfilter_may_match(scan->chunk_filter, scan->columnar, chunk))
+	{
+		scan->stats.chunks_skipped++;
+		return ZL_CHUNK_SKIP;
+	}
 	if (scan->current_decision != ZL_CHECK)
 		return ZL_CHUNK_READ;
 	from_meets = chunk_period_meets(scan, chunk, scan->opts.from_attnum, b->from_lo,

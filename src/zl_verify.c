@@ -7,7 +7,8 @@
  * and checks what only the storage knows: block ranges inside the file
  * and disjoint, row counts, rows sorted by valid_from, stored first/last
  * start times, each row in the partition of its valid_to and the window
- * of its valid_from, and valid_from < valid_to.  The checks across
+ * of its valid_from, valid_from < valid_to, and in columnar sub-groups
+ * each chunk's min/max and null counts against its values.  The checks across
  * versions of a key (overlaps, several open versions, the change record
  * against the versions) are plain SQL in zipper_lake.verify(), which gets
  * the record's instants from zipper_lake._record_instants() below.  Each
@@ -159,6 +160,14 @@ verify_subgroup(VerifyOutput *out, Relation rel, const ZLTableOptions *opts,
 			   zl_instant_to_cstring(c.max_from, opts->period_type),
 			   zl_instant_to_cstring(sg->first_start, opts->period_type),
 			   zl_instant_to_cstring(sg->last_start, opts->period_type));
+	if (sg->format == ZL_FORMAT_COLUMNAR)
+	{
+		char	   *problem = zl_columnar_check_chunks(rel, sg);
+
+		if (problem != NULL)
+			report(out, "chunk statistics mismatch", "Sub-group " INT64_FORMAT ": %s",
+				   sg->subgroup_id, problem);
+	}
 }
 
 Datum
