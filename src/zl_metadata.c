@@ -70,6 +70,7 @@ typedef enum ZLMetaQuery
 	Q_CURRENT_FILE_GROUP,
 	Q_NEW_ID,
 	Q_INSERT_SUBGROUP,
+	Q_INSERT_COLUMNAR_SUBGROUP,
 	Q_DELETE_SUBGROUP,
 	Q_FORGET_FREE_EXTENTS,
 	Q_LOAD_FREE_EXTENTS,
@@ -100,7 +101,7 @@ typedef struct ZLMetaQueryDef
 {
 	const char *sql;
 	int			nargs;
-	Oid			argtypes[12];
+	Oid			argtypes[11];
 } ZLMetaQueryDef;
 
 static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
@@ -145,14 +146,24 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	[Q_NEW_ID] = {
 		"SELECT nextval('zipper_lake.id_seq')", 0, {InvalidOid}
 	},
+	/* row sub-groups leave format to its default: 0.1's catalog has none */
 	[Q_INSERT_SUBGROUP] = {
 		"INSERT INTO zipper_lake.subgroup (storage_id, subgroup_id, file_group,"
 		" rollover_seq, partition_end, window_start, first_start, last_start,"
-		" row_count, first_block, blocks, key_directory, format)"
-		" VALUES ($1, nextval('zipper_lake.id_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+		" row_count, first_block, blocks, key_directory)"
+		" VALUES ($1, nextval('zipper_lake.id_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
 		" RETURNING subgroup_id",
-		12, {INT8OID, INT8OID, INT4OID, DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-		TIMESTAMPTZOID, INT8OID, INT8OID, INT4OID, BYTEAOID, CHAROID}
+		11, {INT8OID, INT8OID, INT4OID, DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+		TIMESTAMPTZOID, INT8OID, INT8OID, INT4OID, BYTEAOID}
+	},
+	[Q_INSERT_COLUMNAR_SUBGROUP] = {
+		"INSERT INTO zipper_lake.subgroup (storage_id, subgroup_id, file_group,"
+		" rollover_seq, partition_end, window_start, first_start, last_start,"
+		" row_count, first_block, blocks, key_directory, format)"
+		" VALUES ($1, nextval('zipper_lake.id_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'c')"
+		" RETURNING subgroup_id",
+		11, {INT8OID, INT8OID, INT4OID, DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+		TIMESTAMPTZOID, INT8OID, INT8OID, INT4OID, BYTEAOID}
 	},
 	[Q_DELETE_SUBGROUP] = {
 		"WITH d AS (DELETE FROM zipper_lake.subgroup"
@@ -776,8 +787,8 @@ zl_meta_insert_subgroup(Relation rel, const ZLSubGroup *sg, int32 rollover_seq,
 {
 	ZLMetaSession session;
 	uint64		storage_id = zl_storage_id(rel);
-	Datum		values[12];
-	char		nulls[12];
+	Datum		values[11];
+	char		nulls[11];
 	int64		subgroup_id;
 
 	memset(nulls, ' ', sizeof(nulls));
@@ -792,14 +803,14 @@ zl_meta_insert_subgroup(Relation rel, const ZLSubGroup *sg, int32 rollover_seq,
 	values[8] = Int64GetDatum((int64) sg->first_block);
 	values[9] = Int32GetDatum(sg->blocks);
 	values[10] = PointerGetDatum(key_directory);
-	values[11] = CharGetDatum(sg->format);
 	if (key_directory == NULL)
 		nulls[10] = 'n';
 	if (!sg->placed)
 		nulls[3] = nulls[4] = nulls[5] = nulls[6] = 'n';
 
 	meta_begin(&session);
-	meta_exec(Q_INSERT_SUBGROUP, values, nulls, InvalidSnapshot, false);
+	meta_exec(sg->format == ZL_FORMAT_COLUMNAR ? Q_INSERT_COLUMNAR_SUBGROUP : Q_INSERT_SUBGROUP,
+			  values, nulls, InvalidSnapshot, false);
 	subgroup_id = result_int64(0, 1);
 	meta_end(&session);
 	zl_storage_count_metadata_change(rel);

@@ -59,8 +59,8 @@ enum
 	SG_FIRST_BLOCK,
 	SG_BLOCKS,
 	SG_KEY_DIRECTORY,
-	SG_FORMAT,
-	SG_NATTS = SG_FORMAT
+	SG_NATTS = SG_KEY_DIRECTORY,
+	SG_FORMAT					/* 0.2: absent until ALTER EXTENSION UPDATE */
 };
 
 enum
@@ -195,7 +195,7 @@ zl_meta_subgroup_passes(const ZLSubGroup *sg, const ZLSubGroupFilter *filter,
 }
 
 static void
-subgroup_from_row(ZLSubGroup *sg, Datum *values, bool *isnull)
+subgroup_from_row(ZLSubGroup *sg, Datum *values, bool *isnull, int natts)
 {
 	memset(sg, 0, sizeof(ZLSubGroup));
 	sg->subgroup_id = int64_or_zero(values, isnull, SG_SUBGROUP_ID);
@@ -209,7 +209,8 @@ subgroup_from_row(ZLSubGroup *sg, Datum *values, bool *isnull)
 	sg->row_count = int64_or_zero(values, isnull, SG_ROW_COUNT);
 	sg->first_block = (BlockNumber) int64_or_zero(values, isnull, SG_FIRST_BLOCK);
 	sg->blocks = isnull[SG_BLOCKS - 1] ? 0 : DatumGetInt32(values[SG_BLOCKS - 1]);
-	sg->format = isnull[SG_FORMAT - 1] ? ZL_FORMAT_ROWS : DatumGetChar(values[SG_FORMAT - 1]);
+	sg->format = natts < SG_FORMAT || isnull[SG_FORMAT - 1] ? ZL_FORMAT_ROWS :
+		DatumGetChar(values[SG_FORMAT - 1]);
 }
 
 /* OR a mask row's positions into its sub-group's mask (allocated in context) */
@@ -349,7 +350,7 @@ zl_meta_row_reader_end(ZLMetaRowReader *reader)
 void
 zl_meta_row_subgroup(ZLMetaRowReader *reader, ZLSubGroup *sg)
 {
-	subgroup_from_row(sg, reader->values, reader->isnull);
+	subgroup_from_row(sg, reader->values, reader->isnull, RelationGetDescr(reader->rel)->natts);
 }
 
 /* the current row of zipper_lake.mask: its sub-group and (if asked) a copy of its positions */
@@ -407,7 +408,7 @@ load_subgroups(uint64 storage_id, Snapshot snapshot, const ZLSubGroupFilter *fil
 			sgs = sgs == NULL ? palloc(sizeof(ZLSubGroup) * max) :
 				repalloc(sgs, sizeof(ZLSubGroup) * max);
 		}
-		subgroup_from_row(&sgs[n], values, isnull);
+		subgroup_from_row(&sgs[n], values, isnull, RelationGetDescr(rel)->natts);
 		if (zl_meta_subgroup_passes(&sgs[n], filter, min_partition))
 			n++;
 	}

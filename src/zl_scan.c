@@ -15,10 +15,20 @@
  *
  * Row positions
  * -------------
- * A row is identified inside its sub-group by its position
- * (block - first_block) * MaxHeapTuplesPerPage + (offset - 1).  Masks list
- * positions, so any row can be checked from its TID alone (ANALYZE's
- * block sampling, TID fetches) without reading the pages before it.
+ * A row is identified inside its sub-group by its position: in a row
+ * sub-group (block - first_block) * MaxHeapTuplesPerPage + (offset - 1),
+ * in a columnar one its ordinal (zl_position_tid).  Masks list positions,
+ * so any row can be checked from its TID alone (ANALYZE's block sampling)
+ * without reading the pages before it.
+ *
+ * Columnar sub-groups
+ * -------------------
+ * A columnar sub-group (zl_columnar.c) is read through a reader of its
+ * own, chunk by chunk: a chunk whose min/max the bounds or the chunk
+ * filter (zl_chunkfilter.c) exclude is skipped, and past the valid_from
+ * range no later one is read.  Rows are handed out as virtual tuples of
+ * the columns the plan reads (zl_scan_set_columns), pointing into the
+ * decoded chunk, valid until the scan moves on.
  *
  * Bounds (zl_prune.c) skip whole sub-groups, and inside a sub-group that
  * is not known to match entirely, rows are checked one by one.  Rows of a

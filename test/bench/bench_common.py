@@ -56,14 +56,18 @@ def zipper_stats(conn, tbl):
         if tx:
             cur.execute('ROLLBACK TO SAVEPOINT zl_meta')
         r['meta'] = None
+    # the change record (README "Change semantics"), readable with SELECT on the table
+    r['record'] = q(cur, f"SELECT coalesce(sum(bytes), 0) FROM zipper_lake.inspect_record('{tbl}')")[0][0]
     if tx:
         conn.commit()
+    r['all_bytes'] = r['total'] + (r['meta'] or 0) + r['record']
     return r
 
 
 def describe_zipper(r):
     meta = 'n/a' if r['meta'] is None else f"~{r['meta'] / 2**20:.1f} MB"
     dead = 1 - r['live_blocks'] / r['file_blocks'] if r['file_blocks'] else 0
-    return (f"{r['total'] / 2**20:.1f} MB + metadata {meta}; {r['subgroups']} sub-groups, "
+    return (f"{r['total'] / 2**20:.1f} MB + metadata {meta} + change record {r['record'] / 2**20:.1f} MB; "
+            f"{r['subgroups']} sub-groups, "
             f"{r['masked_rows']} masked rows; visible sub-groups use {r['live_blocks']} of "
             f"{r['file_blocks']} blocks ({dead:.0%} of the file is space of replaced sub-groups)")

@@ -3,12 +3,15 @@
 test/bench/bench_read.py -- read queries on a deep history, zipper_lake vs plain
 PostgreSQL (a heap table and a heap table partitioned by valid_to).
 
-Three tables hold the same versions:
+Four tables hold the same versions:
 
-  z_hist  USING zipper_lake, registered with key id.  Built the way a zipper
+  z_hist  USING zipper_lake, registered with key id, history columnar (the
+          default, README "Storage formats").  Built the way a zipper
           table is kept: an initial load, then one apply_changes() per day
           (--zipper-load insert loads the finished history with one INSERT
           instead, to compare storage layouts).
+  z_rows  the same with history_format => 'rows' (the 0.1 format), built
+          alongside (--no-rows: not built).
   h_hist  an ordinary heap SCD2 table, loaded from z_hist in valid_from order
           (roughly the order a daily UPDATE+INSERT job appends versions), with
           the indexes a PostgreSQL user creates: PRIMARY KEY (id, valid_from),
@@ -23,6 +26,11 @@ each alive key changes with probability --change-rate (default 0.9, at a
 random time of the day), 1% of keys are deleted and 1% new keys appear;
 deleted keys come back when they change again.  Default size: ~5.6M versions.
 
+Initial load (--zipper-load insert, or --load-compare): the finished history
+loaded with one INSERT ... ORDER BY valid_from into a new zipper table
+(columnar, and rows) against a heap table loaded the same way plus its three
+indexes.
+
 Queries (each on each table, side by side; order rotated every repetition; one
 untimed warm-up run first; median of --reps runs, client wall time):
 
@@ -33,6 +41,8 @@ untimed warm-up run first; median of --reps runs, client wall time):
   changes      WHERE (valid_from >= A AND valid_from < B) OR (valid_to >= A AND valid_to < B)
                for one day in the middle           | zipper_lake.changes(NULL::z_hist, A, B)
   point        WHERE id = k AND valid_from = t for a known version
+  every column count(*), sum(hashtext(t::text)) over the whole table: every
+               column of every row decoded (columnar against rows: "SELECT *")
 
 Aggregate queries return count(*) and sum(balance); the results of all tables
 and forms must agree, else the script exits with status 1.  A query that
@@ -46,7 +56,11 @@ and the kernel's page cache is dropped (/proc/sys/vm/drop_caches: root), so
 the table's pages come from disk; this compares pages read, the case of a
 history bigger than memory.
 
-Ratios: heap/zipper and partitioned/zipper; > 1 means zipper_lake is faster.
+Ratios: heap/zipper, partitioned/zipper and rows/zipper (the row format
+against the columnar one); > 1 means zipper_lake (columnar) is faster.
+Sizes count the zipper tables' metadata rows and change record with the
+file and its TOAST; the heap's, its indexes and TOAST.  --chart PATH draws
+the ratios and sizes as a PNG (python3-matplotlib).
 
 Floor: for the aggregate queries, a heap table holding exactly the answer
 rows (CREATE TABLE AS, VACUUM ANALYZE'd) is scanned with the same aggregate:
@@ -83,6 +97,10 @@ def parse_args():
                    help='reuse z_hist/h_hist/p_hist from an earlier run with the same size parameters')
     p.add_argument('--keep', action='store_true', help='keep the tables (implied by --reuse)')
     p.add_argument('--explain', action='store_true', help='print EXPLAIN ANALYZE of every query once')
+    p.add_argument('--no-rows', action='store_true', help='do not build z_rows (history in rows)')
+    p.add_argument('--load-compare', action='store_true',
+                   help='time an initial load of the finished history: zipper (columnar, rows) vs heap + indexes')
+    p.add_argument('--chart', metavar='PNG', help='draw ratios and sizes into this PNG file')
     p.add_argument('--restart-cmd', metavar='CMD',
                    help='cold runs: shell command that restarts the server (e.g. "su postgres -c \'pg_ctl -D DATA -w restart\'"); '
                         'the page cache is dropped too, which needs root')
@@ -107,7 +125,12 @@ def day(d, hours=0):
 # ---------------------------------------------------------------------------
 
 def params_key(a):
-    return f'keys={a.keys} days={a.days} change_rate={a.change_rate} zipper_load={a.zipper_load}'
+    return (f'keys={a.keys} days={a.days} change_rate={a.change_rate} zipper_load={a.zipper_load} '
+            f'rows={not a.no_rows}')
+
+
+def zipper_tables(a):
+    return ('z_hist',) if a.no_rows else ('z_hist', 'z_rows')
 
 
 def build(conn, a):
@@ -119,16 +142,20 @@ def build(conn, a):
             cur.execute('SELECT params FROM bench_read_params')
             r = cur.fetchone()
             if r and r[0] == params_key(a) and all(
-                    q(cur, 'SELECT to_regclass(%s) IS NOT NULL', (t,))[0][0] for t in ('z_hist', 'h_hist', 'p_hist')):
-                print(f'reusing z_hist, h_hist, p_hist ({params_key(a)})')
+                    q(cur, 'SELECT to_regclass(%s) IS NOT NULL', (t,))[0][0]
+                    for t in ('h_hist', 'p_hist') + zipper_tables(a)):
+                print(f'reusing {", ".join(zipper_tables(a))}, h_hist, p_hist ({params_key(a)})')
                 return
-    cur.execute('DROP TABLE IF EXISTS z_hist, h_hist, p_hist, bench_read_params, rchanges')
+    cur.execute('DROP TABLE IF EXISTS z_hist, z_rows, h_hist, p_hist, bench_read_params, rchanges')
     t_all = time.perf_counter()
     cur.execute("""
         CREATE TABLE z_hist (id bigint, name text, balance numeric, branch int,
                              valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
         USING zipper_lake""")
     cur.execute("SELECT zipper_lake.register('z_hist', key => ARRAY['id'])")
+    if not a.no_rows:
+        cur.execute('CREATE TABLE z_rows (LIKE z_hist) USING zipper_lake')
+        cur.execute("SELECT zipper_lake.register('z_rows', key => ARRAY['id'], history_format => 'rows')")
 
     new_per_day = max(1, a.keys // 100)
     del_rate = 0.01
@@ -159,19 +186,30 @@ def build(conn, a):
     if a.zipper_load == 'apply':
         cur.execute('INSERT INTO z_hist ' + init_select)
         z_build = time.perf_counter() - t
+        if not a.no_rows:
+            cur.execute('INSERT INTO z_rows SELECT * FROM z_hist')
         per_day = []
+        per_day_rows = []
         per_change = []             # seconds per change: batches grow with the keys
         for d in range(a.days):
             cur.execute('DROP TABLE IF EXISTS rchanges')
             cur.execute('CREATE TABLE rchanges AS ' + day_changes(d))
+            if not a.no_rows:
+                t = time.perf_counter()
+                cur.execute("SELECT * FROM zipper_lake.apply_changes('z_rows', 'rchanges', 'change_time', 'op')")
+                per_day_rows.append(time.perf_counter() - t)
             t = time.perf_counter()
             cur.execute("SELECT * FROM zipper_lake.apply_changes('z_hist', 'rchanges', 'change_time', 'op')")
             r = cur.fetchone()
             per_day.append(time.perf_counter() - t)
             per_change.append(per_day[-1] / max(1, r[0]))
             if d % 10 == 0 or d == a.days - 1:
-                print(f'  day {d}: apply {per_day[-1]:.2f}s {dict(zip([c[0] for c in cur.description], r))}',
+                print(f'  day {d}: apply {per_day[-1]:.2f}s {dict(zip([c[0] for c in cur.description], r))}'
+                      + (f'; history in rows {per_day_rows[-1]:.2f}s' if per_day_rows else ''),
                       flush=True)
+        if per_day_rows:
+            print(f'  apply, all days: columnar history {sum(per_day):.1f}s, rows {sum(per_day_rows):.1f}s '
+                  f'(rows/columnar {sum(per_day_rows) / sum(per_day):.2f})')
         cur.execute('DROP TABLE rchanges')
         z_build += sum(per_day)
         k = 3
@@ -208,6 +246,8 @@ def build(conn, a):
         t = time.perf_counter()
         cur.execute('INSERT INTO z_hist SELECT * FROM h_hist ORDER BY valid_from')
         z_build = time.perf_counter() - t
+        if not a.no_rows:
+            cur.execute('INSERT INTO z_rows SELECT * FROM h_hist ORDER BY valid_from')
         t = time.perf_counter()
     cur.execute('ALTER TABLE h_hist ADD PRIMARY KEY (id, valid_from)')
     cur.execute('CREATE INDEX ON h_hist (valid_to)')
@@ -233,7 +273,8 @@ def build(conn, a):
     t = time.perf_counter()
     cur.execute('VACUUM ANALYZE h_hist')
     cur.execute('VACUUM ANALYZE p_hist')
-    cur.execute('ANALYZE z_hist')
+    for z in zipper_tables(a):
+        cur.execute(f'ANALYZE {z}')
     try:
         cur.execute('CHECKPOINT')       # start the timed part with clean buffers; needs pg_checkpoint
     except psycopg2.Error:
@@ -244,19 +285,47 @@ def build(conn, a):
     cur.execute('INSERT INTO bench_read_params VALUES (%s)', (params_key(a),))
 
 
-def check_tables(conn):
+def load_compare(cur):
+    """Seconds of an initial load of the finished history (h_hist): into a
+    heap table plus its three indexes, and into new zipper tables."""
+    loads = {}
+    cur.execute('DROP TABLE IF EXISTS l_heap, l_columnar, l_rows')
+    t = time.perf_counter()
+    cur.execute('CREATE TABLE l_heap (LIKE h_hist)')
+    cur.execute('INSERT INTO l_heap SELECT * FROM h_hist ORDER BY valid_from')
+    cur.execute('ALTER TABLE l_heap ADD PRIMARY KEY (id, valid_from)')
+    cur.execute('CREATE INDEX ON l_heap (valid_to)')
+    cur.execute('CREATE INDEX ON l_heap (valid_from)')
+    loads['heap + indexes'] = time.perf_counter() - t
+    for fmt in ('columnar', 'rows'):
+        t = time.perf_counter()
+        cur.execute(f'CREATE TABLE l_{fmt} (LIKE h_hist) USING zipper_lake')
+        cur.execute(f"SELECT zipper_lake.register('l_{fmt}', key => ARRAY['id'], history_format => '{fmt}')")
+        cur.execute(f'INSERT INTO l_{fmt} SELECT * FROM h_hist ORDER BY valid_from')
+        loads[f'zipper {fmt}'] = time.perf_counter() - t
+    cur.execute('DROP TABLE l_heap, l_columnar, l_rows')
+    h = loads['heap + indexes']
+    print('initial load of the finished history: ' + ', '.join(f'{k} {v:.1f}s' for k, v in loads.items())
+          + f'; zipper columnar / heap {loads["zipper columnar"] / h:.2f}x, rows / heap {loads["zipper rows"] / h:.2f}x'
+          + ' (<= 1.3 is the target)')
+    return loads
+
+
+def check_tables(conn, a):
     cur = conn.cursor()
     problems = []
     cols = 'id, name, balance, branch, valid_from, valid_to'
-    n = {t: q(cur, f'SELECT count(*) FROM {t}')[0][0] for t in ('z_hist', 'h_hist', 'p_hist')}
+    tables = ('h_hist', 'p_hist') + zipper_tables(a)
+    n = {t: q(cur, f'SELECT count(*) FROM {t}')[0][0] for t in tables}
     if len(set(n.values())) != 1:
         problems.append(f'row counts differ: {n}')
-    for x, y in (('z_hist', 'h_hist'), ('h_hist', 'z_hist')):
-        d = q(cur, f'SELECT count(*) FROM (SELECT {cols} FROM {x} EXCEPT ALL SELECT {cols} FROM {y}) e')[0][0]
-        if d:
-            problems.append(f'{d} rows of {x} are missing from {y}')
-    for r in q(cur, "SELECT check_name, detail FROM zipper_lake.verify('z_hist') LIMIT 5"):
-        problems.append(f'verify: {r[0]}: {r[1]}')
+    for z in zipper_tables(a):
+        for x, y in ((z, 'h_hist'), ('h_hist', z)):
+            d = q(cur, f'SELECT count(*) FROM (SELECT {cols} FROM {x} EXCEPT ALL SELECT {cols} FROM {y}) e')[0][0]
+            if d:
+                problems.append(f'{d} rows of {x} are missing from {y}')
+        for r in q(cur, f"SELECT check_name, detail FROM zipper_lake.verify('{z}') LIMIT 5"):
+            problems.append(f'verify {z}: {r[0]}: {r[1]}')
     return n['h_hist'], problems
 
 
@@ -279,8 +348,8 @@ def queries(conn, a):
     chg = f'WHERE (valid_from >= {ca} AND valid_from < {cb}) OR (valid_to >= {ca} AND valid_to < {cb})'
     point = f"WHERE id = {k} AND valid_from = '{t}'"
 
-    def plain(where):
-        return {tb: f'{agg}{tb} {where}' for tb in ('h_hist', 'p_hist', 'z_hist')}
+    def plain(where, select=agg):
+        return {tb: f'{select}{tb} {where}' for tb in ('h_hist', 'p_hist', 'z_hist', 'z_rows')}
 
     fams = []
     fams.append(('current', plain("WHERE valid_to = 'infinity'"),
@@ -294,6 +363,8 @@ def queries(conn, a):
     fams.append(('point lookup', plain(point), []))
     # nothing qualifies: the fixed cost of a query (planning, metadata)
     fams.append(('empty (prunes everything)', plain(f"WHERE valid_from = {day(-100)}"), []))
+    # every column of every row: the whole row as text ("SELECT *")
+    fams.append(('every column, all rows', plain('t', 'SELECT count(*), sum(hashtext(t::text)) FROM '), []))
     return fams
 
 
@@ -349,6 +420,35 @@ def fmt_ratio(x, y):
     return 'n/a' if x is None or y is None or y == 0 else f'{x / y:.2f}'
 
 
+def draw_chart(a, mode, chart, sizes):
+    """Two panels: query speed-ups of the columnar zipper table over the
+    indexed heap and over the row format; sizes against the heap."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={'width_ratios': [3, 1.4]})
+    names = [c[0] for c in chart]
+    ys = range(len(chart))
+    left.barh([y + 0.2 for y in ys], [c[1] for c in chart], height=0.4, label='indexed heap / zipper')
+    left.barh([y - 0.2 for y in ys], [c[2] or 0 for c in chart], height=0.4, label='row format / columnar')
+    left.axvline(1, color='black', linewidth=0.8)
+    left.set_yticks(list(ys))
+    left.set_yticklabels(names)
+    left.invert_yaxis()
+    left.set_xlabel('speed-up (> 1: columnar zipper_lake faster)')
+    left.set_title(f'queries, {mode.split(" ")[0]}: {a.keys:,} keys x {a.days} days, {a.change_rate:.0%}/day')
+    left.legend(loc='lower right')
+    labels = list(sizes)
+    right.bar(labels, [sizes[k] / sizes['heap'] for k in labels],
+              color=['tab:gray', 'tab:gray'] + ['tab:blue', 'tab:orange'][:len(labels) - 2])
+    right.set_ylabel('bytes / indexed heap table')
+    right.set_title('size (with indexes, metadata, record)')
+    right.tick_params(axis='x', labelrotation=30)
+    fig.tight_layout()
+    fig.savefig(a.chart, dpi=110)
+    print(f'chart: {a.chart}')
+
+
 def main():
     a = parse_args()
     conn = connect(a, autocommit=True)
@@ -361,11 +461,13 @@ def main():
     print(f'server {server[0]}, shared_buffers={server[1]}, work_mem={server[2]}, '
           f'random_page_cost={server[3]}, max_parallel_workers_per_gather={server[4]}, jit={server[5]}')
     build(conn, a)
-    nrows, problems = check_tables(conn)
+    if a.load_compare or a.zipper_load == 'insert':
+        load_compare(cur)
+    nrows, problems = check_tables(conn, a)
     if problems:
         print('MISMATCH after build:\n  ' + '\n  '.join(problems))
     else:
-        print(f'z_hist, h_hist, p_hist hold the same {nrows} versions; verify clean')
+        print(f'{", ".join(zipper_tables(a))}, h_hist, p_hist hold the same {nrows} versions; verify clean')
     sz = {t: q(cur, f"""SELECT CASE WHEN relkind = 'p'
                                    THEN (SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree(oid))
                                    ELSE pg_total_relation_size(oid) END
@@ -373,10 +475,13 @@ def main():
           for t in ('z_hist', 'h_hist', 'p_hist')}
     print(f'sizes (pg_total_relation_size, all partitions and indexes): h_hist {sz["h_hist"] / 2**20:.1f} MB, '
           f'p_hist {sz["p_hist"] / 2**20:.1f} MB')
-    zs = zipper_stats(conn, 'z_hist')
-    print('  z_hist ' + describe_zipper(zs))
-    print(f'  size ratio heap/zipper {sz["h_hist"] / (zs["total"] + (zs["meta"] or 0)):.2f}, '
-          f'partitioned/zipper {sz["p_hist"] / (zs["total"] + (zs["meta"] or 0)):.2f}')
+    zs = {z: zipper_stats(conn, z) for z in zipper_tables(a)}
+    for z in zipper_tables(a):
+        print(f'  {z} ' + describe_zipper(zs[z]))
+        print(f'  {z} size: {zs[z]["all_bytes"] / sz["h_hist"]:.3f}x the heap table (heap/zipper '
+              f'{sz["h_hist"] / zs[z]["all_bytes"]:.2f}), partitioned/zipper {sz["p_hist"] / zs[z]["all_bytes"]:.2f}')
+    sizes = {'heap': sz['h_hist'], 'partitioned': sz['p_hist']}
+    sizes.update({('zipper columnar' if z == 'z_hist' else 'zipper rows'): zs[z]['all_bytes'] for z in zipper_tables(a)})
 
     fams = queries(conn, a)
     # forms: (family, label, table, sql)
@@ -388,6 +493,8 @@ def main():
         forms.append((fam, 'heap', plain['h_hist']))
         forms.append((fam, 'partitioned', plain['p_hist']))
         forms.append((fam, 'zipper SQL', plain['z_hist']))
+        if not a.no_rows:
+            forms.append((fam, 'rows', plain['z_rows']))
         for label, sql in extra:
             forms.append((fam, 'zipper ' + label, sql))
         if fam in floors:
@@ -428,30 +535,34 @@ def main():
 
     mode = 'COLD (restart + page cache dropped before each run)' if a.restart_cmd else 'warm'
     print(f'\n=== {mode}: medians of {a.reps} runs in ms (noisy machine: trust ratios, not ms); ratio > 1: zipper_lake faster')
-    print(f'{"query":<26} {"zipper form":<12} {"heap":>9} {"partitioned":>11} {"zipper":>9} {"heap/z":>7} {"part/z":>7}'
-          f' {"floor":>7} {"floor/z":>7} {"heap/floor":>10}  result')
+    print(f'{"query":<26} {"zipper form":<12} {"heap":>9} {"partitioned":>11} {"rows":>9} {"zipper":>9} {"heap/z":>7}'
+          f' {"part/z":>7} {"rows/z":>7} {"floor":>7} {"floor/z":>7} {"heap/floor":>10}  result')
+
+    def median_of(fam, label):
+        r = results.get((fam, label))
+        return statistics.median(r) if isinstance(r, list) else None
+
+    chart = []
     for fam, _, extra in fams:
-        hm = results.get((fam, 'heap'))
-        pm = results.get((fam, 'partitioned'))
-        fm = results.get((fam, 'floor'))
-        hm = statistics.median(hm) if isinstance(hm, list) else None
-        pm = statistics.median(pm) if isinstance(pm, list) else None
-        fm = statistics.median(fm) if isinstance(fm, list) else None
+        hm, pm, rm, fm = (median_of(fam, l) for l in ('heap', 'partitioned', 'rows', 'floor'))
         for label in ['zipper SQL'] + ['zipper ' + l for l, _ in extra]:
-            zr = results.get((fam, label))
-            zm = statistics.median(zr) if isinstance(zr, list) else None
+            zm = median_of(fam, label)
             ans = answers.get((fam, 'heap'), [('?',)])[0]
-            note = '' if zm is not None else f'  ({zr})'
-            print(f'{fam:<26} {label[7:]:<12} {fmt_ms(hm):>9} {fmt_ms(pm):>11} {fmt_ms(zm):>9} '
-                  f'{fmt_ratio(hm, zm):>7} {fmt_ratio(pm, zm):>7} {fmt_ms(fm):>7} {fmt_ratio(fm, zm):>7} '
-                  f'{fmt_ratio(hm, fm):>10}  {ans}{note}')
+            note = '' if zm is not None else f'  ({results.get((fam, label))})'
+            print(f'{fam:<26} {label[7:]:<12} {fmt_ms(hm):>9} {fmt_ms(pm):>11} {fmt_ms(rm):>9} {fmt_ms(zm):>9} '
+                  f'{fmt_ratio(hm, zm):>7} {fmt_ratio(pm, zm):>7} {fmt_ratio(rm, zm):>7} {fmt_ms(fm):>7} '
+                  f'{fmt_ratio(fm, zm):>7} {fmt_ratio(hm, fm):>10}  {ans}{note}')
+            if label == 'zipper SQL' and hm and zm:
+                chart.append((fam, hm / zm, rm / zm if rm else None))
+    if a.chart:
+        draw_chart(a, mode, chart, sizes)
 
     if a.restart_cmd:                   # the first connection did not survive the restarts
         conn = connect(a, autocommit=True)
         cur = conn.cursor()
     cur.execute('DROP TABLE IF EXISTS ' + ', '.join(f'floor_{i}' for i in range(len(fams))))
     if not (a.keep or a.reuse):
-        cur.execute('DROP TABLE IF EXISTS z_hist, h_hist, p_hist, bench_read_params')
+        cur.execute('DROP TABLE IF EXISTS z_hist, z_rows, h_hist, p_hist, bench_read_params')
     conn.close()
     if problems:
         print('\nFAILED:\n  ' + '\n  '.join(problems))

@@ -15,6 +15,12 @@ SELECT count(*) FROM dated WHERE valid_to = '9999-12-31';
 SELECT * FROM zipper_lake.apply_changes('compat', 'compat_ch');
 SELECT t, v.* FROM unnest(ARRAY['acct', 'dated', 'preload', 'derived', 'compat']) t,
        zipper_lake.verify(t::regclass) v;
+-- history 0.1 wrote stays in rows and is read as it is; history written
+-- since the update is columnar (README "Storage formats")
+SELECT history_format FROM zipper_lake.registration WHERE tbl = 'acct'::regclass;
+SELECT format, partition_end = 'infinity' AS current, count(*) AS sub_groups
+  FROM zipper_lake.inspect('acct') GROUP BY 1, 2 ORDER BY 1, 2;
+SELECT count(*), sum(balance) FROM zipper_lake.as_of(NULL::acct, '2024-01-06 12:00');
 -- the DDL path of the new version cleans up tables 0.1 created
 SELECT zipper_lake._storage_id('derived') AS sid \gset
 DROP TABLE derived;
