@@ -5,7 +5,8 @@ OBJS = \
 	src/zl_mod.o \
 	src/zl_tableam.o \
 	src/zl_storage.o \
-	src/zl_columnar.o \
+	src/zl_columnar_write.o \
+	src/zl_columnar_read.o \
 	src/zl_freespace.o \
 	src/zl_metadata.o \
 	src/zl_metaread.o \

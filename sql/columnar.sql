@@ -130,6 +130,27 @@ SELECT cond, s.* FROM unnest(ARRAY[
   'iv > ''1 mon''', 'big IS NULL', 'big IS NOT NULL', 'big > ''m''', 'n IS NULL AND i2 > 0',
   'i8 BETWEEN 1000000007 AND 50000000000', 'id = 77', 'id IN (3, 5)', 'n > NULL::numeric']) cond,
   LATERAL col_skip_check(cond) s;
+-- key probes read single rows of columnar chunks (README "Storage
+-- formats"): many keys, several in one chunk, forward and backward, as a
+-- scan without pruning reads them
+SELECT (SELECT sum(hashtext(z::text)) FROM col_zl z WHERE id = ANY (ARRAY(SELECT generate_series(1, 300, 7))))
+     = (SELECT sum(hashtext(z::text)) FROM col_zl z WHERE id + 0 = ANY (ARRAY(SELECT generate_series(1, 300, 7))))
+       AS probes_read_the_same;
+BEGIN;
+DECLARE col_cur SCROLL CURSOR FOR SELECT id, n, t, valid_from FROM col_zl WHERE id IN (40, 41, 42) ORDER BY id, valid_from;
+FETCH LAST FROM col_cur;
+FETCH BACKWARD 3 FROM col_cur;
+FETCH ABSOLUTE 2 FROM col_cur;
+COMMIT;
+BEGIN;
+DECLARE col_raw SCROLL CURSOR FOR SELECT id, n, valid_from FROM col_zl WHERE id = 42;
+FETCH LAST FROM col_raw;
+FETCH PRIOR FROM col_raw;
+FETCH FIRST FROM col_raw;
+FETCH NEXT FROM col_raw;
+COMMIT;
+SELECT id, n, valid_from FROM col_zl WHERE id = 42 ORDER BY valid_from;
+
 -- reading some columns only decodes those (the rest read as NULL inside
 -- the scan): the same answers
 SELECT (SELECT sum(hashtext(n::text || t)) FROM col_zl WHERE i2 > 0) AS few_columns,

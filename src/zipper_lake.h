@@ -80,6 +80,13 @@
 extern bool zipper_lake_enable_pruning;
 extern int	zipper_lake_columnar_chunk_rows;
 
+/*
+ * Rows of a chunk of columnar sub-groups (zl_columnar_write.c): small
+ * enough that reading one row (a key probe) decodes little, large enough
+ * for zstd and the directory (measured: README "Storage formats").
+ */
+#define ZL_CHUNK_ROWS_DEFAULT	1024
+
 /* ---------- registration ---------- */
 
 typedef enum ZLPartitionUnit
@@ -307,7 +314,7 @@ extern void zl_page_writer_add_bytes(ZLPageWriter *writer, const char *data, Siz
 extern void zl_page_writer_finish(ZLPageWriter *writer, BlockNumber *first_block,
 								  int32 *blocks);
 
-/* ---------- zl_columnar.c ---------- */
+/* ---------- zl_columnar_write.c, zl_columnar_read.c ---------- */
 
 typedef struct ZLColumnarWriter ZLColumnarWriter;
 typedef struct ZLColumnarReader ZLColumnarReader;
@@ -319,7 +326,11 @@ extern void zl_columnar_writer_write(ZLColumnarWriter *w, ZLPageWriter *pages);
 extern void zl_columnar_writer_end(ZLColumnarWriter *w);
 extern ZLColumnarReader *zl_columnar_open(Relation rel, const ZLSubGroup *sg,
 										  BufferAccessStrategy strategy);
+extern void zl_columnar_reset(ZLColumnarReader *r, const ZLSubGroup *sg,
+							  BufferAccessStrategy strategy);
+extern void zl_columnar_release(ZLColumnarReader *r);
 extern void zl_columnar_set_columns(ZLColumnarReader *r, const bool *needed);
+extern void zl_columnar_set_sparse(ZLColumnarReader *r, bool sparse);
 extern void zl_columnar_close(ZLColumnarReader *r);
 extern int	zl_columnar_nchunks(const ZLColumnarReader *r);
 extern uint32 zl_columnar_chunk_start(const ZLColumnarReader *r, int chunk);

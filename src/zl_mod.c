@@ -30,7 +30,7 @@
 PG_MODULE_MAGIC;
 
 bool		zipper_lake_enable_pruning = true;
-int			zipper_lake_columnar_chunk_rows = 8192;
+int			zipper_lake_columnar_chunk_rows = ZL_CHUNK_ROWS_DEFAULT;
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
@@ -156,7 +156,7 @@ _PG_init(void)
 							"Rows of a chunk of columnar sub-groups written from now on.",
 							"For tests of chunk skipping on small tables; keep the default otherwise.",
 							&zipper_lake_columnar_chunk_rows,
-							8192, 16, 65535,
+							ZL_CHUNK_ROWS_DEFAULT, 16, 65535,
 							PGC_USERSET,
 							GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);

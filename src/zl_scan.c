@@ -114,8 +114,10 @@ typedef struct ZLScanDescData
 	OffsetNumber max_offset;
 	Buffer		buffer;
 	ZLColumnarReader *columnar; /* of the current sub-group if columnar */
+	ZLColumnarReader *columnar_reader;	/* kept for every columnar one */
 	int64		row;			/* its position last looked at */
 	int			chunk;			/* the chunk that row is in, -1 none */
+	bool		chunk_excluded; /* a key probe's: that chunk cannot match */
 	bool	   *columns;		/* attributes read from columnar sub-groups */
 	ZLChunkFilter *chunk_filter;	/* predicates chunks are skipped by */
 	bool		allow_strategy; /* SO_ALLOW_STRAT */
@@ -193,13 +195,13 @@ scan_release_buffer(ZLScanDesc scan)
 	scan->buffer = InvalidBuffer;
 }
 
-/* stop reading the current sub-group: its pinned page or columnar reader */
+/* stop reading the current sub-group: unpin its page */
 static void
 scan_release(ZLScanDesc scan)
 {
 	scan_release_buffer(scan);
 	if (scan->columnar != NULL)
-		zl_columnar_close(scan->columnar);
+		zl_columnar_release(scan->columnar);
 	scan->columnar = NULL;
 }
 
@@ -212,7 +214,12 @@ scan_open_columnar(ZLScanDesc scan)
 	if (scan->current->format != ZL_FORMAT_COLUMNAR)
 		return;
 	old = MemoryContextSwitchTo(scan->context);
-	scan->columnar = zl_columnar_open(scan->base.rs_rd, scan->current, scan->strategy);
+	/* one reader for all, so its buffers are made once */
+	if (scan->columnar_reader == NULL)
+		scan->columnar_reader = zl_columnar_open(scan->base.rs_rd, scan->current, scan->strategy);
+	else
+		zl_columnar_reset(scan->columnar_reader, scan->current, scan->strategy);
+	scan->columnar = scan->columnar_reader;
 	if (scan->columns != NULL)
 	{
 		/* bounds are checked on the period columns */
@@ -221,6 +228,8 @@ scan_open_columnar(ZLScanDesc scan)
 				scan->columns[scan->opts.to_attnum - 1] = true;
 		zl_columnar_set_columns(scan->columnar, scan->columns);
 	}
+	/* a key probe reads a row here and there: no chunk decoded whole */
+	zl_columnar_set_sparse(scan->columnar, scan->probing);
 	MemoryContextSwitchTo(old);
 	scan->chunk = -1;
 }
@@ -854,10 +863,10 @@ scan_next_subgroup(ZLScanDesc scan, bool forward)
 		if (subgroup_has_rows(scan, index))
 		{
 			scan->current = &scan->subgroups[index];
-			scan_open_columnar(scan);
 			scan->row = forward ? -1 : scan->current->row_count;
 			scan->current_decision = scan->bounded ? scan->decisions[index] : ZL_ALL_MATCH;
 			scan->probing = scan->key_positions != NULL && scan->nkey_positions[index] >= 0;
+			scan_open_columnar(scan);
 			if (scan->probing)
 				scan->probe_index = forward ? -1 : scan->nkey_positions[index];
 			return true;
@@ -1254,6 +1263,7 @@ scan_step_probe(ZLScanDesc scan, TupleTableSlot *slot, bool forward)
 		if (scan->columnar != NULL)
 		{
 			int64		from;
+			int			chunk;
 
 			if (positions[next] >= scan->current->row_count)
 				ereport(ERROR,
@@ -1261,6 +1271,15 @@ scan_step_probe(ZLScanDesc scan, TupleTableSlot *slot, bool forward)
 						 errmsg("key directory of sub-group " INT64_FORMAT " names position %d outside its %lld rows",
 								scan->current->subgroup_id, positions[next],
 								(long long) scan->current->row_count)));
+			/* decode no chunk whose min/max exclude it */
+			chunk = zl_columnar_chunk_of(scan->columnar, (uint32) positions[next]);
+			if (chunk != scan->chunk)
+			{
+				scan->chunk = chunk;
+				scan->chunk_excluded = scan_enter_chunk(scan, chunk, forward) != ZL_CHUNK_READ;
+			}
+			if (scan->chunk_excluded)
+				continue;
 			if (scan_store_columnar_row(scan, slot, positions[next], &from))
 				return ZL_STEP_ROW;
 			continue;
@@ -1351,6 +1370,8 @@ read_columnar_rows(Relation rel, const ZLSubGroup *sg, bool include_masked,
 	Datum	   *values = palloc(sizeof(Datum) * Max(desc->natts, 1));
 	bool	   *isnull = palloc(sizeof(bool) * Max(desc->natts, 1));
 	int64		n = positions ? npositions : sg->row_count;
+
+	zl_columnar_set_sparse(reader, positions != NULL);
 
 	for (int64 i = 0; i < n; i++)
 	{

@@ -1,0 +1,115 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_columnar.h
+ *	  The columnar sub-group format, shared by its writer
+ *	  (zl_columnar_write.c) and its reader (zl_columnar_read.c).
+ *
+ * See zl_columnar_write.c for the layout and the encodings.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZL_COLUMNAR_H
+#define ZL_COLUMNAR_H
+
+#include "zipper_lake.h"
+
+#include "access/tupmacs.h"
+#include "lib/stringinfo.h"
+
+#define ZL_COLUMNAR_MAGIC		0x5A4C4331	/* "ZLC1" */
+#define ZL_CHUNK_BYTES			(8 * 1024 * 1024)
+#define ZL_MINMAX_MAX_BYTES		64
+#define ZL_ZSTD_LEVEL			3
+
+typedef enum ZLEncoding
+{
+	ZL_ENC_NULLS = 0,			/* every value null: no bytes */
+	ZL_ENC_PLAIN,
+	ZL_ENC_DELTA,
+	ZL_ENC_DICT,
+	ZL_ENC_PACKED				/* frame of reference: value - min in fixed bits */
+} ZLEncoding;
+
+/* PACKED: min (int64) and bit width, then the bits, 8 zero bytes after them */
+#define PACKED_HEADER_BYTES		MAXALIGN(sizeof(int64) + 1)
+#define PACKED_BYTES(n, width)	((((Size) (n) * (width) + 7) / 8) + 8)
+
+typedef struct ZLColumnarHeader
+{
+	uint32		magic;
+	uint32		natts;
+	uint32		nrows;
+	uint32		nchunks;
+	uint32		directory_bytes;	/* everything before the data */
+	uint32		minmax_bytes;
+	uint64		data_bytes;
+	uint64		raw_bytes;		/* of the chunks' encodings before zstd */
+} ZLColumnarHeader;
+
+typedef struct ZLChunkColumn
+{
+	uint64		offset;			/* of its bytes in the data */
+	uint32		stored_bytes;
+	uint32		raw_bytes;
+	uint32		nulls;
+	uint8		encoding;
+	uint8		compressed;
+	uint16		minmax_bytes;	/* 0: no min/max kept */
+	uint32		minmax_offset;	/* into the min/max area: min, then max */
+	uint32		unused;
+} ZLChunkColumn;
+
+/* where the parts of a directory lie, from its counts */
+#define CHUNK_STARTS_OFFSET		MAXALIGN(sizeof(ZLColumnarHeader))
+#define ENTRIES_OFFSET(nchunks) MAXALIGN(CHUNK_STARTS_OFFSET + sizeof(uint32) * (nchunks))
+#define MINMAX_OFFSET(nchunks, natts) \
+	(ENTRIES_OFFSET(nchunks) + sizeof(ZLChunkColumn) * (Size) (nchunks) * (natts))
+
+/* ---------- column traits ---------- */
+
+typedef struct ColumnTraits
+{
+	int16		len;
+	bool		byval;
+	char		align;
+	bool		dropped;
+	Oid			collation;
+	bool		has_order;		/* a default btree ordering for min/max */
+	FmgrInfo	cmp;
+} ColumnTraits;
+
+extern ColumnTraits *zl_columnar_traits(TupleDesc desc);
+
+/* ---------- the byte stream over pages ---------- */
+
+/* pages a stream of this many bytes takes */
+static inline BlockNumber
+stream_pages(uint64 bytes)
+{
+	return (BlockNumber) ((bytes + ZL_STREAM_PAGE_BYTES - 1) / ZL_STREAM_PAGE_BYTES);
+}
+
+/* a value's bytes as stored in a PLAIN area (varlenas detoasted, 4-byte header) */
+static inline Size
+value_size(const ColumnTraits *t, Datum value)
+{
+	if (t->len == -1)
+		return VARSIZE_ANY(DatumGetPointer(value));
+	if (t->len == -2)
+		return strlen(DatumGetCString(value)) + 1;
+	return t->len;
+}
+
+static inline uint64
+zigzag(int64 v)
+{
+	return ((uint64) v << 1) ^ (uint64) (v >> 63);
+}
+
+static inline int64
+unzigzag(uint64 v)
+{
+	return (int64) (v >> 1) ^ -(int64) (v & 1);
+}
+
+#endif							/* ZL_COLUMNAR_H */
