@@ -183,11 +183,12 @@ zl_columnar_rows_per_block(const ZLSubGroup *sg)
 static inline void
 zl_position_tid(const ZLSubGroup *sg, int64 position, ItemPointer tid)
 {
-	int64		per_block = sg->format == ZL_FORMAT_COLUMNAR ?
-		zl_columnar_rows_per_block(sg) : MaxHeapTuplesPerPage;
+	/* positions and blocks of a sub-group fit 32 bits */
+	uint32		per_block = sg->format == ZL_FORMAT_COLUMNAR ?
+		(uint32) zl_columnar_rows_per_block(sg) : MaxHeapTuplesPerPage;
 
-	ItemPointerSet(tid, sg->first_block + (BlockNumber) (position / per_block),
-				   (OffsetNumber) (position % per_block) + 1);
+	ItemPointerSet(tid, sg->first_block + (uint32) position / per_block,
+				   (OffsetNumber) ((uint32) position % per_block) + 1);
 }
 
 static inline int64

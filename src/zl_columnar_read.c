@@ -726,13 +726,41 @@ decode_column(ZLColumnarReader *r, ColumnState *cs, int att)
 	cs->prev = 0;
 	if (cs->entry->encoding == ZL_ENC_NULLS)
 		memset(cs->isnull, true, sizeof(bool) * cs->rows);
-	else
+	else if (cs->nulls != NULL)
 		for (uint32 i = 0; i < cs->rows; i++)
 		{
 			cs->isnull[i] = null_at(cs, i);
 			if (!cs->isnull[i])
 				cs->values[i] = step_value(r, cs, t);
 		}
+	else
+	{
+		/* no nulls: a loop per encoding, the common case of scans */
+		memset(cs->isnull, false, sizeof(bool) * cs->rows);
+		switch (cs->entry->encoding)
+		{
+			case ZL_ENC_PACKED:
+				for (uint32 i = 0; i < cs->rows; i++)
+					cs->values[i] = int64_as_byval(t->len, packed_value(cs, i));
+				break;
+			case ZL_ENC_DELTA:
+				{
+					uint64		sum = 0;
+					Size		off = cs->values_at;
+
+					for (uint32 i = 0; i < cs->rows; i++)
+					{
+						sum += (uint64) unzigzag(read_varint(cs->raw, cs->entry->raw_bytes, &off));
+						cs->values[i] = int64_as_byval(t->len, (int64) sum);
+					}
+					break;
+				}
+			default:
+				for (uint32 i = 0; i < cs->rows; i++)
+					cs->values[i] = step_value(r, cs, t);
+				break;
+		}
+	}
 	cs->next_row = cs->rows;
 	cs->decoded = true;
 }
@@ -813,10 +841,19 @@ zl_columnar_row(ZLColumnarReader *r, uint32 row, Datum *values, bool *isnull)
 	{
 		ColumnState *cs = &r->columns[att];
 
-		values[att] = (Datum) 0;
-		isnull[att] = true;
 		if (!r->needed[att] || r->traits[att].dropped)
+		{
+			values[att] = (Datum) 0;
+			isnull[att] = true;
 			continue;
+		}
+		if (cs->decoded && cs->chunk == chunk)
+		{
+			/* the common case of scans: a decoded chunk */
+			values[att] = cs->values[i];
+			isnull[att] = cs->isnull[i];
+			continue;
+		}
 		if (att >= (int) r->header.natts)
 		{
 			/* a column added later: its default, as heap rows read it */
