@@ -9,7 +9,7 @@
  * chunk of the row last read, decompressed: decoded whole when the rows
  * come in order (scans), or walked value by value when they come one here,
  * one there (key probes, zl_columnar_set_sparse), so a probe of one row
- * does not decode the other 8,191 of its chunk.  Varlenas with short
+ * does not decode the other 1,023 of its chunk.  Varlenas with short
  * headers are widened to 4-byte headers as rows are handed out.
  *
  * Buffers are kept and grown across chunks rather than allocated per

@@ -626,8 +626,10 @@ chunk_clauses(ZipperScanState *state, CustomScan *cscan)
 }
 
 /*
- * The attributes the plan reads (its target list, filter and scan
- * expressions): columnar sub-groups decode only those.  NULL: all.
+ * The attributes the plan reads (its target list and filter, which holds
+ * the key terms and chunk predicates too): columnar sub-groups decode only
+ * those, and the period columns where the scan checks its bounds
+ * (zl_scan.c).  NULL: all.
  */
 static bool *
 columns_read(CustomScan *cscan, int natts)
@@ -637,7 +639,6 @@ columns_read(CustomScan *cscan, int natts)
 
 	pull_varattnos((Node *) cscan->scan.plan.targetlist, cscan->scan.scanrelid, &attrs);
 	pull_varattnos((Node *) cscan->scan.plan.qual, cscan->scan.scanrelid, &attrs);
-	pull_varattnos((Node *) cscan->custom_exprs, cscan->scan.scanrelid, &attrs);
 	if (bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, attrs))
 		return NULL;			/* the whole row */
 	for (int i = 0; i < natts; i++)

@@ -118,7 +118,9 @@ typedef struct ZLScanDescData
 	int64		row;			/* its position last looked at */
 	int			chunk;			/* the chunk that row is in, -1 none */
 	bool		chunk_excluded; /* a key probe's: that chunk cannot match */
-	bool	   *columns;		/* attributes read from columnar sub-groups */
+	bool		chunk_checks;	/* its rows are checked against the bounds */
+	bool	   *columns;		/* attributes the plan reads from columnar ones */
+	bool	   *checked_columns;	/* those and the period columns */
 	ZLChunkFilter *chunk_filter;	/* predicates chunks are skipped by */
 	bool		allow_strategy; /* SO_ALLOW_STRAT */
 	bool		strategy_chosen;	/* for the sub-groups now kept */
@@ -222,11 +224,13 @@ scan_open_columnar(ZLScanDesc scan)
 	scan->columnar = scan->columnar_reader;
 	if (scan->columns != NULL)
 	{
-		/* bounds are checked on the period columns */
+		/* rows of chunks the bounds do not keep whole are checked on these */
+		memcpy(scan->checked_columns, scan->columns,
+			   sizeof(bool) * RelationGetDescr(scan->base.rs_rd)->natts);
 		if (scan->bounded)
-			scan->columns[scan->opts.from_attnum - 1] =
-				scan->columns[scan->opts.to_attnum - 1] = true;
-		zl_columnar_set_columns(scan->columnar, scan->columns);
+			scan->checked_columns[scan->opts.from_attnum - 1] =
+				scan->checked_columns[scan->opts.to_attnum - 1] = true;
+		zl_columnar_set_columns(scan->columnar, scan->checked_columns);
 	}
 	/* a key probe reads a row here and there: no chunk decoded whole */
 	zl_columnar_set_sparse(scan->columnar, scan->probing);
@@ -253,7 +257,10 @@ zl_scan_set_columns(TableScanDesc sscan, const bool *needed)
 	int			natts = RelationGetDescr(scan->base.rs_rd)->natts;
 
 	if (scan->columns == NULL)
+	{
 		scan->columns = MemoryContextAlloc(scan->context, sizeof(bool) * Max(natts, 1));
+		scan->checked_columns = MemoryContextAlloc(scan->context, sizeof(bool) * Max(natts, 1));
+	}
 	memcpy(scan->columns, needed, sizeof(bool) * natts);
 }
 
@@ -1084,7 +1091,7 @@ scan_store_columnar_row(ZLScanDesc scan, TupleTableSlot *slot, int64 position, i
 {
 	ExecClearTuple(slot);
 	zl_columnar_row(scan->columnar, (uint32) position, slot->tts_values, slot->tts_isnull);
-	if (scan->current_decision == ZL_CHECK)
+	if (scan->chunk_checks)
 	{
 		*from = value_instant(scan, slot, scan->opts.from_attnum);
 		if (!zl_bounds_match(&scan->bounds, *from,
@@ -1107,8 +1114,10 @@ chunk_period_meets(ZLScanDesc scan, int chunk, AttrNumber attnum, int64 blo, int
 	Datum		min,
 				max;
 
+	*lo = PG_INT64_MIN;
+	*hi = PG_INT64_MAX;
 	if (!zl_columnar_chunk_range(scan->columnar, chunk, attnum, &all_null, &has_nulls,
-								 &min, &max) || all_null)
+								 &min, &max) || all_null || has_nulls)
 		return true;
 	*lo = zl_datum_to_instant(min, scan->opts.period_type);
 	*hi = zl_datum_to_instant(max, scan->opts.period_type);
@@ -1117,10 +1126,25 @@ chunk_period_meets(ZLScanDesc scan, int chunk, AttrNumber attnum, int64 blo, int
 
 typedef enum ZLChunkStep
 {
-	ZL_CHUNK_READ,
+	ZL_CHUNK_READ,				/* its rows are checked */
+	ZL_CHUNK_ALL,				/* the bounds keep every row: none checked */
 	ZL_CHUNK_SKIP,
 	ZL_CHUNK_LAST				/* skip it and the rest of the sub-group */
 } ZLChunkStep;
+
+/*
+ * A chunk is read: its rows are checked against the bounds (READ), on the
+ * period columns decoded with the plan's, or not (ALL), on the plan's only.
+ */
+static ZLChunkStep
+scan_read_chunk(ZLScanDesc scan, ZLChunkStep step)
+{
+	scan->chunk_checks = step == ZL_CHUNK_READ;
+	if (scan->columns != NULL)
+		zl_columnar_set_columns(scan->columnar, scan->chunk_checks ? scan->checked_columns :
+								scan->columns);
+	return step;
+}
 
 /*
  * Entering a chunk of the current columnar sub-group: can the chunk filter
@@ -1140,6 +1164,7 @@ scan_enter_chunk(ZLScanDesc scan, int chunk, bool forward)
 				to_meets;
 
 	scan->stats.chunks_total++;
+	scan->chunk_checks = false;
 	if (scan->chunk_filter != NULL &&
 		!zl_chunkfilter_may_match(scan->chunk_filter, scan->columnar, chunk))
 	{
@@ -1147,13 +1172,20 @@ scan_enter_chunk(ZLScanDesc scan, int chunk, bool forward)
 		return ZL_CHUNK_SKIP;
 	}
 	if (scan->current_decision != ZL_CHECK)
-		return ZL_CHUNK_READ;
+		return scan_read_chunk(scan, ZL_CHUNK_ALL);
 	from_meets = chunk_period_meets(scan, chunk, scan->opts.from_attnum, b->from_lo,
 									b->from_hi, &from_lo, &from_hi);
 	to_meets = chunk_period_meets(scan, chunk, scan->opts.to_attnum, b->to_lo, b->to_hi,
 								  &to_lo, &to_hi);
 	if (b->either ? (from_meets || to_meets) : (from_meets && to_meets))
-		return ZL_CHUNK_READ;
+	{
+		bool		from_inside = from_lo >= b->from_lo && from_hi <= b->from_hi;
+		bool		to_inside = to_lo >= b->to_lo && to_hi <= b->to_hi;
+
+		return scan_read_chunk(scan, (b->either ? from_inside || to_inside :
+									  from_inside && to_inside) ?
+							   ZL_CHUNK_ALL : ZL_CHUNK_READ);
+	}
 	scan->stats.chunks_skipped++;
 	if (scan_uses_sort_order(scan) &&
 		(forward ? from_lo > b->from_hi : from_hi < b->from_lo))
@@ -1186,6 +1218,7 @@ scan_step_columnar(ZLScanDesc scan, TupleTableSlot *slot, bool forward)
 			switch (scan_enter_chunk(scan, scan->chunk, forward))
 			{
 				case ZL_CHUNK_READ:
+				case ZL_CHUNK_ALL:
 					break;
 				case ZL_CHUNK_SKIP:
 					scan->row = forward ?
@@ -1203,7 +1236,7 @@ scan_step_columnar(ZLScanDesc scan, TupleTableSlot *slot, bool forward)
 		}
 		if (scan_store_columnar_row(scan, slot, row, &from))
 			return ZL_STEP_ROW;
-		if (scan_uses_sort_order(scan) &&
+		if (scan->chunk_checks && scan_uses_sort_order(scan) &&
 			(forward ? from > scan->bounds.from_hi : from < scan->bounds.from_lo))
 			return ZL_STEP_SUBGROUP_DONE;
 	}
@@ -1275,8 +1308,10 @@ scan_step_probe(ZLScanDesc scan, TupleTableSlot *slot, bool forward)
 			chunk = zl_columnar_chunk_of(scan->columnar, (uint32) positions[next]);
 			if (chunk != scan->chunk)
 			{
+				ZLChunkStep step = scan_enter_chunk(scan, chunk, forward);
+
 				scan->chunk = chunk;
-				scan->chunk_excluded = scan_enter_chunk(scan, chunk, forward) != ZL_CHUNK_READ;
+				scan->chunk_excluded = step != ZL_CHUNK_READ && step != ZL_CHUNK_ALL;
 			}
 			if (scan->chunk_excluded)
 				continue;
@@ -1672,6 +1707,7 @@ zl_scan_analyze_next_block(TableScanDesc sscan, BlockNumber blockno,
 		}
 		scan->row = (blockno - sg->first_block) * per_block - 1;
 		scan->analyze_end = Min(sg->row_count, scan->row + 1 + per_block);
+		scan->chunk_checks = false;
 		return true;
 	}
 	scan->strategy = bstrategy;

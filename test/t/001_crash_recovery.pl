@@ -128,6 +128,11 @@ is($node->safe_psql('postgres', q(SELECT length(name) FROM acct WHERE id = 5000)
 	'102400', '100 kB value reads back before the crash');
 is($node->safe_psql('postgres', q(SELECT count(*) FROM zipper_lake.verify('acct'))),
 	'0', 'verify is clean before the crash');
+# closed versions are columnar history (README "Storage formats"), open ones rows
+is($node->safe_psql('postgres', q(
+SELECT string_agg(DISTINCT format || ':' || (partition_end = 'infinity'), ',' ORDER BY format || ':' || (partition_end = 'infinity'))
+  FROM zipper_lake.inspect('acct'))), 'columnar:false,rows:true',
+	'history is columnar, the current partition rows');
 my $committed_subgroups = $node->safe_psql('postgres',
 	q(SELECT count(*) FROM zipper_lake.inspect('acct')));
 cmp_ok($committed_subgroups, '>', 50,

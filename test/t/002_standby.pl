@@ -120,6 +120,9 @@ $primary->safe_psql('postgres', acct_sql(2001, 2500, 'late'));
 
 is($primary->safe_psql('postgres', q(SELECT count(*) FROM acct)), '5000',
 	'primary: acct has the committed rows only');
+is($primary->safe_psql('postgres', q(
+SELECT count(*) > 0 FROM zipper_lake.inspect('acct') WHERE format = 'columnar')),
+	't', 'history is written columnar (README "Storage formats"), for the standby to replay');
 is($primary->safe_psql('postgres', q(SELECT count(*) FROM rate)), '902',
 	'primary: rate has the reloaded rows only');
 
