@@ -117,6 +117,8 @@ typedef struct ZLScanDescData
 	ZLColumnarReader *columnar_reader;	/* kept for every columnar one */
 	int64		row;			/* its position last looked at */
 	int			chunk;			/* the chunk that row is in, -1 none */
+	int64		chunk_first;	/* its rows: [chunk_first, chunk_end) */
+	int64		chunk_end;
 	bool		chunk_excluded; /* a key probe's: that chunk cannot match */
 	bool		chunk_checks;	/* its rows are checked against the bounds */
 	bool	   *columns;		/* attributes the plan reads from columnar ones */
@@ -1074,12 +1076,18 @@ scan_step_on_page(ZLScanDesc scan, TupleTableSlot *slot, bool forward, double *m
 	return ZL_STEP_PAGE_DONE;
 }
 
-/* a period column of a deformed row as an instant (NULL: the lowest) */
-static int64
+/*
+ * A period column of a deformed row as an instant (NULL: the lowest);
+ * timestamps are their own instants.
+ */
+static inline int64
 value_instant(ZLScanDesc scan, TupleTableSlot *slot, AttrNumber attnum)
 {
-	return slot->tts_isnull[attnum - 1] ? PG_INT64_MIN :
-		zl_datum_to_instant(slot->tts_values[attnum - 1], scan->opts.period_type);
+	if (slot->tts_isnull[attnum - 1])
+		return PG_INT64_MIN;
+	if (scan->opts.period_type != DATEOID)
+		return DatumGetInt64(slot->tts_values[attnum - 1]);
+	return zl_datum_to_instant(slot->tts_values[attnum - 1], scan->opts.period_type);
 }
 
 /*
@@ -1211,19 +1219,18 @@ scan_step_columnar(ZLScanDesc scan, TupleTableSlot *slot, bool forward)
 		if (row < 0 || row >= sg->row_count)
 			return ZL_STEP_SUBGROUP_DONE;
 		scan->row = row;
-		if (scan->chunk < 0 || row < zl_columnar_chunk_start(scan->columnar, scan->chunk) ||
-			row >= zl_columnar_chunk_start(scan->columnar, scan->chunk + 1))
+		if (scan->chunk < 0 || row < scan->chunk_first || row >= scan->chunk_end)
 		{
 			scan->chunk = zl_columnar_chunk_of(scan->columnar, (uint32) row);
+			scan->chunk_first = zl_columnar_chunk_start(scan->columnar, scan->chunk);
+			scan->chunk_end = zl_columnar_chunk_start(scan->columnar, scan->chunk + 1);
 			switch (scan_enter_chunk(scan, scan->chunk, forward))
 			{
 				case ZL_CHUNK_READ:
 				case ZL_CHUNK_ALL:
 					break;
 				case ZL_CHUNK_SKIP:
-					scan->row = forward ?
-						(int64) zl_columnar_chunk_start(scan->columnar, scan->chunk + 1) - 1 :
-						(int64) zl_columnar_chunk_start(scan->columnar, scan->chunk);
+					scan->row = forward ? scan->chunk_end - 1 : scan->chunk_first;
 					continue;
 				case ZL_CHUNK_LAST:
 					return ZL_STEP_SUBGROUP_DONE;
