@@ -104,6 +104,17 @@ typedef struct ZLMetaQueryDef
 	Oid			argtypes[11];
 } ZLMetaQueryDef;
 
+/* the INSERT of a sub-group row, with extra columns and values */
+#define INSERT_SUBGROUP(more_columns, more_values) \
+	"INSERT INTO zipper_lake.subgroup (storage_id, subgroup_id, file_group," \
+	" rollover_seq, partition_end, window_start, first_start, last_start," \
+	" row_count, first_block, blocks, key_directory" more_columns \
+	" VALUES ($1, nextval('zipper_lake.id_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11" \
+	more_values " RETURNING subgroup_id"
+#define INSERT_SUBGROUP_TYPES \
+	INT8OID, INT8OID, INT4OID, DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID, \
+	TIMESTAMPTZOID, INT8OID, INT8OID, INT4OID, BYTEAOID
+
 static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	[Q_NEW_STORAGE] = {
 		"INSERT INTO zipper_lake.storage (storage_id, relid) "
@@ -148,22 +159,10 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	},
 	/* row sub-groups leave format to its default: 0.1's catalog has none */
 	[Q_INSERT_SUBGROUP] = {
-		"INSERT INTO zipper_lake.subgroup (storage_id, subgroup_id, file_group,"
-		" rollover_seq, partition_end, window_start, first_start, last_start,"
-		" row_count, first_block, blocks, key_directory)"
-		" VALUES ($1, nextval('zipper_lake.id_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
-		" RETURNING subgroup_id",
-		11, {INT8OID, INT8OID, INT4OID, DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-		TIMESTAMPTZOID, INT8OID, INT8OID, INT4OID, BYTEAOID}
+		INSERT_SUBGROUP(")", ")"), 11, {INSERT_SUBGROUP_TYPES}
 	},
 	[Q_INSERT_COLUMNAR_SUBGROUP] = {
-		"INSERT INTO zipper_lake.subgroup (storage_id, subgroup_id, file_group,"
-		" rollover_seq, partition_end, window_start, first_start, last_start,"
-		" row_count, first_block, blocks, key_directory, format)"
-		" VALUES ($1, nextval('zipper_lake.id_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'c')"
-		" RETURNING subgroup_id",
-		11, {INT8OID, INT8OID, INT4OID, DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-		TIMESTAMPTZOID, INT8OID, INT8OID, INT4OID, BYTEAOID}
+		INSERT_SUBGROUP(", format)", ", 'c')"), 11, {INSERT_SUBGROUP_TYPES}
 	},
 	[Q_DELETE_SUBGROUP] = {
 		"WITH d AS (DELETE FROM zipper_lake.subgroup"
