@@ -55,7 +55,7 @@ TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
 PG_CPPFLAGS = -I$(srcdir)/src
-SHLIB_LINK = -lzstd
+SHLIB_LINK = -lzstd -llz4
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 
 PG_CONFIG ?= pg_config

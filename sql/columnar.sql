@@ -181,6 +181,28 @@ SELECT attname, null_frac > 0 AS has_nulls, n_distinct <> 0 AS has_distinct
   FROM pg_stats WHERE tablename = 'col_zl' AND attname IN ('n', 'big', 'j', 'valid_from') ORDER BY attname;
 SELECT reltuples = (SELECT count(*) FROM col_zl) AS reltuples_exact FROM pg_class WHERE relname = 'col_zl';
 
+-- lz4 instead of zstd (zipper_lake.columnar_compression) for what is
+-- written from now on; chunks of either codec read alike
+SET zipper_lake.columnar_compression = lz4;
+CREATE TABLE col_lz4 (LIKE col_zl) USING zipper_lake;
+SELECT zipper_lake.register('col_lz4', ARRAY['id']);
+INSERT INTO col_lz4 SELECT * FROM col_zl WHERE valid_to < 'infinity' AND id <= 150;
+RESET zipper_lake.columnar_compression;
+INSERT INTO col_lz4 SELECT * FROM col_zl WHERE valid_to < 'infinity' AND id > 150;
+CREATE TABLE col_zstd (LIKE col_zl) USING zipper_lake;
+SELECT zipper_lake.register('col_zstd', ARRAY['id']);
+INSERT INTO col_zstd SELECT * FROM col_zl WHERE valid_to < 'infinity' AND id <= 150;
+-- the lz4 sub-groups of the first load are larger than zstd's of the same rows
+SELECT (SELECT bool_and(l.compressed_bytes > z.compressed_bytes AND l.raw_bytes = z.raw_bytes)
+          FROM zipper_lake.inspect('col_lz4') l
+          JOIN zipper_lake.inspect('col_zstd') z USING (partition_end, first_start)) AS lz4_larger,
+       (SELECT bool_and(compressed_bytes < raw_bytes) FROM zipper_lake.inspect('col_lz4')) AS compressed;
+SELECT (SELECT count(*) FROM ((SELECT * FROM col_lz4 EXCEPT ALL SELECT * FROM col_zl WHERE valid_to < 'infinity')
+                              UNION ALL (SELECT * FROM col_zl WHERE valid_to < 'infinity' EXCEPT ALL SELECT * FROM col_lz4)) x)
+       AS differences;
+SELECT * FROM zipper_lake.verify('col_lz4');
+SET zipper_lake.columnar_compression = snappy;
+
 -- the history format is an option: rows from now on, and back
 SELECT zipper_lake.set_history_format('col_zl', 'rows');
 CREATE TABLE col_day4 AS SELECT id, n, t, change_time + interval '1 day' AS change_time FROM col_ch WHERE day = 3;

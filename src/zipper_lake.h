@@ -79,6 +79,14 @@
 
 extern bool zipper_lake_enable_pruning;
 extern int	zipper_lake_columnar_chunk_rows;
+extern int	zipper_lake_columnar_compression;
+
+/* zipper_lake.columnar_compression */
+typedef enum ZLCompression
+{
+	ZL_COMPRESSION_ZSTD,
+	ZL_COMPRESSION_LZ4
+} ZLCompression;
 
 /*
  * Rows of a chunk of columnar sub-groups (zl_columnar_write.c): small

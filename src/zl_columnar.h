@@ -30,6 +30,11 @@ typedef enum ZLEncoding
 	ZL_ENC_PACKED				/* frame of reference: value - min in fixed bits */
 } ZLEncoding;
 
+/* ZLChunkColumn.compressed: the codec of its bytes */
+#define ZL_CODEC_NONE			0
+#define ZL_CODEC_ZSTD			1
+#define ZL_CODEC_LZ4			2
+
 /* PACKED: min (int64) and bit width, then the bits, 8 zero bytes after them */
 #define PACKED_HEADER_BYTES		MAXALIGN(sizeof(int64) + 1)
 #define PACKED_BYTES(n, width)	((((Size) (n) * (width) + 7) / 8) + 8)

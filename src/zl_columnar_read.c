@@ -21,6 +21,7 @@
  */
 #include "zl_columnar.h"
 
+#include <lz4.h>
 #include <zstd.h>
 
 #include "access/detoast.h"
@@ -519,9 +520,23 @@ fetch_column(ZLColumnarReader *r, ColumnState *cs, int chunk, int att)
 
 		reader_buffer(r, &r->stored, &r->stored_size, e->stored_bytes);
 		read_stream(r, r->header.directory_bytes + e->offset, e->stored_bytes, r->stored);
-		got = ZSTD_decompressDCtx(decompress_context(), cs->raw, e->raw_bytes, r->stored,
-								  e->stored_bytes);
-		if (ZSTD_isError(got) || got != e->raw_bytes)
+		if (e->compressed == ZL_CODEC_LZ4)
+		{
+			int			n = LZ4_decompress_safe(r->stored, cs->raw, (int) e->stored_bytes,
+												(int) e->raw_bytes);
+
+			got = n < 0 ? 0 : (size_t) n;
+		}
+		else if (e->compressed == ZL_CODEC_ZSTD)
+		{
+			got = ZSTD_decompressDCtx(decompress_context(), cs->raw, e->raw_bytes, r->stored,
+									  e->stored_bytes);
+			if (ZSTD_isError(got))
+				got = 0;
+		}
+		else
+			got = 0;
+		if (got != e->raw_bytes)
 			corrupted(r, psprintf("Chunk %d of column %d does not decompress.", chunk, att + 1));
 	}
 	else

@@ -40,7 +40,9 @@
  *    widened to 4-byte headers when a row is handed out, once, rather than
  *    by every function that reads them.
  *
- * The raw buffer is then compressed with zstd when that saves bytes.
+ * The raw buffer is then compressed with zstd (or lz4, as
+ * zipper_lake.columnar_compression says) when that saves bytes; the entry
+ * records the codec.
  * Values are detoasted as they are written: a columnar sub-group never
  * refers to TOAST, so it shares nothing with the rows it was made from.
  *
@@ -72,6 +74,7 @@
  */
 #include "zl_columnar.h"
 
+#include <lz4.h>
 #include <zstd.h>
 
 #include "access/detoast.h"
@@ -254,6 +257,7 @@ struct ZLColumnarWriter
 	uint64		data_bytes;
 	uint64		raw_bytes;
 	StringInfoData raw;
+	int			compression;	/* ZLCompression, as set when it began */
 	char	   *compressed;
 	Size		compressed_size;
 	StringInfoData directory;
@@ -280,6 +284,7 @@ zl_columnar_writer_begin(TupleDesc desc)
 	w->values = palloc(sizeof(Datum *) * Max(w->natts, 1));
 	w->isnull = palloc(sizeof(bool *) * Max(w->natts, 1));
 	w->max_chunk_rows = zipper_lake_columnar_chunk_rows;
+	w->compression = zipper_lake_columnar_compression;
 	for (int i = 0; i < w->natts; i++)
 	{
 		w->values[i] = palloc(sizeof(Datum) * w->max_chunk_rows);
@@ -624,7 +629,7 @@ store_column(ZLColumnarWriter *w, ZLChunkColumn *entry)
 
 	entry->offset = w->data_bytes;
 	entry->raw_bytes = (uint32) len;
-	entry->compressed = 0;
+	entry->compressed = ZL_CODEC_NONE;
 	if (len == 0)
 	{
 		entry->stored_bytes = 0;
@@ -632,7 +637,8 @@ store_column(ZLColumnarWriter *w, ZLChunkColumn *entry)
 	}
 	if (len > 64)
 	{
-		Size		bound = ZSTD_compressBound(len);
+		bool		lz4 = w->compression == ZL_COMPRESSION_LZ4;
+		Size		bound = lz4 ? (Size) LZ4_compressBound((int) len) : ZSTD_compressBound(len);
 		size_t		clen;
 
 		if (bound > w->compressed_size)
@@ -642,15 +648,26 @@ store_column(ZLColumnarWriter *w, ZLChunkColumn *entry)
 			w->compressed = MemoryContextAllocHuge(w->context, bound);
 			w->compressed_size = bound;
 		}
-		clen = ZSTD_compressCCtx(compress_context(), w->compressed, bound, bytes, len,
-								 ZL_ZSTD_LEVEL);
-		if (ZSTD_isError(clen))
-			elog(ERROR, "zstd compression failed: %s", ZSTD_getErrorName(clen));
+		if (lz4)
+		{
+			int			n = LZ4_compress_default(bytes, w->compressed, (int) len, (int) bound);
+
+			if (n <= 0)
+				elog(ERROR, "lz4 compression failed");
+			clen = (size_t) n;
+		}
+		else
+		{
+			clen = ZSTD_compressCCtx(compress_context(), w->compressed, bound, bytes, len,
+									 ZL_ZSTD_LEVEL);
+			if (ZSTD_isError(clen))
+				elog(ERROR, "zstd compression failed: %s", ZSTD_getErrorName(clen));
+		}
 		if (clen < len)
 		{
 			bytes = w->compressed;
 			len = clen;
-			entry->compressed = 1;
+			entry->compressed = lz4 ? ZL_CODEC_LZ4 : ZL_CODEC_ZSTD;
 		}
 	}
 	BufFileWrite(w->data, bytes, len);

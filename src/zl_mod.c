@@ -31,6 +31,13 @@ PG_MODULE_MAGIC;
 
 bool		zipper_lake_enable_pruning = true;
 int			zipper_lake_columnar_chunk_rows = ZL_CHUNK_ROWS_DEFAULT;
+int			zipper_lake_columnar_compression = ZL_COMPRESSION_ZSTD;
+
+static const struct config_enum_entry compression_options[] = {
+	{"zstd", ZL_COMPRESSION_ZSTD, false},
+	{"lz4", ZL_COMPRESSION_LZ4, false},
+	{NULL, 0, false}
+};
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
@@ -160,6 +167,15 @@ _PG_init(void)
 							PGC_USERSET,
 							GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
+	DefineCustomEnumVariable("zipper_lake.columnar_compression",
+							 "Compression of the chunks of columnar sub-groups written from now on.",
+							 "zstd (the default) stores history smaller; lz4 decompresses faster.",
+							 &zipper_lake_columnar_compression,
+							 ZL_COMPRESSION_ZSTD,
+							 compression_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("zipper_lake");
 
 	prev_ExecutorStart = ExecutorStart_hook;
