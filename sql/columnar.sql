@@ -203,6 +203,11 @@ SELECT (SELECT count(*) FROM ((SELECT * FROM col_lz4 EXCEPT ALL SELECT * FROM co
 SELECT * FROM zipper_lake.verify('col_lz4');
 SET zipper_lake.columnar_compression = snappy;
 
+-- columnar rows are no heap tuples: xmin and the like are refused; ctid
+-- and tableoid are there
+SELECT xmin FROM col_zl WHERE id = 1;
+SELECT count(DISTINCT ctid) = count(*) AS distinct_ctids, count(DISTINCT tableoid) FROM col_zl;
+
 -- the history format is an option: rows from now on, and back
 SELECT zipper_lake.set_history_format('col_zl', 'rows');
 CREATE TABLE col_day4 AS SELECT id, n, t, change_time + interval '1 day' AS change_time FROM col_ch WHERE day = 3;

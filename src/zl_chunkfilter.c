@@ -215,7 +215,10 @@ zl_chunkfilter_evaluate(ZLChunkFilter *filter, ExprContext *econtext, MemoryCont
 			bool		typbyval;
 
 			get_typlenbyval(exprType((Node *) p->value_expr->expr), &typlen, &typbyval);
-			p->value = datumCopy(p->value, typbyval, typlen);
+			/* detoasted once here, not by every comparison */
+			p->value = typlen == -1 ?
+				PointerGetDatum(PG_DETOAST_DATUM_COPY(p->value)) :
+				datumCopy(p->value, typbyval, typlen);
 		}
 		MemoryContextSwitchTo(old);
 	}

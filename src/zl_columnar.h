@@ -65,10 +65,23 @@ typedef struct ZLChunkColumn
 } ZLChunkColumn;
 
 /* where the parts of a directory lie, from its counts */
+/*
+ * The ordering a column's min/max were taken under: its type and collation
+ * when the sub-group was written.  A later ALTER of either leaves the
+ * min/max unusable (zl_columnar_chunk_range), not wrong.
+ */
+typedef struct ZLColumnOrdering
+{
+	Oid			type;
+	Oid			collation;
+} ZLColumnOrdering;
+
 #define CHUNK_STARTS_OFFSET		MAXALIGN(sizeof(ZLColumnarHeader))
-#define ENTRIES_OFFSET(nchunks) MAXALIGN(CHUNK_STARTS_OFFSET + sizeof(uint32) * (nchunks))
+#define ORDERINGS_OFFSET(nchunks) MAXALIGN(CHUNK_STARTS_OFFSET + sizeof(uint32) * (nchunks))
+#define ENTRIES_OFFSET(nchunks, natts) \
+	MAXALIGN(ORDERINGS_OFFSET(nchunks) + sizeof(ZLColumnOrdering) * (natts))
 #define MINMAX_OFFSET(nchunks, natts) \
-	(ENTRIES_OFFSET(nchunks) + sizeof(ZLChunkColumn) * (Size) (nchunks) * (natts))
+	(ENTRIES_OFFSET(nchunks, natts) + sizeof(ZLChunkColumn) * (Size) (nchunks) * (natts))
 
 /* ---------- column traits ---------- */
 

@@ -46,11 +46,18 @@ decompress_context(void)
 static Datum
 next_ref_value(const char *area, Size area_bytes, Size *offset, const ColumnTraits *t)
 {
-	Size		off = att_align_pointer(*offset, t->align, t->len, area + *offset);
-	const char *p = area + off;
+	Size		off;
+	const char *p;
 
+	if (*offset >= area_bytes)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("zipper_lake columnar chunk ends inside a value")));
+	off = att_align_pointer(*offset, t->align, t->len, area + *offset);
+	p = area + off;
 	if (off >= area_bytes ||
-		(t->len == -1 && off + VARSIZE_ANY(p) > area_bytes))
+		(t->len == -1 && (off + (VARATT_IS_1B(p) ? 1 : VARHDRSZ) > area_bytes ||
+						  off + VARSIZE_ANY(p) > area_bytes)))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("zipper_lake columnar chunk ends inside a value")));
@@ -100,7 +107,7 @@ unpacked_value(Datum value, char **cursor)
 	if (!VARATT_IS_1B(p) || VARATT_IS_1B_E(p))
 		return value;
 	len = VARSIZE_1B(p) - VARHDRSZ_SHORT;
-	copy = (char *) INTALIGN(*cursor);
+	copy = (char *) MAXALIGN(*cursor);	/* as a detoasted copy is, for any type */
 	SET_VARSIZE(copy, len + VARHDRSZ);
 	copy_short(VARDATA(copy), VARDATA_1B(p), len);
 	*cursor = copy + len + VARHDRSZ;
@@ -108,7 +115,7 @@ unpacked_value(Datum value, char **cursor)
 }
 
 /* what unpacked_value() may add to a value: a longer header, alignment */
-#define UNPACK_GROWTH	(VARHDRSZ - VARHDRSZ_SHORT + ALIGNOF_INT)
+#define UNPACK_GROWTH	(VARHDRSZ - VARHDRSZ_SHORT + MAXIMUM_ALIGNOF - 1)
 
 static Datum
 read_byval(const char *p, int16 len)
@@ -162,14 +169,23 @@ read_varint(const char *area, Size area_bytes, Size *offset)
 	}
 }
 
+static void corrupted(const ZLColumnarReader *r, const char *what);
+
+/* a min or max value: a uint16 length, then its bytes, before end */
 static Datum
-read_minmax_value(const char **p, const ColumnTraits *t)
+read_minmax_value(const ZLColumnarReader *r, const char **p, const char *end,
+				  const ColumnTraits *t)
 {
 	uint16		len;
 	Datum		value;
 
+	if (*p + sizeof(len) > end)
+		corrupted(r, "A min/max entry is too short.");
 	memcpy(&len, *p, sizeof(len));
 	*p += sizeof(len);
+	if (*p + len > end || (t->len > 0 && len != t->len) ||
+		(t->len == -1 && (len < VARHDRSZ || VARSIZE_ANY(*p) != len)))
+		corrupted(r, "A min/max value does not fit its entry.");
 	if (t->byval)
 		value = read_byval(*p, t->len);
 	else
@@ -229,6 +245,7 @@ struct ZLColumnarReader
 	ColumnTraits *traits;
 	ZLColumnarHeader header;
 	uint32	   *chunk_first_row;
+	ZLColumnOrdering *orderings;
 	ZLChunkColumn *entries;
 	char	   *minmax;
 	bool	   *needed;			/* per attribute */
@@ -248,7 +265,7 @@ struct ZLColumnarReader
 };
 
 static void
-corrupted(ZLColumnarReader *r, const char *what)
+corrupted(const ZLColumnarReader *r, const char *what)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_DATA_CORRUPTED),
@@ -327,7 +344,8 @@ zl_columnar_reset(ZLColumnarReader *r, const ZLSubGroup *sg, BufferAccessStrateg
 	MemoryContextSwitchTo(old);
 	read_stream(r, 0, r->header.directory_bytes, directory);
 	r->chunk_first_row = (uint32 *) (directory + CHUNK_STARTS_OFFSET);
-	r->entries = (ZLChunkColumn *) (directory + ENTRIES_OFFSET(nchunks));
+	r->orderings = (ZLColumnOrdering *) (directory + ORDERINGS_OFFSET(nchunks));
+	r->entries = (ZLChunkColumn *) (directory + ENTRIES_OFFSET(nchunks, r->header.natts));
 	r->minmax = directory + MINMAX_OFFSET(nchunks, r->header.natts);
 	for (uint32 c = 0; c < nchunks; c++)
 		if ((c == 0 ? r->chunk_first_row[c] != 0 :
@@ -451,6 +469,7 @@ zl_columnar_chunk_range(const ZLColumnarReader *r, int chunk, AttrNumber attnum,
 {
 	const ZLChunkColumn *e;
 	const char *p;
+	const char *end;
 	MemoryContext old;
 	uint32		rows = zl_columnar_chunk_start(r, chunk + 1) - zl_columnar_chunk_start(r, chunk);
 
@@ -464,10 +483,15 @@ zl_columnar_chunk_range(const ZLColumnarReader *r, int chunk, AttrNumber attnum,
 	if (e->minmax_bytes == 0 ||
 		e->minmax_offset + e->minmax_bytes > r->header.minmax_bytes)
 		return false;
+	/* taken under another type or collation (ALTER since): unusable */
+	if (r->orderings[attnum - 1].type != TupleDescAttr(r->desc, attnum - 1)->atttypid ||
+		r->orderings[attnum - 1].collation != TupleDescAttr(r->desc, attnum - 1)->attcollation)
+		return false;
 	p = r->minmax + e->minmax_offset;
+	end = p + e->minmax_bytes;
 	old = MemoryContextSwitchTo(r->directory_context);	/* freed with the directory */
-	*min = read_minmax_value(&p, &r->traits[attnum - 1]);
-	*max = read_minmax_value(&p, &r->traits[attnum - 1]);
+	*min = read_minmax_value(r, &p, end, &r->traits[attnum - 1]);
+	*max = read_minmax_value(r, &p, end, &r->traits[attnum - 1]);
 	MemoryContextSwitchTo(old);
 	return true;
 }
@@ -553,6 +577,12 @@ fetch_column(ZLColumnarReader *r, ColumnState *cs, int chunk, int att)
 		if (MAXALIGN(bitmap) > e->raw_bytes)
 			corrupted(r, psprintf("Chunk %d of column %d is too short.", chunk, att + 1));
 		cs->nulls = (const uint8 *) cs->raw;
+		/* the value areas were checked against the entry's count */
+		if ((rows & 7) != 0 && (cs->nulls[bitmap - 1] >> (rows & 7)) != 0)
+			corrupted(r, psprintf("Chunk %d of column %d has nulls past its rows.", chunk, att + 1));
+		if (pg_popcount((const char *) cs->nulls, bitmap) != e->nulls)
+			corrupted(r, psprintf("Chunk %d of column %d holds other nulls than its entry says.",
+								  chunk, att + 1));
 		off = MAXALIGN(bitmap);
 	}
 	if (e->encoding == ZL_ENC_DICT)

@@ -771,7 +771,16 @@ zl_columnar_writer_finish(ZLColumnarWriter *w)
 	append_padding(&w->directory, CHUNK_STARTS_OFFSET);
 	appendBinaryStringInfo(&w->directory, (char *) w->chunk_first_row,
 						   sizeof(uint32) * w->nchunks);
-	append_padding(&w->directory, ENTRIES_OFFSET(w->nchunks));
+	append_padding(&w->directory, ORDERINGS_OFFSET(w->nchunks));
+	for (int att = 0; att < w->natts; att++)
+	{
+		ZLColumnOrdering ordering;
+
+		ordering.type = TupleDescAttr(w->desc, att)->atttypid;
+		ordering.collation = TupleDescAttr(w->desc, att)->attcollation;
+		appendBinaryStringInfo(&w->directory, (char *) &ordering, sizeof(ordering));
+	}
+	append_padding(&w->directory, ENTRIES_OFFSET(w->nchunks, w->natts));
 	appendBinaryStringInfo(&w->directory, (char *) w->entries,
 						   sizeof(ZLChunkColumn) * (Size) w->nchunks * w->natts);
 	appendBinaryStringInfo(&w->directory, w->minmax.data, w->minmax.len);

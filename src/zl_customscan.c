@@ -385,6 +385,37 @@ probe_cost(PlannerInfo *root, RelOptInfo *rel, double key_rows, Relids outer)
 }
 
 /*
+ * Rows of columnar history (README "Storage formats") are no heap tuples:
+ * they have no xmin, xmax, cmin or cmax to show.  Refused when planned,
+ * for the scan of any table whose history is written columnar.
+ */
+static void
+refuse_transaction_columns(RelOptInfo *rel, RangeTblEntry *rte)
+{
+	bool		wanted = false;
+	Relation	relation;
+	ZLTableOptions opts;
+
+	if (rte->rtekind != RTE_RELATION || rel->attr_needed == NULL ||
+		rel->min_attr > MaxCommandIdAttributeNumber)
+		return;
+	for (AttrNumber a = MaxCommandIdAttributeNumber; a <= MinTransactionIdAttributeNumber; a++)
+		wanted |= !bms_is_empty(rel->attr_needed[a - rel->min_attr]);
+	if (!wanted)
+		return;
+	relation = table_open(rte->relid, NoLock);
+	if (zl_is_zipper_relation(relation) && zl_meta_load_options(relation, &opts, false) &&
+		opts.history_format == ZL_FORMAT_COLUMNAR)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("columnar history of table \"%s\" has no xmin, xmax, cmin or cmax",
+						RelationGetRelationName(relation)),
+				 errdetail("Versions that ended are stored column by column, not as heap tuples."),
+				 errhint("Select ctid or tableoid, or register the table with history_format => 'rows'.")));
+	table_close(relation, NoLock);
+}
+
+/*
  * What share of a sequential scan's work a ZipperScan of a table with
  * columnar history does when it reads only some columns: their share of
  * the columns, a quarter at least (the current partition's rows are read
@@ -467,6 +498,7 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 
 	if (prev_set_rel_pathlist)
 		prev_set_rel_pathlist(root, rel, rti, rte);
+	refuse_transaction_columns(rel, rte);
 
 	/*
 	 * A table scanned by itself, or as a member of an append relation (a

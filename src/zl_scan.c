@@ -1295,6 +1295,11 @@ scan_step_probe(ZLScanDesc scan, TupleTableSlot *slot, bool forward)
 		if (next < 0 || next >= npositions)
 			return ZL_STEP_SUBGROUP_DONE;
 		scan->probe_index = next;
+		if (positions[next] < 0 || positions[next] >= zl_subgroup_positions(scan->current))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("key directory of sub-group " INT64_FORMAT " names position %d outside it",
+							scan->current->subgroup_id, positions[next])));
 		if (ZL_ROW_MASKED(scan->current, positions[next]))
 		{
 			scan->stats.rows_masked++;
@@ -1305,12 +1310,6 @@ scan_step_probe(ZLScanDesc scan, TupleTableSlot *slot, bool forward)
 			int64		from;
 			int			chunk;
 
-			if (positions[next] >= scan->current->row_count)
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_CORRUPTED),
-						 errmsg("key directory of sub-group " INT64_FORMAT " names position %d outside its %lld rows",
-								scan->current->subgroup_id, positions[next],
-								(long long) scan->current->row_count)));
 			/* decode no chunk whose min/max exclude it */
 			chunk = zl_columnar_chunk_of(scan->columnar, (uint32) positions[next]);
 			if (chunk != scan->chunk)
