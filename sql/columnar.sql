@@ -203,6 +203,16 @@ SELECT (SELECT count(*) FROM ((SELECT * FROM col_lz4 EXCEPT ALL SELECT * FROM co
 SELECT * FROM zipper_lake.verify('col_lz4');
 SET zipper_lake.columnar_compression = snappy;
 
+-- a short text before an int8[]: values handed out by a key probe are
+-- aligned for the array's 8-byte elements
+CREATE TABLE col_align (id int, t text, a int8[], valid_from timestamptz NOT NULL,
+                        valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('col_align', ARRAY['id']);
+INSERT INTO col_align SELECT k, left('hello', 1 + k % 5), ARRAY[k, 222, 333]::int8[],
+       '2026-01-01', '2026-01-02' FROM generate_series(1, 40) k;
+SELECT a[2] + a[3] AS elements, t FROM col_align WHERE id = 7;
+SELECT sum(a[1] + a[2] + a[3]) FROM col_align WHERE id IN (1, 2, 3, 4, 5, 6, 7, 8, 9);
+
 -- columnar rows are no heap tuples: xmin and the like are refused; ctid
 -- and tableoid are there
 SELECT xmin FROM col_zl WHERE id = 1;
