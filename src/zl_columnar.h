@@ -93,6 +93,7 @@ typedef struct ColumnTraits
 	bool		dropped;
 	Oid			collation;
 	bool		has_order;		/* a default btree ordering for min/max */
+	bool		integer_order;	/* ordered as its value as a signed integer */
 	FmgrInfo	cmp;
 } ColumnTraits;
 

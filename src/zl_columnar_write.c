@@ -123,6 +123,11 @@ zl_columnar_traits(TupleDesc desc)
 		{
 			fmgr_info_copy(&traits[i].cmp, &tc->cmp_proc_finfo, CurrentMemoryContext);
 			traits[i].has_order = true;
+			/* their btree order is that of the signed integer they hold */
+			traits[i].integer_order = att->attbyval &&
+				(tc->type_id == INT2OID || tc->type_id == INT4OID || tc->type_id == INT8OID ||
+				 tc->type_id == DATEOID || tc->type_id == TIMEOID ||
+				 tc->type_id == TIMESTAMPOID || tc->type_id == TIMESTAMPTZOID);
 		}
 	}
 	return traits;
@@ -141,6 +146,11 @@ append_ref_value(StringInfo buf, const ColumnTraits *t, Datum value)
 {
 	char	   *p = DatumGetPointer(value);
 
+	if (t->len == -1 && VARATT_IS_SHORT(p))
+	{
+		appendBinaryStringInfo(buf, p, VARSIZE_SHORT(p));
+		return;
+	}
 	if (t->len == -1 && VARATT_CAN_MAKE_SHORT(p))
 	{
 		Size		len = VARATT_CONVERTED_SHORT_SIZE(p);
@@ -220,13 +230,27 @@ append_varint(StringInfo buf, uint64 v)
 static void
 append_minmax_value(StringInfo buf, const ColumnTraits *t, Datum value)
 {
-	uint16		len = (uint16) value_size(t, value);
+	char	   *p = DatumGetPointer(value);
+	uint16		len;
 
+	if (t->len == -1)
+	{
+		/* always with a 4-byte header, which readers use as it is */
+		varattrib_4b header;
+
+		len = (uint16) (VARSIZE_ANY_EXHDR(p) + VARHDRSZ);
+		SET_VARSIZE(&header, len);
+		appendBinaryStringInfo(buf, (char *) &len, sizeof(len));
+		appendBinaryStringInfo(buf, (char *) &header, VARHDRSZ);
+		appendBinaryStringInfo(buf, VARDATA_ANY(p), len - VARHDRSZ);
+		return;
+	}
+	len = (uint16) value_size(t, value);
 	appendBinaryStringInfo(buf, (char *) &len, sizeof(len));
 	if (t->byval)
 		append_byval(buf, t->len, value);
 	else
-		appendBinaryStringInfo(buf, DatumGetPointer(value), len);
+		appendBinaryStringInfo(buf, p, len);
 }
 
 /* ---------- the writer ---------- */
@@ -485,6 +509,16 @@ find_minmax(const ColumnTraits *t, const Datum *values, const bool *isnull,
 			first = false;
 			continue;
 		}
+		if (t->integer_order)
+		{
+			int64		v = byval_as_int64(t->len, values[i]);
+
+			if (v < byval_as_int64(t->len, *min))
+				*min = values[i];
+			else if (v > byval_as_int64(t->len, *max))
+				*max = values[i];
+			continue;
+		}
 		if (DatumGetInt32(FunctionCall2Coll((FmgrInfo *) &t->cmp, t->collation,
 											values[i], *min)) < 0)
 			*min = values[i];
@@ -730,8 +764,9 @@ zl_columnar_writer_add(ZLColumnarWriter *w, HeapTuple tuple)
 		{
 			struct varlena *p = (struct varlena *) DatumGetPointer(v);
 
-			/* plain, 4-byte header: detoasted, decompressed, unpacked */
-			v = PointerGetDatum(VARATT_IS_EXTENDED(p) ? detoast_attr(p) :
+			/* inline and uncompressed (a short header may stay) */
+			v = PointerGetDatum(VARATT_IS_EXTERNAL(p) || VARATT_IS_COMPRESSED(p) ?
+								detoast_attr(p) :
 								(struct varlena *) datumCopy(v, false, -1));
 		}
 		else if (!t->byval)
