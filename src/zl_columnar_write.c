@@ -66,7 +66,8 @@
  * Memory
  * ------
  * The writer holds one chunk of values (columnar_chunk_rows rows or
- * ZL_CHUNK_BYTES, plus the value that crossed it) and the directory;
+ * ZL_CHUNK_BYTES counting each value's Datum and null flag, plus the value
+ * that crossed it) and the directory;
  * encoded chunks wait in a temporary file until the page count of the
  * sub-group is known and its place chosen.  Reading: zl_columnar_read.c.
  *
@@ -85,6 +86,9 @@
 #include "utils/datum.h"
 #include "utils/memutils.h"
 #include "utils/typcache.h"
+
+/* rows the writer's chunk arrays have room for at first (they double) */
+#define ZL_FIRST_CAPACITY		64
 
 /*
  * The zstd compression context of the backend: making one per call costs
@@ -268,6 +272,7 @@ struct ZLColumnarWriter
 	bool	  **isnull;
 	int			chunk_rows;
 	int			max_chunk_rows;
+	int			capacity;		/* rows values/isnull have room for */
 	Size		chunk_bytes;
 	uint32		nrows;
 
@@ -308,11 +313,12 @@ zl_columnar_writer_begin(TupleDesc desc)
 	w->values = palloc(sizeof(Datum *) * Max(w->natts, 1));
 	w->isnull = palloc(sizeof(bool *) * Max(w->natts, 1));
 	w->max_chunk_rows = zipper_lake_columnar_chunk_rows;
+	w->capacity = ZL_FIRST_CAPACITY;
 	w->compression = zipper_lake_columnar_compression;
 	for (int i = 0; i < w->natts; i++)
 	{
-		w->values[i] = palloc(sizeof(Datum) * w->max_chunk_rows);
-		w->isnull[i] = palloc(sizeof(bool) * w->max_chunk_rows);
+		w->values[i] = palloc(sizeof(Datum) * ZL_FIRST_CAPACITY);
+		w->isnull[i] = palloc(sizeof(bool) * ZL_FIRST_CAPACITY);
 	}
 	w->max_chunks = 8;
 	w->chunk_first_row = palloc(sizeof(uint32) * w->max_chunks);
@@ -750,6 +756,18 @@ zl_columnar_writer_add(ZLColumnarWriter *w, HeapTuple tuple)
 	int			row = w->chunk_rows;
 
 	Assert(!w->finished);
+	if (row == w->capacity)
+	{
+		/* grown as rows come: a wide table's chunk ends at the byte cap first */
+		w->capacity = Min(w->capacity * 2, w->max_chunk_rows);
+		for (int att = 0; att < w->natts; att++)
+		{
+			w->values[att] = repalloc(w->values[att], sizeof(Datum) * w->capacity);
+			w->isnull[att] = repalloc(w->isnull[att], sizeof(bool) * w->capacity);
+		}
+	}
+	/* every value costs its Datum and null flag, and its bytes */
+	w->chunk_bytes += (Size) w->natts * (sizeof(Datum) + sizeof(bool));
 	old = MemoryContextSwitchTo(w->chunk_context);
 	heap_deform_tuple(tuple, w->desc, w->row_values, w->row_isnull);
 	for (int att = 0; att < w->natts; att++)
@@ -772,7 +790,7 @@ zl_columnar_writer_add(ZLColumnarWriter *w, HeapTuple tuple)
 		else if (!t->byval)
 			v = datumCopy(v, false, t->len);
 		w->values[att][row] = v;
-		w->chunk_bytes += t->byval ? t->len : value_size(t, v);
+		w->chunk_bytes += t->byval ? 0 : value_size(t, v);
 	}
 	MemoryContextSwitchTo(old);
 	w->chunk_rows++;
