@@ -23,8 +23,8 @@
  *
  * Columnar sub-groups
  * -------------------
- * A columnar sub-group (zl_columnar.c) is read through a reader of its
- * own, chunk by chunk: a chunk whose min/max the bounds or the chunk
+ * A columnar sub-group (zl_columnar_read.c) is read through a reader
+ * kept for the scan, chunk by chunk: a chunk whose min/max the bounds or the chunk
  * filter (zl_chunkfilter.c) exclude is skipped, and past the valid_from
  * range no later one is read.  Rows are handed out as virtual tuples of
  * the columns the plan reads (zl_scan_set_columns), pointing into the
@@ -935,10 +935,15 @@ scan_prefetch_next_heads(ZLScanDesc scan)
 	}
 }
 
-static inline int64
-row_position(const ZLSubGroup *sg, BlockNumber block, OffsetNumber offset)
+/* a position a key directory names must lie in its sub-group */
+static void
+check_position(const ZLSubGroup *sg, int64 position)
 {
-	return zl_tid_position(sg, block, offset);
+	if (position < 0 || position >= zl_subgroup_positions(sg))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("key directory of sub-group " INT64_FORMAT " names position %lld outside it",
+						sg->subgroup_id, (long long) position)));
 }
 
 static int64
@@ -1045,7 +1050,7 @@ scan_step_on_page(ZLScanDesc scan, TupleTableSlot *slot, bool forward, double *m
 
 		if (!ItemIdIsNormal(itemid))
 			continue;
-		if (ZL_ROW_MASKED(scan->current, row_position(scan->current, scan->block, offset)))
+		if (ZL_ROW_MASKED(scan->current, zl_tid_position(scan->current, scan->block, offset)))
 		{
 			if (masked)
 				(*masked) += 1;
@@ -1254,15 +1259,15 @@ static void
 scan_fetch_position(ZLScanDesc scan, int32 position)
 {
 	const ZLSubGroup *sg = scan->current;
-	BlockNumber block = sg->first_block + position / MaxHeapTuplesPerPage;
-	OffsetNumber offset = (OffsetNumber) (position % MaxHeapTuplesPerPage) + 1;
+	ItemPointerData tid;
+	BlockNumber block;
+	OffsetNumber offset;
 	ItemId		itemid;
 
-	if (block >= sg->first_block + sg->blocks)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("key directory of sub-group " INT64_FORMAT " names position %d outside its blocks",
-						sg->subgroup_id, position)));
+	/* inside its blocks: scan_step_probe checked it */
+	zl_position_tid(sg, position, &tid);
+	block = ItemPointerGetBlockNumber(&tid);
+	offset = ItemPointerGetOffsetNumber(&tid);
 	if (!BufferIsValid(scan->buffer) || scan->block != block)
 		scan_read_block(scan, block, true);
 	if (offset > scan->max_offset ||
@@ -1295,11 +1300,7 @@ scan_step_probe(ZLScanDesc scan, TupleTableSlot *slot, bool forward)
 		if (next < 0 || next >= npositions)
 			return ZL_STEP_SUBGROUP_DONE;
 		scan->probe_index = next;
-		if (positions[next] < 0 || positions[next] >= zl_subgroup_positions(scan->current))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("key directory of sub-group " INT64_FORMAT " names position %d outside it",
-							scan->current->subgroup_id, positions[next])));
+		check_position(scan->current, positions[next]);
 		if (ZL_ROW_MASKED(scan->current, positions[next]))
 		{
 			scan->stats.rows_masked++;
@@ -1421,11 +1422,7 @@ read_columnar_rows(Relation rel, const ZLSubGroup *sg, bool include_masked,
 		HeapTuple	tuple;
 
 		CHECK_FOR_INTERRUPTS();
-		if (position < 0 || position >= sg->row_count)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("key directory of sub-group " INT64_FORMAT " names position %lld outside its %lld rows",
-							sg->subgroup_id, (long long) position, (long long) sg->row_count)));
+		check_position(sg, position);
 		if (!include_masked && ZL_ROW_MASKED(sg, position))
 			continue;
 		MemoryContextReset(row_context);
@@ -1467,7 +1464,7 @@ zl_read_subgroup_rows(Relation rel, const ZLSubGroup *sg, bool include_masked,
 		for (OffsetNumber offset = FirstOffsetNumber; offset <= maxoff; offset++)
 		{
 			ItemId		itemid = PageGetItemId(page, offset);
-			int32		position = (int32) row_position(sg, block, offset);
+			int32		position = (int32) zl_tid_position(sg, block, offset);
 			HeapTupleData tuple;
 
 			if (!ItemIdIsNormal(itemid) ||
@@ -1503,19 +1500,18 @@ zl_read_subgroup_positions(Relation rel, const ZLSubGroup *sg,
 	for (int i = 0; i < npositions; i++)
 	{
 		int32		position = positions[i];
-		BlockNumber block = sg->first_block + position / MaxHeapTuplesPerPage;
-		OffsetNumber offset = (OffsetNumber) (position % MaxHeapTuplesPerPage) + 1;
+		BlockNumber block;
+		OffsetNumber offset;
 		Page		page;
 		ItemId		itemid;
 		HeapTupleData tuple;
 
+		check_position(sg, position);
 		if (ZL_ROW_MASKED(sg, position))
 			continue;
-		if (block >= sg->first_block + sg->blocks)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("key directory of sub-group " INT64_FORMAT " names position %d outside its blocks",
-							sg->subgroup_id, position)));
+		zl_position_tid(sg, position, &tuple.t_self);
+		block = ItemPointerGetBlockNumber(&tuple.t_self);
+		offset = ItemPointerGetOffsetNumber(&tuple.t_self);
 		if (block != current)
 		{
 			if (BufferIsValid(buffer))
@@ -1533,7 +1529,6 @@ zl_read_subgroup_positions(Relation rel, const ZLSubGroup *sg,
 		tuple.t_data = (HeapTupleHeader) PageGetItem(page, itemid);
 		tuple.t_len = ItemIdGetLength(itemid);
 		tuple.t_tableOid = RelationGetRelid(rel);
-		ItemPointerSet(&tuple.t_self, block, offset);
 		callback(arg, sg, position, &tuple);
 	}
 	if (BufferIsValid(buffer))
