@@ -341,7 +341,6 @@ extern void zl_columnar_release(ZLColumnarReader *r);
 extern void zl_columnar_set_columns(ZLColumnarReader *r, const bool *needed);
 extern void zl_columnar_set_sparse(ZLColumnarReader *r, bool sparse);
 extern void zl_columnar_close(ZLColumnarReader *r);
-extern int	zl_columnar_nchunks(const ZLColumnarReader *r);
 extern uint32 zl_columnar_chunk_start(const ZLColumnarReader *r, int chunk);
 extern int	zl_columnar_chunk_of(const ZLColumnarReader *r, uint32 row);
 extern bool zl_columnar_chunk_range(const ZLColumnarReader *r, int chunk, AttrNumber attnum,

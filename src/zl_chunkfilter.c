@@ -16,7 +16,7 @@
  * Executor: the expressions are evaluated when the scan starts, and the
  * scan core asks zl_chunkfilter_may_match() as it enters each chunk
  * (zl_scan.c): a chunk is skipped when one predicate cannot hold for any
- * of its rows, by its min/max and null counts (zl_columnar.c).  Comparing
+ * of its rows, by its min/max and null counts (zl_columnar_read.c).  Comparing
  * with NULL holds for no row; a chunk whose min/max was not kept (wide
  * values, types without an ordering) is read.
  *

@@ -416,12 +416,6 @@ zl_columnar_close(ZLColumnarReader *r)
 	MemoryContextDelete(r->context);
 }
 
-int
-zl_columnar_nchunks(const ZLColumnarReader *r)
-{
-	return (int) r->header.nchunks;
-}
-
 /* the first row of a chunk; nchunks gives the row count */
 uint32
 zl_columnar_chunk_start(const ZLColumnarReader *r, int chunk)

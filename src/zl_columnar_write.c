@@ -496,7 +496,10 @@ find_dictionary(const ColumnTraits *t, const Datum *values, const bool *isnull, 
 	return true;
 }
 
-/* the smallest and largest non-null value of a chunk column (rows or dictionary) */
+/*
+ * The smallest and largest non-null value of a chunk column: of its rows,
+ * or (rows given, isnull NULL) of those rows, its dictionary's firsts.
+ */
 static void
 find_minmax(const ColumnTraits *t, const Datum *values, const bool *isnull,
 			const int *rows, int n, Datum *min, Datum *max)
@@ -507,7 +510,7 @@ find_minmax(const ColumnTraits *t, const Datum *values, const bool *isnull,
 	{
 		int			i = rows ? rows[k] : k;
 
-		if (isnull[i])
+		if (isnull != NULL && isnull[i])
 			continue;
 		if (first)
 		{
@@ -564,12 +567,18 @@ encode_column(ZLColumnarWriter *w, int att, ZLChunkColumn *entry)
 	if (t->byval)
 	{
 		Size		plain = (Size) (n - nulls) * t->len;
-		Size		delta = t->len >= 2 ? encode_delta(NULL, t, values, isnull, n) : plain;
+		Size		delta = plain;
+		Size		packed = plain;
 		int64		min = 0;
-		int			width = 64;
-		Size		packed = t->len >= 2 ?
-			PACKED_HEADER_BYTES + PACKED_BYTES(n - nulls, width = packed_width(t, values, isnull, n, &min)) :
-			plain;
+		int			width = 0;
+
+		/* 1-byte values (bool, "char") are stored as they are */
+		if (t->len >= 2)
+		{
+			delta = encode_delta(NULL, t, values, isnull, n);
+			width = packed_width(t, values, isnull, n, &min);
+			packed = PACKED_HEADER_BYTES + PACKED_BYTES(n - nulls, width);
+		}
 
 		/*
 		 * Deltas must be summed from the start of the chunk to read one value;
@@ -637,12 +646,7 @@ encode_column(ZLColumnarWriter *w, int att, ZLChunkColumn *entry)
 					max = 0;
 
 		if (entry->encoding == ZL_ENC_DICT)
-		{
-			bool	   *none = palloc0(sizeof(bool) * n);
-
-			find_minmax(t, values, none, firsts, ndistinct, &min, &max);
-			pfree(none);
-		}
+			find_minmax(t, values, NULL, firsts, ndistinct, &min, &max);
 		else
 			find_minmax(t, values, isnull, NULL, n, &min, &max);
 		if (value_size(t, min) <= ZL_MINMAX_MAX_BYTES &&

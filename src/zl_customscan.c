@@ -416,6 +416,23 @@ refuse_transaction_columns(RelOptInfo *rel, RangeTblEntry *rte)
 }
 
 /*
+ * The attributes (a bool each) that Vars collected by pull_varattnos()
+ * read, or NULL for the whole row.
+ */
+static bool *
+attributes_of(Bitmapset *attrs, int natts)
+{
+	bool	   *columns;
+
+	if (bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, attrs))
+		return NULL;
+	columns = palloc0(sizeof(bool) * Max(natts, 1));
+	for (int i = 0; i < natts; i++)
+		columns[i] = bms_is_member(i + 1 - FirstLowInvalidHeapAttributeNumber, attrs);
+	return columns;
+}
+
+/*
  * What share of a sequential scan's work a ZipperScan of a table with
  * columnar history does when it reads only some columns: their share of
  * the columns, a quarter at least (the current partition's rows are read
@@ -428,6 +445,7 @@ columns_read_share(RelOptInfo *rel, Index rti, TupleDesc desc, List *rest,
 	Bitmapset  *attrs = NULL;
 	List	   *info;
 	ListCell   *lc;
+	bool	   *columns;
 	int			natts = 0;
 	int			read = 0;
 
@@ -435,15 +453,15 @@ columns_read_share(RelOptInfo *rel, Index rti, TupleDesc desc, List *rest,
 	pull_varattnos((Node *) rel->reltarget->exprs, rti, &attrs);
 	foreach(lc, rel->baserestrictinfo)
 		pull_varattnos((Node *) ((RestrictInfo *) lfirst(lc))->clause, rti, &attrs);
-	if (bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, attrs))
-		return 1.0;				/* the whole row */
+	columns = attributes_of(attrs, desc->natts);
+	if (columns == NULL)
+		return 1.0;
 	for (int i = 0; i < desc->natts; i++)
 	{
 		if (TupleDescAttr(desc, i)->attisdropped)
 			continue;
 		natts++;
-		if (bms_is_member(i + 1 - FirstLowInvalidHeapAttributeNumber, attrs))
-			read++;
+		read += columns[i] ? 1 : 0;
 	}
 	return read >= natts ? 1.0 : Max(0.25, (double) read / Max(natts, 1));
 }
@@ -667,15 +685,10 @@ static bool *
 columns_read(CustomScan *cscan, int natts)
 {
 	Bitmapset  *attrs = NULL;
-	bool	   *columns = palloc0(sizeof(bool) * Max(natts, 1));
 
 	pull_varattnos((Node *) cscan->scan.plan.targetlist, cscan->scan.scanrelid, &attrs);
 	pull_varattnos((Node *) cscan->scan.plan.qual, cscan->scan.scanrelid, &attrs);
-	if (bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, attrs))
-		return NULL;			/* the whole row */
-	for (int i = 0; i < natts; i++)
-		columns[i] = bms_is_member(i + 1 - FirstLowInvalidHeapAttributeNumber, attrs);
-	return columns;
+	return attributes_of(attrs, natts);
 }
 
 static void

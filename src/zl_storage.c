@@ -25,7 +25,7 @@
  * line pointers, with a frozen header: visibility is decided by the
  * sub-group's metadata row, never by the tuple, and scans can hand out
  * pinned tuples without copying them.  A columnar sub-group's pages hold
- * a byte stream after their header instead (zl_columnar.c).
+ * a byte stream after their header instead (zl_columnar_write.c).
  *
  * WAL
  * ---
@@ -376,9 +376,9 @@ zl_page_counter_add_length(ZLPageWriter *counter, uint32 len)
 }
 
 /*
- * Append bytes of a columnar sub-group's stream (zl_columnar.c): each page
- * holds ZL_STREAM_PAGE_BYTES of it after its header, pd_lower marking the
- * end.  A run is either rows or a stream, never both.
+ * Append bytes of a columnar sub-group's stream (zl_columnar_write.c):
+ * each page holds ZL_STREAM_PAGE_BYTES of it after its header, pd_lower
+ * marking the end.  A run is either rows or a stream, never both.
  */
 void
 zl_page_writer_add_bytes(ZLPageWriter *writer, const char *data, Size len)

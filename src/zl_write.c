@@ -585,9 +585,9 @@ next_in_run(RunReader *rr)
 
 /*
  * History runs of a table whose history format is columnar become columnar
- * sub-groups (zl_columnar.c); the current partition stays in rows, which
- * apply reads and replaces all the time, and so do rows loaded before
- * registration.
+ * sub-groups (zl_columnar_write.c); the current partition stays in rows,
+ * which apply reads and replaces all the time, and so do rows loaded
+ * before registration.
  */
 static bool
 run_is_columnar(const ZLWriteState *state, const ZLRunKey *key)
