@@ -213,6 +213,19 @@ INSERT INTO col_align SELECT k, left('hello', 1 + k % 5), ARRAY[k, 222, 333]::in
 SELECT a[2] + a[3] AS elements, t FROM col_align WHERE id = 7;
 SELECT sum(a[1] + a[2] + a[3]) FROM col_align WHERE id IN (1, 2, 3, 4, 5, 6, 7, 8, 9);
 
+-- min/max remember the collation they were taken under: after ALTER ...
+-- COLLATE (no rewrite) they are not used, so no chunk is skipped by an
+-- order it was not sorted in (ICU puts 'a2' before 'B1', "C" after it)
+CREATE TABLE col_coll (id int, t text COLLATE "und-x-icu", valid_from timestamptz NOT NULL,
+                       valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('col_coll', ARRAY['id']);
+INSERT INTO col_coll SELECT k, CASE WHEN k % 2 = 0 THEN 'a' ELSE 'B' END || k,
+       '2026-01-01', '2026-01-02' FROM generate_series(1, 64) k;
+SELECT count(*) FROM col_coll WHERE t > 'Z';
+ALTER TABLE col_coll ALTER COLUMN t TYPE text COLLATE "C";
+SELECT count(*) FROM col_coll WHERE t > 'Z';
+SELECT * FROM zipper_lake.verify('col_coll');
+
 -- columnar rows are no heap tuples: xmin and the like are refused; ctid
 -- and tableoid are there
 SELECT xmin FROM col_zl WHERE id = 1;
