@@ -37,6 +37,9 @@ OBJS = \
 	src/zl_triggers.o \
 	src/zl_relation.o \
 	src/zl_reclaim.o \
+	src/zl_retention.o \
+	src/zl_scrub.o \
+	src/zl_erase.o \
 	src/zl_events.o \
 	src/zl_events_apply.o \
 	src/zl_events_json.o

@@ -138,9 +138,15 @@ typedef struct ZLTableOptions
 	bool		zone_is_utc;
 	int64		late_horizon;	/* microseconds; 0: none (README "Late data") */
 	char		history_format; /* ZL_FORMAT_*: of new history sub-groups */
+	int64		history_cut;	/* README "Lifecycle": dropped up to here, or
+								 * ZL_NO_HISTORY_CUT */
+	bool		has_retention;	/* README "Lifecycle": keep history for ... */
+	Interval	retention;
 	bool		some_untracked; /* track_columns names only some (README "Tracked columns") */
 	uint8		tracked[(MaxHeapAttributeNumber + 7) / 8];	/* a bit per attribute */
 } ZLTableOptions;
+
+#define ZL_NO_HISTORY_CUT		PG_INT64_MIN
 
 #define ZL_TRACKED(opts, attnum) \
 	(!(opts)->some_untracked || \
@@ -364,6 +370,9 @@ extern bool zl_chunkfilter_may_match(ZLChunkFilter *filter, const ZLColumnarRead
 									 int chunk);
 extern uint64 zl_storage_metadata_changes(Relation rel);
 extern void zl_storage_count_metadata_change(Relation rel);
+extern void zl_storage_request_scrub(Relation rel);
+extern uint64 zl_storage_scrub_due(Relation rel);
+extern void zl_storage_scrub_done(Relation rel, uint64 requests);
 extern bool zl_write_lock_table(uint64 storage_id, bool nowait);
 extern void zl_write_unlock_table(uint64 storage_id);
 
@@ -439,6 +448,9 @@ extern void zl_meta_insert_registration(Datum *values);
 extern void zl_meta_set_late_horizon(Oid relid, Interval *horizon);
 extern void zl_meta_set_track_columns(Oid relid, ArrayType *names);
 extern void zl_meta_set_history_format(Oid relid, text *format);
+extern void zl_meta_set_retention(Oid relid, Interval *keep);
+extern void zl_meta_raise_history_cut(Oid relid, int64 cut);
+extern int64 zl_meta_drop_partitions(Relation rel, DateADT last_partition);
 extern bool zl_meta_time_zone_exists(const char *name);
 extern bool zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write);
 extern void zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
@@ -560,6 +572,14 @@ extern BlockNumber zl_free_space_take(ZLFreeSpace *fs, BlockNumber blocks);
 extern void zl_free_space_end(ZLFreeSpace *fs);
 extern int64 zl_free_space_truncate(Relation rel);
 extern int64 zl_free_space_reclaim(Relation rel);
+extern int64 zl_free_space_wipe(Relation rel, BufferAccessStrategy strategy, bool *complete);
+
+/* ---------- zl_scrub.c ---------- */
+
+struct VacuumParams;
+extern bool zl_bytes_are_zero(const char *bytes, Size len);
+extern void zl_scrub_vacuum(Relation rel, struct VacuumParams *params,
+							BufferAccessStrategy bstrategy, int elevel);
 
 /* ---------- zl_rowcheck.c ---------- */
 
@@ -619,6 +639,13 @@ extern void zl_write_register_callbacks(void);
 
 extern bool zl_compact_subgroup(Relation rel, ZLWriteState *state, const ZLSubGroup *sg,
 								const int32 *dropped, int ndropped);
+extern void zl_rewrite_subgroup(Relation rel, ZLWriteState *state, const ZLSubGroup *sg,
+								const int32 *dropped, int ndropped);
+
+/* ---------- zl_retention.c ---------- */
+
+extern int64 zl_drop_history(Relation rel, const ZLTableOptions *opts, int64 cut);
+extern bool zl_retention_vacuum(Relation rel, const ZLSubGroup *sgs, int nsgs, int elevel);
 
 /* ---------- zl_load.c ---------- */
 
@@ -873,6 +900,9 @@ extern ZLRecordWriter *zl_record_writer_begin(ZLRecordCodec *codec);
 extern void zl_record_writer_add(ZLRecordWriter *writer, const ZLRecordEntry *entry);
 extern void zl_record_writer_finish(ZLRecordWriter *writer, Oid relid);
 extern void zl_record_merge(ZLRecordCodec *codec, Oid relid, int64 forget_before);
+extern void zl_record_rewrite(ZLRecordCodec *codec, Oid relid, int64 forget_before,
+							  bool (*keep) (void *arg, const ZLRecordEntry *entry),
+							  void *keep_arg);
 extern void zl_record_resolve(ZLRecordCodec *codec, Oid relid, Snapshot snapshot,
 							  ZLRecordCallback callback, void *arg);
 

@@ -1567,9 +1567,11 @@ load_record_head(ApplyContext *ac)
 }
 
 /*
- * README "Late data": with a late_horizon, a change older than the newest
- * change applied before the batch minus the horizon is refused: a key's
- * earliest change, or (ks NULL) the time of a snapshot with deletes.
+ * Changes the table no longer accepts: at or before its history cut
+ * (README "Lifecycle"), or, with a late_horizon, older than the newest
+ * change applied before the batch minus the horizon (README "Late data"):
+ * a key's earliest change, or (ks NULL) the time of a snapshot with
+ * deletes.
  */
 static void
 check_horizon(ApplyContext *ac, KeyState *ks)
@@ -1577,8 +1579,21 @@ check_horizon(ApplyContext *ac, KeyState *ks)
 	int64		cutoff;
 	int64		time = ks != NULL ? ks->min_time : ac->table_deletes[0].time;
 
-	if (ac->opts.late_horizon <= 0 || ac->newest_change == PG_INT64_MIN ||
-		(ks != NULL && ks->nchanges == 0))
+	if (ks != NULL && ks->nchanges == 0)
+		return;
+	/* README "Lifecycle": history up to the cut was dropped */
+	if (time <= ac->opts.history_cut)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 ks != NULL ?
+				 errmsg("change for key %s at %s is before the history cut",
+						describe_key_values(ac, ks->values, ks->isnull),
+						time_text(ac, time)) :
+				 errmsg("snapshot at %s is before the history cut", time_text(ac, time)),
+				 errdetail("Zipper table \"%s\" dropped the history that ended at or before %s (zipper_lake.drop_history or its retention); it accepts changes after that.",
+						   RelationGetRelationName(ac->rel), time_text(ac, ac->opts.history_cut)),
+				 errhint("Drop the change; nothing was applied.")));
+	if (ac->opts.late_horizon <= 0 || ac->newest_change == PG_INT64_MIN)
 		return;
 	cutoff = ac->newest_change - ac->opts.late_horizon;
 	if (time < cutoff)
@@ -2034,6 +2049,9 @@ save_record(ApplyContext *ac)
 	/* README "Late data": what no accepted change can reach any more */
 	if (ac->opts.late_horizon > 0)
 		forget_before = Max(ac->newest_change, ac->batch_newest) - ac->opts.late_horizon;
+	/* README "Lifecycle": nor what the history cut refuses */
+	if (ac->opts.history_cut != ZL_NO_HISTORY_CUT)
+		forget_before = Max(forget_before, ac->opts.history_cut + 1);
 	if (ac->batch_newest != PG_INT64_MIN)
 		save_table_instants(ac, relid, forget_before);
 	zl_record_merge(ac->record_codec, relid, forget_before);

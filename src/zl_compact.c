@@ -48,12 +48,24 @@ bool
 zl_compact_subgroup(Relation rel, ZLWriteState *state, const ZLSubGroup *sg,
 					const int32 *dropped, int ndropped)
 {
-	CompactArg	arg = {state, dropped, ndropped};
-
 	if (sg->partition_end != ZL_CURRENT_PARTITION ||
 		(sg->masked_rows + ndropped) * 2 <= sg->row_count)
 		return false;
+	zl_rewrite_subgroup(rel, state, sg, dropped, ndropped);
+	return true;
+}
+
+/*
+ * Write the live rows of a sub-group but the dropped ones (ascending
+ * positions) again, in any partition, and delete it, masks and all (also
+ * zl_erase.c).
+ */
+void
+zl_rewrite_subgroup(Relation rel, ZLWriteState *state, const ZLSubGroup *sg,
+					const int32 *dropped, int ndropped)
+{
+	CompactArg	arg = {state, dropped, ndropped};
+
 	zl_read_subgroup_rows(rel, sg, false, keep_row, &arg);
 	zl_meta_delete_subgroup(rel, sg->subgroup_id);
-	return true;
 }

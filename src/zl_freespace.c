@@ -183,6 +183,57 @@ zl_free_space_take(ZLFreeSpace *fs, BlockNumber blocks)
 	return first;
 }
 
+/*
+ * Zero the pages of the free extents no snapshot can reach any more (the
+ * bytes of erased rows, zl_scrub.c), each page logged as a full-page image
+ * after the standby conflict a reuse logs first.  *complete: no free
+ * extent waits for older snapshots.  The caller holds the writer lock, so
+ * no writer is taking these blocks meanwhile.  Returns the pages zeroed.
+ */
+int64
+zl_free_space_wipe(Relation rel, BufferAccessStrategy strategy, bool *complete)
+{
+	int			n;
+	ZLFreeExtent *all = zl_meta_load_free_extents(zl_storage_id(rel), GetLatestSnapshot(), &n);
+	int64		wiped = 0;
+
+	*complete = true;
+	for (int i = 0; i < n; i++)
+	{
+		bool		conflict_logged = false;
+
+		if (!GlobalVisCheckRemovableFullXid(rel, all[i].freed_by))
+		{
+			*complete = false;
+			continue;
+		}
+		for (BlockNumber block = all[i].first_block;
+			 block < all[i].first_block + all[i].blocks; block++)
+		{
+			Buffer		buffer = ReadBufferExtended(rel, MAIN_FORKNUM, block, RBM_NORMAL, strategy);
+			Page		page = BufferGetPage(buffer);
+
+			CHECK_FOR_INTERRUPTS();
+			LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+			if (!zl_bytes_are_zero(page, BLCKSZ))
+			{
+				if (!conflict_logged)
+					log_reuse_conflict(rel, block, all[i].freed_by);
+				conflict_logged = true;
+				START_CRIT_SECTION();
+				memset(page, 0, BLCKSZ);
+				MarkBufferDirty(buffer);
+				if (RelationNeedsWAL(rel))
+					log_newpage_buffer(buffer, false);
+				END_CRIT_SECTION();
+				wiped++;
+			}
+			UnlockReleaseBuffer(buffer);
+		}
+	}
+	return wiped;
+}
+
 void
 zl_free_space_end(ZLFreeSpace *fs)
 {

@@ -85,6 +85,9 @@ typedef enum ZLMetaQuery
 	Q_SET_LATE_HORIZON,
 	Q_SET_TRACK_COLUMNS,
 	Q_SET_HISTORY_FORMAT,
+	Q_SET_RETENTION,
+	Q_RAISE_HISTORY_CUT,
+	Q_DROP_PARTITIONS,
 	Q_RECORD_SEGMENTS,
 	Q_RECORD_ENTRIES,
 	Q_RECORD_PIECES,
@@ -144,7 +147,9 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		" (to_jsonb(r) ->> 'late_horizon')::interval,"
 		" ARRAY(SELECT jsonb_array_elements_text("
 		"     nullif(to_jsonb(r) -> 'track_columns', 'null'::jsonb))),"
-		" coalesce(to_jsonb(r) ->> 'history_format', 'rows')"
+		" coalesce(to_jsonb(r) ->> 'history_format', 'rows'),"
+		" (to_jsonb(r) ->> 'history_cut')::timestamptz,"
+		" (to_jsonb(r) ->> 'retention')::interval"
 		" FROM zipper_lake.registration r WHERE tbl = $1",
 		1, {OIDOID}
 	},
@@ -225,6 +230,27 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	[Q_SET_HISTORY_FORMAT] = {
 		"UPDATE zipper_lake.registration SET history_format = $2 WHERE tbl = $1",
 		2, {OIDOID, TEXTOID}
+	},
+	[Q_SET_RETENTION] = {
+		"UPDATE zipper_lake.registration SET retention = $2 WHERE tbl = $1",
+		2, {OIDOID, INTERVALOID}
+	},
+	[Q_RAISE_HISTORY_CUT] = {
+		"UPDATE zipper_lake.registration SET history_cut = greatest(history_cut, $2)"
+		" WHERE tbl = $1",
+		2, {OIDOID, TIMESTAMPTZOID}
+	},
+	/* every sub-group of the history partitions up to $2, masks and all */
+	[Q_DROP_PARTITIONS] = {
+		"WITH d AS (DELETE FROM zipper_lake.subgroup"
+		"  WHERE storage_id = $1 AND partition_end <= $2"
+		"  RETURNING subgroup_id, first_block, blocks),"
+		" m AS (DELETE FROM zipper_lake.mask k USING d"
+		"  WHERE k.storage_id = $1 AND k.subgroup_id = d.subgroup_id),"
+		" f AS (INSERT INTO zipper_lake.free_extent (storage_id, first_block, blocks, freed_by)"
+		"  SELECT $1, first_block, blocks, pg_current_xact_id() FROM d WHERE blocks > 0)"
+		" SELECT count(*) FROM d",
+		2, {INT8OID, DATEOID}
 	},
 	[Q_RECORD_SEGMENTS] = {
 		"SELECT piece, segment FROM zipper_lake.record_segment"
@@ -501,6 +527,47 @@ zl_meta_set_history_format(Oid relid, text *format)
 	set_registration_option(Q_SET_HISTORY_FORMAT, relid, (Pointer) format);
 }
 
+/* README "Lifecycle": NULL keep = forever */
+void
+zl_meta_set_retention(Oid relid, Interval *keep)
+{
+	set_registration_option(Q_SET_RETENTION, relid, (Pointer) keep);
+}
+
+/* README "Lifecycle": history dropped up to cut (an instant); never lowered */
+void
+zl_meta_raise_history_cut(Oid relid, int64 cut)
+{
+	ZLMetaSession session;
+	Datum		values[2] = {ObjectIdGetDatum(relid), TimestampTzGetDatum(cut)};
+
+	meta_begin(&session);
+	meta_exec(Q_RAISE_HISTORY_CUT, values, NULL, InvalidSnapshot, false);
+	meta_end(&session);
+}
+
+/*
+ * Delete every sub-group of the history partitions up to last_partition,
+ * with their masks, their blocks becoming free extents (as
+ * zl_meta_delete_subgroup does one by one); returns how many.
+ */
+int64
+zl_meta_drop_partitions(Relation rel, DateADT last_partition)
+{
+	ZLMetaSession session;
+	Datum		values[2] = {Int64GetDatum((int64) zl_storage_id(rel)),
+		DateADTGetDatum(last_partition)};
+	int64		dropped;
+
+	Assert(last_partition != ZL_CURRENT_PARTITION);
+	meta_begin(&session);
+	meta_exec(Q_DROP_PARTITIONS, values, NULL, InvalidSnapshot, false);
+	dropped = result_int64(0, 1);
+	meta_end(&session);
+	zl_storage_count_metadata_change(rel);
+	return dropped;
+}
+
 /* is name a zone of pg_timezone_names (not an abbreviation or POSIX rule)? */
 bool
 zl_meta_time_zone_exists(const char *name)
@@ -692,6 +759,18 @@ options_from_row(Relation rel, HeapTuple tuple, TupleDesc tupdesc, ZLTableOption
 	}
 	opts->history_format = strcmp(SPI_getvalue(tuple, tupdesc, 12), "columnar") == 0 ?
 		ZL_FORMAT_COLUMNAR : ZL_FORMAT_ROWS;
+	{
+		Datum		cut = SPI_getbinval(tuple, tupdesc, 13, &isnull);
+
+		opts->history_cut = isnull ? ZL_NO_HISTORY_CUT : DatumGetTimestampTz(cut);
+	}
+	{
+		Datum		keep = SPI_getbinval(tuple, tupdesc, 14, &isnull);
+
+		opts->has_retention = !isnull;
+		if (!isnull)
+			opts->retention = *DatumGetIntervalP(keep);
+	}
 	if (pg_tzset(opts->time_zone) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

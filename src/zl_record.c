@@ -930,6 +930,54 @@ zl_record_merge(ZLRecordCodec *codec, Oid relid, int64 forget_before)
 	}
 }
 
+/* an entry a rewrite keeps is written on */
+typedef struct RewriteArg
+{
+	ZLRecordWriter *writer;
+	bool		(*keep) (void *arg, const ZLRecordEntry *entry);
+	void	   *keep_arg;
+} RewriteArg;
+
+static void
+write_kept_entry(void *arg, const ZLRecordEntry *e)
+{
+	RewriteArg *ra = arg;
+
+	if (ra->keep(ra->keep_arg, e))
+		zl_record_writer_add(ra->writer, e);
+}
+
+/*
+ * Merge every piece into one without the entries keep() refuses, and
+ * forgetting instants before forget_before (README "Lifecycle": erase),
+ * so that no byte of theirs stays in a live row of the record.
+ */
+void
+zl_record_rewrite(ZLRecordCodec *codec, Oid relid, int64 forget_before,
+				  bool (*keep) (void *arg, const ZLRecordEntry *entry), void *keep_arg)
+{
+	int			npieces;
+	ZLRecordSegment *pieces;
+	int64	   *ids;
+	Snapshot	snapshot;
+	RewriteArg	ra = {NULL, keep, keep_arg};
+
+	CommandCounterIncrement();
+	pieces = zl_meta_record_pieces(relid, &npieces);
+	if (npieces == 0)
+		return;
+	ids = palloc(sizeof(int64) * npieces);
+	for (int i = 0; i < npieces; i++)
+		ids[i] = pieces[i].piece;
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	ra.writer = zl_record_writer_begin(codec);
+	merge_pieces(codec, relid, snapshot, ids, npieces, true, forget_before, write_kept_entry, &ra);
+	UnregisterSnapshot(snapshot);
+	for (int i = 0; i < npieces; i++)
+		zl_meta_record_delete_piece(relid, ids[i]);
+	zl_record_writer_finish(ra.writer, relid);
+}
+
 /* every key's remembered instants, pieces combined, in key-hash order (verify) */
 void
 zl_record_resolve(ZLRecordCodec *codec, Oid relid, Snapshot snapshot,

@@ -39,6 +39,7 @@ PG_FUNCTION_INFO_V1(zipper_lake_register);
 PG_FUNCTION_INFO_V1(zipper_lake_set_late_horizon);
 PG_FUNCTION_INFO_V1(zipper_lake_set_track_columns);
 PG_FUNCTION_INFO_V1(zipper_lake_set_history_format);
+PG_FUNCTION_INFO_V1(zipper_lake_set_retention);
 PG_FUNCTION_INFO_V1(zipper_lake_register_row);
 PG_FUNCTION_INFO_V1(zipper_lake_place_unplaced_trigger);
 PG_FUNCTION_INFO_V1(zipper_lake_storage_id);
@@ -604,4 +605,29 @@ zipper_lake_storage_id(PG_FUNCTION_ARGS)
 
 	table_close(rel, AccessShareLock);
 	PG_RETURN_INT64((int64) storage_id);
+}
+
+/*
+ * set_retention(tbl, keep): README "Lifecycle".  VACUUM drops the history
+ * that ended more than keep ago (zl_retention.c); NULL keeps it forever.
+ */
+Datum
+zipper_lake_set_retention(PG_FUNCTION_ARGS)
+{
+	ZLTableOptions opts;
+	Relation	rel = open_for_option(fcinfo, "keep", "keeps history forever", &opts);
+	Interval   *keep = PG_ARGISNULL(1) ? NULL : PG_GETARG_INTERVAL_P(1);
+
+	if (keep != NULL &&
+		(keep->month < 0 || keep->day < 0 || keep->time < 0 ||
+		 (keep->month == 0 && keep->day == 0 && keep->time == 0)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid retention %s",
+						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(keep)))),
+				 errdetail("Table \"%s\" would keep no history.", RelationGetRelationName(rel)),
+				 errhint("Pass a positive period, e.g. interval '7 years', or NULL to keep history forever.")));
+	zl_meta_set_retention(RelationGetRelid(rel), keep);
+	option_changed(rel);
+	PG_RETURN_VOID();
 }

@@ -64,6 +64,8 @@ typedef struct ZLMetaPageData
 	uint32		format_version;
 	uint64		storage_id;
 	uint64		metadata_changes;	/* zero on metapages written before 0.2 */
+	uint64		scrub_requests; /* erases so far (zl_erase.c) */
+	uint64		scrubbed;		/* of those, wiped by VACUUM (zl_scrub.c) */
 } ZLMetaPageData;
 
 struct ZLPageWriter
@@ -213,9 +215,16 @@ zl_storage_metadata_changes(Relation rel)
 	return changes;
 }
 
-/* count a change of the storage's sub-group or mask rows, just written */
-void
-zl_storage_count_metadata_change(Relation rel)
+typedef enum MetaCounter
+{
+	COUNT_METADATA_CHANGE,
+	COUNT_SCRUB_REQUEST,
+	SET_SCRUBBED
+} MetaCounter;
+
+/* change a counter of the metapage (WAL-logged, not transactional) */
+static void
+update_metapage(Relation rel, MetaCounter counter, uint64 value)
 {
 	Buffer		buffer = ReadBuffer(rel, ZL_METAPAGE_BLKNO);
 	GenericXLogState *state;
@@ -226,12 +235,58 @@ zl_storage_count_metadata_change(Relation rel)
 	state = GenericXLogStart(rel);
 	page = GenericXLogRegisterBuffer(state, buffer, 0);
 	meta = (ZLMetaPageData *) PageGetContents(page);
-	meta->metadata_changes++;
-	/* metapages of 0.1 end before the counter */
+	if (counter == COUNT_METADATA_CHANGE)
+		meta->metadata_changes++;
+	else if (counter == COUNT_SCRUB_REQUEST)
+		meta->scrub_requests++;
+	else
+		meta->scrubbed = value;
+	/* older metapages end before the counters (the rest of the page is zero) */
 	((PageHeader) page)->pd_lower = Max(((PageHeader) page)->pd_lower,
 										(char *) (meta + 1) - (char *) page);
 	GenericXLogFinish(state);
 	UnlockReleaseBuffer(buffer);
+}
+
+/* count a change of the storage's sub-group or mask rows, just written */
+void
+zl_storage_count_metadata_change(Relation rel)
+{
+	update_metapage(rel, COUNT_METADATA_CHANGE, 0);
+}
+
+/*
+ * Ask VACUUM to wipe erased bytes (zl_scrub.c).  Not transactional: an
+ * erase that rolls back leaves a request that costs one needless wipe.
+ */
+void
+zl_storage_request_scrub(Relation rel)
+{
+	update_metapage(rel, COUNT_SCRUB_REQUEST, 0);
+}
+
+/* the requests so far if some are not wiped yet, else 0 */
+uint64
+zl_storage_scrub_due(Relation rel)
+{
+	Buffer		buffer = ReadBuffer(rel, ZL_METAPAGE_BLKNO);
+	ZLMetaPageData *meta;
+	uint64		due;
+
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	meta = (ZLMetaPageData *) PageGetContents(BufferGetPage(buffer));
+	due = ((PageHeader) BufferGetPage(buffer))->pd_lower >=
+		(char *) (meta + 1) - (char *) BufferGetPage(buffer) &&
+		meta->scrub_requests != meta->scrubbed ? meta->scrub_requests : 0;
+	UnlockReleaseBuffer(buffer);
+	return due;
+}
+
+/* the requests up to this many are wiped */
+void
+zl_storage_scrub_done(Relation rel, uint64 requests)
+{
+	update_metapage(rel, SET_SCRUBBED, requests);
 }
 
 /*

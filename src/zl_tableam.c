@@ -394,6 +394,16 @@ zl_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 				  "Plain VACUUM reports the space held by masked rows, deleted sub-groups and aborted writes.");
 }
 
+static int64
+live_rows(const ZLSubGroup *sgs, int nsgs)
+{
+	int64		rows = 0;
+
+	for (int i = 0; i < nsgs; i++)
+		rows += sgs[i].row_count - sgs[i].masked_rows;
+	return rows;
+}
+
 /*
  * VACUUM has nothing to remove row by row: masked rows go when compaction
  * rewrites their sub-group, and the blocks of deleted sub-groups are
@@ -417,7 +427,10 @@ zl_relation_vacuum(Relation rel, struct VacuumParams *params,
 	BlockNumber nblocks;
 	int64		truncated = 0;
 	Snapshot	snapshot;
+	int			elevel = (params->options & VACOPT_VERBOSE) ? INFO : DEBUG2;
 
+	/* README "Lifecycle": erased bytes wiped (zl_scrub.c) */
+	zl_scrub_vacuum(rel, params, bstrategy, elevel);
 	if (params->truncate != VACOPTVALUE_DISABLED)
 		truncated = zl_free_space_truncate(rel);
 	if (truncated != 0)
@@ -428,8 +441,24 @@ zl_relation_vacuum(Relation rel, struct VacuumParams *params,
 				errmsg("zipper_lake table \"%s\": did not truncate the end of the file: the table is in use",
 					   RelationGetRelationName(rel)));
 
-	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	sgs = zl_meta_load_subgroups(zl_storage_id(rel), snapshot, DATEVAL_NOBEGIN, &nsgs);
+	UnregisterSnapshot(snapshot);
+
+	/* README "Lifecycle": retention, by a worker of its own */
+	if (zl_retention_vacuum(rel, sgs, nsgs, elevel))
+	{
+		int64		live_before = live_rows(sgs, nsgs);
+
+		snapshot = RegisterSnapshot(GetLatestSnapshot());
+		sgs = zl_meta_load_subgroups(zl_storage_id(rel), snapshot, DATEVAL_NOBEGIN, &nsgs);
+		UnregisterSnapshot(snapshot);
+		ereport(elevel,
+				(errmsg("zipper_lake table \"%s\": retention dropped " INT64_FORMAT " versions",
+						RelationGetRelationName(rel), live_before - live_rows(sgs, nsgs))));
+	}
+
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	extents = zl_meta_load_free_extents(zl_storage_id(rel), snapshot, &nextents);
 	UnregisterSnapshot(snapshot);
 	/* after the snapshot: every block it knows of is in the file */

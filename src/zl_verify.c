@@ -275,6 +275,10 @@ emit_record_entry(void *arg, const ZLRecordEntry *e)
 		Datum		values[4];
 		bool		nulls[4] = {false, false, false, !in->has_seq};
 
+		/* README "Lifecycle": forgotten (at the next merge) with the history */
+		if (in->time <= out->opts->history_cut)
+			continue;
+
 		values[0] = PointerGetDatum(key_array);
 		values[1] = CStringGetTextDatum(zl_instant_to_cstring(in->time, out->opts->period_type));
 		values[2] = BoolGetDatum(in->is_delete);

@@ -463,6 +463,15 @@ zl_write_load(ZLWriteState *state, HeapTuple tuple)
 		return;
 	}
 	place_row(state, tuple, &key, &valid_from, &valid_to);
+	if (valid_to <= state->opts.history_cut)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("version ends before the history cut of zipper table \"%s\"",
+						get_rel_name(state->relid)),
+				 errdetail("Failing row has %s; the table dropped the history that ended at or before %s.",
+						   describe_row(state, tuple),
+						   zl_instant_to_cstring(state->opts.history_cut, state->opts.period_type)),
+				 errhint("Leave out versions that ended by the cut (README \"Lifecycle\").")));
 
 	if (state->load == NULL)
 	{

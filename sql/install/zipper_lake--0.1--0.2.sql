@@ -435,3 +435,36 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION zipper_lake.apply_events(regclass, regclass, text, name, name, text, boolean, text) IS
     'applies a batch of CDC events (debezium, canal, maxwell, ogg, wal2json) to a zipper table, each at its own time';
+
+-- ---------------------------------------------------------------------------
+-- Lifecycle (README "Lifecycle"; src/zl_retention.c, src/zl_erase.c):
+-- history dropped by end date, kept for a retention period, keys erased.
+-- ---------------------------------------------------------------------------
+
+-- the latest drop_history cut (an instant): versions that ended by then are
+-- gone and changes at or before it are refused; NULL: none
+ALTER TABLE zipper_lake.registration ADD COLUMN history_cut timestamptz;
+-- set_retention(): history that ended longer ago is dropped by VACUUM
+ALTER TABLE zipper_lake.registration ADD COLUMN retention interval
+    CHECK (retention > interval '0');
+
+CREATE FUNCTION zipper_lake.drop_history(tbl regclass, ended_before timestamptz)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'zipper_lake_drop_history'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION zipper_lake.drop_history(regclass, timestamptz) IS
+    'Remove every version that ended at or before a time (whole end-date partitions at once); later changes before it are refused (README "Lifecycle").';
+
+CREATE FUNCTION zipper_lake.set_retention(tbl regclass, keep interval)
+RETURNS void
+AS 'MODULE_PATHNAME', 'zipper_lake_set_retention'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION zipper_lake.set_retention(regclass, interval) IS
+    'Keep history for a period (NULL: forever); VACUUM drops what ended longer ago (README "Lifecycle").';
+
+CREATE FUNCTION zipper_lake.erase(tbl regclass, keys regclass)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'zipper_lake_erase'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION zipper_lake.erase(regclass, regclass) IS
+    'Remove every version and change record of the keys a relation lists; VACUUM then wipes their bytes (README "Lifecycle").';

@@ -1,0 +1,354 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_retention.c
+ *	  Dropping history by end date: drop_history(), and retention by VACUUM.
+ *
+ * README "Lifecycle".  Versions live in end-date partitions (the date of
+ * valid_to), so "every version that ended at or before the cut" is every
+ * history partition whose valid_to range ends at or before it, plus the
+ * rows of the one partition the cut falls into that ended by then.  The
+ * first go in one catalog statement (zl_meta_drop_partitions: their
+ * sub-group rows and masks deleted, their blocks free extents), without a
+ * page of theirs being read; the rows of the boundary partition are read
+ * and those that ended by the cut masked, as apply_changes retires rows.
+ * The cost is the number of sub-groups, not of rows (test/bench).
+ *
+ * The cut is then remembered (registration.history_cut, only ever raised):
+ * apply_changes refuses changes at or before it (zl_apply.c, like the late
+ * horizon), a load refuses versions that ended by then (zl_write.c), and
+ * the change record forgets its instants up to it at its next merge.
+ * Versions crossing the cut stay, so pg_dump's rows load again.
+ *
+ * Retention
+ * ---------
+ * set_retention(tbl, keep) makes "drop_history(tbl, now() - keep)" the
+ * job of VACUUM, manual or autovacuum, which calls the table access
+ * method's relation_vacuum (zl_tableam.c).  That callback must not write
+ * the catalog itself: lazy VACUUM runs with PROC_IN_VACUUM, whose
+ * transaction id other backends leave out of their snapshots, so rows it
+ * inserted or deleted would be judged by a transaction that looks
+ * aborted to them (and hint-bitted so).  So VACUUM starts a dynamic
+ * background worker (no shared_preload_libraries needed) that does the
+ * drop in a transaction of its own, and waits for it; VACUUM VERBOSE
+ * reports what went.  The worker gives up rather than wait for a lock
+ * (a writer of the table, or DDL queued behind VACUUM's own lock): the next
+ * VACUUM tries again.  Autovacuum visits a zipper table after enough rows
+ * were written (writes count as inserts in pg_stat_user_tables).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "zipper_lake.h"
+
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/lmgr.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(zipper_lake_drop_history);
+
+PGDLLEXPORT void zipper_lake_retention_worker(Datum main_arg);
+
+/* ---------- dropping ---------- */
+
+/* the rows of a boundary sub-group that ended by the cut */
+typedef struct EndedRows
+{
+	const ZLTableOptions *opts;
+	TupleDesc	desc;
+	int64		cut;
+	int32	   *positions;
+	int			npositions;
+	int			maxpositions;
+} EndedRows;
+
+static void
+collect_ended(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
+{
+	EndedRows  *er = arg;
+	bool		isnull;
+	Datum		valid_to = heap_getattr(tuple, er->opts->to_attnum, er->desc, &isnull);
+
+	if (zl_datum_to_instant(valid_to, er->opts->period_type) > er->cut)
+		return;
+	if (er->npositions == er->maxpositions)
+	{
+		er->maxpositions = Max(64, er->maxpositions * 2);
+		er->positions = er->positions == NULL ?
+			palloc(sizeof(int32) * er->maxpositions) :
+			repalloc(er->positions, sizeof(int32) * er->maxpositions);
+	}
+	er->positions[er->npositions++] = position;
+}
+
+/*
+ * Remove every version of the table that ended at or before cut (an
+ * instant before the open end) and remember the cut; returns how many
+ * versions went.  The caller holds the writer lock.
+ */
+int64
+zl_drop_history(Relation rel, const ZLTableOptions *opts, int64 cut)
+{
+	uint64		storage_id = zl_storage_id(rel);
+	Snapshot	snapshot;
+	ZLSubGroup *sgs;
+	int			nsgs;
+	DateADT		last_whole = DATEVAL_NOBEGIN;
+	int64		removed = 0;
+	int			nmasks = 0;
+	int64	   *mask_ids;
+	int32	  **mask_positions;
+	int		   *mask_counts;
+
+	Assert(cut < opts->open_end);
+	CommandCounterIncrement();
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	sgs = zl_meta_load_subgroups(storage_id, snapshot, DATEVAL_NOBEGIN, &nsgs);	/* and masks */
+	mask_ids = palloc(sizeof(int64) * Max(nsgs, 1));
+	mask_positions = palloc(sizeof(int32 *) * Max(nsgs, 1));
+	mask_counts = palloc(sizeof(int) * Max(nsgs, 1));
+
+	/* whole partitions first: their valid_to ranges grow with partition_end */
+	for (int i = 0; i < nsgs; i++)
+	{
+		int64		lo,
+					hi;
+
+		if (!sgs[i].placed || sgs[i].partition_end == ZL_CURRENT_PARTITION)
+			continue;
+		zl_partition_range(opts, sgs[i].partition_end, &lo, &hi);
+		if (hi <= cut)
+		{
+			last_whole = Max(last_whole, sgs[i].partition_end);
+			removed += sgs[i].row_count - sgs[i].masked_rows;
+		}
+	}
+	for (int i = 0; i < nsgs; i++)
+	{
+		int64		lo,
+					hi;
+		EndedRows	er = {opts, RelationGetDescr(rel), cut};
+
+		if (!sgs[i].placed || sgs[i].partition_end == ZL_CURRENT_PARTITION ||
+			sgs[i].partition_end <= last_whole)
+			continue;
+		zl_partition_range(opts, sgs[i].partition_end, &lo, &hi);
+		if (lo > cut)
+			continue;
+		zl_read_subgroup_rows(rel, &sgs[i], false, collect_ended, &er);
+		if (er.npositions == 0)
+			continue;
+		mask_ids[nmasks] = sgs[i].subgroup_id;
+		mask_positions[nmasks] = er.positions;
+		mask_counts[nmasks] = er.npositions;
+		nmasks++;
+		removed += er.npositions;
+	}
+	UnregisterSnapshot(snapshot);
+
+	if (last_whole != DATEVAL_NOBEGIN)
+		(void) zl_meta_drop_partitions(rel, last_whole);
+	zl_meta_insert_masks(rel, nmasks, mask_ids, mask_positions, mask_counts);
+	zl_meta_raise_history_cut(RelationGetRelid(rel), cut);
+	/* cached registrations (the cut) follow the commit */
+	CacheInvalidateRelcache(rel);
+	return removed;
+}
+
+/*
+ * drop_history(tbl, ended_before): README "Lifecycle".  Owner only, like
+ * VACUUM and TRUNCATE.
+ */
+Datum
+zipper_lake_drop_history(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	Relation	rel;
+	ZLTableOptions opts;
+	int64		cut;
+	int64		removed;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", PG_ARGISNULL(0) ? "table" : "ended_before"),
+				 errhint("Pass the zipper table and the time up to which its history goes.")));
+	relid = PG_GETARG_OID(0);
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
+	rel = zl_open_zipper_table(relid, RowExclusiveLock);
+	if (!zl_meta_load_options(rel, &opts, true))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" is not registered", RelationGetRelationName(rel)),
+				 errhint("Register it with zipper_lake.register().")));
+	cut = zl_timestamptz_to_instant(&opts, PG_GETARG_TIMESTAMPTZ(1));
+	if (!zl_instant_is_finite(cut) || cut >= opts.open_end)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ended_before must be a finite time before the open end"),
+				 errdetail("Got %s for zipper table \"%s\", whose open end is %s.",
+						   zl_instant_to_cstring(cut, opts.period_type),
+						   RelationGetRelationName(rel),
+						   zl_instant_to_cstring(opts.open_end, opts.period_type)),
+				 errhint("Open versions are current, not history: pass the time up to which history goes.")));
+
+	/* this transaction's pending rows first, then no other writer */
+	zl_write_flush_relation(relid);
+	(void) zl_write_lock_table(zl_storage_id(rel), false);
+	removed = zl_drop_history(rel, &opts, cut);
+	table_close(rel, NoLock);
+	PG_RETURN_INT64(removed);
+}
+
+/* ---------- retention by VACUUM ---------- */
+
+/* what VACUUM hands its worker */
+typedef struct RetentionTask
+{
+	Oid			database;
+	Oid			relid;
+	int64		cut;
+} RetentionTask;
+
+/* the cut retention asks for now (an instant), or false without retention */
+static bool
+retention_cut(const ZLTableOptions *opts, int64 *cut)
+{
+	TimestampTz cut_time;
+
+	if (!opts->has_retention)
+		return false;
+	cut_time = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_mi_interval,
+													   TimestampTzGetDatum(GetCurrentTimestamp()),
+													   IntervalPGetDatum(&opts->retention)));
+	*cut = Min(zl_timestamptz_to_instant(opts, cut_time), opts->open_end - 1);
+	return true;
+}
+
+/* does any history sub-group hold a version that may have ended by cut? */
+static bool
+history_due(const ZLTableOptions *opts, const ZLSubGroup *sgs, int nsgs, int64 cut)
+{
+	for (int i = 0; i < nsgs; i++)
+	{
+		int64		lo,
+					hi;
+
+		if (!sgs[i].placed || sgs[i].partition_end == ZL_CURRENT_PARTITION)
+			continue;
+		zl_partition_range(opts, sgs[i].partition_end, &lo, &hi);
+		if (lo <= cut && sgs[i].row_count > sgs[i].masked_rows)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * VACUUM's part (zl_tableam.c): if the table's retention makes history due,
+ * have a worker drop it and wait for it.  sgs (with masks) are the
+ * sub-groups VACUUM sees.  Returns true if the worker ran to its end.
+ */
+bool
+zl_retention_vacuum(Relation rel, const ZLSubGroup *sgs, int nsgs, int elevel)
+{
+	ZLTableOptions opts;
+	int64		cut;
+	BackgroundWorker worker = {0};
+	BackgroundWorkerHandle *handle;
+	RetentionTask task;
+	pid_t		pid;
+
+	if (!zl_meta_load_options(rel, &opts, false) || !retention_cut(&opts, &cut) ||
+		!history_due(&opts, sgs, nsgs, cut))
+		return false;
+
+	task.database = MyDatabaseId;
+	task.relid = RelationGetRelid(rel);
+	task.cut = cut;
+	snprintf(worker.bgw_name, BGW_MAXLEN, "zipper_lake retention of %s",
+			 RelationGetRelationName(rel));
+	snprintf(worker.bgw_type, BGW_MAXLEN, "zipper_lake retention");
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "zipper_lake");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "zipper_lake_retention_worker");
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	worker.bgw_notify_pid = MyProcPid;
+	memcpy(worker.bgw_extra, &task, sizeof(task));
+
+	if (!RegisterDynamicBackgroundWorker(&worker, &handle) ||
+		WaitForBackgroundWorkerStartup(handle, &pid) != BGWH_STARTED)
+	{
+		ereport(elevel == INFO ? WARNING : LOG,
+				(errmsg("zipper_lake table \"%s\": could not start a retention worker",
+						RelationGetRelationName(rel)),
+				 errdetail("History that ended at or before %s stays until the next VACUUM.",
+						   zl_instant_to_cstring(cut, opts.period_type)),
+				 errhint("Raise max_worker_processes, or call zipper_lake.drop_history().")));
+		return false;
+	}
+	return WaitForBackgroundWorkerShutdown(handle) == BGWH_STOPPED;
+}
+
+/*
+ * The worker: connects to the table's database as the bootstrap superuser
+ * (the table's owner may not log in) and drops the history in its own
+ * transaction, giving up rather than wait for a lock.
+ */
+void
+zipper_lake_retention_worker(Datum main_arg)
+{
+	RetentionTask task;
+	Relation	rel;
+	ZLTableOptions opts;
+
+	memcpy(&task, MyBgworkerEntry->bgw_extra, sizeof(task));
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(task.database, InvalidOid, 0);
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, "zipper_lake retention");
+
+	if (!ConditionalLockRelationOid(task.relid, RowExclusiveLock))
+		ereport(LOG,
+				(errmsg("zipper_lake retention of table %u postponed: the table is locked", task.relid)));
+	else if ((rel = try_relation_open(task.relid, NoLock)) != NULL)
+	{
+		if (zl_is_zipper_relation(rel) && zl_meta_load_options(rel, &opts, true) &&
+			opts.has_retention && task.cut < opts.open_end)
+		{
+			if (!zl_write_lock_table(zl_storage_id(rel), true))
+				ereport(LOG,
+						(errmsg("zipper_lake retention of table \"%s\" postponed: a writer holds it",
+								RelationGetRelationName(rel))));
+			else
+			{
+				int64		removed = zl_drop_history(rel, &opts, task.cut);
+
+				ereport(LOG,
+						(errmsg("zipper_lake retention of table \"%s\": dropped " INT64_FORMAT " versions that ended at or before %s",
+								RelationGetRelationName(rel), removed,
+								zl_instant_to_cstring(task.cut, opts.period_type))));
+			}
+		}
+		relation_close(rel, NoLock);
+	}
+
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+}

@@ -1,0 +1,129 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_scrub.c
+ *	  Wiping erased bytes: what VACUUM does after zipper_lake.erase().
+ *
+ * README "Lifecycle".  erase() (zl_erase.c) leaves the bytes of the
+ * erased rows in two places, both out of reach of every new snapshot but
+ * still in the files: the blocks of the sub-groups it rewrote (now free
+ * extents, zl_freespace.c), and the TOAST rows it deleted.  Each erase
+ * counts a request on the metapage; VACUUM (zl_tableam.c) wipes while
+ * requests are open, holding the writer lock so that no writer takes free
+ * blocks meanwhile:
+ *
+ *  - the pages of every free extent that no snapshot can reach are zeroed
+ *    (zl_free_space_wipe);
+ *  - the TOAST relation is vacuumed first (heap's own VACUUM, which
+ *    removes the deleted rows once no snapshot can see them; vacuum_rel
+ *    visits it again afterwards, finding nothing to do), then the free
+ *    space inside each of its pages, where pruning leaves the bytes of the
+ *    rows it removed, is zeroed and the page logged as a full-page image
+ *    (which stores no free space: a standby's copy is wiped by the replay).
+ *
+ * The requests are settled only when no free extent waited for an older
+ * snapshot — the erase's own extents are then reachable by none, and so
+ * are its TOAST rows, which the same horizon lets VACUUM remove.  Until
+ * then every VACUUM wipes again.  WAL written before the wipe, and
+ * backups, still hold the bytes: they age out with them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "zipper_lake.h"
+
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xloginsert.h"
+#include "commands/vacuum.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/bufpage.h"
+#include "storage/lmgr.h"
+#include "utils/rel.h"
+
+/* are all these bytes zero? */
+bool
+zl_bytes_are_zero(const char *bytes, Size len)
+{
+	for (Size i = 0; i < len; i++)
+		if (bytes[i] != 0)
+			return false;
+	return true;
+}
+
+/* zero the free space inside every page of a heap relation; returns pages changed */
+static int64
+wipe_free_space(Relation rel, BufferAccessStrategy strategy)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	int64		wiped = 0;
+
+	for (BlockNumber block = 0; block < nblocks; block++)
+	{
+		Buffer		buffer = ReadBufferExtended(rel, MAIN_FORKNUM, block, RBM_NORMAL, strategy);
+		Page		page = BufferGetPage(buffer);
+
+		CHECK_FOR_INTERRUPTS();
+		LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+		if (!PageIsNew(page))
+		{
+			PageHeader	header = (PageHeader) page;
+			Size		hole = header->pd_upper > header->pd_lower ?
+				header->pd_upper - header->pd_lower : 0;
+
+			if (!zl_bytes_are_zero((char *) page + header->pd_lower, hole))
+			{
+				START_CRIT_SECTION();
+				memset((char *) page + header->pd_lower, 0, hole);
+				MarkBufferDirty(buffer);
+				if (RelationNeedsWAL(rel))
+					log_newpage_buffer(buffer, true);
+				END_CRIT_SECTION();
+				wiped++;
+			}
+		}
+		UnlockReleaseBuffer(buffer);
+	}
+	return wiped;
+}
+
+/*
+ * VACUUM's part: wipe if erases asked for it (see the header comment).
+ */
+void
+zl_scrub_vacuum(Relation rel, struct VacuumParams *params, BufferAccessStrategy bstrategy,
+				int elevel)
+{
+	uint64		requests = zl_storage_scrub_due(rel);
+	uint64		storage_id = zl_storage_id(rel);
+	bool		complete;
+	int64		pages;
+	int64		toast_pages = 0;
+
+	if (requests == 0)
+		return;
+	if (!zl_write_lock_table(storage_id, true))
+	{
+		ereport(elevel,
+				(errmsg("zipper_lake table \"%s\": erased bytes not wiped: a writer holds the table",
+						RelationGetRelationName(rel)),
+				 errhint("VACUUM it again.")));
+		return;
+	}
+	pages = zl_free_space_wipe(rel, bstrategy, &complete);
+	if (OidIsValid(rel->rd_rel->reltoastrelid))
+	{
+		Relation	toast = table_open(rel->rd_rel->reltoastrelid, ShareUpdateExclusiveLock);
+
+		table_relation_vacuum(toast, params, bstrategy);
+		toast_pages = wipe_free_space(toast, bstrategy);
+		table_close(toast, NoLock);
+	}
+	zl_write_unlock_table(storage_id);
+	if (complete)
+		zl_storage_scrub_done(rel, requests);
+	ereport(elevel,
+			(errmsg("zipper_lake table \"%s\": wiped " INT64_FORMAT " free pages and the free space of " INT64_FORMAT " TOAST pages after erase",
+					RelationGetRelationName(rel), pages, toast_pages),
+			 complete ? 0 :
+			 errdetail("Some free blocks are still visible to older snapshots: the next VACUUM wipes them.")));
+}
