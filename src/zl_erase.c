@@ -102,6 +102,13 @@ read_keys(EraseContext *ec, Oid keys_relid)
 	{
 		Form_pg_attribute att = TupleDescAttr(ec->desc, ec->opts.key_attnums[i] - 1);
 
+		if (get_attnum(keys_relid, NameStr(att->attname)) <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("keys to erase lack key column \"%s\"", NameStr(att->attname)),
+					 errdetail("Relation \"%s\" has no such column; zipper table \"%s\" is keyed by it.",
+							   get_rel_name(keys_relid), RelationGetRelationName(ec->rel)),
+					 errhint("Pass a table or view with the key columns of the keys to erase.")));
 		appendStringInfo(&query, "%s%s::%s", i > 0 ? ", " : "",
 						 quote_identifier(NameStr(att->attname)),
 						 format_type_with_typemod(att->atttypid, att->atttypmod));
