@@ -378,23 +378,32 @@ get_payload(const ZLRecordCodec *codec, Reader *r, ZLRecordInstant *in)
 
 		if (n > (uint64) codec->natts)
 			damaged();
-		u->n = (int) n;
 		u->attnums = palloc(sizeof(AttrNumber) * Max(1, n));
 		u->values = palloc(sizeof(Datum) * Max(1, n));
 		u->isnull = palloc(sizeof(bool) * Max(1, n));
-		for (int i = 0; i < u->n; i++)
+		u->n = 0;
+		for (uint64 k = 0; k < n; k++)
 		{
+			int			i = u->n;
 			uint64		len;
 			StringInfoData value;
 
 			u->attnums[i] = (AttrNumber) get_varint(r);
 			len = get_varint(r);
+			if (u->attnums[i] < 1 || u->attnums[i] > codec->natts ||
+				(len > 0 && len - 1 > (uint64) (r->end - r->p)))
+				damaged();
+			/* README "Lifecycle": a column dropped since is left out */
+			if (TupleDescAttr(codec->tupdesc, u->attnums[i] - 1)->attisdropped)
+			{
+				r->p += len > 0 ? len - 1 : 0;
+				continue;
+			}
+			u->n++;
 			u->isnull[i] = len == 0;
 			u->values[i] = (Datum) 0;
 			if (len == 0)
 				continue;
-			if (len - 1 > (uint64) (r->end - r->p))
-				damaged();
 			column_io((ZLRecordCodec *) codec, u->attnums[i]);
 			initStringInfo(&value);
 			appendBinaryStringInfo(&value, (const char *) r->p, (int) (len - 1));
