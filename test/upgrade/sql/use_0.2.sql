@@ -30,3 +30,20 @@ ALTER TABLE acct RENAME COLUMN id TO ident;
 -- versions 0.1 loaded unmerged: key 1 (equal by numeric's =, json as text);
 -- key 2 differs in json, key 3 has a gap
 SELECT * FROM zipper_lake.verify('legacy_adjacent');
+-- lifecycle on data 0.1 wrote (README "Lifecycle"): a key erased, history
+-- dropped, a column added, then changed and read again
+CREATE TABLE forget (id bigint);
+INSERT INTO forget VALUES (3), (10);
+SELECT zipper_lake.erase('acct', 'forget');
+SELECT count(*) FROM acct WHERE id IN (3, 10);
+SELECT zipper_lake.drop_history('acct', '2024-01-02 12:00+08');
+SELECT count(*) FROM acct WHERE valid_to <= '2024-01-02 12:00+08';
+SELECT zipper_lake.drop_history('dated', '2023-03-10');
+SELECT count(*) FROM dated WHERE valid_to <= '2023-03-10';
+ALTER TABLE acct ADD COLUMN branch text DEFAULT 'main';
+CREATE TABLE after_erase (id bigint, owner text, balance numeric, branch text, change_time timestamptz);
+INSERT INTO after_erase VALUES (3, 'back', 1, 'east', '2024-01-08'), (4, 'o4', 44, 'west', '2024-01-08');
+SELECT * FROM zipper_lake.apply_changes('acct', 'after_erase');
+SELECT id, owner, branch, valid_from, valid_to FROM acct WHERE id IN (3, 4) ORDER BY id, valid_from;
+VACUUM acct;
+SELECT t, v.* FROM unnest(ARRAY['acct', 'dated']) t, zipper_lake.verify(t::regclass) v;
