@@ -47,6 +47,7 @@
 #include "executor/spi.h"
 #include "access/xact.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -892,6 +893,8 @@ zl_meta_insert_subgroup(Relation rel, const ZLSubGroup *sg, int32 rollover_seq,
 	subgroup_id = result_int64(0, 1);
 	meta_end(&session);
 	zl_storage_count_metadata_change(rel);
+	/* autovacuum visits a table after enough rows were written (README "Lifecycle") */
+	pgstat_count_heap_insert(rel, sg->row_count);
 	return subgroup_id;
 }
 

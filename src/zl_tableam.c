@@ -25,6 +25,7 @@
 #include "catalog/pg_namespace_d.h"
 #include "catalog/storage.h"
 #include "commands/vacuum.h"
+#include "miscadmin.h"
 #include "executor/tuptable.h"
 #include "fmgr.h"
 #include "nodes/plannodes.h"
@@ -346,14 +347,24 @@ zl_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
 				 errdetail("ALTER TABLE forms that rewrite the table, VACUUM FULL and CLUSTER are not supported."),
 				 errhint("Create a new zipper table and copy the rows with INSERT ... SELECT.")));
 
-	/* TRUNCATE (or a rewrite) replaces a file: its metadata goes with it */
-	forget_current_storage(rel);
-
 	/* rows carry frozen headers: nothing for VACUUM to freeze */
 	*freezeXid = InvalidTransactionId;
 	*minmulti = InvalidMultiXactId;
-
 	srel = RelationCreateStorage(*newrnode, persistence, true);
+
+	/*
+	 * pg_upgrade (README "Lifecycle") restores the schema before the
+	 * extension's catalog has its rows, then puts the old cluster's files,
+	 * metapage and catalog alike, in place of this one: it needs no storage.
+	 */
+	if (IsBinaryUpgrade)
+	{
+		zl_storage_init(rel, srel, MAIN_FORKNUM, 0);
+		return;
+	}
+
+	/* TRUNCATE (or a rewrite) replaces a file: its metadata goes with it */
+	forget_current_storage(rel);
 	zl_storage_init(rel, srel, MAIN_FORKNUM, zl_meta_new_storage(RelationGetRelid(rel)));
 }
 
