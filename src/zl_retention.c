@@ -144,7 +144,8 @@ zl_drop_history(Relation rel, const ZLTableOptions *opts, int64 cut)
 			sgs[i].partition_end <= last_whole)
 			continue;
 		zl_partition_range(opts, sgs[i].partition_end, &lo, &hi);
-		if (lo > cut)
+		/* every row ends after it starts: one starting after the cut stays */
+		if (lo > cut || sgs[i].first_start >= cut)
 			continue;
 		zl_read_subgroup_rows(rel, &sgs[i], false, collect_ended, &er);
 		if (er.npositions == 0)
