@@ -1,5 +1,8 @@
 -- Lifecycle (README "Lifecycle"): drop_history, retention by VACUUM, erase.
 SET timezone = 'UTC';
+-- a schema of its own: the regression tests share one database
+CREATE SCHEMA lifecycle;
+SET search_path = lifecycle, public;
 
 -- the same history in a zipper table of each history format and in a heap
 -- table of expected versions (every change in one batch: an in-order stream)
@@ -88,7 +91,7 @@ CREATE TABLE unregistered (id int, valid_from timestamptz, valid_to timestamptz)
 SELECT zipper_lake.drop_history('unregistered', '2024-01-05');
 CREATE ROLE lifecycle_other;
 GRANT SELECT, INSERT ON zc TO lifecycle_other;
-GRANT USAGE ON SCHEMA zipper_lake TO lifecycle_other;
+GRANT USAGE ON SCHEMA zipper_lake, lifecycle TO lifecycle_other;
 SET ROLE lifecycle_other;
 SELECT zipper_lake.drop_history('zc', '2024-01-20');
 SELECT zipper_lake.set_retention('zc', '1 year');
@@ -195,3 +198,7 @@ SELECT count(*) FROM zc WHERE id = 7;
 
 DROP OWNED BY lifecycle_other;
 DROP ROLE lifecycle_other;
+
+RESET search_path;
+SET client_min_messages = warning;
+DROP SCHEMA lifecycle CASCADE;

@@ -1,6 +1,9 @@
 -- Schema changes (README "Lifecycle"): ADD / DROP / RENAME COLUMN of value
 -- columns on both history formats, applying before and after each.
 SET timezone = 'UTC';
+-- a schema of its own: the regression tests share one database
+CREATE SCHEMA schema_changes;
+SET search_path = schema_changes, public;
 
 CREATE TABLE sr (id int, a int, u text, w text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
   USING zipper_lake;
@@ -60,3 +63,7 @@ ALTER TABLE sc RENAME COLUMN id TO key_id;
 ALTER TABLE sc DROP COLUMN valid_to;
 ALTER TABLE sc ALTER COLUMN valid_from TYPE timestamp;
 ALTER TABLE sc DROP COLUMN a;
+
+RESET search_path;
+SET client_min_messages = warning;
+DROP SCHEMA schema_changes CASCADE;
