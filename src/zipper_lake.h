@@ -645,7 +645,7 @@ extern void zl_rewrite_subgroup(Relation rel, ZLWriteState *state, const ZLSubGr
 /* ---------- zl_retention.c ---------- */
 
 extern int64 zl_drop_history(Relation rel, const ZLTableOptions *opts, int64 cut);
-extern bool zl_retention_vacuum(Relation rel, const ZLSubGroup *sgs, int nsgs, int elevel);
+extern void zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs, int *nsgs, int elevel);
 
 /* ---------- zl_load.c ---------- */
 

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * zl_retention.c
- *	  Dropping history by end date: drop_history(), and retention by VACUUM.
+ *	  Dropping history by end date (drop_history), and VACUUM's worker:
+ *	  retention and the compaction of history.
  *
  * README "Lifecycle".  Versions live in end-date partitions (the date of
  * valid_to), so "every version that ended at or before the cut" is every
@@ -35,6 +36,12 @@
  * VACUUM tries again.  Autovacuum visits a zipper table after enough rows
  * were written (writes count as inserts in pg_stat_user_tables).
  *
+ * The same worker compacts history: a history sub-group more than half of
+ * whose rows are masked (late changes, a boundary partition) is written
+ * again without them, as writers compact the current partition
+ * (zl_compact.c), which they do in the same transaction instead because
+ * they hold the current partition's metadata anyway.
+ *
  *-------------------------------------------------------------------------
  */
 #include "zipper_lake.h"
@@ -58,7 +65,7 @@
 
 PG_FUNCTION_INFO_V1(zipper_lake_drop_history);
 
-PGDLLEXPORT void zipper_lake_retention_worker(Datum main_arg);
+PGDLLEXPORT void zipper_lake_maintenance_worker(Datum main_arg);
 
 /* ---------- dropping ---------- */
 
@@ -213,15 +220,17 @@ zipper_lake_drop_history(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(removed);
 }
 
-/* ---------- retention by VACUUM ---------- */
+/* ---------- VACUUM's worker: retention and history compaction ---------- */
 
 /* what VACUUM hands its worker */
-typedef struct RetentionTask
+typedef struct MaintenanceTask
 {
 	Oid			database;
 	Oid			relid;
+	bool		drop;			/* drop history up to cut (retention) */
 	int64		cut;
-} RetentionTask;
+	bool		compact;		/* compact history sub-groups mostly masked */
+} MaintenanceTask;
 
 /* the cut retention asks for now (an instant), or false without retention */
 static bool
@@ -250,39 +259,94 @@ history_due(const ZLTableOptions *opts, const ZLSubGroup *sgs, int nsgs, int64 c
 		if (!sgs[i].placed || sgs[i].partition_end == ZL_CURRENT_PARTITION)
 			continue;
 		zl_partition_range(opts, sgs[i].partition_end, &lo, &hi);
-		if (lo <= cut && sgs[i].row_count > sgs[i].masked_rows)
+		if (lo <= cut && sgs[i].first_start < cut && sgs[i].row_count > sgs[i].masked_rows)
 			return true;
 	}
 	return false;
 }
 
 /*
- * VACUUM's part (zl_tableam.c): if the table's retention makes history due,
- * have a worker drop it and wait for it.  sgs (with masks) are the
- * sub-groups VACUUM sees.  Returns true if the worker ran to its end.
+ * A history sub-group more than half of whose rows are masked (late
+ * changes, drop_history's boundary) is worth writing again without them,
+ * as writers compact the current partition (zl_compact.c).
  */
-bool
-zl_retention_vacuum(Relation rel, const ZLSubGroup *sgs, int nsgs, int elevel)
+static bool
+worth_compacting(const ZLSubGroup *sg)
 {
+	return sg->placed && sg->partition_end != ZL_CURRENT_PARTITION &&
+		sg->masked_rows * 2 > sg->row_count;
+}
+
+/* compact the history sub-groups worth it; returns how many */
+static int
+compact_history(Relation rel)
+{
+	Snapshot	snapshot;
+	ZLSubGroup *sgs;
+	int			nsgs;
+	int			compacted = 0;
+	ZLWriteState *state = zl_write_state_get(rel);
+
+	CommandCounterIncrement();
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	sgs = zl_meta_load_subgroups(zl_storage_id(rel), snapshot, DATEVAL_NOBEGIN, &nsgs);
+	for (int i = 0; i < nsgs; i++)
+		if (worth_compacting(&sgs[i]))
+		{
+			CHECK_FOR_INTERRUPTS();
+			zl_rewrite_subgroup(rel, state, &sgs[i], NULL, 0);
+			compacted++;
+		}
+	UnregisterSnapshot(snapshot);
+	zl_write_flush_relation(RelationGetRelid(rel));
+	return compacted;
+}
+
+static int64
+masked_rows(const ZLSubGroup *sgs, int nsgs)
+{
+	int64		masked = 0;
+
+	for (int i = 0; i < nsgs; i++)
+		masked += sgs[i].masked_rows;
+	return masked;
+}
+
+/*
+ * VACUUM's part (zl_tableam.c): if the table's retention makes history due,
+ * or history sub-groups are mostly masked, have a worker drop or compact
+ * them, wait for it and report.  *sgs (with masks) are the sub-groups
+ * VACUUM sees; after a worker ran, those it left.
+ */
+void
+zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs_inout, int *nsgs_inout, int elevel)
+{
+	const ZLSubGroup *sgs = *sgs_inout;
+	int			nsgs = *nsgs_inout;
 	ZLTableOptions opts;
-	int64		cut;
 	BackgroundWorker worker = {0};
 	BackgroundWorkerHandle *handle;
-	RetentionTask task;
+	MaintenanceTask task = {0};
 	pid_t		pid;
+	ZLSubGroup *after;
+	int			nafter;
+	Snapshot	snapshot;
 
-	if (!zl_meta_load_options(rel, &opts, false) || !retention_cut(&opts, &cut) ||
-		!history_due(&opts, sgs, nsgs, cut))
-		return false;
+	if (!zl_meta_load_options(rel, &opts, false))
+		return;
+	task.drop = retention_cut(&opts, &task.cut) && history_due(&opts, sgs, nsgs, task.cut);
+	for (int i = 0; i < nsgs && !task.compact; i++)
+		task.compact = worth_compacting(&sgs[i]);
+	if (!task.drop && !task.compact)
+		return;
 
 	task.database = MyDatabaseId;
 	task.relid = RelationGetRelid(rel);
-	task.cut = cut;
-	snprintf(worker.bgw_name, BGW_MAXLEN, "zipper_lake retention of %s",
+	snprintf(worker.bgw_name, BGW_MAXLEN, "zipper_lake maintenance of %s",
 			 RelationGetRelationName(rel));
-	snprintf(worker.bgw_type, BGW_MAXLEN, "zipper_lake retention");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "zipper_lake maintenance");
 	snprintf(worker.bgw_library_name, BGW_MAXLEN, "zipper_lake");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "zipper_lake_retention_worker");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "zipper_lake_maintenance_worker");
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
 	worker.bgw_restart_time = BGW_NEVER_RESTART;
@@ -293,25 +357,48 @@ zl_retention_vacuum(Relation rel, const ZLSubGroup *sgs, int nsgs, int elevel)
 		WaitForBackgroundWorkerStartup(handle, &pid) != BGWH_STARTED)
 	{
 		ereport(elevel == INFO ? WARNING : LOG,
-				(errmsg("zipper_lake table \"%s\": could not start a retention worker",
+				(errmsg("zipper_lake table \"%s\": could not start a maintenance worker",
 						RelationGetRelationName(rel)),
-				 errdetail("History that ended at or before %s stays until the next VACUUM.",
-						   zl_instant_to_cstring(cut, opts.period_type)),
+				 errdetail("History due to retention or compaction stays until the next VACUUM."),
 				 errhint("Raise max_worker_processes, or call zipper_lake.drop_history().")));
-		return false;
+		return;
 	}
-	return WaitForBackgroundWorkerShutdown(handle) == BGWH_STOPPED;
+	if (WaitForBackgroundWorkerShutdown(handle) != BGWH_STOPPED)
+		return;
+
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	after = zl_meta_load_subgroups(zl_storage_id(rel), snapshot, DATEVAL_NOBEGIN, &nafter);
+	UnregisterSnapshot(snapshot);
+	if (task.drop)
+	{
+		int64		live_before = 0,
+					live_after = 0;
+
+		for (int i = 0; i < nsgs; i++)
+			live_before += sgs[i].row_count - sgs[i].masked_rows;
+		for (int i = 0; i < nafter; i++)
+			live_after += after[i].row_count - after[i].masked_rows;
+		ereport(elevel,
+				(errmsg("zipper_lake table \"%s\": retention dropped " INT64_FORMAT " versions",
+						RelationGetRelationName(rel), live_before - live_after)));
+	}
+	if (task.compact)
+		ereport(elevel,
+				(errmsg("zipper_lake table \"%s\": compacted history: " INT64_FORMAT " masked rows before, " INT64_FORMAT " after",
+						RelationGetRelationName(rel), masked_rows(sgs, nsgs), masked_rows(after, nafter))));
+	*sgs_inout = after;
+	*nsgs_inout = nafter;
 }
 
 /*
  * The worker: connects to the table's database as the bootstrap superuser
- * (the table's owner may not log in) and drops the history in its own
- * transaction, giving up rather than wait for a lock.
+ * (the table's owner may not log in) and drops or compacts history in its
+ * own transaction, giving up rather than wait for a lock.
  */
 void
-zipper_lake_retention_worker(Datum main_arg)
+zipper_lake_maintenance_worker(Datum main_arg)
 {
-	RetentionTask task;
+	MaintenanceTask task;
 	Relation	rel;
 	ZLTableOptions opts;
 
@@ -322,29 +409,30 @@ zipper_lake_retention_worker(Datum main_arg)
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, "zipper_lake retention");
+	pgstat_report_activity(STATE_RUNNING, "zipper_lake maintenance");
 
 	if (!ConditionalLockRelationOid(task.relid, RowExclusiveLock))
 		ereport(LOG,
-				(errmsg("zipper_lake retention of table %u postponed: the table is locked", task.relid)));
+				(errmsg("zipper_lake maintenance of table %u postponed: the table is locked", task.relid)));
 	else if ((rel = try_relation_open(task.relid, NoLock)) != NULL)
 	{
-		if (zl_is_zipper_relation(rel) && zl_meta_load_options(rel, &opts, true) &&
-			opts.has_retention && task.cut < opts.open_end)
+		if (!zl_is_zipper_relation(rel) || !zl_meta_load_options(rel, &opts, true))
+			;					/* no longer a registered zipper table */
+		else if (!zl_write_lock_table(zl_storage_id(rel), true))
+			ereport(LOG,
+					(errmsg("zipper_lake maintenance of table \"%s\" postponed: a writer holds it",
+							RelationGetRelationName(rel))));
+		else
 		{
-			if (!zl_write_lock_table(zl_storage_id(rel), true))
-				ereport(LOG,
-						(errmsg("zipper_lake retention of table \"%s\" postponed: a writer holds it",
-								RelationGetRelationName(rel))));
-			else
-			{
-				int64		removed = zl_drop_history(rel, &opts, task.cut);
-
+			if (task.drop && opts.has_retention && task.cut < opts.open_end)
 				ereport(LOG,
 						(errmsg("zipper_lake retention of table \"%s\": dropped " INT64_FORMAT " versions that ended at or before %s",
-								RelationGetRelationName(rel), removed,
+								RelationGetRelationName(rel), zl_drop_history(rel, &opts, task.cut),
 								zl_instant_to_cstring(task.cut, opts.period_type))));
-			}
+			if (task.compact)
+				ereport(LOG,
+						(errmsg("zipper_lake table \"%s\": compacted %d history sub-groups",
+								RelationGetRelationName(rel), compact_history(rel))));
 		}
 		relation_close(rel, NoLock);
 	}

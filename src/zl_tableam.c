@@ -405,16 +405,6 @@ zl_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 				  "Plain VACUUM reports the space held by masked rows, deleted sub-groups and aborted writes.");
 }
 
-static int64
-live_rows(const ZLSubGroup *sgs, int nsgs)
-{
-	int64		rows = 0;
-
-	for (int i = 0; i < nsgs; i++)
-		rows += sgs[i].row_count - sgs[i].masked_rows;
-	return rows;
-}
-
 /*
  * VACUUM has nothing to remove row by row: masked rows go when compaction
  * rewrites their sub-group, and the blocks of deleted sub-groups are
@@ -456,18 +446,8 @@ zl_relation_vacuum(Relation rel, struct VacuumParams *params,
 	sgs = zl_meta_load_subgroups(zl_storage_id(rel), snapshot, DATEVAL_NOBEGIN, &nsgs);
 	UnregisterSnapshot(snapshot);
 
-	/* README "Lifecycle": retention, by a worker of its own */
-	if (zl_retention_vacuum(rel, sgs, nsgs, elevel))
-	{
-		int64		live_before = live_rows(sgs, nsgs);
-
-		snapshot = RegisterSnapshot(GetLatestSnapshot());
-		sgs = zl_meta_load_subgroups(zl_storage_id(rel), snapshot, DATEVAL_NOBEGIN, &nsgs);
-		UnregisterSnapshot(snapshot);
-		ereport(elevel,
-				(errmsg("zipper_lake table \"%s\": retention dropped " INT64_FORMAT " versions",
-						RelationGetRelationName(rel), live_before - live_rows(sgs, nsgs))));
-	}
+	/* README "Lifecycle": retention and history compaction, by a worker */
+	zl_maintenance_vacuum(rel, &sgs, &nsgs, elevel);	/* then the sub-groups after it */
 
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	extents = zl_meta_load_free_extents(zl_storage_id(rel), snapshot, &nextents);
