@@ -1,0 +1,70 @@
+# Retention enforced by autovacuum (README "Lifecycle"): rows written to a
+# zipper table count as inserts, so autovacuum visits it, and its VACUUM
+# has the maintenance worker drop the history that ended more than the
+# table's retention ago and compact history sub-groups mostly masked --
+# with no VACUUM run by hand.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('main');
+$node->init;
+$node->append_conf('postgresql.conf', q(
+autovacuum_naptime = 1
+autovacuum_vacuum_insert_threshold = 100
+autovacuum_vacuum_insert_scale_factor = 0
+log_autovacuum_min_duration = 0
+));
+$node->start;
+
+$node->safe_psql('postgres', q(
+CREATE EXTENSION zipper_lake;
+CREATE TABLE acc (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+SELECT zipper_lake.register('acc', ARRAY['id']);
+SELECT zipper_lake.set_retention('acc', '1 year');
+-- a version of every key a week, from two years ago to now
+CREATE TABLE ch (id int, v int, change_time timestamptz);
+INSERT INTO ch SELECT k, w, date_trunc('day', now()) - interval '730 days' + w * interval '7 days'
+  FROM generate_series(1, 50) k, generate_series(0, 103) w;
+SELECT count(*) FROM zipper_lake.apply_changes('acc', 'ch');
+));
+my $ended_long_ago = q(SELECT count(*) FROM acc WHERE valid_to <= now() - interval '1 year 1 day');
+ok($node->safe_psql('postgres', $ended_long_ago) > 0, 'history older than the retention was written');
+
+ok($node->poll_query_until('postgres', "SELECT ($ended_long_ago) = 0"),
+	'autovacuum dropped the history that ended more than a year ago');
+is($node->safe_psql('postgres',
+		q{SELECT (SELECT count(*) FROM acc WHERE valid_to > now() - interval '1 year' + interval '1 day')
+		  = (SELECT count(*) + 50 FROM ch WHERE change_time > now() - interval '1 year' + interval '1 day')}),
+	't', 'history that ended within the year is kept (every change closed one, 50 are open)');
+is($node->safe_psql('postgres', q(SELECT count(*) FROM zipper_lake.verify('acc'))), '0', 'verify is clean');
+ok( $node->safe_psql('postgres',
+		q(SELECT history_cut > now() - interval '1 year 1 day' FROM zipper_lake.registration)),
+	'the cut is recorded');
+like(slurp_file($node->logfile), qr/zipper_lake retention of table "acc": dropped \d+ versions/,
+	'the maintenance worker logged what it dropped');
+
+# late changes mask history rows; autovacuum's worker compacts the
+# sub-groups they left more than half masked
+$node->safe_psql('postgres', q(
+CREATE TABLE late (id int, v int, change_time timestamptz);
+INSERT INTO late SELECT k, -w, date_trunc('day', now()) - interval '730 days' + w * interval '7 days' + interval '1 day'
+  FROM generate_series(1, 50) k, generate_series(90, 93) w;
+SELECT count(*) FROM zipper_lake.apply_changes('acc', 'late');
+CREATE TABLE expected AS SELECT * FROM acc;
+));
+ok($node->poll_query_until('postgres',
+		q{SELECT coalesce(sum(masked_rows), 0) = 0 FROM zipper_lake.inspect('acc')}),
+	'autovacuum compacted the masked history');
+is($node->safe_psql('postgres',
+		q{SELECT count(*) FROM ((TABLE acc EXCEPT ALL TABLE expected) UNION ALL (TABLE expected EXCEPT ALL TABLE acc)) d}),
+	'0', 'compaction kept every version');
+is($node->safe_psql('postgres', q(SELECT count(*) FROM zipper_lake.verify('acc'))), '0', 'verify is clean after compaction');
+
+$node->stop;
+done_testing();
