@@ -70,7 +70,7 @@ zl_start_cluster() {
     fi
     if ! zl_as_pguser $PG_BIN/pg_ctl -D "$ZL_DIR/data" status >/dev/null 2>&1; then
         zl_as_pguser $PG_BIN/pg_ctl -D "$ZL_DIR/data" -w -l "$ZL_DIR/server.log" \
-            -o "-p $ZL_PORT -k $ZL_DIR -c listen_addresses= -c max_prepared_transactions=4" start >/dev/null
+            -o "-p $ZL_PORT -k $ZL_DIR -c listen_addresses= -c max_prepared_transactions=4 ${ZL_SERVER_OPTS:-}" start >/dev/null
     fi
 }
 
