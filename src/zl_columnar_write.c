@@ -786,10 +786,24 @@ zl_columnar_writer_add(ZLColumnarWriter *w, HeapTuple tuple)
 		{
 			struct varlena *p = (struct varlena *) DatumGetPointer(v);
 
-			/* inline and uncompressed (a short header may stay) */
-			v = PointerGetDatum(VARATT_IS_EXTERNAL(p) || VARATT_IS_COMPRESSED(p) ?
-								detoast_attr(p) :
-								(struct varlena *) datumCopy(v, false, -1));
+			/*
+			 * Inline, uncompressed, with a 4-byte header: the min/max
+			 * comparisons would otherwise copy every short value they
+			 * detoast (the encoders write short headers again).
+			 */
+			if (VARATT_IS_EXTERNAL(p) || VARATT_IS_COMPRESSED(p))
+				v = PointerGetDatum(detoast_attr(p));
+			else if (VARATT_IS_SHORT(p))
+			{
+				Size		data_len = VARSIZE_SHORT(p) - VARHDRSZ_SHORT;
+				struct varlena *wide = palloc(VARHDRSZ + data_len);
+
+				SET_VARSIZE(wide, VARHDRSZ + data_len);
+				memcpy(VARDATA(wide), VARDATA_SHORT(p), data_len);
+				v = PointerGetDatum(wide);
+			}
+			else
+				v = datumCopy(v, false, -1);
 		}
 		else if (!t->byval)
 			v = datumCopy(v, false, t->len);
