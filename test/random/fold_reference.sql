@@ -219,6 +219,26 @@ END
 $fn$;
 
 /*
+ * README "Lifecycle": erase the keys a relation lists (key columns by name)
+ * -- their changes leave the log and their versions the target, so they
+ * start again from "absent", as keys never seen before (a snapshot with
+ * deletes then deletes them at its time like any key missing from it).
+ */
+CREATE FUNCTION zl_fold.erase(target regclass, keys regclass)
+RETURNS void
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    t   zl_fold.targets;
+    kl  text;
+BEGIN
+    t := zl_fold.target_of(target);
+    kl := zl_ref.col_list(t.key);
+    EXECUTE format('DELETE FROM %s WHERE (%s) IN (SELECT %s FROM %s)', t.log, kl, kl, keys);
+    EXECUTE format('DELETE FROM %s WHERE (%s) IN (SELECT %s FROM %s)', target, kl, kl, keys);
+END
+$fn$;
+
+/*
  * Recompute from the log the history of every key that application app
  * changes (the fold described at the top; the history of a key is the fold
  * of its own changes, so no other key's changes), and count what the

@@ -554,6 +554,14 @@ class FoldModel:
         return sorted(((k,) + vals + (f, u) for k in self.keys() for f, u, vals in self.history(k)),
                       key=sort_key)
 
+    def erase(self, keys):
+        """README "Lifecycle": the keys start again from "absent", like keys
+        never seen (missing from every snapshot's image)."""
+        for k in keys:
+            self.log.pop(k, None)
+            for _, image in self.snapshots.values():
+                image.discard(k)
+
     def value_at(self, key, t):
         for f, u, vals in self.history(key):
             if f <= t < u:
@@ -988,6 +996,7 @@ class SeedRun:
         self.counts = collections.Counter()     # what the run did
         self.stats = collections.Counter()      # the model's counts, summed over the run
         self.layout_max = collections.Counter()  # --verbose: see layout()
+        self.life_rng = random.Random("life-%d" % seed)     # erase, VACUUM
 
     def fmt_row(self, r):
         return "(id=%s name=%s amount=%s [%s, %s))" % (
@@ -1320,6 +1329,39 @@ class SeedRun:
             self.counts["partial changes"] += sum(KEEP in (c.name, c.amount) for c in changes
                                                   if is_upsert(c.op))
             self.track_layout()
+            if self.zip and not self.lifecycle(bno):
+                return False
+        return True
+
+    def lifecycle(self, bno):
+        """Now and then (README "Lifecycle"): erase a few keys -- from
+        rc_zip, from the reference's log and from the model -- and VACUUM
+        rc_zip (which compacts history sub-groups mostly masked); the tables
+        must still agree, and later batches fold the erased keys from
+        "absent"."""
+        rng, db = self.life_rng, self.db
+        before, apps = self.model.rows(), self.model.apps
+        kind = None
+        try:
+            if rng.random() < 0.15 and self.model.keys():
+                keys = rng.sample(sorted(self.model.keys()), min(len(self.model.keys()), rng.randint(1, 3)))
+                kind = "erase of keys %s" % keys
+                db.drop("rc_erase")
+                db.run("CREATE TABLE rc_erase (id int)")
+                db.run("INSERT INTO rc_erase SELECT unnest(%s::int[])", (keys,))
+                db.run("SELECT zl_fold.erase('rc_fold', 'rc_erase')")
+                db.run("SELECT zipper_lake.erase('rc_zip', 'rc_erase')")
+                self.model.erase(keys)
+                self.check()
+                self.counts["erases"] += 1
+            if rng.random() < 0.15:
+                kind = "VACUUM (compacts history)"
+                db.run("VACUUM rc_zip")
+                self.check()
+                self.counts["vacuums"] += 1
+        except (Failure, psycopg2.Error) as err:
+            self.report(bno, kind, [], err, before, apps)
+            return False
         return True
 
 
@@ -2007,12 +2049,14 @@ def main():
             sys.exit(1)
         configs[run.cfg.name] += 1
         st = run.stats
-        print("seed %d ok [%s, track %s]: %d batches (%d snapshots, %d partial; %d with seq, %d re-applied), "
+        print("seed %d ok [%s, track %s]: %d batches (%d snapshots, %d partial; %d with seq, %d re-applied; "
+              "%d erases, %d vacuums), "
               "%d changes (%d partial), %d versions; %d late, %d unchanged, %d inserted, "
               "%d deleted, %d closed; %.1fs"
               % (seed, run.cfg.name, run.track, args.batches, run.counts["snapshots"],
                  run.counts["partial snapshots"], run.counts["seq batches"],
-                 run.counts["re-applied"], run.counts["changes"], run.counts["partial changes"],
+                 run.counts["re-applied"], run.counts["erases"], run.counts["vacuums"],
+                 run.counts["changes"], run.counts["partial changes"],
                  len(run.model.rows()), st["late"], st["unchanged"], st["inserted"],
                  st["deleted"], st["closed"], time.time() - t0))
         if args.verbose and run.zip:
