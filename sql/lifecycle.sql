@@ -181,8 +181,16 @@ SELECT changes, inserted, closed FROM zipper_lake.apply_changes('big', 'big_ch')
 CREATE TABLE toast_file AS SELECT pg_relation_filepath(reltoastrelid) AS path FROM pg_class WHERE oid = 'big'::regclass;
 CHECKPOINT;
 SELECT position('SECRET'::bytea IN pg_read_binary_file(path)) > 0 AS toast_holds_secret FROM toast_file;
+-- key 4: two adjacent versions with one big value, loaded together, become
+-- one version (the second's TOAST value must not stay behind, unreferenced)
+INSERT INTO big
+SELECT 4, doc, f, t
+  FROM (SELECT 'SECRET' || string_agg(md5(i::text || 'four'), '') AS doc FROM generate_series(1, 200) i) d,
+       (VALUES ('2024-02-01'::timestamptz, '2024-02-02'::timestamptz),
+               ('2024-02-02', '2024-02-03')) p(f, t);
+SELECT id, valid_from, valid_to FROM big WHERE id = 4;
 CREATE TABLE forget_big (id int);
-INSERT INTO forget_big VALUES (2);
+INSERT INTO forget_big VALUES (2), (4);
 SELECT zipper_lake.erase('big', 'forget_big');
 VACUUM big;
 VACUUM big;

@@ -1965,6 +1965,11 @@ apply_batch(ApplyContext *ac)
 	ac->snapshot = RegisterSnapshot(GetLatestSnapshot());
 	if (!ac->head_loaded)
 	{
+		ZLTableOptions now;
+
+		/* the history cut as the last writer left it (README "Lifecycle") */
+		if (zl_meta_load_options(ac->rel, &now, true))
+			ac->opts.history_cut = now.history_cut;
 		load_record_head(ac);
 		if (ac->ntable_deletes > 0)
 			check_horizon(ac, NULL);	/* changes of every key */

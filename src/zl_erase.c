@@ -213,32 +213,45 @@ collect_toast_values(EraseContext *ec, HeapTuple tuple)
 	{
 		Form_pg_attribute att = TupleDescAttr(ec->desc, i);
 		struct varlena *value;
-		struct varatt_external pointer;
-		ListCell   *lc;
-		bool		seen = false;
+		struct varlena *copy;
 
 		if (att->attisdropped || att->attlen != -1 || ec->scratch_null[i])
 			continue;
 		value = (struct varlena *) DatumGetPointer(ec->scratch[i]);
 		if (!VARATT_IS_EXTERNAL_ONDISK(value))
 			continue;
-		VARATT_EXTERNAL_GET_POINTER(pointer, value);
-		foreach(lc, ec->toast_values)
-		{
-			struct varatt_external other;
+		copy = palloc(VARSIZE_EXTERNAL(value));
+		memcpy(copy, value, VARSIZE_EXTERNAL(value));
+		ec->toast_values = lappend(ec->toast_values, copy);
+	}
+}
 
-			VARATT_EXTERNAL_GET_POINTER(other, (struct varlena *) lfirst(lc));
-			if (other.va_valueid == pointer.va_valueid &&
-				other.va_toastrelid == pointer.va_toastrelid)
-				seen = true;
-		}
-		if (!seen)
-		{
-			struct varlena *copy = palloc(VARSIZE_EXTERNAL(value));
+static int
+toast_pointer_cmp(const ListCell *a, const ListCell *b)
+{
+	struct varatt_external x,
+				y;
 
-			memcpy(copy, value, VARSIZE_EXTERNAL(value));
-			ec->toast_values = lappend(ec->toast_values, copy);
-		}
+	VARATT_EXTERNAL_GET_POINTER(x, (struct varlena *) lfirst(a));
+	VARATT_EXTERNAL_GET_POINTER(y, (struct varlena *) lfirst(b));
+	if (x.va_toastrelid != y.va_toastrelid)
+		return x.va_toastrelid < y.va_toastrelid ? -1 : 1;
+	return x.va_valueid < y.va_valueid ? -1 : (x.va_valueid > y.va_valueid);
+}
+
+/* delete the collected TOAST values, each once (copies of a version share them) */
+static void
+delete_toast_values(EraseContext *ec)
+{
+	ListCell   *lc;
+	ListCell   *prev = NULL;
+
+	list_sort(ec->toast_values, toast_pointer_cmp);
+	foreach(lc, ec->toast_values)
+	{
+		if (prev == NULL || toast_pointer_cmp(prev, lc) != 0)
+			toast_delete_datum(ec->rel, PointerGetDatum(lfirst(lc)), false);
+		prev = lc;
 	}
 }
 
@@ -350,11 +363,8 @@ zipper_lake_erase(PG_FUNCTION_ARGS)
 	CommandCounterIncrement();
 	if (ec.nkeys > 0)
 	{
-		ListCell   *lc;
-
 		erase_rows(&ec);
-		foreach(lc, ec.toast_values)
-			toast_delete_datum(ec.rel, PointerGetDatum(lfirst(lc)), false);
+		delete_toast_values(&ec);
 		if (zl_meta_record_exists())
 			zl_record_rewrite(zl_record_codec_create(ec.desc, &ec.opts, ec.hasher), relid,
 							  ec.opts.history_cut == ZL_NO_HISTORY_CUT ? PG_INT64_MIN :

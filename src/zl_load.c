@@ -55,6 +55,7 @@
 #include "zipper_lake.h"
 
 #include "access/htup_details.h"
+#include "access/toast_internals.h"
 #include "access/tupdesc.h"
 #include "access/xact.h"
 #include "catalog/pg_operator_d.h"
@@ -432,6 +433,27 @@ key_check_for(LoadCheck *lc)
 }
 
 /*
+ * A loaded row merged into the run before it is not written: the TOAST
+ * values it was given when inserted belong to nobody else (every row
+ * inserted is toasted afresh), so they go with it, or erase could never
+ * find them (README "Lifecycle").
+ */
+static void
+drop_toast_values(LoadCheck *lc, const Datum *values, const bool *nulls)
+{
+	TupleDesc	tupdesc = lc->load->tupdesc;
+
+	for (int i = 0; i < tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+		if (!att->attisdropped && att->attlen == -1 && !nulls[i] &&
+			VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(values[i])))
+			toast_delete_datum(lc->rel, values[i], false);
+	}
+}
+
+/*
  * One version, loaded or stored, in (key hash, valid_from) order: refuse
  * an overlap with an earlier one of its key, extend the key's run of
  * equal versions or start a new one.
@@ -487,7 +509,9 @@ check_item(LoadCheck *lc, TupleTableSlot *slot)
 			kc->run_to = to;
 			kc->run_loaded |= loaded;
 			kc->run_items++;
-			if (!loaded)
+			if (loaded)
+				drop_toast_values(lc, values, nulls);
+			else
 			{
 				if (kc->nrun_stored == kc->maxrun_stored)
 				{

@@ -53,6 +53,9 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
@@ -66,6 +69,9 @@
 PG_FUNCTION_INFO_V1(zipper_lake_drop_history);
 
 PGDLLEXPORT void zipper_lake_maintenance_worker(Datum main_arg);
+
+/* how long the worker waits for a lock before it gives up (see below) */
+#define ZL_WORKER_LOCK_TIMEOUT	"10s"
 
 /* ---------- dropping ---------- */
 
@@ -113,18 +119,11 @@ zl_drop_history(Relation rel, const ZLTableOptions *opts, int64 cut)
 	int			nsgs;
 	DateADT		last_whole = DATEVAL_NOBEGIN;
 	int64		removed = 0;
-	int			nmasks = 0;
-	int64	   *mask_ids;
-	int32	  **mask_positions;
-	int		   *mask_counts;
 
 	Assert(cut < opts->open_end);
 	CommandCounterIncrement();
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	sgs = zl_meta_load_subgroups(storage_id, snapshot, DATEVAL_NOBEGIN, &nsgs);	/* and masks */
-	mask_ids = palloc(sizeof(int64) * Max(nsgs, 1));
-	mask_positions = palloc(sizeof(int32 *) * Max(nsgs, 1));
-	mask_counts = palloc(sizeof(int) * Max(nsgs, 1));
 
 	/* whole partitions first: their valid_to ranges grow with partition_end */
 	for (int i = 0; i < nsgs; i++)
@@ -157,20 +156,19 @@ zl_drop_history(Relation rel, const ZLTableOptions *opts, int64 cut)
 		zl_read_subgroup_rows(rel, &sgs[i], false, collect_ended, &er);
 		if (er.npositions == 0)
 			continue;
-		mask_ids[nmasks] = sgs[i].subgroup_id;
-		mask_positions[nmasks] = er.positions;
-		mask_counts[nmasks] = er.npositions;
-		nmasks++;
+		/* a mask row each (at most ZL_MAX_SUBGROUP_ROWS positions) */
+		zl_meta_insert_masks(rel, 1, &sgs[i].subgroup_id, &er.positions, &er.npositions);
+		pfree(er.positions);
 		removed += er.npositions;
 	}
 	UnregisterSnapshot(snapshot);
 
 	if (last_whole != DATEVAL_NOBEGIN)
 		(void) zl_meta_drop_partitions(rel, last_whole);
-	zl_meta_insert_masks(rel, nmasks, mask_ids, mask_positions, mask_counts);
 	zl_meta_raise_history_cut(RelationGetRelid(rel), cut);
-	/* cached registrations (the cut) follow the commit */
+	/* cached registrations (the cut) follow the commit; so does this transaction's next load */
 	CacheInvalidateRelcache(rel);
+	zl_write_discard_relation(RelationGetRelid(rel));
 	return removed;
 }
 
@@ -327,6 +325,7 @@ zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs_inout, int *nsgs_inout, int
 	BackgroundWorker worker = {0};
 	BackgroundWorkerHandle *handle;
 	MaintenanceTask task = {0};
+	BgwHandleStatus status = BGWH_NOT_YET_STARTED;
 	pid_t		pid;
 	ZLSubGroup *after;
 	int			nafter;
@@ -354,7 +353,8 @@ zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs_inout, int *nsgs_inout, int
 	memcpy(worker.bgw_extra, &task, sizeof(task));
 
 	if (!RegisterDynamicBackgroundWorker(&worker, &handle) ||
-		WaitForBackgroundWorkerStartup(handle, &pid) != BGWH_STARTED)
+		(status = WaitForBackgroundWorkerStartup(handle, &pid)) == BGWH_POSTMASTER_DIED ||
+		status == BGWH_NOT_YET_STARTED)
 	{
 		ereport(elevel == INFO ? WARNING : LOG,
 				(errmsg("zipper_lake table \"%s\": could not start a maintenance worker",
@@ -363,7 +363,8 @@ zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs_inout, int *nsgs_inout, int
 				 errhint("Raise max_worker_processes, or call zipper_lake.drop_history().")));
 		return;
 	}
-	if (WaitForBackgroundWorkerShutdown(handle) != BGWH_STOPPED)
+	/* (a worker quick enough may have stopped before it was seen started) */
+	if (status == BGWH_STARTED && WaitForBackgroundWorkerShutdown(handle) != BGWH_STOPPED)
 		return;
 
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
@@ -390,10 +391,45 @@ zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs_inout, int *nsgs_inout, int
 	*nsgs_inout = nafter;
 }
 
+/* the worker's work, under the table's writer lock, as the table's owner */
+static void
+maintain(Relation rel, ZLTableOptions *opts, const MaintenanceTask *task)
+{
+	Oid			save_userid;
+	int			save_sec_context;
+
+	/* as VACUUM does: the owner's rights, no user code with more */
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(rel->rd_rel->relowner,
+						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	if (task->drop && opts->has_retention && task->cut < opts->open_end)
+	{
+		int64		dropped = zl_drop_history(rel, opts, task->cut);
+
+		ereport(LOG,
+				(errmsg("zipper_lake retention of table \"%s\": dropped " INT64_FORMAT " versions that ended at or before %s",
+						RelationGetRelationName(rel), dropped,
+						zl_instant_to_cstring(task->cut, opts->period_type))));
+	}
+	if (task->compact)
+	{
+		int			compacted = compact_history(rel);
+
+		ereport(LOG,
+				(errmsg("zipper_lake table \"%s\": compacted %d history sub-groups",
+						RelationGetRelationName(rel), compacted)));
+	}
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+}
+
 /*
  * The worker: connects to the table's database as the bootstrap superuser
- * (the table's owner may not log in) and drops or compacts history in its
- * own transaction, giving up rather than wait for a lock.
+ * (the table's owner may not log in), works as the table's owner, in a
+ * read-committed, read-write transaction of its own, and never waits long
+ * for a lock: it takes the table's locks conditionally and every other
+ * lock under a lock_timeout, since the VACUUM waiting for it is invisible
+ * to the deadlock detector.  Fast shutdown and pg_terminate_backend end it
+ * like a backend (die: at the next CHECK_FOR_INTERRUPTS).
  */
 void
 zipper_lake_maintenance_worker(Datum main_arg)
@@ -403,8 +439,13 @@ zipper_lake_maintenance_worker(Datum main_arg)
 	ZLTableOptions opts;
 
 	memcpy(&task, MyBgworkerEntry->bgw_extra, sizeof(task));
+	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnectionByOid(task.database, InvalidOid, 0);
+	BackgroundWorkerInitializeConnectionByOid(task.database, InvalidOid,
+											  BGWORKER_BYPASS_ALLOWCONN);
+	SetConfigOption("lock_timeout", ZL_WORKER_LOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -423,17 +464,7 @@ zipper_lake_maintenance_worker(Datum main_arg)
 					(errmsg("zipper_lake maintenance of table \"%s\" postponed: a writer holds it",
 							RelationGetRelationName(rel))));
 		else
-		{
-			if (task.drop && opts.has_retention && task.cut < opts.open_end)
-				ereport(LOG,
-						(errmsg("zipper_lake retention of table \"%s\": dropped " INT64_FORMAT " versions that ended at or before %s",
-								RelationGetRelationName(rel), zl_drop_history(rel, &opts, task.cut),
-								zl_instant_to_cstring(task.cut, opts.period_type))));
-			if (task.compact)
-				ereport(LOG,
-						(errmsg("zipper_lake table \"%s\": compacted %d history sub-groups",
-								RelationGetRelationName(rel), compact_history(rel))));
-		}
+			maintain(rel, &opts, &task);
 		relation_close(rel, NoLock);
 	}
 

@@ -8,11 +8,11 @@
  * still in the files: the blocks of the sub-groups it rewrote (now free
  * extents, zl_freespace.c), and the TOAST rows it deleted.  Each erase
  * counts a request on the metapage; VACUUM (zl_tableam.c) wipes while
- * requests are open, holding the writer lock so that no writer takes free
- * blocks meanwhile:
+ * requests are open:
  *
  *  - the pages of every free extent that no snapshot can reach are zeroed
- *    (zl_free_space_wipe);
+ *    (zl_free_space_wipe), under the writer lock, so that no writer takes
+ *    free blocks meanwhile;
  *  - the TOAST relation is vacuumed first (heap's own VACUUM, which
  *    removes the deleted rows once no snapshot can see them; vacuum_rel
  *    visits it again afterwards, finding nothing to do), then the free
@@ -21,15 +21,17 @@
  *    (which stores no free space: a standby's copy is wiped by the replay).
  *
  * The requests are settled only when no free extent waited for an older
- * snapshot — the erase's own extents are then reachable by none, and so
- * are its TOAST rows, which the same horizon lets VACUUM remove.  Until
- * then every VACUUM wipes again.  WAL written before the wipe, and
- * backups, still hold the bytes: they age out with them.
+ * snapshot and no TOAST page still holds a deleted row (one a snapshot
+ * can see, or that VACUUM could not prune without a cleanup lock).  Until
+ * then every VACUUM wipes again.  Not wiped: blocks written by aborted
+ * transactions (zipper_lake.reclaim() makes them free extents), and WAL
+ * and backups written before the wipe, which age out with them.
  *
  *-------------------------------------------------------------------------
  */
 #include "zipper_lake.h"
 
+#include "access/heapam.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xloginsert.h"
@@ -38,6 +40,7 @@
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "storage/lmgr.h"
+#include "storage/procarray.h"
 #include "utils/rel.h"
 
 /* are all these bytes zero? */
@@ -50,13 +53,45 @@ zl_bytes_are_zero(const char *bytes, Size len)
 	return true;
 }
 
-/* zero the free space inside every page of a heap relation; returns pages changed */
+/* does the page still hold a row deleted but not removed (by VACUUM)? */
+static bool
+holds_dead_rows(Relation rel, Buffer buffer, Page page, TransactionId oldest_xmin)
+{
+	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+
+	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+	{
+		ItemId		itemid = PageGetItemId(page, off);
+		HeapTupleData tuple;
+		HTSV_Result result;
+
+		if (!ItemIdIsNormal(itemid))
+			continue;
+		tuple.t_data = (HeapTupleHeader) PageGetItem(page, itemid);
+		tuple.t_len = ItemIdGetLength(itemid);
+		tuple.t_tableOid = RelationGetRelid(rel);
+		ItemPointerSet(&tuple.t_self, BufferGetBlockNumber(buffer), off);
+		result = HeapTupleSatisfiesVacuum(&tuple, oldest_xmin, buffer);
+		if (result == HEAPTUPLE_DEAD || result == HEAPTUPLE_RECENTLY_DEAD ||
+			result == HEAPTUPLE_DELETE_IN_PROGRESS)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Zero the free space inside every page of a heap relation; returns pages
+ * changed.  *complete: no page still holds deleted rows (VACUUM could not
+ * remove them yet: a snapshot sees them, or no cleanup lock was had).
+ */
 static int64
-wipe_free_space(Relation rel, BufferAccessStrategy strategy)
+wipe_free_space(Relation rel, BufferAccessStrategy strategy, bool *complete)
 {
 	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	TransactionId oldest_xmin = GetOldestNonRemovableTransactionId(rel);
 	int64		wiped = 0;
 
+	*complete = true;
 	for (BlockNumber block = 0; block < nblocks; block++)
 	{
 		Buffer		buffer = ReadBufferExtended(rel, MAIN_FORKNUM, block, RBM_NORMAL, strategy);
@@ -64,7 +99,11 @@ wipe_free_space(Relation rel, BufferAccessStrategy strategy)
 
 		CHECK_FOR_INTERRUPTS();
 		LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
-		if (!PageIsNew(page))
+		if (!PageIsNew(page) && holds_dead_rows(rel, buffer, page, oldest_xmin))
+			*complete = false;
+		if (!PageIsNew(page) && PageGetMaxOffsetNumber(page) <= MaxHeapTuplesPerPage &&
+			((PageHeader) page)->pd_lower >= SizeOfPageHeaderData &&
+			((PageHeader) page)->pd_upper <= BLCKSZ)
 		{
 			PageHeader	header = (PageHeader) page;
 			Size		hole = header->pd_upper > header->pd_lower ?
@@ -110,15 +149,17 @@ zl_scrub_vacuum(Relation rel, struct VacuumParams *params, BufferAccessStrategy 
 		return;
 	}
 	pages = zl_free_space_wipe(rel, bstrategy, &complete);
+	zl_write_unlock_table(storage_id);	/* writers may take free blocks again */
 	if (OidIsValid(rel->rd_rel->reltoastrelid))
 	{
 		Relation	toast = table_open(rel->rd_rel->reltoastrelid, ShareUpdateExclusiveLock);
+		bool		toast_complete;
 
 		table_relation_vacuum(toast, params, bstrategy);
-		toast_pages = wipe_free_space(toast, bstrategy);
+		toast_pages = wipe_free_space(toast, bstrategy, &toast_complete);
+		complete &= toast_complete;
 		table_close(toast, NoLock);
 	}
-	zl_write_unlock_table(storage_id);
 	if (complete)
 		zl_storage_scrub_done(rel, requests);
 	ereport(elevel,
