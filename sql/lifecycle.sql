@@ -208,7 +208,7 @@ SELECT zipper_lake.erase('zc', 'forget');
 SELECT zipper_lake.erase('zc', NULL);
 SELECT count(*) FROM zc WHERE id = 7;
 
--- VACUUM compacts history sub-groups more than half masked (late changes
+-- VACUUM compacts sub-groups more than an eighth masked (late changes
 -- replaced 6 of the 10 versions that ended on Jan 3): same rows, no masks
 CREATE TABLE hc (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
   USING zipper_lake;

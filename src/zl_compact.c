@@ -14,9 +14,10 @@
  * Readers with older snapshots keep seeing the old sub-group, whose blocks
  * later writers reuse once none can (zl_freespace.c); the current
  * partition stays at most about twice its live size, so the cost of a
- * batch does not grow with history.  History sub-groups are compacted the
- * same way by VACUUM's worker (zl_retention.c), and the sub-groups of
- * erased keys by erase (zl_erase.c), through zl_rewrite_subgroup.
+ * batch does not grow with history.  VACUUM's worker (zl_retention.c)
+ * compacts every sub-group more than an eighth masked the same way, and
+ * erase (zl_erase.c) the sub-groups of the keys it erases, through
+ * zl_rewrite_subgroup.
  *
  *-------------------------------------------------------------------------
  */

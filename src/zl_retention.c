@@ -2,7 +2,7 @@
  *
  * zl_retention.c
  *	  Dropping history by end date (drop_history), and VACUUM's worker:
- *	  retention and the compaction of history.
+ *	  retention and compaction.
  *
  * README "Lifecycle".  Versions live in end-date partitions (the date of
  * valid_to), so "every version that ended at or before the cut" is every
@@ -36,11 +36,10 @@
  * VACUUM tries again.  Autovacuum visits a zipper table after enough rows
  * were written (writes count as inserts in pg_stat_user_tables).
  *
- * The same worker compacts history: a history sub-group more than half of
- * whose rows are masked (late changes, a boundary partition) is written
- * again without them, as writers compact the current partition
- * (zl_compact.c), which they do in the same transaction instead because
- * they hold the current partition's metadata anyway.
+ * The same worker compacts: a sub-group more than an eighth of whose rows
+ * are masked (replaced versions, late changes, a boundary partition) is
+ * written again without them, as heap's VACUUM removes dead rows; writers
+ * compact current sub-groups themselves only beyond half (zl_compact.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -227,7 +226,7 @@ typedef struct MaintenanceTask
 	Oid			relid;
 	bool		drop;			/* drop history up to cut (retention) */
 	int64		cut;
-	bool		compact;		/* compact history sub-groups mostly masked */
+	bool		compact;		/* compact sub-groups with many masked rows */
 } MaintenanceTask;
 
 /* the cut retention asks for now (an instant), or false without retention */
@@ -264,20 +263,23 @@ history_due(const ZLTableOptions *opts, const ZLSubGroup *sgs, int nsgs, int64 c
 }
 
 /*
- * A history sub-group more than half of whose rows are masked (late
- * changes, drop_history's boundary) is worth writing again without them,
- * as writers compact the current partition (zl_compact.c).
+ * A sub-group more than an eighth of whose rows are masked (versions
+ * apply_changes replaced, late changes, drop_history's boundary) is worth
+ * writing again without them: scans and probes stop stepping over them,
+ * as heap's VACUUM removes dead rows.  Writers compact only beyond half
+ * (zl_compact.c), which keeps a batch's cost from growing with the masks.
  */
+#define ZL_VACUUM_COMPACT_SHARE	8
+
 static bool
 worth_compacting(const ZLSubGroup *sg)
 {
-	return sg->placed && sg->partition_end != ZL_CURRENT_PARTITION &&
-		sg->masked_rows * 2 > sg->row_count;
+	return sg->placed && sg->masked_rows * ZL_VACUUM_COMPACT_SHARE > sg->row_count;
 }
 
-/* compact the history sub-groups worth it; returns how many */
+/* compact the sub-groups worth it; returns how many */
 static int
-compact_history(Relation rel)
+compact_subgroups(Relation rel)
 {
 	Snapshot	snapshot;
 	ZLSubGroup *sgs;
@@ -312,7 +314,7 @@ masked_rows(const ZLSubGroup *sgs, int nsgs)
 
 /*
  * VACUUM's part (zl_tableam.c): if the table's retention makes history due,
- * or history sub-groups are mostly masked, have a worker drop or compact
+ * or sub-groups hold many masked rows, have a worker drop or compact
  * them, wait for it and report.  *sgs (with masks) are the sub-groups
  * VACUUM sees; after a worker ran, those it left.
  */
@@ -385,7 +387,7 @@ zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs_inout, int *nsgs_inout, int
 	}
 	if (task.compact)
 		ereport(elevel,
-				(errmsg("zipper_lake table \"%s\": compacted history: " INT64_FORMAT " masked rows before, " INT64_FORMAT " after",
+				(errmsg("zipper_lake table \"%s\": compacted sub-groups: " INT64_FORMAT " masked rows before, " INT64_FORMAT " after",
 						RelationGetRelationName(rel), masked_rows(sgs, nsgs), masked_rows(after, nafter))));
 	*sgs_inout = after;
 	*nsgs_inout = nafter;
@@ -413,10 +415,10 @@ maintain(Relation rel, ZLTableOptions *opts, const MaintenanceTask *task)
 	}
 	if (task->compact)
 	{
-		int			compacted = compact_history(rel);
+		int			compacted = compact_subgroups(rel);
 
 		ereport(LOG,
-				(errmsg("zipper_lake table \"%s\": compacted %d history sub-groups",
+				(errmsg("zipper_lake table \"%s\": compacted %d sub-groups",
 						RelationGetRelationName(rel), compacted)));
 	}
 	SetUserIdAndSecContext(save_userid, save_sec_context);

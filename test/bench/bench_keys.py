@@ -10,7 +10,7 @@ Two tables hold the same versions:
           each changing --change-rate of the keys at a random time of the day.
   h_keys  an ordinary heap table with the same rows (loaded in valid_from
           order, as a daily job appends them), PRIMARY KEY (id, valid_from)
-          and a btree on valid_to; VACUUM ANALYZE'd.
+          and a btree on valid_to.  Both tables are VACUUM ANALYZE'd.
 
 Queries, each timed by pgbench -M prepared (one client, --seconds seconds per
 query and table, tables alternated, the average latency pgbench reports; a
@@ -103,8 +103,10 @@ def build(conn, a):
                    SELECT 1 + (random() * (%s - 1))::int AS cust_id,
                           '2026-01-01'::timestamptz + random() * %s * interval '1 day' AS ts
                      FROM generate_series(1, %s)""", (a.keys, a.days + 1, a.facts))
+    # both tables vacuumed: heap's removes dead rows, zipper_lake's compacts
+    # sub-groups with many masked rows (README "Lifecycle")
     cur.execute("VACUUM ANALYZE h_keys")
-    cur.execute("ANALYZE z_keys")
+    cur.execute("VACUUM ANALYZE z_keys")
     cur.execute("VACUUM ANALYZE facts")
     cur.execute("TRUNCATE bench_keys_params")
     cur.execute("INSERT INTO bench_keys_params VALUES (%s)", (params_key(a),))

@@ -1336,7 +1336,7 @@ class SeedRun:
     def lifecycle(self, bno):
         """Now and then (README "Lifecycle"): erase a few keys -- from
         rc_zip, from the reference's log and from the model -- and VACUUM
-        rc_zip (which compacts history sub-groups mostly masked); the tables
+        rc_zip (which compacts sub-groups with many masked rows); the tables
         must still agree, and later batches fold the erased keys from
         "absent"."""
         rng, db = self.life_rng, self.db
@@ -1355,7 +1355,7 @@ class SeedRun:
                 self.check()
                 self.counts["erases"] += 1
             if rng.random() < 0.15:
-                kind = "VACUUM (compacts history)"
+                kind = "VACUUM (compacts masked rows)"
                 db.run("VACUUM rc_zip")
                 self.check()
                 self.counts["vacuums"] += 1

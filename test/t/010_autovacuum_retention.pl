@@ -1,7 +1,7 @@
 # Retention enforced by autovacuum (README "Lifecycle"): rows written to a
 # zipper table count as inserts, so autovacuum visits it, and its VACUUM
 # has the maintenance worker drop the history that ended more than the
-# table's retention ago and compact history sub-groups mostly masked --
+# table's retention ago and compact sub-groups with many masked rows --
 # with no VACUUM run by hand.
 
 use strict;
