@@ -18,6 +18,7 @@ use Test::More;
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1, extra => ['--data-checksums']);
+$primary->append_conf('postgresql.conf', 'autovacuum = off');    # its VACUUM would compact and truncate (TAP 010 tests it)
 $primary->start;
 $primary->backup('base');
 

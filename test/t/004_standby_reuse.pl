@@ -22,6 +22,7 @@ use Time::HiRes qw(usleep);
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1);
+$primary->append_conf('postgresql.conf', 'autovacuum = off');    # its VACUUM would compact and truncate (TAP 010 tests it)
 $primary->start;
 $primary->backup('base');
 

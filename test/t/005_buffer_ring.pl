@@ -21,6 +21,7 @@ use Test::More;
 
 my $node = PostgreSQL::Test::Cluster->new('ring');
 $node->init;
+$node->append_conf('postgresql.conf', 'autovacuum = off');    # its VACUUM would compact and truncate (TAP 010 tests it)
 $node->append_conf('postgresql.conf', qq(
 shared_buffers = '2MB'
 max_parallel_workers_per_gather = 0

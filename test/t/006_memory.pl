@@ -30,6 +30,7 @@ my $bound_kb = $work_mem_kb + 64 * 1024;
 
 my $node = PostgreSQL::Test::Cluster->new('load_memory');
 $node->init;
+$node->append_conf('postgresql.conf', 'autovacuum = off');    # its VACUUM would compact and truncate (TAP 010 tests it)
 $node->append_conf('postgresql.conf', qq(
 timezone = 'UTC'
 work_mem = '${work_mem_kb}kB'

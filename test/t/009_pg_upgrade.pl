@@ -37,6 +37,7 @@ for my $mode ('copy', 'link')
 	my @mode_option = $mode eq 'link' ? ('--link') : ();
 	my $old = PostgreSQL::Test::Cluster->new("old_$name");
 	$old->init;
+	$old->append_conf('postgresql.conf', 'autovacuum = off');
 	$old->append_conf('postgresql.conf', "timezone = 'UTC'");
 	$old->start;
 	$old->safe_psql('postgres', q(
@@ -62,6 +63,7 @@ ALTER TABLE zc ADD COLUMN added int DEFAULT 7;
 
 	my $new = PostgreSQL::Test::Cluster->new("new_$name");
 	$new->init;
+	$new->append_conf('postgresql.conf', 'autovacuum = off');
 	$new->append_conf('postgresql.conf', "timezone = 'UTC'");
 	my $workdir = PostgreSQL::Test::Utils::tempdir;
 	command_ok(

@@ -14,6 +14,7 @@ use Test::More;
 my $node = PostgreSQL::Test::Cluster->new('main');
 $node->init;
 $node->append_conf('postgresql.conf', q(
+autovacuum = on
 autovacuum_naptime = 1
 autovacuum_vacuum_insert_threshold = 100
 autovacuum_vacuum_insert_scale_factor = 0
