@@ -451,6 +451,7 @@ extern void zl_meta_set_history_format(Oid relid, text *format);
 extern void zl_meta_set_retention(Oid relid, Interval *keep);
 extern void zl_meta_raise_history_cut(Oid relid, int64 cut);
 extern int64 zl_meta_drop_partitions(Relation rel, DateADT last_partition);
+extern bool zl_meta_has_subgroups(uint64 storage_id);
 extern bool zl_meta_time_zone_exists(const char *name);
 extern bool zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write);
 extern void zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
@@ -652,9 +653,9 @@ extern void zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs, int *nsgs, int
 typedef struct ZLLoad ZLLoad;
 
 extern ZLLoad *zl_load_begin(const ZLTableOptions *opts, uint64 storage_id,
-							 TupleDesc tupdesc, ZLKeyHasher *hasher);
-extern void zl_load_add(ZLLoad *load, HeapTuple tuple, int64 valid_from, int64 valid_to);
-extern void zl_load_check(ZLLoad *load, Relation rel, ZLWriteState *writer);
+							 TupleDesc tupdesc, ZLKeyHasher *hasher, bool may_be_narrow);
+extern bool zl_load_add(ZLLoad *load, HeapTuple tuple, int64 valid_from, int64 valid_to);
+extern bool zl_load_check(ZLLoad *load, Relation rel, ZLWriteState *writer);
 extern void zl_load_end(ZLLoad *load);
 
 /* ---------- zl_prune.c ---------- */

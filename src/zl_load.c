@@ -38,6 +38,26 @@
  * a tuplestore meanwhile).  If no sub-group can hold such a version (an
  * empty table, pg_restore), the loaded stream is checked on its own.
  *
+ * Narrow loads
+ * ------------
+ * A load into a table that holds no sub-group yet (the initial load of a
+ * history; the writer lock, which the write state takes with its first
+ * row, keeps it so) has no stored version to meet, and usually comes in
+ * start order (INSERT ... SELECT ... ORDER BY valid_from).  Such a load
+ * begins narrow: each row's key and values are hashed (64-bit, by the
+ * types' extended hash functions, which agree with the equality that
+ * decides: zl_values_equal, key equality) and kept per key hash with the
+ * end of the key's latest version; a row that starts at or after that end,
+ * and if just at it, with values hashing otherwise, is handed to placement
+ * at once (zl_write_load) -- no sort by key, no second pass.  The first row
+ * that does not (out of start order, an overlap, possibly equal neighbours,
+ * or more keys than fit work_mem) ends the narrow part: it and all later
+ * rows go to the key sort, and at the flush the rows taken narrowly are
+ * read back from placement into it (zl_write.c, check_in_full), so the
+ * full check below decides, with its exact comparisons and errors.  A
+ * table with a value or key column whose type has no such hash function
+ * is always checked in full.
+ *
  * Memory
  * ------
  * The sort of loaded rows is one of the flush's two main sorts
@@ -45,7 +65,8 @@
  * chunk's buffer, the sort of its stored versions and the sort of stored
  * versions merged away get ZL_SIDE_KB (1 MB) each and spill to temporary
  * files beyond that; a chunk's key hashes take a quarter of work_mem, 4 MB
- * at most.  Not counted: the metadata of the sub-groups a load may touch
+ * at most; a narrow load's keys work_mem at most.  Not counted: the
+ * metadata of the sub-groups a load may touch
  * (some hundred bytes each, and their masks) and the key directories of
  * the current partition (8 bytes per open version, cached per backend as
  * for apply_changes, zl_keys.c).
@@ -60,13 +81,17 @@
 #include "access/xact.h"
 #include "catalog/pg_operator_d.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/tuplesort.h"
 #include "utils/tuplestore.h"
+#include "utils/typcache.h"
 
 /*
  * Distinct key hashes whose stored versions a load looks up at once: a
@@ -110,7 +135,28 @@ struct ZLLoad
 	int64		arrival;
 	int64		min_from;		/* of the loaded rows */
 	int64		max_to;
+
+	/* a narrow load ("Narrow loads" above) */
+	bool		narrow;			/* rows are still taken narrowly */
+	bool		took_narrow;	/* some were: placement holds them */
+	HTAB	   *last_versions;	/* key hash -> the key's latest version */
+	int			nkeys;			/* hashed columns: key columns first */
+	int			nhashed;
+	AttrNumber *hashed_attnums;
+	FmgrInfo   *hashed_proc;	/* extended (64-bit) hash functions */
+	Oid		   *hashed_collation;
+	Datum	   *row_values;		/* scratch, row-shaped */
+	bool	   *row_nulls;
 };
+
+/* a key's latest version in a narrow load, by the 64-bit hash of the key */
+typedef struct NarrowKey
+{
+	uint64		key_hash;
+	int64		last_from;
+	int64		last_to;
+	uint64		last_values;	/* hash of its values */
+} NarrowKey;
 
 /* ---------- loaded rows ---------- */
 
@@ -124,14 +170,120 @@ begin_item_sort(ZLLoad *load, int work_mem_kb)
 }
 
 /*
+ * Hash a column consistently with the equality that decides for it (key
+ * equality, zl_values_equal: the type cache's equality operator, under the
+ * column's collation)?  Only if that operator belongs to the type's hash
+ * operator family, whose extended hash function then agrees with it.
+ */
+static bool
+add_hashed_column(ZLLoad *load, Form_pg_attribute att)
+{
+	TypeCacheEntry *tc = lookup_type_cache(att->atttypid,
+										   TYPECACHE_EQ_OPR | TYPECACHE_HASH_OPFAMILY |
+										   TYPECACHE_HASH_EXTENDED_PROC_FINFO);
+
+	if (!OidIsValid(tc->eq_opr) || !OidIsValid(tc->hash_opf) ||
+		!OidIsValid(tc->hash_extended_proc_finfo.fn_oid) ||
+		!op_in_opfamily(tc->eq_opr, tc->hash_opf))
+		return false;
+	fmgr_info_copy(&load->hashed_proc[load->nhashed], &tc->hash_extended_proc_finfo,
+				   CurrentMemoryContext);
+	load->hashed_collation[load->nhashed] = att->attcollation;
+	load->hashed_attnums[load->nhashed++] = att->attnum;
+	return true;
+}
+
+/* can this load be narrow: every key and value column hashable so? */
+static bool
+prepare_narrow(ZLLoad *load)
+{
+	TupleDesc	tupdesc = load->tupdesc;
+	HASHCTL		ctl;
+
+	load->hashed_attnums = palloc(sizeof(AttrNumber) * tupdesc->natts);
+	load->hashed_proc = palloc0(sizeof(FmgrInfo) * tupdesc->natts);
+	load->hashed_collation = palloc(sizeof(Oid) * tupdesc->natts);
+	for (int i = 0; i < load->opts->nkeys; i++)
+		if (!add_hashed_column(load, TupleDescAttr(tupdesc, load->opts->key_attnums[i] - 1)))
+			return false;
+	load->nkeys = load->nhashed;
+	for (int i = 0; i < tupdesc->natts; i++)
+		if (zl_is_value_column(load->opts, TupleDescAttr(tupdesc, i)) &&
+			!add_hashed_column(load, TupleDescAttr(tupdesc, i)))
+			return false;
+	load->row_values = palloc(sizeof(Datum) * tupdesc->natts);
+	load->row_nulls = palloc(sizeof(bool) * tupdesc->natts);
+	ctl.keysize = sizeof(uint64);
+	ctl.entrysize = sizeof(NarrowKey);
+	ctl.hcxt = CurrentMemoryContext;
+	load->last_versions = hash_create("zipper_lake narrow load", 1024, &ctl,
+									  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	return true;
+}
+
+/* a 64-bit hash of the deformed row's hashed columns [first, last) (NULLs too) */
+static uint64
+hash_columns(ZLLoad *load, int first, int last)
+{
+	uint64		hash = 0;
+
+	for (int i = first; i < last; i++)
+	{
+		int			col = load->hashed_attnums[i] - 1;
+		uint64		h = load->row_nulls[col] ? UINT64CONST(0x9E3779B97F4A7C15) :
+			DatumGetUInt64(FunctionCall2Coll(&load->hashed_proc[i], load->hashed_collation[i],
+											 load->row_values[col], UInt64GetDatum(0)));
+
+		hash = hash_combine64(hash, h);
+	}
+	return hash;
+}
+
+/*
+ * Take a row narrowly: it comes in start order for its key (by the 64-bit
+ * hash of the key), after the end of the key's latest version, and if just
+ * after it, with values that hash otherwise.  Else the load stops being
+ * narrow: the full check alone tells keys or values that hash alike apart,
+ * reports overlaps and merges.
+ */
+static bool
+take_narrow(ZLLoad *load, HeapTuple tuple, int64 valid_from, int64 valid_to)
+{
+	uint64		key_hash;
+	uint64		values_hash;
+	NarrowKey  *nk;
+	bool		found;
+
+	heap_deform_tuple(tuple, load->tupdesc, load->row_values, load->row_nulls);
+	key_hash = hash_columns(load, 0, load->nkeys);
+	values_hash = hash_columns(load, load->nkeys, load->nhashed);
+	nk = hash_search(load->last_versions, &key_hash, HASH_ENTER, &found);
+	if (found && (valid_from < nk->last_to ||
+				  (valid_from == nk->last_to && values_hash == nk->last_values)))
+	{
+		load->narrow = false;
+		return false;
+	}
+	nk->last_from = valid_from;
+	nk->last_to = valid_to;
+	nk->last_values = values_hash;
+	/* bounded memory: a load of more keys than fit work_mem is checked in full */
+	if (hash_get_num_entries(load->last_versions) * (sizeof(NarrowKey) + 32) >
+		(long) work_mem * 1024)
+		load->narrow = false;
+	return true;
+}
+
+/*
  * A load of rows of a table with these options, stored under storage_id,
  * in this shape, with this key hasher, all of which must outlive it.  It
  * lives, with its check, in the current memory context: resetting that
- * context after zl_load_end frees it.
+ * context after zl_load_end frees it.  may_be_narrow: the table holds no
+ * sub-group and its write state no other row ("Narrow loads" above).
  */
 ZLLoad *
 zl_load_begin(const ZLTableOptions *opts, uint64 storage_id, TupleDesc tupdesc,
-			  ZLKeyHasher *hasher)
+			  ZLKeyHasher *hasher, bool may_be_narrow)
 {
 	ZLLoad	   *load = palloc0(sizeof(ZLLoad));
 	TupleDesc	desc = CreateTemplateTupleDesc(ITEM_NATTS);
@@ -159,6 +311,7 @@ zl_load_begin(const ZLTableOptions *opts, uint64 storage_id, TupleDesc tupdesc,
 	load->keysort = begin_item_sort(load, ZL_MAIN_SORT_KB);
 	load->min_from = PG_INT64_MAX;
 	load->max_to = PG_INT64_MIN;
+	load->narrow = may_be_narrow && prepare_narrow(load);
 	return load;
 }
 
@@ -188,13 +341,19 @@ put_item(ZLLoad *load, Tuplesortstate *sort, HeapTuple tuple, uint32 hash,
  * Add one loaded row, valid from valid_from to valid_to (checked against
  * the rules of a version, zl_write_load); the sort copies it.
  */
-void
+bool
 zl_load_add(ZLLoad *load, HeapTuple tuple, int64 valid_from, int64 valid_to)
 {
 	MemoryContext old;
 
 	MemoryContextReset(load->row_context);
 	old = MemoryContextSwitchTo(load->row_context);
+	if (load->narrow && take_narrow(load, tuple, valid_from, valid_to))
+	{
+		MemoryContextSwitchTo(old);
+		load->took_narrow = true;
+		return true;			/* the caller places it */
+	}
 	zl_key_extract(load->hasher, tuple, load->tupdesc, load->key_row);
 	put_item(load, load->keysort, tuple, zl_key_hash(load->hasher, load->key_row),
 			 valid_from, valid_to, ITEM_LOADED, load->arrival++);
@@ -202,6 +361,7 @@ zl_load_add(ZLLoad *load, HeapTuple tuple, int64 valid_from, int64 valid_to)
 
 	load->min_from = Min(load->min_from, valid_from);
 	load->max_to = Max(load->max_to, valid_to);
+	return false;
 }
 
 /* end the sort of the loaded rows (closing its files), if not checked yet */
@@ -774,14 +934,24 @@ retire_merged(LoadCheck *lc)
  * are retired, compacted sub-groups written again through the writer too.
  * Then the load holds no rows any more.
  */
-void
+bool
 zl_load_check(ZLLoad *load, Relation rel, ZLWriteState *writer)
 {
 	LoadCheck	lc;
 	Snapshot	snapshot;
 	bool		stored = false;
 	bool		current = false;
-	MemoryContext old = MemoryContextSwitchTo(load->context);
+	MemoryContext old;
+
+	/* rows taken narrowly are placed already; those left need the full check */
+	if (load->took_narrow)
+	{
+		load->took_narrow = false;
+		if (load->narrow)
+			return true;
+		return false;
+	}
+	old = MemoryContextSwitchTo(load->context);
 
 	memset(&lc, 0, sizeof(lc));
 	lc.load = load;
@@ -825,4 +995,5 @@ zl_load_check(ZLLoad *load, Relation rel, ZLWriteState *writer)
 	retire_merged(&lc);
 	zl_row_check_end(lc.row_check);
 	MemoryContextSwitchTo(old);
+	return true;
 }

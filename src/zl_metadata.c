@@ -89,6 +89,7 @@ typedef enum ZLMetaQuery
 	Q_SET_RETENTION,
 	Q_RAISE_HISTORY_CUT,
 	Q_DROP_PARTITIONS,
+	Q_HAS_SUBGROUPS,
 	Q_RECORD_SEGMENTS,
 	Q_RECORD_ENTRIES,
 	Q_RECORD_PIECES,
@@ -252,6 +253,9 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		"  SELECT $1, first_block, blocks, pg_current_xact_id() FROM d WHERE blocks > 0)"
 		" SELECT count(*) FROM d",
 		2, {INT8OID, DATEOID}
+	},
+	[Q_HAS_SUBGROUPS] = {
+		"SELECT 1 FROM zipper_lake.subgroup WHERE storage_id = $1 LIMIT 1", 1, {INT8OID}
 	},
 	[Q_RECORD_SEGMENTS] = {
 		"SELECT piece, segment FROM zipper_lake.record_segment"
@@ -567,6 +571,21 @@ zl_meta_drop_partitions(Relation rel, DateADT last_partition)
 	meta_end(&session);
 	zl_storage_count_metadata_change(rel);
 	return dropped;
+}
+
+/* does the storage hold a sub-group (the latest snapshot's)? */
+bool
+zl_meta_has_subgroups(uint64 storage_id)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {Int64GetDatum((int64) storage_id)};
+	bool		found;
+
+	meta_begin(&session);
+	meta_exec(Q_HAS_SUBGROUPS, values, NULL, GetLatestSnapshot(), true);
+	found = SPI_processed > 0;
+	meta_end(&session);
+	return found;
 }
 
 /* is name a zone of pg_timezone_names (not an abbreviation or POSIX rule)? */

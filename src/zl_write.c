@@ -477,11 +477,15 @@ zl_write_load(ZLWriteState *state, HeapTuple tuple)
 	{
 		MemoryContext old = MemoryContextSwitchTo(state->rows_context);
 
+		/* into an empty table (we hold its writer lock): narrow (zl_load.c) */
 		state->load = zl_load_begin(&state->opts, state->storage_id, state->tupdesc,
-									state->hasher);
+									state->hasher,
+									state->nplace == 0 && !zl_meta_has_subgroups(state->storage_id));
 		MemoryContextSwitchTo(old);
 	}
-	zl_load_add(state->load, tuple, valid_from, valid_to);
+	/* a row a narrow load takes goes to placement as it comes */
+	if (zl_load_add(state->load, tuple, valid_from, valid_to))
+		put_place(state, tuple, &key, valid_from);
 	state->nloaded++;
 }
 
@@ -796,6 +800,43 @@ write_placed(ZLWriteState *state, Relation rel)
 	MemoryContextSwitchTo(old);
 }
 
+/*
+ * A load that stopped being narrow (zl_load.c, "Narrow loads"): the rows it
+ * took narrowly, handed to placement as they came, join the others for the
+ * full check.
+ */
+static void
+check_in_full(ZLWriteState *state, Relation rel)
+{
+	MemoryContext old = MemoryContextSwitchTo(state->rows_context);
+	Tuplesortstate *placed = state->placesort;
+	TupleTableSlot *slot = state->place_read_slot;
+	ZLLoad	   *load = state->load;
+
+	/* a narrow load begins with nothing else to place (zl_write_load) */
+	if (state->nplace > state->nloaded)
+		elog(ERROR, "a narrow load of \"%s\" shares placement with other rows",
+			 RelationGetRelationName(rel));
+	zl_rowsort_perform_pending(placed);
+	state->placesort = NULL;
+	state->nplace = 0;
+	while (tuplesort_gettupleslot(placed, true, false, slot, NULL))
+	{
+		HeapTuple	tuple = zl_rowsort_row_copy(slot, PLACE_ROW);
+		ZLRunKey	key;
+		int64		valid_from,
+					valid_to;
+
+		place_row(state, tuple, &key, &valid_from, &valid_to);
+		(void) zl_load_add(load, tuple, valid_from, valid_to);	/* not narrow now */
+		heap_freetuple(tuple);
+	}
+	tuplesort_end(placed);
+	MemoryContextSwitchTo(old);
+	if (!zl_load_check(load, rel, state))
+		elog(ERROR, "the full check of a load of \"%s\" did not finish", RelationGetRelationName(rel));
+}
+
 static void
 flush_state(ZLWriteState *state)
 {
@@ -810,8 +851,8 @@ flush_state(ZLWriteState *state)
 				 errhint("Read the table in a separate statement after writing it.")));
 
 	rel = table_open(state->relid, NoLock);
-	if (state->nloaded > 0)
-		zl_load_check(state->load, rel, state);
+	if (state->nloaded > 0 && !zl_load_check(state->load, rel, state))
+		check_in_full(state, rel);
 	if (state->nplace > 0)
 		write_placed(state, rel);
 	table_close(rel, NoLock);

@@ -1,0 +1,80 @@
+-- Loads into an empty table are checked narrowly (src/zl_load.c, "Narrow
+-- loads"): rows in start order per key go straight to placement, checked by
+-- 64-bit hashes of key and values; anything else falls back to the full
+-- check, with the same results and errors as loads into a non-empty table.
+SET timezone = 'UTC';
+CREATE SCHEMA load_narrow;
+SET search_path = load_narrow, public;
+
+CREATE FUNCTION fresh() RETURNS void LANGUAGE plpgsql SET client_min_messages = warning AS $$
+BEGIN
+    DROP TABLE IF EXISTS t;
+    CREATE TABLE t (id int, name text, v numeric, valid_from timestamptz NOT NULL,
+                    valid_to timestamptz NOT NULL) USING zipper_lake;
+    PERFORM zipper_lake.register('t', ARRAY['id']);
+END $$;
+SELECT fresh();
+CREATE FUNCTION show() RETURNS TABLE (id int, name text, v numeric, valid_from text, valid_to text)
+LANGUAGE sql AS $$
+    SELECT id, name, v, to_char(valid_from, 'MM-DD'), CASE WHEN valid_to = 'infinity' THEN 'open'
+           ELSE to_char(valid_to, 'MM-DD') END FROM t ORDER BY id, t.valid_from
+$$;
+-- a history in start order: every row taken narrowly
+CREATE TABLE src AS
+SELECT g % 500 AS id, 'n' || (g / 500) AS name, (g / 500)::numeric AS v,
+       '2024-01-01'::timestamptz + (g / 500) * interval '1 day' AS valid_from,
+       CASE WHEN g / 500 = 19 THEN 'infinity'::timestamptz
+            ELSE '2024-01-01'::timestamptz + (g / 500 + 1) * interval '1 day' END AS valid_to
+  FROM generate_series(0, 9999) g;
+SELECT fresh();
+INSERT INTO t SELECT * FROM src ORDER BY valid_from;
+SELECT count(*) AS rows, (SELECT count(*) FROM ((TABLE t EXCEPT ALL TABLE src) UNION ALL (TABLE src EXCEPT ALL TABLE t)) d) AS differences,
+       (SELECT count(*) FROM zipper_lake.verify('t')) AS problems FROM t;
+-- the same rows out of start order: the full check, the same table
+SELECT fresh();
+INSERT INTO t SELECT * FROM src ORDER BY valid_from DESC;
+SELECT count(*) AS rows, (SELECT count(*) FROM ((TABLE t EXCEPT ALL TABLE src) UNION ALL (TABLE src EXCEPT ALL TABLE t)) d) AS differences FROM t;
+-- more keys than work_mem holds: the load turns to the full check midway
+SELECT fresh();
+SET work_mem = '64kB';
+INSERT INTO t SELECT * FROM src ORDER BY valid_from;
+RESET work_mem;
+SELECT count(*) AS rows, (SELECT count(*) FROM ((TABLE t EXCEPT ALL TABLE src) UNION ALL (TABLE src EXCEPT ALL TABLE t)) d) AS differences FROM t;
+
+-- adjacent versions with equal values (numeric 1.0 = 1.00) become one
+SELECT fresh();
+INSERT INTO t VALUES (1, 'a', 1.0, '2024-01-01', '2024-01-02'), (2, 'b', 2, '2024-01-01', '2024-01-05'),
+                     (1, 'a', 1.00, '2024-01-02', '2024-01-03'), (1, 'a', 1, '2024-01-03', 'infinity');
+SELECT * FROM show();
+-- adjacent versions with other values stay apart; a gap stays a gap
+SELECT fresh();
+INSERT INTO t VALUES (1, 'a', 1, '2024-01-01', '2024-01-02'), (1, 'a', 2, '2024-01-02', '2024-01-03'),
+                     (1, 'a', 2, '2024-01-04', '2024-01-05');
+SELECT * FROM show();
+-- an overlap is refused with the full check's error, late rows too
+SELECT fresh();
+INSERT INTO t VALUES (1, 'a', 1, '2024-01-01', '2024-01-03'), (1, 'b', 2, '2024-01-02', '2024-01-04');
+INSERT INTO t VALUES (1, 'a', 1, '2024-01-03', '2024-01-04'), (1, 'b', 2, '2024-01-01', '2024-01-05');
+SELECT count(*) FROM t;
+-- a second statement of the same transaction loads into what the first wrote
+BEGIN;
+INSERT INTO t VALUES (1, 'a', 1, '2024-01-01', '2024-01-03');
+INSERT INTO t VALUES (1, 'b', 1, '2024-01-02', '2024-01-04');
+ROLLBACK;
+BEGIN;
+INSERT INTO t VALUES (1, 'a', 1, '2024-01-01', '2024-01-03');
+SELECT count(*) FROM t;
+INSERT INTO t VALUES (1, 'a', 1, '2024-01-03', '2024-01-04');
+COMMIT;
+SELECT * FROM show();
+
+-- a value type without a hash opclass (point): every load is checked in full
+CREATE TABLE p (id int, at point, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+SELECT zipper_lake.register('p', ARRAY['id']);
+INSERT INTO p VALUES (1, '(1,1)', '2024-01-01', '2024-01-02'), (1, '(1,1)', '2024-01-02', 'infinity');
+SELECT id, at, valid_from, valid_to FROM p;
+
+RESET search_path;
+SET client_min_messages = warning;
+DROP SCHEMA load_narrow CASCADE;
