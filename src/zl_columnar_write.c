@@ -266,6 +266,8 @@ struct ZLColumnarWriter
 	ColumnTraits *traits;
 	MemoryContext context;
 	MemoryContext chunk_context;	/* the buffered chunk's values */
+	char	   *arena;			/* values are cut from blocks of it */
+	Size		arena_left;
 	Datum	   *row_values;
 	bool	   *row_isnull;
 	Datum	  **values;			/* [att][row of the chunk] */
@@ -292,6 +294,28 @@ struct ZLColumnarWriter
 	StringInfoData directory;
 	bool		finished;
 };
+
+/* bytes for a buffered value: cut from blocks of the chunk's memory */
+#define ZL_ARENA_BLOCK		(64 * 1024)
+
+static char *
+chunk_bytes_alloc(ZLColumnarWriter *w, Size len)
+{
+	char	   *p;
+
+	len = MAXALIGN(len);
+	if (w->arena_left < len)
+	{
+		Size		block = Max(len, ZL_ARENA_BLOCK);
+
+		w->arena = MemoryContextAlloc(w->chunk_context, block);
+		w->arena_left = block;
+	}
+	p = w->arena;
+	w->arena += len;
+	w->arena_left -= len;
+	return p;
+}
 
 ZLColumnarWriter *
 zl_columnar_writer_begin(TupleDesc desc)
@@ -750,6 +774,7 @@ encode_chunk(ZLColumnarWriter *w)
 	w->chunk_rows = 0;
 	w->chunk_bytes = 0;
 	MemoryContextReset(w->chunk_context);
+	w->arena_left = 0;
 }
 
 /* add a row (copied); returns its position, the row's ordinal */
@@ -796,14 +821,26 @@ zl_columnar_writer_add(ZLColumnarWriter *w, HeapTuple tuple)
 			else if (VARATT_IS_SHORT(p))
 			{
 				Size		data_len = VARSIZE_SHORT(p) - VARHDRSZ_SHORT;
-				struct varlena *wide = palloc(VARHDRSZ + data_len);
+				struct varlena *wide = (struct varlena *) chunk_bytes_alloc(w, VARHDRSZ + data_len);
 
 				SET_VARSIZE(wide, VARHDRSZ + data_len);
 				memcpy(VARDATA(wide), VARDATA_SHORT(p), data_len);
 				v = PointerGetDatum(wide);
 			}
 			else
-				v = datumCopy(v, false, -1);
+			{
+				char	   *copy = chunk_bytes_alloc(w, VARSIZE(p));
+
+				memcpy(copy, p, VARSIZE(p));
+				v = PointerGetDatum(copy);
+			}
+		}
+		else if (!t->byval && t->len > 0)
+		{
+			char	   *copy = chunk_bytes_alloc(w, t->len);
+
+			memcpy(copy, DatumGetPointer(v), t->len);
+			v = PointerGetDatum(copy);
 		}
 		else if (!t->byval)
 			v = datumCopy(v, false, t->len);

@@ -117,16 +117,21 @@ zl_key_hash_cmp(const void *a, const void *b)
 	return x < y ? -1 : (x > y);
 }
 
-static int
-dir_entry_cmp(const void *a, const void *b)
+static inline int
+dir_entry_cmp(const ZLKeyDirEntry *x, const ZLKeyDirEntry *y)
 {
-	const ZLKeyDirEntry *x = a;
-	const ZLKeyDirEntry *y = b;
-
 	if (x->hash != y->hash)
 		return x->hash < y->hash ? -1 : 1;
 	return x->position < y->position ? -1 : (x->position > y->position);
 }
+
+/* a sort of directory entries with the comparison inlined (every write builds one) */
+#define ST_SORT sort_dir_entries
+#define ST_ELEMENT_TYPE ZLKeyDirEntry
+#define ST_COMPARE(a, b) dir_entry_cmp(a, b)
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
 
 /* the directory of n rows, given their key hashes and row positions */
 bytea *
@@ -141,7 +146,7 @@ zl_key_directory_build(const uint32 *hashes, const int32 *positions, int n)
 		entries[i].hash = hashes[i];
 		entries[i].position = positions[i];
 	}
-	qsort(entries, n, sizeof(ZLKeyDirEntry), dir_entry_cmp);
+	sort_dir_entries(entries, n);
 	return dir;
 }
 

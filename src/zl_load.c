@@ -85,7 +85,6 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
-#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -139,7 +138,7 @@ struct ZLLoad
 	/* a narrow load ("Narrow loads" above) */
 	bool		narrow;			/* rows are still taken narrowly */
 	bool		took_narrow;	/* some were: placement holds them */
-	HTAB	   *last_versions;	/* key hash -> the key's latest version */
+	struct narrow_hash *last_versions;	/* key hash -> the key's latest version */
 	int			nkeys;			/* hashed columns: key columns first */
 	int			nhashed;
 	AttrNumber *hashed_attnums;
@@ -156,7 +155,20 @@ typedef struct NarrowKey
 	int64		last_from;
 	int64		last_to;
 	uint64		last_values;	/* hash of its values */
+	char		status;			/* simplehash's */
 } NarrowKey;
+
+/* open addressing on the key hash itself (lib/simplehash.h) */
+#define SH_PREFIX narrow
+#define SH_ELEMENT_TYPE NarrowKey
+#define SH_KEY_TYPE uint64
+#define SH_KEY key_hash
+#define SH_HASH_KEY(tb, key) ((uint32) ((key) ^ ((key) >> 32)))
+#define SH_EQUAL(tb, a, b) ((a) == (b))
+#define SH_SCOPE static inline
+#define SH_DECLARE
+#define SH_DEFINE
+#include "lib/simplehash.h"
 
 /* ---------- loaded rows ---------- */
 
@@ -198,7 +210,6 @@ static bool
 prepare_narrow(ZLLoad *load)
 {
 	TupleDesc	tupdesc = load->tupdesc;
-	HASHCTL		ctl;
 
 	load->hashed_attnums = palloc(sizeof(AttrNumber) * tupdesc->natts);
 	load->hashed_proc = palloc0(sizeof(FmgrInfo) * tupdesc->natts);
@@ -213,11 +224,7 @@ prepare_narrow(ZLLoad *load)
 			return false;
 	load->row_values = palloc(sizeof(Datum) * tupdesc->natts);
 	load->row_nulls = palloc(sizeof(bool) * tupdesc->natts);
-	ctl.keysize = sizeof(uint64);
-	ctl.entrysize = sizeof(NarrowKey);
-	ctl.hcxt = CurrentMemoryContext;
-	load->last_versions = hash_create("zipper_lake narrow load", 1024, &ctl,
-									  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	load->last_versions = narrow_create(CurrentMemoryContext, 1024, NULL);
 	return true;
 }
 
@@ -257,7 +264,7 @@ take_narrow(ZLLoad *load, HeapTuple tuple, int64 valid_from, int64 valid_to)
 	heap_deform_tuple(tuple, load->tupdesc, load->row_values, load->row_nulls);
 	key_hash = hash_columns(load, 0, load->nkeys);
 	values_hash = hash_columns(load, load->nkeys, load->nhashed);
-	nk = hash_search(load->last_versions, &key_hash, HASH_ENTER, &found);
+	nk = narrow_insert(load->last_versions, key_hash, &found);
 	if (found && (valid_from < nk->last_to ||
 				  (valid_from == nk->last_to && values_hash == nk->last_values)))
 	{
@@ -268,8 +275,7 @@ take_narrow(ZLLoad *load, HeapTuple tuple, int64 valid_from, int64 valid_to)
 	nk->last_to = valid_to;
 	nk->last_values = values_hash;
 	/* bounded memory: a load of more keys than fit work_mem is checked in full */
-	if (hash_get_num_entries(load->last_versions) * (sizeof(NarrowKey) + 32) >
-		(long) work_mem * 1024)
+	if ((Size) load->last_versions->size * sizeof(NarrowKey) > (Size) work_mem * 1024)
 		load->narrow = false;
 	return true;
 }
