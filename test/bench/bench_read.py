@@ -15,7 +15,8 @@ Four tables hold the same versions:
   h_hist  an ordinary heap SCD2 table, loaded from z_hist in valid_from order
           (roughly the order a daily UPDATE+INSERT job appends versions), with
           the indexes a PostgreSQL user creates: PRIMARY KEY (id, valid_from),
-          btree (valid_to), btree (valid_from); VACUUM ANALYZE'd.
+          btree (valid_to), btree (valid_from); VACUUM ANALYZE'd (so are the
+          zipper tables: their VACUUM compacts masked rows).
   p_hist  the same rows in a heap table PARTITIONED BY RANGE (valid_to): one
           partition per day, one ['infinity', MAXVALUE) partition for the open
           versions and a DEFAULT partition; same three indexes (the first one
@@ -274,7 +275,7 @@ def build(conn, a):
     cur.execute('VACUUM ANALYZE h_hist')
     cur.execute('VACUUM ANALYZE p_hist')
     for z in zipper_tables(a):
-        cur.execute(f'ANALYZE {z}')
+        cur.execute(f'VACUUM ANALYZE {z}')    # compacts masked rows, as heap's removes dead ones
     try:
         cur.execute('CHECKPOINT')       # start the timed part with clean buffers; needs pg_checkpoint
     except psycopg2.Error:
