@@ -261,6 +261,13 @@ take_narrow(ZLLoad *load, HeapTuple tuple, int64 valid_from, int64 valid_to)
 	NarrowKey  *nk;
 	bool		found;
 
+	/* bounded memory: a load of more keys than fit work_mem is checked in full */
+	if (load->last_versions->members >= load->last_versions->grow_threshold &&
+		(Size) load->last_versions->size * 2 * sizeof(NarrowKey) > (Size) work_mem * 1024)
+	{
+		load->narrow = false;
+		return false;
+	}
 	heap_deform_tuple(tuple, load->tupdesc, load->row_values, load->row_nulls);
 	key_hash = hash_columns(load, 0, load->nkeys);
 	values_hash = hash_columns(load, load->nkeys, load->nhashed);
@@ -274,9 +281,6 @@ take_narrow(ZLLoad *load, HeapTuple tuple, int64 valid_from, int64 valid_to)
 	nk->last_from = valid_from;
 	nk->last_to = valid_to;
 	nk->last_values = values_hash;
-	/* bounded memory: a load of more keys than fit work_mem is checked in full */
-	if ((Size) load->last_versions->size * sizeof(NarrowKey) > (Size) work_mem * 1024)
-		load->narrow = false;
 	return true;
 }
 
