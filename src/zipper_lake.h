@@ -655,6 +655,7 @@ typedef struct ZLLoad ZLLoad;
 extern ZLLoad *zl_load_begin(const ZLTableOptions *opts, uint64 storage_id,
 							 TupleDesc tupdesc, ZLKeyHasher *hasher, bool may_be_narrow);
 extern bool zl_load_add(ZLLoad *load, HeapTuple tuple, int64 valid_from, int64 valid_to);
+extern int64 zl_load_taken(const ZLLoad *load);
 extern bool zl_load_check(ZLLoad *load, Relation rel, ZLWriteState *writer);
 extern void zl_load_end(ZLLoad *load);
 

@@ -138,6 +138,7 @@ struct ZLLoad
 	/* a narrow load ("Narrow loads" above) */
 	bool		narrow;			/* rows are still taken narrowly */
 	bool		took_narrow;	/* some were: placement holds them */
+	int64		ntaken;			/* how many */
 	struct narrow_hash *last_versions;	/* key hash -> the key's latest version */
 	int			nkeys;			/* hashed columns: key columns first */
 	int			nhashed;
@@ -147,6 +148,13 @@ struct ZLLoad
 	Datum	   *row_values;		/* scratch, row-shaped */
 	bool	   *row_nulls;
 };
+
+/* rows a narrow load took (zl_write.c: all its placement holds) */
+int64
+zl_load_taken(const ZLLoad *load)
+{
+	return load->ntaken;
+}
 
 /* a key's latest version in a narrow load, by the 64-bit hash of the key */
 typedef struct NarrowKey
@@ -224,7 +232,9 @@ prepare_narrow(ZLLoad *load)
 			return false;
 	load->row_values = palloc(sizeof(Datum) * tupdesc->natts);
 	load->row_nulls = palloc(sizeof(bool) * tupdesc->natts);
-	load->last_versions = narrow_create(CurrentMemoryContext, 1024, NULL);
+	load->last_versions = narrow_create(CurrentMemoryContext,
+										Min(1024, (Size) work_mem * 1024 / 4 / sizeof(NarrowKey)),
+										NULL);
 	return true;
 }
 
@@ -261,17 +271,25 @@ take_narrow(ZLLoad *load, HeapTuple tuple, int64 valid_from, int64 valid_to)
 	NarrowKey  *nk;
 	bool		found;
 
-	/* bounded memory: a load of more keys than fit work_mem is checked in full */
-	if (load->last_versions->members >= load->last_versions->grow_threshold &&
-		(Size) load->last_versions->size * 2 * sizeof(NarrowKey) > (Size) work_mem * 1024)
-	{
-		load->narrow = false;
-		return false;
-	}
 	heap_deform_tuple(tuple, load->tupdesc, load->row_values, load->row_nulls);
 	key_hash = hash_columns(load, 0, load->nkeys);
 	values_hash = hash_columns(load, load->nkeys, load->nhashed);
-	nk = narrow_insert(load->last_versions, key_hash, &found);
+	/*
+	 * Bounded memory: a load with more keys than fit work_mem is checked in
+	 * full (a new key that could grow the table -- doubling it, with the old
+	 * one held meanwhile -- past that stops the narrow part).
+	 */
+	nk = narrow_lookup(load->last_versions, key_hash);
+	found = nk != NULL;
+	if (!found)
+	{
+		if ((Size) load->last_versions->size * 3 * sizeof(NarrowKey) > (Size) work_mem * 1024)
+		{
+			load->narrow = false;
+			return false;
+		}
+		nk = narrow_insert(load->last_versions, key_hash, &found);
+	}
 	if (found && (valid_from < nk->last_to ||
 				  (valid_from == nk->last_to && values_hash == nk->last_values)))
 	{
@@ -362,6 +380,7 @@ zl_load_add(ZLLoad *load, HeapTuple tuple, int64 valid_from, int64 valid_to)
 	{
 		MemoryContextSwitchTo(old);
 		load->took_narrow = true;
+		load->ntaken++;
 		return true;			/* the caller places it */
 	}
 	zl_key_extract(load->hasher, tuple, load->tupdesc, load->key_row);
@@ -953,12 +972,19 @@ zl_load_check(ZLLoad *load, Relation rel, ZLWriteState *writer)
 	bool		current = false;
 	MemoryContext old;
 
-	/* rows taken narrowly are placed already; those left need the full check */
+	/*
+	 * Rows taken narrowly are placed already; if the load stopped being
+	 * narrow, or the table got sub-groups after all (another write state
+	 * of this transaction, in a subtransaction, may have flushed), they
+	 * need the full check with the others.
+	 */
 	if (load->took_narrow)
 	{
 		load->took_narrow = false;
-		if (load->narrow)
+		CommandCounterIncrement();
+		if (load->narrow && !zl_meta_has_subgroups(load->storage_id))
 			return true;
+		load->narrow = false;
 		return false;
 	}
 	old = MemoryContextSwitchTo(load->context);

@@ -814,7 +814,7 @@ check_in_full(ZLWriteState *state, Relation rel)
 	ZLLoad	   *load = state->load;
 
 	/* a narrow load begins with nothing else to place (zl_write_load) */
-	if (state->nplace > state->nloaded)
+	if (state->nplace != zl_load_taken(load))
 		elog(ERROR, "a narrow load of \"%s\" shares placement with other rows",
 			 RelationGetRelationName(rel));
 	zl_rowsort_perform_pending(placed);
