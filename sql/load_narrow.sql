@@ -1,5 +1,6 @@
 -- Loads into an empty table are checked narrowly (src/zl_load.c, "Narrow
--- loads"): rows in start order per key go straight to placement, checked by
+-- loads"): rows in start order per key go straight to placement (in start
+-- order over all rows, to their runs unsorted: zl_write.c), checked by
 -- 64-bit hashes of key and values; anything else falls back to the full
 -- check, with the same results as loads into a non-empty table.
 SET timezone = 'UTC';
@@ -34,6 +35,18 @@ SELECT count(*) AS rows, (SELECT count(*) FROM ((TABLE t EXCEPT ALL TABLE src) U
 SELECT fresh();
 INSERT INTO t SELECT * FROM src ORDER BY valid_from DESC;
 SELECT count(*) AS rows, (SELECT count(*) FROM ((TABLE t EXCEPT ALL TABLE src) UNION ALL (TABLE src EXCEPT ALL TABLE t)) d) AS differences FROM t;
+-- in start order per key but not over all rows: narrow, but sorted for placement
+SELECT fresh();
+INSERT INTO t SELECT * FROM src ORDER BY id, valid_from;
+SELECT count(*) AS rows, (SELECT count(*) FROM ((TABLE t EXCEPT ALL TABLE src) UNION ALL (TABLE src EXCEPT ALL TABLE t)) d) AS differences,
+       (SELECT count(*) FROM zipper_lake.verify('t')) AS problems FROM t;
+-- more runs (partition and window) than work_mem gives direct placement: sorted
+SELECT fresh();
+SET work_mem = '1MB';
+INSERT INTO t SELECT * FROM src ORDER BY valid_from;
+RESET work_mem;
+SELECT count(*) AS rows, (SELECT count(*) FROM ((TABLE t EXCEPT ALL TABLE src) UNION ALL (TABLE src EXCEPT ALL TABLE t)) d) AS differences,
+       (SELECT count(*) FROM zipper_lake.verify('t')) AS problems FROM t;
 -- more keys than work_mem holds: the load turns to the full check midway
 SELECT fresh();
 SET work_mem = '64kB';

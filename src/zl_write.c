@@ -79,11 +79,13 @@
 #include "access/tupdesc.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "storage/bufpage.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/tuplesort.h"
 #include "utils/tuplestore.h"
@@ -133,7 +135,60 @@ struct ZLWriteState
 	int64		nloaded;
 	int64		nplace;
 	int64		arrival;
+
+	/* direct placement ("Direct placement" below) */
+	bool		direct;			/* the rows to place are in runs */
+	bool		direct_ended;	/* and left them for the sort */
+	int64		direct_last_from;
+	struct DirectRun *runs;
+	int			nruns;
+	int			maxruns;
+	struct runmap_hash *run_map;
+	int			run_cursor;		/* the run being read (write_placed) */
 };
+
+/*
+ * Direct placement.  A narrow load (zl_load.c) that comes in start order
+ * over all its rows (INSERT ... SELECT ... ORDER BY valid_from) hands each
+ * run -- a partition and window -- its rows already in placement order, so
+ * they need no sort: each run keeps them in a tuplestore of its own, and
+ * the flush reads the runs in placement order.  A row out of start order,
+ * more runs than work_mem gives ZL_DIRECT_RUN_KB each, or a load that
+ * needs the full check moves what the runs hold into the sort.
+ */
+#define ZL_DIRECT_RUN_KB		64
+
+typedef struct DirectRun
+{
+	int64		order;			/* PLACE_ORDER, PLACE_PARTITION, PLACE_WINDOW */
+	int64		partition;
+	int64		window;
+	Tuplestorestate *rows;		/* placement tuples */
+} DirectRun;
+
+typedef struct RunId
+{
+	int64		partition;
+	int64		window;
+} RunId;
+
+typedef struct RunMapEntry
+{
+	RunId		id;
+	int			index;			/* into runs */
+	char		status;
+} RunMapEntry;
+
+#define SH_PREFIX runmap
+#define SH_ELEMENT_TYPE RunMapEntry
+#define SH_KEY_TYPE RunId
+#define SH_KEY id
+#define SH_HASH_KEY(tb, key) hash_bytes((const unsigned char *) &(key), sizeof(RunId))
+#define SH_EQUAL(tb, a, b) ((a).partition == (b).partition && (a).window == (b).window)
+#define SH_SCOPE static inline
+#define SH_DECLARE
+#define SH_DEFINE
+#include "lib/simplehash.h"
 
 /* write states of the current transaction, in TopTransactionContext */
 static List *write_states = NIL;
@@ -187,6 +242,13 @@ reset_pending(ZLWriteState *state)
 	state->nloaded = 0;
 	state->nplace = 0;
 	state->arrival = 0;
+	state->direct = false;
+	state->direct_ended = false;
+	state->direct_last_from = PG_INT64_MIN;
+	state->runs = NULL;
+	state->nruns = state->maxruns = 0;
+	state->run_map = NULL;
+	state->run_cursor = 0;
 }
 
 /* end the sorts of the pending rows (closing their files) and forget them */
@@ -197,6 +259,9 @@ forget_pending(ZLWriteState *state)
 		zl_load_end(state->load);
 	if (state->placesort)
 		tuplesort_end(state->placesort);
+	for (int i = 0; i < state->nruns; i++)
+		if (state->runs[i].rows)
+			tuplestore_end(state->runs[i].rows);
 	MemoryContextReset(state->rows_context);
 	reset_pending(state);
 }
@@ -386,12 +451,10 @@ place_order(DateADT partition_end, int64 window_start)
 	return (int64) (order ^ ((uint64) 1 << 63));	/* unsigned order as signed */
 }
 
-/* hand a row to placement */
-static void
-put_place(ZLWriteState *state, HeapTuple tuple, const ZLRunKey *key, int64 valid_from)
+/* the sort of rows to place, begun when first needed */
+static Tuplesortstate *
+place_sort(ZLWriteState *state)
 {
-	TupleTableSlot *slot = state->place_slot;
-
 	if (state->placesort == NULL)
 	{
 		MemoryContext old = MemoryContextSwitchTo(state->rows_context);
@@ -399,6 +462,35 @@ put_place(ZLWriteState *state, HeapTuple tuple, const ZLRunKey *key, int64 valid
 		state->placesort = begin_place_sort(state);
 		MemoryContextSwitchTo(old);
 	}
+	return state->placesort;
+}
+
+/* the runs' rows go to the sort (see "Direct placement") */
+static void
+leave_direct(ZLWriteState *state)
+{
+	ResourceOwner save = CurrentResourceOwner;
+
+	state->direct = false;
+	state->direct_ended = true;
+	CurrentResourceOwner = TopTransactionResourceOwner;
+	for (int i = 0; i < state->nruns; i++)
+	{
+		while (tuplestore_gettupleslot(state->runs[i].rows, true, false, state->place_read_slot))
+			zl_rowsort_put_pending(place_sort(state), state->place_read_slot);
+		tuplestore_end(state->runs[i].rows);
+		state->runs[i].rows = NULL;
+	}
+	CurrentResourceOwner = save;
+	state->nruns = 0;
+}
+
+/* the placement tuple of a row, in state->place_slot */
+static TupleTableSlot *
+place_tuple(ZLWriteState *state, HeapTuple tuple, const ZLRunKey *key, int64 valid_from)
+{
+	TupleTableSlot *slot = state->place_slot;
+
 	ExecClearTuple(slot);
 	memset(slot->tts_isnull, 0, sizeof(bool) * PLACE_NATTS);
 	slot->tts_values[PLACE_ORDER - 1] =
@@ -410,8 +502,92 @@ put_place(ZLWriteState *state, HeapTuple tuple, const ZLRunKey *key, int64 valid
 	slot->tts_values[PLACE_SEQ - 1] = Int64GetDatum(state->arrival++);
 	slot->tts_values[PLACE_ROW - 1] = zl_rowsort_payload(&state->payload, tuple);
 	ExecStoreVirtualTuple(slot);
-	zl_rowsort_put_pending(state->placesort, slot);
+	return slot;
+}
+
+/* hand a row to placement */
+static void
+put_place(ZLWriteState *state, HeapTuple tuple, const ZLRunKey *key, int64 valid_from)
+{
+	if (state->direct)
+		leave_direct(state);
+	zl_rowsort_put_pending(place_sort(state),
+						   place_tuple(state, tuple, key, valid_from));
 	state->nplace++;
+}
+
+/* the run of a key, added if new; NULL if there would be too many */
+static DirectRun *
+direct_run(ZLWriteState *state, const ZLRunKey *key)
+{
+	RunId		id = {key->placed ? (int64) key->partition_end : PG_INT64_MIN, key->window_start};
+	RunMapEntry *entry;
+	bool		found;
+	MemoryContext old;
+	DirectRun  *run;
+
+	if (state->run_map == NULL)
+		state->run_map = runmap_create(state->rows_context, 64, NULL);
+	entry = runmap_lookup(state->run_map, id);
+	if (entry != NULL)
+		return &state->runs[entry->index];
+	if (state->nruns >= Max(16, work_mem / ZL_DIRECT_RUN_KB))
+		return NULL;
+	old = MemoryContextSwitchTo(state->rows_context);
+	if (state->nruns == state->maxruns)
+	{
+		state->maxruns = Max(16, state->maxruns * 2);
+		state->runs = state->runs == NULL ? palloc(sizeof(DirectRun) * state->maxruns) :
+			repalloc(state->runs, sizeof(DirectRun) * state->maxruns);
+	}
+	run = &state->runs[state->nruns];
+	run->order = key->placed ? place_order(key->partition_end, key->window_start) : PG_INT64_MIN;
+	run->partition = id.partition;
+	run->window = id.window;
+	run->rows = tuplestore_begin_heap(false, false, ZL_DIRECT_RUN_KB);
+	entry = runmap_insert(state->run_map, id, &found);
+	entry->index = state->nruns++;
+	MemoryContextSwitchTo(old);
+	return run;
+}
+
+/*
+ * Hand a row a narrow load took to placement: straight to its run while
+ * the load comes in start order (see "Direct placement"), else to the sort.
+ */
+static void
+put_direct(ZLWriteState *state, HeapTuple tuple, const ZLRunKey *key, int64 valid_from)
+{
+	DirectRun  *run;
+	ResourceOwner save;
+
+	if (!state->direct && !state->direct_ended && state->nplace == 0)
+		state->direct = true;
+	if (!state->direct || valid_from < state->direct_last_from ||
+		(run = direct_run(state, key)) == NULL)
+	{
+		put_place(state, tuple, key, valid_from);
+		return;
+	}
+	state->direct_last_from = valid_from;
+	save = CurrentResourceOwner;
+	CurrentResourceOwner = TopTransactionResourceOwner;	/* files for the flush */
+	tuplestore_puttupleslot(run->rows, place_tuple(state, tuple, key, valid_from));
+	CurrentResourceOwner = save;
+	state->nplace++;
+}
+
+static int
+direct_run_cmp(const void *a, const void *b)
+{
+	const DirectRun *x = a;
+	const DirectRun *y = b;
+
+	if (x->order != y->order)
+		return x->order < y->order ? -1 : 1;
+	if (x->partition != y->partition)
+		return x->partition < y->partition ? -1 : 1;
+	return x->window < y->window ? -1 : (x->window > y->window);
 }
 
 /*
@@ -485,7 +661,7 @@ zl_write_load(ZLWriteState *state, HeapTuple tuple)
 	}
 	/* a row a narrow load takes goes to placement as it comes */
 	if (zl_load_add(state->load, tuple, valid_from, valid_to))
-		put_place(state, tuple, &key, valid_from);
+		put_direct(state, tuple, &key, valid_from);
 	state->nloaded++;
 }
 
@@ -579,7 +755,20 @@ typedef struct RunReader
 static void
 read_next(RunReader *rr)
 {
-	rr->have = tuplesort_gettupleslot(rr->state->placesort, true, false, rr->slot, NULL);
+	ZLWriteState *state = rr->state;
+
+	if (!state->direct)
+	{
+		rr->have = tuplesort_gettupleslot(state->placesort, true, false, rr->slot, NULL);
+		return;
+	}
+	for (; state->run_cursor < state->nruns; state->run_cursor++)
+		if (tuplestore_gettupleslot(state->runs[state->run_cursor].rows, true, false, rr->slot))
+		{
+			rr->have = true;
+			return;
+		}
+	rr->have = false;
 }
 
 /* does the sort's next row belong to the run being written? */
@@ -774,7 +963,10 @@ write_placed(ZLWriteState *state, Relation rel)
 	RunReader	rr;
 	MemoryContext old = MemoryContextSwitchTo(state->rows_context);
 
-	zl_rowsort_perform_pending(state->placesort);
+	if (state->direct)
+		qsort(state->runs, state->nruns, sizeof(DirectRun), direct_run_cmp);
+	else
+		zl_rowsort_perform_pending(state->placesort);
 	free_space = zl_free_space_begin(rel, state->storage_id);
 
 	memset(&rr, 0, sizeof(rr));
@@ -809,10 +1001,13 @@ static void
 check_in_full(ZLWriteState *state, Relation rel)
 {
 	MemoryContext old = MemoryContextSwitchTo(state->rows_context);
-	Tuplesortstate *placed = state->placesort;
+	Tuplesortstate *placed;
 	TupleTableSlot *slot = state->place_read_slot;
 	ZLLoad	   *load = state->load;
 
+	if (state->direct)
+		leave_direct(state);
+	placed = place_sort(state);
 	/* a narrow load begins with nothing else to place (zl_write_load) */
 	if (state->nplace != zl_load_taken(load))
 		elog(ERROR, "a narrow load of \"%s\" shares placement with other rows",
