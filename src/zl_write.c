@@ -43,7 +43,10 @@
  * The two tuplesorts of pending rows, loaded rows by key (zl_load.c) and
  * rows to place, get half of work_mem each (ZL_MAIN_SORT_KB), 8 MB at
  * least, and spill to temporary files beyond that.  The check of loaded
- * rows takes 7 MB more at most (zl_load.c, "Memory").  The writer's
+ * rows takes 7 MB more at most (zl_load.c, "Memory"); a narrow load's
+ * runs in direct placement take the place of the sort of rows to place
+ * (64 kB each until they spill, and an 8 kB file buffer then, at most
+ * work_mem / 64 kB of them; "Direct placement").  The writer's
  * sub-group buffer gets ZL_SIDE_KB (1 MB) and spills too; a sub-group
  * being written takes 20 bytes a row for its lengths, hashes, positions
  * and key directory (1.3 MB at ZL_MAX_SUBGROUP_ROWS).
@@ -153,10 +156,12 @@ struct ZLWriteState
  * run -- a partition and window -- its rows already in placement order, so
  * they need no sort: each run keeps them in a tuplestore of its own, and
  * the flush reads the runs in placement order.  A row out of start order,
- * more runs than work_mem gives ZL_DIRECT_RUN_KB each, or a load that
- * needs the full check moves what the runs hold into the sort.
+ * more runs than work_mem gives ZL_DIRECT_RUN_KB each (or than
+ * ZL_DIRECT_MAX_RUNS), or a load that needs the full check moves what the
+ * runs hold into the sort.
  */
 #define ZL_DIRECT_RUN_KB		64
+#define ZL_DIRECT_MAX_RUNS		1024	/* each may spill to a temporary file */
 
 typedef struct DirectRun
 {
@@ -531,7 +536,7 @@ direct_run(ZLWriteState *state, const ZLRunKey *key)
 	entry = runmap_lookup(state->run_map, id);
 	if (entry != NULL)
 		return &state->runs[entry->index];
-	if (state->nruns >= Max(16, work_mem / ZL_DIRECT_RUN_KB))
+	if (state->nruns >= Min(ZL_DIRECT_MAX_RUNS, Max(16, work_mem / ZL_DIRECT_RUN_KB)))
 		return NULL;
 	old = MemoryContextSwitchTo(state->rows_context);
 	if (state->nruns == state->maxruns)
