@@ -406,12 +406,14 @@ zl_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 }
 
 /*
- * VACUUM has nothing to remove row by row: masked rows go when compaction
- * rewrites their sub-group, and the blocks of deleted sub-groups are
- * written again by later writers (zl_freespace.c).  It gives the blocks at
- * the end of the file that nothing refers to back to the file system
- * (unless TRUNCATE false), reports what there is and keeps pg_class
- * statistics current.
+ * VACUUM removes nothing row by row: masked rows go when their sub-group
+ * is rewritten, and the blocks of deleted sub-groups are written again by
+ * later writers (zl_freespace.c).  It wipes what erase() left (zl_scrub.c),
+ * gives the blocks at the end of the file that nothing refers to back to
+ * the file system (unless TRUNCATE false), has a worker drop history past
+ * the table's retention and compact sub-groups with many masked rows
+ * (zl_retention.c; VACUUM itself must not write the catalog), reports what
+ * there is and keeps pg_class statistics current.
  */
 static void
 zl_relation_vacuum(Relation rel, struct VacuumParams *params,
