@@ -297,6 +297,9 @@ extern char *zl_instant_to_cstring(int64 instant, Oid typid);
 
 extern bool zl_is_zipper_relation(Relation rel);
 extern Relation zl_open_zipper_table(Oid relid, LOCKMODE lockmode);
+extern Relation zl_open_owned_registered_table(Oid relid, LOCKMODE lockmode,
+											   ZLTableOptions *opts,
+											   const char *unregistered_hint);
 extern Relation zl_open_readable_zipper_table(Oid relid);
 extern void zl_refuse_row_security(Relation rel);
 extern void zl_refuse_row_change(Relation rel, CmdType command);

@@ -40,7 +40,6 @@
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
@@ -341,14 +340,8 @@ zipper_lake_erase(PG_FUNCTION_ARGS)
 				 errmsg("%s must not be null", PG_ARGISNULL(0) ? "table" : "keys"),
 				 errhint("Pass the zipper table and a relation with the key columns of the keys to erase.")));
 	relid = PG_GETARG_OID(0);
-	if (!pg_class_ownercheck(relid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
-	ec.rel = zl_open_zipper_table(relid, RowExclusiveLock);
-	if (!zl_meta_load_options(ec.rel, &ec.opts, true))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" is not registered", RelationGetRelationName(ec.rel)),
-				 errhint("Register it with zipper_lake.register().")));
+	ec.rel = zl_open_owned_registered_table(relid, RowExclusiveLock, &ec.opts,
+											"Register it with zipper_lake.register().");
 	ec.desc = RelationGetDescr(ec.rel);
 	ec.hasher = zl_key_hasher_create(ec.desc, &ec.opts);
 	ec.scratch = palloc0(sizeof(Datum) * ec.desc->natts);

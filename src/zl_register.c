@@ -477,14 +477,9 @@ open_for_option(FunctionCallInfo fcinfo, const char *option, const char *null_me
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("table must not be null"),
 				 errhint("Pass the zipper table; a NULL %s %s.", option, null_means)));
-	if (!pg_class_ownercheck(PG_GETARG_OID(0), GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(PG_GETARG_OID(0)));
-	rel = zl_open_zipper_table(PG_GETARG_OID(0), ShareUpdateExclusiveLock);
-	if (!zl_meta_load_options(rel, opts, true))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" is not registered", RelationGetRelationName(rel)),
-				 errhint("Register it with zipper_lake.register(), which takes %s too.", option)));
+	rel = zl_open_owned_registered_table(PG_GETARG_OID(0), ShareUpdateExclusiveLock, opts,
+										 psprintf("Register it with zipper_lake.register(), which takes %s too.",
+												  option));
 	(void) zl_write_lock_table(zl_storage_id(rel), false);
 	return rel;
 }

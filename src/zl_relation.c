@@ -51,6 +51,29 @@ zl_open_zipper_table(Oid relid, LOCKMODE lockmode)
 }
 
 /*
+ * A registered zipper table that its owner changes (options, drop_history,
+ * erase: owner only, like VACUUM), opened with lockmode and its
+ * registration loaded as writers load it; unregistered_hint says how to
+ * register it.
+ */
+Relation
+zl_open_owned_registered_table(Oid relid, LOCKMODE lockmode, ZLTableOptions *opts,
+							   const char *unregistered_hint)
+{
+	Relation	rel;
+
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
+	rel = zl_open_zipper_table(relid, lockmode);
+	if (!zl_meta_load_options(rel, opts, true))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" is not registered", RelationGetRelationName(rel)),
+				 errhint("%s", unregistered_hint)));
+	return rel;
+}
+
+/*
  * A zipper table the caller may read (inspect, verify): with SELECT on
  * it, and no row-level security hiding rows whose counts and times the
  * metadata would show.

@@ -58,7 +58,6 @@
 #include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -104,6 +103,29 @@ collect_ended(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 	er->positions[er->npositions++] = position;
 }
 
+/* how far a cut reaches into a sub-group (see the header comment) */
+typedef enum CutReach
+{
+	CUT_MISSES,					/* current, unplaced, or nothing ended by it */
+	CUT_WHOLE,					/* its whole partition ended by it */
+	CUT_BOUNDARY				/* some of its rows may have ended by it */
+} CutReach;
+
+static CutReach
+cut_reach(const ZLTableOptions *opts, const ZLSubGroup *sg, int64 cut)
+{
+	int64		lo,
+				hi;
+
+	if (!sg->placed || sg->partition_end == ZL_CURRENT_PARTITION)
+		return CUT_MISSES;
+	zl_partition_range(opts, sg->partition_end, &lo, &hi);
+	if (hi <= cut)
+		return CUT_WHOLE;
+	/* every row ends after it starts: one starting after the cut stays */
+	return lo <= cut && sg->first_start < cut ? CUT_BOUNDARY : CUT_MISSES;
+}
+
 /*
  * Remove every version of the table that ended at or before cut (an
  * instant before the open end) and remember the cut; returns how many
@@ -126,31 +148,17 @@ zl_drop_history(Relation rel, const ZLTableOptions *opts, int64 cut)
 
 	/* whole partitions first: their valid_to ranges grow with partition_end */
 	for (int i = 0; i < nsgs; i++)
-	{
-		int64		lo,
-					hi;
-
-		if (!sgs[i].placed || sgs[i].partition_end == ZL_CURRENT_PARTITION)
-			continue;
-		zl_partition_range(opts, sgs[i].partition_end, &lo, &hi);
-		if (hi <= cut)
+		if (cut_reach(opts, &sgs[i], cut) == CUT_WHOLE)
 		{
 			last_whole = Max(last_whole, sgs[i].partition_end);
 			removed += sgs[i].row_count - sgs[i].masked_rows;
 		}
-	}
 	for (int i = 0; i < nsgs; i++)
 	{
-		int64		lo,
-					hi;
 		EndedRows	er = {opts, RelationGetDescr(rel), cut};
 
-		if (!sgs[i].placed || sgs[i].partition_end == ZL_CURRENT_PARTITION ||
-			sgs[i].partition_end <= last_whole)
-			continue;
-		zl_partition_range(opts, sgs[i].partition_end, &lo, &hi);
-		/* every row ends after it starts: one starting after the cut stays */
-		if (lo > cut || sgs[i].first_start >= cut)
+		if (sgs[i].partition_end <= last_whole ||
+			cut_reach(opts, &sgs[i], cut) != CUT_BOUNDARY)
 			continue;
 		zl_read_subgroup_rows(rel, &sgs[i], false, collect_ended, &er);
 		if (er.npositions == 0)
@@ -190,14 +198,8 @@ zipper_lake_drop_history(PG_FUNCTION_ARGS)
 				 errmsg("%s must not be null", PG_ARGISNULL(0) ? "table" : "ended_before"),
 				 errhint("Pass the zipper table and the time up to which its history goes.")));
 	relid = PG_GETARG_OID(0);
-	if (!pg_class_ownercheck(relid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
-	rel = zl_open_zipper_table(relid, RowExclusiveLock);
-	if (!zl_meta_load_options(rel, &opts, true))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" is not registered", RelationGetRelationName(rel)),
-				 errhint("Register it with zipper_lake.register().")));
+	rel = zl_open_owned_registered_table(relid, RowExclusiveLock, &opts,
+										 "Register it with zipper_lake.register().");
 	cut = zl_timestamptz_to_instant(&opts, PG_GETARG_TIMESTAMPTZ(1));
 	if (!zl_instant_is_finite(cut) || cut >= opts.open_end)
 		ereport(ERROR,
@@ -244,21 +246,14 @@ retention_cut(const ZLTableOptions *opts, int64 *cut)
 	return true;
 }
 
-/* does any history sub-group hold a version that may have ended by cut? */
+/* does any history sub-group hold a live version that may have ended by cut? */
 static bool
 history_due(const ZLTableOptions *opts, const ZLSubGroup *sgs, int nsgs, int64 cut)
 {
 	for (int i = 0; i < nsgs; i++)
-	{
-		int64		lo,
-					hi;
-
-		if (!sgs[i].placed || sgs[i].partition_end == ZL_CURRENT_PARTITION)
-			continue;
-		zl_partition_range(opts, sgs[i].partition_end, &lo, &hi);
-		if (lo <= cut && sgs[i].first_start < cut && sgs[i].row_count > sgs[i].masked_rows)
+		if (sgs[i].row_count > sgs[i].masked_rows &&
+			cut_reach(opts, &sgs[i], cut) != CUT_MISSES)
 			return true;
-	}
 	return false;
 }
 
