@@ -188,7 +188,6 @@ CREATE TABLE col_lz4 (LIKE col_zl) USING zipper_lake;
 SELECT zipper_lake.register('col_lz4', ARRAY['id']);
 INSERT INTO col_lz4 SELECT * FROM col_zl WHERE valid_to < 'infinity' AND id <= 150;
 RESET zipper_lake.columnar_compression;
-INSERT INTO col_lz4 SELECT * FROM col_zl WHERE valid_to < 'infinity' AND id > 150;
 CREATE TABLE col_zstd (LIKE col_zl) USING zipper_lake;
 SELECT zipper_lake.register('col_zstd', ARRAY['id']);
 INSERT INTO col_zstd SELECT * FROM col_zl WHERE valid_to < 'infinity' AND id <= 150;
@@ -197,6 +196,9 @@ SELECT (SELECT bool_and(l.compressed_bytes > z.compressed_bytes AND l.raw_bytes 
           FROM zipper_lake.inspect('col_lz4') l
           JOIN zipper_lake.inspect('col_zstd') z USING (partition_end, first_start)) AS lz4_larger,
        (SELECT bool_and(compressed_bytes < raw_bytes) FROM zipper_lake.inspect('col_lz4')) AS compressed;
+-- the second load writes zstd, packing the small lz4 sub-groups it meets
+-- (README "Packing") after reading them
+INSERT INTO col_lz4 SELECT * FROM col_zl WHERE valid_to < 'infinity' AND id > 150;
 SELECT (SELECT count(*) FROM ((SELECT * FROM col_lz4 EXCEPT ALL SELECT * FROM col_zl WHERE valid_to < 'infinity')
                               UNION ALL (SELECT * FROM col_zl WHERE valid_to < 'infinity' EXCEPT ALL SELECT * FROM col_lz4)) x)
        AS differences;

@@ -463,6 +463,7 @@ extern void zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
 extern int64 zl_meta_insert_subgroup(Relation rel, const ZLSubGroup *sg,
 									 int32 rollover_seq, const bytea *key_directory);
 extern void zl_meta_delete_subgroup(Relation rel, int64 subgroup_id);
+extern bool zl_meta_statement_running(void);
 extern void zl_meta_insert_masks(Relation rel, int nmasks,
 								 const int64 *subgroup_ids, int32 *const *positions,
 								 const int *npositions);
@@ -645,6 +646,17 @@ extern bool zl_compact_subgroup(Relation rel, ZLWriteState *state, const ZLSubGr
 								const int32 *dropped, int ndropped);
 extern void zl_rewrite_subgroup(Relation rel, ZLWriteState *state, const ZLSubGroup *sg,
 								const int32 *dropped, int ndropped);
+
+/* rows a flush is about to write into one (history partition, window) */
+typedef struct ZLPendingRun
+{
+	DateADT		partition_end;
+	int64		window_start;
+	int64		rows;
+} ZLPendingRun;
+
+extern void zl_pack_small_subgroups(Relation rel, ZLWriteState *state,
+									const ZLPendingRun *runs, int nruns);
 
 /* ---------- zl_retention.c ---------- */
 

@@ -19,9 +19,34 @@
  * erase (zl_erase.c) the sub-groups of the keys it erases, through
  * zl_rewrite_subgroup.
  *
+ * Packing small sub-groups
+ * ------------------------
+ * Every write into a history partition makes a sub-group per window it
+ * touches, and a batch's closed versions start in many windows: batches
+ * that end versions on the same day (CDC every few minutes) would leave
+ * a window of that day's partition with a small sub-group per batch, each
+ * on pages of its own, and every read of the partition would open them
+ * all.  So before a flush writes a history run, the run takes in the
+ * newest small sub-groups of its file group (fewer than ZL_PACK_ROWS live
+ * rows), newest first, as long as each holds no more live rows than the
+ * run has gathered so far: their live rows join the run and they are
+ * deleted, as in compaction.  Like a binary counter, a window written k
+ * times holds about log2(k) small sub-groups, and a row is written again
+ * about log2(ZL_PACK_ROWS / rows per write) times before its sub-group is
+ * no longer small.  Masks are applied on the way, so packing compacts
+ * too.  The current partition is left alone: its file groups roll over
+ * (max_subgroups) and apply compacts them.
+ *
  *-------------------------------------------------------------------------
  */
 #include "zipper_lake.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "utils/snapmgr.h"
+
+/* history sub-groups with fewer live rows are packed (see above) */
+#define ZL_PACK_ROWS			4096
 
 /* rows of a sub-group being compacted that stay: all but the dropped ones */
 typedef struct CompactArg
@@ -71,4 +96,64 @@ zl_rewrite_subgroup(Relation rel, ZLWriteState *state, const ZLSubGroup *sg,
 
 	zl_read_subgroup_rows(rel, sg, false, keep_row, &arg);
 	zl_meta_delete_subgroup(rel, sg->subgroup_id);
+}
+
+static int
+newest_first(const void *a, const void *b)
+{
+	int64		x = (*(const ZLSubGroup *const *) a)->subgroup_id;
+	int64		y = (*(const ZLSubGroup *const *) b)->subgroup_id;
+
+	return x > y ? -1 : (x < y);
+}
+
+/*
+ * Before a flush writes the runs (ascending by partition, then window),
+ * hand the rows of the small sub-groups they take in to the write state
+ * (see "Packing small sub-groups").  The caller has not sorted the rows
+ * to place yet; the writer holds the writer lock, and every mask of this
+ * transaction is in the catalog (writers flush after masking).
+ */
+void
+zl_pack_small_subgroups(Relation rel, ZLWriteState *state, const ZLPendingRun *runs,
+						int nruns)
+{
+	ZLSubGroupFilter filter = {false, runs[0].partition_end, runs[0].partition_end,
+	PG_INT64_MIN, PG_INT64_MAX, 0};
+	Snapshot	snapshot;
+	ZLSubGroup *sgs;
+	ZLSubGroup **candidates;
+	int			nsgs;
+
+	for (int i = 1; i < nruns; i++)
+	{
+		filter.min_partition = Min(filter.min_partition, runs[i].partition_end);
+		filter.max_partition = Max(filter.max_partition, runs[i].partition_end);
+	}
+	CommandCounterIncrement();	/* see this transaction's masks */
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	sgs = zl_meta_load_filtered_subgroups(zl_storage_id(rel), snapshot, &filter, &nsgs);
+	candidates = palloc(sizeof(ZLSubGroup *) * Max(nsgs, 1));
+	for (int r = 0; r < nruns; r++)
+	{
+		int64		gathered = runs[r].rows;
+		int			n = 0;
+
+		for (int i = 0; i < nsgs; i++)
+			if (sgs[i].placed && sgs[i].partition_end == runs[r].partition_end &&
+				sgs[i].window_start == runs[r].window_start)
+				candidates[n++] = &sgs[i];
+		qsort(candidates, n, sizeof(ZLSubGroup *), newest_first);
+		for (int i = 0; i < n; i++)
+		{
+			int64		live = candidates[i]->row_count - candidates[i]->masked_rows;
+
+			if (live >= ZL_PACK_ROWS || live > gathered)
+				break;
+			CHECK_FOR_INTERRUPTS();
+			zl_rewrite_subgroup(rel, state, candidates[i], NULL, 0);
+			gathered += live;
+		}
+	}
+	UnregisterSnapshot(snapshot);
 }

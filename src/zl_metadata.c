@@ -314,6 +314,9 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 
 static SPIPlanPtr meta_plans[Q_COUNT];
 
+/* true while one of the statements above runs (zl_meta_statement_running) */
+static bool meta_statement_running = false;
+
 /* state saved across one privileged SPI session */
 typedef struct ZLMetaSession
 {
@@ -344,6 +347,44 @@ meta_end(ZLMetaSession *session)
 	SPI_finish();
 	AtEOXact_GUC(true, session->guc_nest_level);
 	SetUserIdAndSecContext(session->save_userid, session->save_sec_context);
+}
+
+/*
+ * Is one of the catalog statements of this file running?  The end of
+ * such a statement does not flush the rows writers left pending (zl_mod.c):
+ * writers flush where they are ready to (zl_write.c, "When flushes
+ * happen"), so a flush never runs between a writer's catalog changes, e.g.
+ * before apply_changes has masked every row it replaced.
+ */
+bool
+zl_meta_statement_running(void)
+{
+	return meta_statement_running;
+}
+
+/* execute a prepared statement, marked as running (zl_meta_statement_running) */
+static int
+run_marked(SPIPlanPtr plan, Datum *values, const char *nulls, Snapshot snapshot,
+		   bool read_only)
+{
+	bool		was_running = meta_statement_running;	/* a trigger may run one inside */
+	volatile int rc = 0;
+
+	meta_statement_running = true;
+	PG_TRY();
+	{
+		if (snapshot != InvalidSnapshot)
+			rc = SPI_execute_snapshot(plan, values, nulls, snapshot, InvalidSnapshot,
+									  read_only, !read_only, 0);
+		else
+			rc = SPI_execute_plan(plan, values, nulls, read_only, 0);
+	}
+	PG_FINALLY();
+	{
+		meta_statement_running = was_running;
+	}
+	PG_END_TRY();
+	return rc;
 }
 
 /*
@@ -381,11 +422,7 @@ meta_exec(ZLMetaQuery query, Datum *values, const char *nulls,
 	if (snapshot == InvalidSnapshot && !read_only && IsolationUsesXactSnapshot())
 		snapshot = GetLatestSnapshot();
 
-	if (snapshot != InvalidSnapshot)
-		rc = SPI_execute_snapshot(meta_plans[query], values, nulls,
-								  snapshot, InvalidSnapshot, read_only, !read_only, 0);
-	else
-		rc = SPI_execute_plan(meta_plans[query], values, nulls, read_only, 0);
+	rc = run_marked(meta_plans[query], values, nulls, snapshot, read_only);
 	if (rc < 0)
 		elog(ERROR, "zipper_lake metadata statement failed: %s",
 			 SPI_result_code_string(rc));

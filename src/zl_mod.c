@@ -5,7 +5,9 @@
  *
  * The ExecutorStart hook refuses UPDATE, DELETE and MERGE on zipper tables
  * before any row is touched; the ExecutorFinish hook flushes the rows an
- * INSERT buffered (zl_write.c) once the statement has produced them all.
+ * INSERT buffered (zl_write.c) once the statement has produced them all
+ * (not at the end of zipper_lake's own catalog statements, which run while
+ * a writer is between its changes: zl_meta_statement_running).
  * DDL goes through the object access hook of zl_ddl.c (dropped tables,
  * registered columns, row-level AFTER triggers).  The planner hooks live
  * in zl_customscan.c (pruned scans) and zl_inline.c (read helpers inlined
@@ -143,8 +145,8 @@ zl_ExecutorFinish(QueryDesc *queryDesc)
 	else
 		standard_ExecutorFinish(queryDesc);
 
-	if (queryDesc->operation != CMD_SELECT ||
-		queryDesc->plannedstmt->hasModifyingCTE)
+	if ((queryDesc->operation != CMD_SELECT ||
+		 queryDesc->plannedstmt->hasModifyingCTE) && !zl_meta_statement_running())
 		zl_write_flush_all();
 }
 

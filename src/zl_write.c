@@ -54,8 +54,13 @@
  * When flushes happen
  * -------------------
  * INSERT flushes at the end of the statement (ExecutorFinish hook in
- * zl_mod.c), COPY at finish_bulk_insert, and any scan of the table first
- * flushes its pending rows so a transaction reads its own writes.
+ * zl_mod.c; not at the end of zipper_lake's own catalog statements, so a
+ * flush never runs between a writer's catalog changes: packing,
+ * zl_compact.c, reads what the writer masked), COPY at finish_bulk_insert,
+ * apply_changes, erase and compaction when they are done, and any scan of
+ * the table first flushes its pending rows so a transaction reads its own
+ * writes.  Before it places history rows, a flush packs the small
+ * sub-groups of their windows into them (zl_compact.c).
  * Pre-commit flushes whatever is left.  apply_changes and registration
  * flush before they add rows, so a flush never mixes loaded rows with
  * rows that would need no check.
@@ -148,6 +153,9 @@ struct ZLWriteState
 	int			maxruns;
 	struct runmap_hash *run_map;
 	int			run_cursor;		/* the run being read (write_placed) */
+
+	/* rows pending per history run, for packing (zl_compact.c) */
+	struct runmap_hash *history_runs;
 };
 
 /*
@@ -180,7 +188,8 @@ typedef struct RunId
 typedef struct RunMapEntry
 {
 	RunId		id;
-	int			index;			/* into runs */
+	int			index;			/* run_map: into runs */
+	int64		rows;			/* history_runs: rows pending */
 	char		status;
 } RunMapEntry;
 
@@ -254,6 +263,7 @@ reset_pending(ZLWriteState *state)
 	state->nruns = state->maxruns = 0;
 	state->run_map = NULL;
 	state->run_cursor = 0;
+	state->history_runs = NULL;
 }
 
 /* end the sorts of the pending rows (closing their files) and forget them */
@@ -490,11 +500,69 @@ leave_direct(ZLWriteState *state)
 	state->nruns = 0;
 }
 
+/* count a row pending for a run of a history partition */
+static void
+count_history_row(ZLWriteState *state, const ZLRunKey *key)
+{
+	RunId		id = {(int64) key->partition_end, key->window_start};
+	RunMapEntry *entry;
+	bool		found;
+
+	if (!key->placed || key->partition_end == ZL_CURRENT_PARTITION)
+		return;
+	if (state->history_runs == NULL)
+		state->history_runs = runmap_create(state->rows_context, 64, NULL);
+	entry = runmap_insert(state->history_runs, id, &found);
+	if (!found)
+		entry->rows = 0;
+	entry->rows++;
+}
+
+static int
+pending_run_cmp(const void *a, const void *b)
+{
+	const ZLPendingRun *x = a;
+	const ZLPendingRun *y = b;
+
+	if (x->partition_end != y->partition_end)
+		return x->partition_end < y->partition_end ? -1 : 1;
+	return x->window_start < y->window_start ? -1 : (x->window_start > y->window_start);
+}
+
+/*
+ * Before the rows are placed: the small sub-groups of the history runs'
+ * file groups join them (zl_compact.c, "Packing small sub-groups").
+ */
+static void
+pack_history_runs(ZLWriteState *state, Relation rel)
+{
+	runmap_iterator it;
+	RunMapEntry *entry;
+	ZLPendingRun *runs;
+	int			nruns = 0;
+
+	if (state->history_runs == NULL)
+		return;
+	runs = palloc(sizeof(ZLPendingRun) * state->history_runs->members);
+	runmap_start_iterate(state->history_runs, &it);
+	while ((entry = runmap_iterate(state->history_runs, &it)) != NULL)
+	{
+		runs[nruns].partition_end = (DateADT) entry->id.partition;
+		runs[nruns].window_start = entry->id.window;
+		runs[nruns++].rows = entry->rows;
+	}
+	qsort(runs, nruns, sizeof(ZLPendingRun), pending_run_cmp);
+	zl_pack_small_subgroups(rel, state, runs, nruns);
+	pfree(runs);
+}
+
 /* the placement tuple of a row, in state->place_slot */
 static TupleTableSlot *
 place_tuple(ZLWriteState *state, HeapTuple tuple, const ZLRunKey *key, int64 valid_from)
 {
 	TupleTableSlot *slot = state->place_slot;
+
+	count_history_row(state, key);
 
 	ExecClearTuple(slot);
 	memset(slot->tts_isnull, 0, sizeof(bool) * PLACE_NATTS);
@@ -968,6 +1036,7 @@ write_placed(ZLWriteState *state, Relation rel)
 	RunReader	rr;
 	MemoryContext old = MemoryContextSwitchTo(state->rows_context);
 
+	pack_history_runs(state, rel);
 	if (state->direct)
 		qsort(state->runs, state->nruns, sizeof(DirectRun), direct_run_cmp);
 	else

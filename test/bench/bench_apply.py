@@ -16,7 +16,8 @@ Two tables hold the same data:
 Each batch is a fresh table `changes (id, name, balance, branch, change_time,
 op)` holding --batch distinct random keys: ~80% updates (1 in 10 of them a
 no-op carrying the current values), ~10% new keys, ~10% deletes; its change
-times are random within one day, the day after the previous batch's.  Both
+times are random within one day, the day after the previous batch's (with
+--per-day K, within a K-th of a day, K batches a day).  Both
 sides apply the very same changes table, one after the other, alternating
 which side goes first, each in its own transaction (client wall time,
 including COMMIT).
@@ -82,6 +83,9 @@ def parse_args():
     p.add_argument('--quiet', action='store_true', help='no per-batch lines')
     p.add_argument('--late', type=float, default=0.0, metavar='F',
                    help='share of each batch\'s changes made 1-7 days older than the batch (default 0)')
+    p.add_argument('--per-day', type=int, default=1, metavar='K',
+                   help='batches a day (default 1): batch b lies in the (b %% K)-th K-th of day b // K, '
+                        'so K batches end versions in the same history partition')
     p.add_argument('--no-verify', action='store_true',
                    help='skip zipper_lake.verify() after each round (the tables are still compared)')
     p.add_argument('--build', action='append', default=[], metavar='NAME=CONNINFO',
@@ -91,6 +95,8 @@ def parse_args():
         a.keys, a.batch, a.batches, a.rounds = 2000, 200, 3, 1
     if a.batch * 0.9 > a.keys:
         p.error('--batch is too large for --keys (updates and deletes need distinct alive keys)')
+    if a.per_day < 1:
+        p.error('--per-day must be at least 1')
     if not 0.0 <= a.late <= 1.0:
         p.error('--late must lie between 0 and 1')
     builds = []
@@ -194,8 +200,10 @@ class KeySpace:
         self.alive.append(k)
 
 
-def make_batch(conn, rng, ks, a, day):
-    """Build the table `changes` for batch `day` (0-based); return its row count."""
+def make_batch(conn, rng, ks, a, b):
+    """Build the table `changes` for batch b (0-based): its changes lie in
+    slice b % per_day of day b // per_day; return its row count."""
+    day, part = divmod(b, a.per_day)
     n = a.batch
     n_new = n // 10
     n_del = n // 10
@@ -212,7 +220,8 @@ def make_batch(conn, rng, ks, a, day):
     rows = []
 
     def when():
-        return rng.randrange(1, 86400 * 1000) / 1000.0   # seconds into the day, ms resolution
+        # seconds into the day within the batch's slice of it, ms resolution
+        return (part * 86400 * 1000 // a.per_day + rng.randrange(1, 86400 * 1000 // a.per_day)) / 1000.0
 
     for k in upd:
         kind = 'noop' if rng.random() < 0.10 else 'chg'
@@ -256,7 +265,7 @@ def make_batch(conn, rng, ks, a, day):
     cur.execute('DROP TABLE bench_stage')
     if a.late:
         cur.execute('INSERT INTO bench_log SELECT id, name, balance, branch, change_time, op, %s FROM changes',
-                    (day + 1,))
+                    (b + 1,))
     cur.execute('ANALYZE changes')
     conn.commit()
     return len(rows)

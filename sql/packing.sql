@@ -1,0 +1,84 @@
+-- Packing small history sub-groups (README "Storage formats", "Packing"):
+-- many small batches ending versions on one day leave a few sub-groups
+-- per window of that day's partition, not one per batch, and the table
+-- holds exactly what one batch of the same changes gives.
+SET timezone = 'UTC';
+CREATE SCHEMA packing;
+SET search_path = packing, public;
+
+-- 240 keys open since one of 4 days (4 windows of the 1-day span)
+CREATE TABLE start_rows (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL);
+INSERT INTO start_rows
+SELECT k, 0, '2024-01-01'::timestamptz + (k % 4) * interval '1 day' + interval '1 hour', 'infinity'
+  FROM generate_series(1, 240) k;
+
+-- 16 batches on 2024-02-01, 30 keys each: updates, deletes, and from the
+-- 5th batch on late changes inside the earlier batches' times, which end
+-- again versions the earlier batches stored (their rows get masked)
+CREATE TABLE ch (id int, v int, change_time timestamptz, op text, batch int);
+INSERT INTO ch
+SELECT k, b, '2024-02-01'::timestamptz + b * interval '20 minutes'
+             - CASE WHEN b >= 5 AND k % 3 = 0 THEN interval '50 minutes' ELSE interval '0' END
+             + (k % 7) * interval '1 second',
+       CASE WHEN (k + b) % 11 = 0 THEN 'D' ELSE 'U' END, b
+  FROM generate_series(1, 16) b,
+       LATERAL (SELECT ((b * 37 + i * 8) % 240) + 1 AS k FROM generate_series(1, 30) i) keys;
+SELECT count(*) AS changes, count(DISTINCT (id, batch)) = count(*) AS one_change_a_key_a_batch FROM ch;
+
+CREATE FUNCTION apply_in_batches(tbl regclass) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  FOR b IN 1..16 LOOP
+    DROP TABLE IF EXISTS one_batch;
+    CREATE TEMP TABLE one_batch AS SELECT id, v, change_time, op FROM ch WHERE batch = b;
+    PERFORM zipper_lake.apply_changes(tbl, 'one_batch');
+  END LOOP;
+END $$;
+
+-- each history format, applied in 16 batches and in one
+CREATE TABLE zc (LIKE start_rows) USING zipper_lake;
+SELECT zipper_lake.register('zc', ARRAY['id']);
+CREATE TABLE zr (LIKE start_rows) USING zipper_lake;
+SELECT zipper_lake.register('zr', ARRAY['id'], history_format => 'rows');
+CREATE TABLE zc_once (LIKE start_rows) USING zipper_lake;
+SELECT zipper_lake.register('zc_once', ARRAY['id']);
+INSERT INTO zc SELECT * FROM start_rows;
+INSERT INTO zr SELECT * FROM start_rows;
+INSERT INTO zc_once SELECT * FROM start_rows;
+SELECT apply_in_batches('zc');
+SELECT apply_in_batches('zr');
+CREATE TABLE all_changes AS SELECT id, v, change_time, op FROM ch;
+SELECT changes, inserted, closed, deleted FROM zipper_lake.apply_changes('zc_once', 'all_changes');
+
+-- the same versions whatever the batching and the format
+SELECT (SELECT count(*) FROM (TABLE zc EXCEPT ALL TABLE zc_once) d) AS only_batched,
+       (SELECT count(*) FROM (TABLE zc_once EXCEPT ALL TABLE zc) d) AS only_once,
+       (SELECT count(*) FROM (TABLE zr EXCEPT ALL TABLE zc_once) d) AS only_rows_format,
+       (SELECT count(*) FROM (TABLE zc_once EXCEPT ALL TABLE zr) d) AS missing_in_rows_format,
+       (SELECT count(*) FROM zc) AS versions;
+SELECT * FROM zipper_lake.verify('zc');
+SELECT * FROM zipper_lake.verify('zr');
+
+-- the day's partition: every window written by up to 16 batches holds at
+-- most log2(16) + 1 small sub-groups (one a batch without packing)
+SELECT t, format, count(DISTINCT window_start) AS windows, count(*) AS subgroups,
+       max(per_window) AS most_in_a_window, max(per_window) <= 5 AS packed, sum(masked_rows) AS masked
+  FROM (SELECT 'zc' AS t, * FROM zipper_lake.inspect('zc') UNION ALL
+        SELECT 'zr', * FROM zipper_lake.inspect('zr')) i,
+       LATERAL (SELECT count(*) AS per_window FROM zipper_lake.inspect(i.t::regclass) j
+                 WHERE j.partition_end = i.partition_end AND j.window_start = i.window_start) w
+ WHERE partition_end = '2024-02-01'
+ GROUP BY t, format ORDER BY t;
+-- loads pack too: two INSERTs of versions ending on one day, one window
+CREATE TABLE zl (LIKE start_rows) USING zipper_lake;
+SELECT zipper_lake.register('zl', ARRAY['id']);
+INSERT INTO zl SELECT k, 1, '2024-03-01 01:00', '2024-03-02 01:00' FROM generate_series(1, 10) k;
+INSERT INTO zl SELECT k, 1, '2024-03-01 02:00', '2024-03-02 02:00' FROM generate_series(11, 20) k;
+SELECT partition_end, window_start, row_count, first_start, last_start FROM zipper_lake.inspect('zl');
+-- a smaller write leaves a bigger sub-group alone (binary-counter policy)
+INSERT INTO zl SELECT k, 1, '2024-03-01 03:00', '2024-03-02 03:00' FROM generate_series(21, 25) k;
+SELECT partition_end, window_start, row_count, first_start, last_start FROM zipper_lake.inspect('zl') ORDER BY sub_group;
+SELECT * FROM zipper_lake.verify('zl');
+SELECT count(*) AS versions FROM zl;
+
+RESET search_path;
+DROP SCHEMA packing CASCADE;
