@@ -68,8 +68,9 @@
  * The writer holds one chunk of values (columnar_chunk_rows rows or
  * ZL_CHUNK_BYTES counting each value's Datum and null flag, plus the value
  * that crossed it) and the directory;
- * encoded chunks wait in a temporary file until the page count of the
- * sub-group is known and its place chosen.  Reading: zl_columnar_read.c.
+ * encoded chunks wait until the page count of the sub-group is known and
+ * its place chosen: in memory up to ZL_SIDE_KB (1 MB), beyond that in a
+ * temporary file.  Reading: zl_columnar_read.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -284,7 +285,8 @@ struct ZLColumnarWriter
 	int			max_chunks;
 	StringInfoData minmax;
 
-	BufFile    *data;
+	StringInfoData data_head;	/* encoded chunks, till ZL_SIDE_KB */
+	BufFile    *data;			/* then all of them, in a temporary file */
 	uint64		data_bytes;
 	uint64		raw_bytes;
 	StringInfoData raw;
@@ -349,7 +351,7 @@ zl_columnar_writer_begin(TupleDesc desc)
 	w->entries = palloc0(sizeof(ZLChunkColumn) * w->max_chunks * Max(w->natts, 1));
 	initStringInfo(&w->minmax);
 	initStringInfo(&w->raw);
-	w->data = BufFileCreateTemp(false);
+	initStringInfo(&w->data_head);
 	MemoryContextSwitchTo(old);
 	return w;
 }
@@ -689,6 +691,29 @@ encode_column(ZLColumnarWriter *w, int att, ZLChunkColumn *entry)
 }
 
 /* compress w->raw if that saves bytes, and append it to the data */
+/*
+ * Keep encoded bytes: in memory while they are few (most history
+ * sub-groups), then in a temporary file (see "Memory").
+ */
+static void
+append_data(ZLColumnarWriter *w, char *bytes, size_t len)
+{
+	if (w->data == NULL && w->data_head.len + len > (Size) ZL_SIDE_KB * 1024)
+	{
+		MemoryContext old = MemoryContextSwitchTo(w->context);
+
+		w->data = BufFileCreateTemp(false);
+		BufFileWrite(w->data, w->data_head.data, w->data_head.len);
+		pfree(w->data_head.data);
+		w->data_head.data = NULL;
+		MemoryContextSwitchTo(old);
+	}
+	if (w->data != NULL)
+		BufFileWrite(w->data, bytes, len);
+	else
+		appendBinaryStringInfo(&w->data_head, bytes, len);
+}
+
 static void
 store_column(ZLColumnarWriter *w, ZLChunkColumn *entry)
 {
@@ -738,7 +763,7 @@ store_column(ZLColumnarWriter *w, ZLChunkColumn *entry)
 			entry->compressed = lz4 ? ZL_CODEC_LZ4 : ZL_CODEC_ZSTD;
 		}
 	}
-	BufFileWrite(w->data, bytes, len);
+	append_data(w, bytes, len);
 	entry->stored_bytes = (uint32) len;
 	w->data_bytes += len;
 	w->raw_bytes += entry->raw_bytes;
@@ -906,6 +931,11 @@ zl_columnar_writer_write(ZLColumnarWriter *w, ZLPageWriter *pages)
 
 	Assert(w->finished);
 	zl_page_writer_add_bytes(pages, w->directory.data, w->directory.len);
+	if (w->data == NULL)
+	{
+		zl_page_writer_add_bytes(pages, w->data_head.data, w->data_head.len);
+		return;
+	}
 	if (BufFileSeek(w->data, 0, 0, SEEK_SET) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -928,7 +958,8 @@ zl_columnar_writer_write(ZLColumnarWriter *w, ZLPageWriter *pages)
 void
 zl_columnar_writer_end(ZLColumnarWriter *w)
 {
-	BufFileClose(w->data);
+	if (w->data != NULL)
+		BufFileClose(w->data);
 	MemoryContextDelete(w->context);
 }
 

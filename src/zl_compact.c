@@ -45,8 +45,12 @@
 #include "miscadmin.h"
 #include "utils/snapmgr.h"
 
-/* history sub-groups with fewer live rows are packed (see above) */
-#define ZL_PACK_ROWS			4096
+/*
+ * History sub-groups with fewer live rows are packed (see above): a
+ * columnar chunk's worth, so that no flush writes more than that again
+ * per window it touches.
+ */
+#define ZL_PACK_ROWS			1024
 
 /* rows of a sub-group being compacted that stay: all but the dropped ones */
 typedef struct CompactArg
