@@ -510,6 +510,8 @@ extern ZLFreeExtent *zl_meta_load_free_extents(uint64 storage_id, Snapshot snaps
 											   int *nextents);
 extern void zl_meta_take_free_extent(uint64 storage_id, BlockNumber first_block,
 									 BlockNumber blocks);
+extern void zl_meta_take_free_extents(uint64 storage_id, int n, const BlockNumber *first_blocks,
+									  const BlockNumber *blocks);
 extern void zl_meta_insert_free_extents(uint64 storage_id, const ZLFreeExtent *extents,
 										int nextents, FullTransactionId freed_by);
 

@@ -33,8 +33,9 @@
  * sub-group it writes knows its size in pages before writing (a page
  * counter runs the page writer's packing over the rows' lengths), and
  * takes the smallest free extent that holds it — extents that touch count
- * as one; their catalog rows are deleted and the remainder of the last
- * inserted again.  If none holds it, the largest is filled with as many of the
+ * as one.  At the end of the flush the catalog rows of what it took are
+ * deleted and the remainders inserted again, in one statement for all
+ * (zl_free_space_end; a write that fails rolls back anyway).  If none holds it, the largest is filled with as many of the
  * (sorted) rows as fit, if that makes a sub-group of a useful size, and the
  * rest goes on as further sub-groups; so a table whose batches keep
  * growing still reuses what earlier, smaller batches freed.  Otherwise the
@@ -82,6 +83,9 @@ struct ZLFreeSpace
 	uint64		storage_id;
 	ZLFreeExtent *extents;		/* reusable now */
 	int			nextents;
+	ZLFreeExtent *taken;		/* ranges taken, recorded at the end */
+	int			ntaken;
+	int			maxtaken;
 };
 
 /*
@@ -173,7 +177,14 @@ zl_free_space_take(ZLFreeSpace *fs, BlockNumber blocks)
 
 	extent = &fs->extents[best];
 	first = extent->first_block;
-	zl_meta_take_free_extent(fs->storage_id, first, blocks);
+	if (fs->ntaken == fs->maxtaken)
+	{
+		fs->maxtaken = Max(16, fs->maxtaken * 2);
+		fs->taken = fs->taken == NULL ? palloc(sizeof(ZLFreeExtent) * fs->maxtaken) :
+			repalloc(fs->taken, sizeof(ZLFreeExtent) * fs->maxtaken);
+	}
+	fs->taken[fs->ntaken].first_block = first;
+	fs->taken[fs->ntaken++].blocks = blocks;
 	log_reuse_conflict(fs->rel, first, extent->freed_by);
 
 	extent->first_block += blocks;
@@ -234,13 +245,6 @@ zl_free_space_wipe(Relation rel, BufferAccessStrategy strategy, bool *complete)
 	return wiped;
 }
 
-void
-zl_free_space_end(ZLFreeSpace *fs)
-{
-	pfree(fs->extents);
-	pfree(fs);
-}
-
 static int
 extent_cmp(const void *a, const void *b)
 {
@@ -248,6 +252,39 @@ extent_cmp(const void *a, const void *b)
 	const ZLFreeExtent *y = b;
 
 	return x->first_block < y->first_block ? -1 : (x->first_block > y->first_block);
+}
+
+/*
+ * The flush is written: the catalog loses what it took, in one statement.
+ * Takes from one extent come from its start, one after the other, so
+ * ranges that touch are merged into one first (extents never touch).
+ */
+void
+zl_free_space_end(ZLFreeSpace *fs)
+{
+	BlockNumber *firsts = palloc(sizeof(BlockNumber) * Max(fs->ntaken, 1));
+	BlockNumber *counts = palloc(sizeof(BlockNumber) * Max(fs->ntaken, 1));
+	int			n = 0;
+
+	if (fs->ntaken > 1)
+		qsort(fs->taken, fs->ntaken, sizeof(ZLFreeExtent), extent_cmp);
+	for (int i = 0; i < fs->ntaken; i++)
+	{
+		if (n > 0 && firsts[n - 1] + counts[n - 1] == fs->taken[i].first_block)
+			counts[n - 1] += fs->taken[i].blocks;
+		else
+		{
+			firsts[n] = fs->taken[i].first_block;
+			counts[n++] = fs->taken[i].blocks;
+		}
+	}
+	zl_meta_take_free_extents(fs->storage_id, n, firsts, counts);
+	pfree(firsts);
+	pfree(counts);
+	if (fs->taken)
+		pfree(fs->taken);
+	pfree(fs->extents);
+	pfree(fs);
 }
 
 /*

@@ -455,10 +455,27 @@ zl_key_directory_range(const bytea *dir, uint32 lo, uint32 hi, int *npositions)
 	return found;
 }
 
+/* add a position to a growing array */
+static void
+add_position(int32 **found, int *nfound, int *maxfound, int32 position)
+{
+	if (*nfound == *maxfound)
+	{
+		*maxfound = Max(16, *maxfound * 2);
+		*found = *found ? repalloc(*found, sizeof(int32) * *maxfound)
+			: palloc(sizeof(int32) * *maxfound);
+	}
+	(*found)[(*nfound)++] = position;
+}
+
 /*
  * Positions in a directory whose hash is one of the given ones (sorted,
  * distinct).  Both sides are sorted by hash: few hashes are looked up by
- * binary search, many are merged with the directory in one pass.
+ * binary search, many are merged with the directory in one pass.  The
+ * merge steps without branching on which side is behind (a batch of 10k
+ * keys merged with a sub-group of 17k rows meets a hash every 100 steps;
+ * the rest is the comparison, which branches would mispredict half the
+ * time).
  */
 int32 *
 zl_key_directory_probe(const bytea *dir, const uint32 *hashes, int nhashes,
@@ -466,29 +483,35 @@ zl_key_directory_probe(const bytea *dir, const uint32 *hashes, int nhashes,
 {
 	const ZLKeyDirEntry *entries = ZL_KEY_DIRECTORY_ENTRIES(dir);
 	int			n = ZL_KEY_DIRECTORY_SIZE(dir);
-	bool		search = (int64) nhashes * 16 < n;
 	int32	   *found = NULL;
 	int			nfound = 0,
 				maxfound = 0;
 	int			e = 0;
+	int			h = 0;
 
-	for (int h = 0; h < nhashes && e < n; h++)
+	if ((int64) nhashes * 16 < n)
 	{
-		if (search)
-			e = lower_bound(entries, e, n, hashes[h]);
-		else
-			while (e < n && entries[e].hash < hashes[h])
-				e++;
-		for (; e < n && entries[e].hash == hashes[h]; e++)
+		for (; h < nhashes && e < n; h++)
+			for (e = lower_bound(entries, e, n, hashes[h]);
+				 e < n && entries[e].hash == hashes[h]; e++)
+				add_position(&found, &nfound, &maxfound, entries[e].position);
+		*npositions = nfound;
+		return found;
+	}
+	while (h < nhashes && e < n)
+	{
+		uint32		wanted = hashes[h];
+		uint32		stored = entries[e].hash;
+
+		if (unlikely(wanted == stored))
 		{
-			if (nfound == maxfound)
-			{
-				maxfound = Max(16, maxfound * 2);
-				found = found ? repalloc(found, sizeof(int32) * maxfound)
-					: palloc(sizeof(int32) * maxfound);
-			}
-			found[nfound++] = entries[e].position;
+			for (; e < n && entries[e].hash == wanted; e++)
+				add_position(&found, &nfound, &maxfound, entries[e].position);
+			h++;
+			continue;
 		}
+		h += wanted < stored;
+		e += stored < wanted;
 	}
 	*npositions = nfound;
 	return found;

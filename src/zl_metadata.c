@@ -76,7 +76,7 @@ typedef enum ZLMetaQuery
 	Q_FORGET_FREE_EXTENTS,
 	Q_LOAD_FREE_EXTENTS,
 	Q_INSERT_FREE_EXTENTS,
-	Q_TAKE_FREE_EXTENT,
+	Q_TAKE_FREE_EXTENTS,
 	Q_DELETE_SUBGROUP_MASKS,
 	Q_INSERT_MASK,
 	Q_TIME_ZONE_EXISTS,
@@ -192,15 +192,18 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		" FROM unnest($2::int8[], $3::int4[]) AS u(first_block, blocks)",
 		4, {INT8OID, INT8ARRAYOID, INT4ARRAYOID, INT8OID}
 	},
-	[Q_TAKE_FREE_EXTENT] = {
-		"WITH d AS (DELETE FROM zipper_lake.free_extent"
-		" WHERE storage_id = $1 AND first_block >= $2 AND first_block < $2 + $3 RETURNING *),"
+	/* the free extents starting in each range $2[i] .. $2[i] + $3[i] - 1 */
+	[Q_TAKE_FREE_EXTENTS] = {
+		"WITH t AS (SELECT * FROM unnest($2, $3) AS t(first, n)),"
+		" d AS (DELETE FROM zipper_lake.free_extent f USING t"
+		" WHERE f.storage_id = $1 AND f.first_block >= t.first AND f.first_block < t.first + t.n"
+		" RETURNING f.storage_id, f.first_block, f.blocks, f.freed_by, t.first + t.n AS taken_end),"
 		" rest AS (INSERT INTO zipper_lake.free_extent (storage_id, first_block, blocks, freed_by)"
-		" SELECT storage_id, $2 + $3, first_block + blocks - ($2 + $3), freed_by FROM d"
-		" WHERE first_block + blocks > $2 + $3)"
-		" SELECT coalesce(sum(least(first_block + blocks, $2 + $3) - first_block), 0)::int8"
+		" SELECT storage_id, taken_end, first_block + blocks - taken_end, freed_by FROM d"
+		" WHERE first_block + blocks > taken_end)"
+		" SELECT coalesce(sum(least(first_block + blocks, taken_end) - first_block), 0)::int8"
 		" FROM d",
-		3, {INT8OID, INT8OID, INT4OID}
+		3, {INT8OID, INT8ARRAYOID, INT4ARRAYOID}
 	},
 	[Q_DELETE_SUBGROUP_MASKS] = {
 		"DELETE FROM zipper_lake.mask WHERE storage_id = $1 AND subgroup_id = $2",
@@ -1031,22 +1034,45 @@ zl_meta_insert_free_extents(uint64 storage_id, const ZLFreeExtent *extents, int 
 }
 
 /*
- * Take blocks free blocks from first_block on, which free extents that
- * touch must cover; what the last of them holds beyond stays free.
+ * Take the free blocks of n disjoint ranges that do not touch: blocks[i]
+ * from first_blocks[i] on, which free extents that touch must cover; what
+ * the last of them holds beyond a range stays free.  One statement.
  */
+void
+zl_meta_take_free_extents(uint64 storage_id, int n, const BlockNumber *first_blocks,
+						  const BlockNumber *blocks)
+{
+	ZLMetaSession session;
+	Datum	   *firsts = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *counts = palloc(sizeof(Datum) * Max(n, 1));
+	Datum		values[3];
+	int64		total = 0;
+
+	if (n == 0)
+		return;
+	for (int i = 0; i < n; i++)
+	{
+		firsts[i] = Int64GetDatum((int64) first_blocks[i]);
+		counts[i] = Int32GetDatum((int32) blocks[i]);
+		total += blocks[i];
+	}
+	values[0] = Int64GetDatum((int64) storage_id);
+	values[1] = PointerGetDatum(construct_array(firsts, n, INT8OID, sizeof(int64),
+												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	values[2] = PointerGetDatum(construct_array(counts, n, INT4OID, sizeof(int32),
+												true, TYPALIGN_INT));
+	meta_begin(&session);
+	meta_exec(Q_TAKE_FREE_EXTENTS, values, NULL, InvalidSnapshot, false);
+	if (result_int64(0, 1) != total)
+		elog(ERROR, "free extents of storage " UINT64_FORMAT " do not cover the %d block ranges taken from block %u on",
+			 storage_id, n, first_blocks[0]);
+	meta_end(&session);
+}
+
 void
 zl_meta_take_free_extent(uint64 storage_id, BlockNumber first_block, BlockNumber blocks)
 {
-	ZLMetaSession session;
-	Datum		values[3] = {Int64GetDatum((int64) storage_id),
-		Int64GetDatum((int64) first_block), Int32GetDatum((int32) blocks)};
-
-	meta_begin(&session);
-	meta_exec(Q_TAKE_FREE_EXTENT, values, NULL, InvalidSnapshot, false);
-	if (result_int64(0, 1) != (int64) blocks)
-		elog(ERROR, "free extents of storage " UINT64_FORMAT " do not cover blocks %u..%u",
-			 storage_id, first_block, first_block + blocks - 1);
-	meta_end(&session);
+	zl_meta_take_free_extents(storage_id, 1, &first_block, &blocks);
 }
 
 /*
