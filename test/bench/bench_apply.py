@@ -86,6 +86,8 @@ def parse_args():
     p.add_argument('--per-day', type=int, default=1, metavar='K',
                    help='batches a day (default 1): batch b lies in the (b %% K)-th K-th of day b // K, '
                         'so K batches end versions in the same history partition')
+    p.add_argument('--history-group-span', metavar='INTERVAL',
+                   help="register z_acct with this history_group_span (default: register's, '1 day')")
     p.add_argument('--no-verify', action='store_true',
                    help='skip zipper_lake.verify() after each round (the tables are still compared)')
     p.add_argument('--build', action='append', default=[], metavar='NAME=CONNINFO',
@@ -132,7 +134,11 @@ def setup(conn, a):
         CREATE TABLE z_acct (id bigint, name text, balance numeric, branch int,
                              valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
         USING zipper_lake""")
-    cur.execute("SELECT zipper_lake.register('z_acct', key => ARRAY['id'])")
+    if a.history_group_span:
+        cur.execute("SELECT zipper_lake.register('z_acct', key => ARRAY['id'], history_group_span => %s)",
+                    (a.history_group_span,))
+    else:
+        cur.execute("SELECT zipper_lake.register('z_acct', key => ARRAY['id'])")
     conn.autocommit = False
 
     # deterministic initial image (same rows for both sides), open versions
