@@ -1984,6 +1984,7 @@ apply_batch(ApplyContext *ac)
 
 	/* keys in hash order: the record's entries are written in that order */
 	state = zl_write_state_get(ac->rel);
+	zl_write_hold_packing(state, true); /* until retire_rows has masked */
 	sort_keys_by_hash(ac);
 	for (int k = 0; k < ac->nkeys; k++)
 	{
@@ -2196,6 +2197,7 @@ apply_chunks(ApplyContext *ac)
 		MemoryContextReset(ac->chunk_context);
 	} while (lo <= PG_UINT32_MAX);
 	retire_rows(ac);
+	zl_write_hold_packing(zl_write_state_get(ac->rel), false);
 	zl_write_flush_relation(RelationGetRelid(ac->rel));
 	tuplesort_end(ac->sort);
 	MemoryContextDelete(ac->chunk_context);

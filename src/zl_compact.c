@@ -27,15 +27,20 @@
  * a window of that day's partition with a small sub-group per batch, each
  * on pages of its own, and every read of the partition would open them
  * all.  So before a flush writes a history run, the run takes in the
- * newest small sub-groups of its file group (fewer than ZL_PACK_ROWS live
- * rows), newest first, as long as each holds no more live rows than the
- * run has gathered so far: their live rows join the run and they are
- * deleted, as in compaction.  Like a binary counter, a window written k
- * times holds about log2(k) small sub-groups, and a row is written again
- * about log2(ZL_PACK_ROWS / rows per write) times before its sub-group is
- * no longer small.  Masks are applied on the way, so packing compacts
- * too.  The current partition is left alone: its file groups roll over
- * (max_subgroups) and apply compacts them.
+ * newest sub-groups of its file group, newest first, while it has
+ * gathered fewer than ZL_PACK_ROWS rows and each holds no more live rows
+ * than the run has gathered so far (and is in the table's history format):
+ * their live rows join the run and they are deleted, as in compaction.
+ * Like a binary counter, a window written k times holds about log2(k)
+ * small sub-groups, a row is written again about log2(ZL_PACK_ROWS / rows
+ * per write) times before its sub-group is no longer small, and a flush
+ * writes fewer than 2 * ZL_PACK_ROWS rows again per window.  Masks are
+ * applied on the way, so packing compacts too.  The current partition is
+ * left alone: its file groups roll over (max_subgroups) and apply
+ * compacts them.  Packing waits while a writer has rows it has not masked
+ * yet (zl_write_hold_packing), and is left out under REPEATABLE READ and
+ * SERIALIZABLE, whose snapshot must not see rows of later transactions
+ * copied into the writer's own sub-groups.
  *
  *-------------------------------------------------------------------------
  */
@@ -46,15 +51,15 @@
 #include "utils/snapmgr.h"
 
 /*
- * History sub-groups with fewer live rows are packed (see above): a
- * columnar chunk's worth, so that no flush writes more than that again
- * per window it touches.
+ * A run packs while it has gathered fewer rows (see above): a columnar
+ * chunk's worth.
  */
 #define ZL_PACK_ROWS			1024
 
 /* rows of a sub-group being compacted that stay: all but the dropped ones */
 typedef struct CompactArg
 {
+	Relation	rel;
 	ZLWriteState *state;
 	const int32 *dropped;		/* ascending */
 	int			ndropped;
@@ -66,7 +71,7 @@ keep_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 	CompactArg *ca = arg;
 
 	if (bsearch(&position, ca->dropped, ca->ndropped, sizeof(int32), zl_position_cmp) == NULL)
-		zl_write_add(ca->state, tuple);
+		zl_write_add_stored(ca->state, ca->rel, tuple);
 }
 
 /*
@@ -96,7 +101,7 @@ void
 zl_rewrite_subgroup(Relation rel, ZLWriteState *state, const ZLSubGroup *sg,
 					const int32 *dropped, int ndropped)
 {
-	CompactArg	arg = {state, dropped, ndropped};
+	CompactArg	arg = {rel, state, dropped, ndropped};
 
 	zl_read_subgroup_rows(rel, sg, false, keep_row, &arg);
 	zl_meta_delete_subgroup(rel, sg->subgroup_id);
@@ -128,6 +133,7 @@ zl_pack_small_subgroups(Relation rel, ZLWriteState *state, const ZLPendingRun *r
 	ZLSubGroup *sgs;
 	ZLSubGroup **candidates;
 	int			nsgs;
+	char		history_format = zl_write_state_history_format(state);
 
 	for (int i = 1; i < nruns; i++)
 	{
@@ -152,7 +158,8 @@ zl_pack_small_subgroups(Relation rel, ZLWriteState *state, const ZLPendingRun *r
 		{
 			int64		live = candidates[i]->row_count - candidates[i]->masked_rows;
 
-			if (live >= ZL_PACK_ROWS || live > gathered)
+			if (gathered >= ZL_PACK_ROWS || live > gathered ||
+				candidates[i]->format != history_format)
 				break;
 			CHECK_FOR_INTERRUPTS();
 			zl_rewrite_subgroup(rel, state, candidates[i], NULL, 0);

@@ -1043,13 +1043,15 @@ zl_meta_take_free_extents(uint64 storage_id, int n, const BlockNumber *first_blo
 						  const BlockNumber *blocks)
 {
 	ZLMetaSession session;
-	Datum	   *firsts = palloc(sizeof(Datum) * Max(n, 1));
-	Datum	   *counts = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *firsts;
+	Datum	   *counts;
 	Datum		values[3];
 	int64		total = 0;
 
 	if (n == 0)
 		return;
+	firsts = palloc(sizeof(Datum) * n);
+	counts = palloc(sizeof(Datum) * n);
 	for (int i = 0; i < n; i++)
 	{
 		firsts[i] = Int64GetDatum((int64) first_blocks[i]);

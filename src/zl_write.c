@@ -82,6 +82,7 @@
 #include "zipper_lake.h"
 
 #include "access/heapam.h"
+#include "access/heaptoast.h"
 #include "access/htup_details.h"
 #include "access/tableam.h"
 #include "access/tupdesc.h"
@@ -156,6 +157,7 @@ struct ZLWriteState
 
 	/* rows pending per history run, for packing (zl_compact.c) */
 	struct runmap_hash *history_runs;
+	bool		packing_held;	/* the writer has rows to retire yet */
 };
 
 /*
@@ -541,7 +543,14 @@ pack_history_runs(ZLWriteState *state, Relation rel)
 	ZLPendingRun *runs;
 	int			nruns = 0;
 
-	if (state->history_runs == NULL)
+	/*
+	 * Not while the writer has still to mask rows it replaced (apply_changes
+	 * until retire_rows: user code in a CHECK constraint may make a flush
+	 * happen before), nor for a transaction whose snapshot is older than the
+	 * latest: packing copies rows other transactions wrote, or leaves out
+	 * rows they masked, which that snapshot must not see change.
+	 */
+	if (state->history_runs == NULL || state->packing_held || IsolationUsesXactSnapshot())
 		return;
 	runs = palloc(sizeof(ZLPendingRun) * state->history_runs->members);
 	runmap_start_iterate(state->history_runs, &it);
@@ -663,13 +672,14 @@ direct_run_cmp(const void *a, const void *b)
 	return x->window < y->window ? -1 : (x->window > y->window);
 }
 
+static bool run_is_columnar(const ZLWriteState *state, const ZLRunKey *key);
+
 /*
- * Add one finished (already toasted) row that needs no check: a version
- * apply_changes computed, a row compaction keeps, or a row of a table not
- * registered yet (checked when registration places it).
+ * Hand placement a row that needs no check; with rel, a stored row written
+ * again whose values may be inline (see zl_write_add_stored).
  */
-void
-zl_write_add(ZLWriteState *state, HeapTuple tuple)
+static void
+add_row(ZLWriteState *state, Relation rel, HeapTuple tuple)
 {
 	ZLRunKey	key;
 	int64		valid_from = 0;
@@ -678,7 +688,49 @@ zl_write_add(ZLWriteState *state, HeapTuple tuple)
 	memset(&key, 0, sizeof(key));
 	if (state->registered)
 		place_row(state, tuple, &key, &valid_from, &valid_to);
+	if (rel != NULL && tuple->t_len > TOAST_TUPLE_THRESHOLD && !run_is_columnar(state, &key))
+		tuple = heap_toast_insert_or_update(rel, tuple, NULL, 0);
 	put_place(state, tuple, &key, valid_from);
+}
+
+/*
+ * Add one finished (already toasted) row that needs no check: a version
+ * apply_changes computed, or a row of a table not registered yet (checked
+ * when registration places it).
+ */
+void
+zl_write_add(ZLWriteState *state, HeapTuple tuple)
+{
+	add_row(state, NULL, tuple);
+}
+
+/*
+ * Add a stored row written again (compaction, packing, erase).  A row read
+ * from a columnar sub-group holds its values inline, so where it goes into
+ * rows (a table switched to history in rows, set_history_format) a wide
+ * one is toasted first, as apply's versions are.
+ */
+void
+zl_write_add_stored(ZLWriteState *state, Relation rel, HeapTuple tuple)
+{
+	add_row(state, rel, tuple);
+}
+
+/* the format history runs are written in (ZL_FORMAT_ROWS or ZL_FORMAT_COLUMNAR) */
+char
+zl_write_state_history_format(const ZLWriteState *state)
+{
+	return state->opts.history_format;
+}
+
+/*
+ * Hold packing (zl_compact.c) while the writer has stored rows to retire
+ * that it has not masked yet; release it before the writer's last flush.
+ */
+void
+zl_write_hold_packing(ZLWriteState *state, bool hold)
+{
+	state->packing_held = hold;
 }
 
 /*
@@ -1089,6 +1141,7 @@ check_in_full(ZLWriteState *state, Relation rel)
 	zl_rowsort_perform_pending(placed);
 	state->placesort = NULL;
 	state->nplace = 0;
+	state->history_runs = NULL; /* the check places the rows it keeps anew */
 	while (tuplesort_gettupleslot(placed, true, false, slot, NULL))
 	{
 		HeapTuple	tuple = zl_rowsort_row_copy(slot, PLACE_ROW);
