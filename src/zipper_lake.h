@@ -300,6 +300,8 @@ extern Relation zl_open_zipper_table(Oid relid, LOCKMODE lockmode);
 extern Relation zl_open_owned_registered_table(Oid relid, LOCKMODE lockmode,
 											   ZLTableOptions *opts,
 											   const char *unregistered_hint);
+extern void zl_load_registration(Relation rel, ZLTableOptions *opts, bool for_write,
+								 const char *detail, const char *hint);
 extern Relation zl_open_readable_zipper_table(Oid relid);
 extern void zl_refuse_row_security(Relation rel);
 extern void zl_refuse_row_change(Relation rel, CmdType command);

@@ -2231,12 +2231,9 @@ apply_begin(ApplyContext *ac, Oid relid, Oid source_relid)
 				 errhint("Applying changes needs INSERT and UPDATE privileges on the zipper table.")));
 
 	zl_refuse_row_security(ac->rel);
-	if (!zl_meta_load_options(ac->rel, &ac->opts, true))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" is not registered", RelationGetRelationName(ac->rel)),
-				 errdetail("Changes are placed by the key and period columns named at registration."),
-				 errhint("Register it with zipper_lake.register().")));
+	zl_load_registration(ac->rel, &ac->opts, true,
+						 "Changes are placed by the key and period columns named at registration.",
+						 "Register it with zipper_lake.register().");
 	prepare_comparisons(ac);
 	ac->row_check = zl_row_check_begin(ac->rel, &ac->opts);
 	ac->batch_newest = PG_INT64_MIN;

@@ -699,12 +699,8 @@ zl_begin(CustomScanState *node, EState *estate, int eflags)
 	ListCell   *lc;
 	int			i = 0;
 
-	if (!zl_meta_load_options(node->ss.ss_currentRelation, &state->opts, false))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" is not registered",
-						RelationGetRelationName(node->ss.ss_currentRelation)),
-				 errhint("The query was planned while the table was registered; plan it again.")));
+	zl_load_registration(node->ss.ss_currentRelation, &state->opts, false, NULL,
+						 "The query was planned while the table was registered; plan it again.");
 
 	/*
 	 * PostgreSQL 15 gives a custom scan a virtual scan slot.  Replace it by

@@ -2041,12 +2041,9 @@ zipper_lake_decode_events(PG_FUNCTION_ARGS)
 				 errhint("Pass the zipper table, the relation holding the events, their format and their column.")));
 	InitMaterializedSRF(fcinfo, 0);
 	rel = zl_open_zipper_table(PG_GETARG_OID(0), AccessShareLock);
-	if (!zl_meta_load_options(rel, &opts, false))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" is not registered", RelationGetRelationName(rel)),
-				 errdetail("Events are decoded into the key and columns named at registration."),
-				 errhint("Register it with zipper_lake.register().")));
+	zl_load_registration(rel, &opts, false,
+						 "Events are decoded into the key and columns named at registration.",
+						 "Register it with zipper_lake.register().");
 
 	out.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	tupdesc = RelationGetDescr(rel);

@@ -54,12 +54,9 @@ open_table_of_row_type(FunctionCallInfo fcinfo, ZLTableOptions *opts)
 						   OidIsValid(typid) ? format_type_be(typid) : "unknown"),
 				 errhint("Pass NULL::table_name.")));
 	rel = zl_open_readable_zipper_table(relid);
-	if (!zl_meta_load_options(rel, opts, false))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" is not registered", RelationGetRelationName(rel)),
-				 errdetail("The read helpers need the period columns named at registration."),
-				 errhint("Register it with zipper_lake.register().")));
+	zl_load_registration(rel, opts, false,
+						 "The read helpers need the period columns named at registration.",
+						 "Register it with zipper_lake.register().");
 	return rel;
 }
 

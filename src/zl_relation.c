@@ -65,12 +65,26 @@ zl_open_owned_registered_table(Oid relid, LOCKMODE lockmode, ZLTableOptions *opt
 	if (!pg_class_ownercheck(relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
 	rel = zl_open_zipper_table(relid, lockmode);
-	if (!zl_meta_load_options(rel, opts, true))
+	zl_load_registration(rel, opts, true, NULL, unregistered_hint);
+	return rel;
+}
+
+/*
+ * The registration of a zipper table into opts (for_write: as writers
+ * load it, see zl_meta_load_options), or an error saying the table is not
+ * registered, with why that matters here (detail, may be NULL) and what
+ * to do (hint).
+ */
+void
+zl_load_registration(Relation rel, ZLTableOptions *opts, bool for_write, const char *detail,
+					 const char *hint)
+{
+	if (!zl_meta_load_options(rel, opts, for_write))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" is not registered", RelationGetRelationName(rel)),
-				 errhint("%s", unregistered_hint)));
-	return rel;
+				 detail ? errdetail("%s", detail) : 0,
+				 errhint("%s", hint)));
 }
 
 /*

@@ -19,8 +19,8 @@
  * Placement and the sub-group writer
  * ----------------------------------
  * Rows to place go into a tuplesort (zl_rowsort.c) by (placed, partition
- * of valid_to, window of valid_from, valid_from, arrival): see
- * place_order().  The sorted stream
+ * of valid_to, window of valid_from, valid_from, arrival), summarized
+ * first: see place_order().  The sorted stream
  * is cut into runs of one (partition, window) and each run into
  * sub-groups: consecutive pages (zl_storage.c) — into the blocks of a
  * deleted sub-group if a free extent holds them (zl_freespace.c), else at
@@ -230,11 +230,11 @@ create_place_desc(ZLWriteState *state)
 	zl_rowsort_slots(desc, &state->place_slot, &state->place_read_slot);
 }
 
-/* rows to place by (order, partition, window, valid_from, arrival) */
+/* rows to place by (order, valid_from, partition, window, arrival): see place_order() */
 static Tuplesortstate *
 begin_place_sort(ZLWriteState *state)
 {
-	AttrNumber	attnums[5] = {PLACE_ORDER, PLACE_PARTITION, PLACE_WINDOW, PLACE_FROM, PLACE_SEQ};
+	AttrNumber	attnums[5] = {PLACE_ORDER, PLACE_FROM, PLACE_PARTITION, PLACE_WINDOW, PLACE_SEQ};
 
 	return zl_rowsort_begin(state->place_desc, 5, attnums, ZL_MAIN_SORT_KB);
 }
@@ -453,8 +453,13 @@ place_row(ZLWriteState *state, HeapTuple tuple, ZLRunKey *key,
  * the end of summer time, or by a day in Sitka in 1867), so the window is
  * a sort key of its own.  This summary of partition and window — 24 bits
  * of partition, 40 of window start in units of 2^14 microseconds, both
- * clamped — keeps their order, so that it decides most comparisons of the
- * sort alone; the full columns decide the ties.
+ * clamped — keeps their order and tells runs apart; valid_from comes next,
+ * so that two rows of one run (most comparisons) are compared on the
+ * second key, not the fifth.  Only runs whose summaries collide (window
+ * starts within 16 ms of each other, or clamped: before 1722 or after
+ * 2278) would come interleaved by valid_from: each piece is then written
+ * as a sub-group of its own, still placed by its own partition and
+ * window (write_placed reads the run of every row).
  */
 static int64
 place_order(DateADT partition_end, int64 window_start)
