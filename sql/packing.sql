@@ -79,6 +79,18 @@ INSERT INTO zl SELECT k, 1, '2024-03-01 03:00', '2024-03-02 03:00' FROM generate
 SELECT partition_end, window_start, row_count, first_start, last_start FROM zipper_lake.inspect('zl') ORDER BY sub_group;
 SELECT * FROM zipper_lake.verify('zl');
 SELECT count(*) AS versions FROM zl;
+-- a sub-group whose stream fits in one page is stored uncompressed (it
+-- takes the page either way); one that needs more pages is compressed
+CREATE TABLE zb (id int, note text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('zb', ARRAY['id']);
+INSERT INTO zb SELECT k, md5(k::text), '2024-03-01 01:00'::timestamptz + k * interval '1 second', '2024-03-02 01:00'
+  FROM generate_series(1, 150) k;
+INSERT INTO zb SELECT k, md5(k::text), '2024-03-03 01:00'::timestamptz + k * interval '1 second', '2024-03-04 01:00'
+  FROM generate_series(1001, 2000) k;
+SELECT partition_end, row_count, blocks, raw_bytes > 4000 AS compressible,
+       raw_bytes > 8192 AS over_a_page, compressed_bytes < raw_bytes AS compressed
+  FROM zipper_lake.inspect('zb') ORDER BY partition_end;
+SELECT count(*), count(DISTINCT note), bool_and(note = md5(id::text)) FROM zb;
 
 -- a CHECK constraint whose function writes makes a flush happen while
 -- apply_changes has still to mask the rows it replaced: nothing is packed

@@ -690,7 +690,6 @@ encode_column(ZLColumnarWriter *w, int att, ZLChunkColumn *entry)
 		pfree(codes);
 }
 
-/* compress w->raw if that saves bytes, and append it to the data */
 /*
  * Keep encoded bytes: in memory while they are few (most history
  * sub-groups), then in a temporary file (see "Memory").
@@ -714,8 +713,9 @@ append_data(ZLColumnarWriter *w, char *bytes, size_t len)
 		appendBinaryStringInfo(&w->data_head, bytes, len);
 }
 
+/* append w->raw to the data, compressed if asked and that saves bytes */
 static void
-store_column(ZLColumnarWriter *w, ZLChunkColumn *entry)
+store_column(ZLColumnarWriter *w, ZLChunkColumn *entry, bool compress)
 {
 	char	   *bytes = w->raw.data;
 	Size		len = w->raw.len;
@@ -728,7 +728,7 @@ store_column(ZLColumnarWriter *w, ZLChunkColumn *entry)
 		entry->stored_bytes = 0;
 		return;
 	}
-	if (len > 64)
+	if (compress && len > 64)
 	{
 		bool		lz4 = w->compression == ZL_COMPRESSION_LZ4;
 		Size		bound = lz4 ? (Size) LZ4_compressBound((int) len) : ZSTD_compressBound(len);
@@ -769,10 +769,19 @@ store_column(ZLColumnarWriter *w, ZLChunkColumn *entry)
 	w->raw_bytes += entry->raw_bytes;
 }
 
+/*
+ * Encode the buffered chunk, column by column.  The last chunk of a
+ * sub-group that has no other (sub-groups of one chunk: most history a
+ * batch closes in a window) is stored uncompressed when its stream fits
+ * in one page anyway: a sub-group takes whole pages, so compressing it
+ * would save no byte on disk and cost its writer and every reader time.
+ */
 static void
-encode_chunk(ZLColumnarWriter *w)
+encode_chunk(ZLColumnarWriter *w, bool last)
 {
 	ZLChunkColumn *entries;
+	StringInfoData *raws = NULL;
+	bool		compress = true;
 
 	if (w->chunk_rows == 0)
 		return;
@@ -786,13 +795,39 @@ encode_chunk(ZLColumnarWriter *w)
 	w->chunk_first_row[w->nchunks] = w->nrows - w->chunk_rows;
 	entries = &w->entries[(Size) w->nchunks * w->natts];
 	memset(entries, 0, sizeof(ZLChunkColumn) * w->natts);
+	if (last && w->nchunks == 0)
+	{
+		MemoryContext old = MemoryContextSwitchTo(w->context);
+		Size		data = 0;
+
+		/* every column encoded first (each adds its min/max), then measured */
+		raws = palloc(sizeof(StringInfoData) * Max(w->natts, 1));
+		for (int att = 0; att < w->natts; att++)
+		{
+			CHECK_FOR_INTERRUPTS();
+			encode_column(w, att, &entries[att]);
+			raws[att] = w->raw;
+			initStringInfo(&w->raw);
+			data += raws[att].len;
+		}
+		/* the stream as zl_columnar_writer_finish lays it out */
+		compress = MAXALIGN(MINMAX_OFFSET(1, w->natts) + w->minmax.len) + data >
+			ZL_STREAM_PAGE_BYTES;
+		MemoryContextSwitchTo(old);
+	}
 	for (int att = 0; att < w->natts; att++)
 	{
 		MemoryContext old = MemoryContextSwitchTo(w->context);
 
 		CHECK_FOR_INTERRUPTS();
-		encode_column(w, att, &entries[att]);
-		store_column(w, &entries[att]);
+		if (raws != NULL)
+		{
+			pfree(w->raw.data);
+			w->raw = raws[att];
+		}
+		else
+			encode_column(w, att, &entries[att]);
+		store_column(w, &entries[att], compress);
 		MemoryContextSwitchTo(old);
 	}
 	w->nchunks++;
@@ -876,7 +911,7 @@ zl_columnar_writer_add(ZLColumnarWriter *w, HeapTuple tuple)
 	w->chunk_rows++;
 	w->nrows++;
 	if (w->chunk_rows == w->max_chunk_rows || w->chunk_bytes >= ZL_CHUNK_BYTES)
-		encode_chunk(w);
+		encode_chunk(w, false);
 	return (int32) (w->nrows - 1);
 }
 
@@ -887,7 +922,7 @@ zl_columnar_writer_finish(ZLColumnarWriter *w)
 	ZLColumnarHeader header;
 	MemoryContext old;
 
-	encode_chunk(w);
+	encode_chunk(w, true);
 	old = MemoryContextSwitchTo(w->context);
 	memset(&header, 0, sizeof(header));
 	header.magic = ZL_COLUMNAR_MAGIC;
