@@ -1984,7 +1984,6 @@ apply_batch(ApplyContext *ac)
 
 	/* keys in hash order: the record's entries are written in that order */
 	state = zl_write_state_get(ac->rel);
-	zl_write_hold_packing(state, true); /* until retire_rows has masked */
 	sort_keys_by_hash(ac);
 	for (int k = 0; k < ac->nkeys; k++)
 	{
@@ -2157,6 +2156,8 @@ apply_chunks(ApplyContext *ac)
 	ac->fold_context.natts = ac->tupdesc->natts;
 	if (ac->record_on)
 		ac->record_writer = zl_record_writer_begin(ac->record_codec);
+	/* packing would read sub-groups before retire_rows masks them */
+	zl_write_hold_packing(RelationGetRelid(ac->rel), true);
 	ac->chunk_context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake apply chunk",
 											  ALLOCSET_DEFAULT_SIZES);
 	do
@@ -2197,7 +2198,7 @@ apply_chunks(ApplyContext *ac)
 		MemoryContextReset(ac->chunk_context);
 	} while (lo <= PG_UINT32_MAX);
 	retire_rows(ac);
-	zl_write_hold_packing(zl_write_state_get(ac->rel), false);
+	zl_write_hold_packing(RelationGetRelid(ac->rel), false);
 	zl_write_flush_relation(RelationGetRelid(ac->rel));
 	tuplesort_end(ac->sort);
 	MemoryContextDelete(ac->chunk_context);

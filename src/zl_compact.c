@@ -37,8 +37,8 @@
  * writes fewer than 2 * ZL_PACK_ROWS rows again per window.  Masks are
  * applied on the way, so packing compacts too.  The current partition is
  * left alone: its file groups roll over (max_subgroups) and apply
- * compacts them.  Packing waits while a writer has rows it has not masked
- * yet (zl_write_hold_packing), and is left out under REPEATABLE READ and
+ * compacts them.  Packing of a table waits while a writer has rows it has
+ * not masked yet (zl_write_hold_packing), and is left out under REPEATABLE READ and
  * SERIALIZABLE, whose snapshot must not see rows of later transactions
  * copied into the writer's own sub-groups.
  *
@@ -71,7 +71,12 @@ keep_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 	CompactArg *ca = arg;
 
 	if (bsearch(&position, ca->dropped, ca->ndropped, sizeof(int32), zl_position_cmp) == NULL)
-		zl_write_add_stored(ca->state, ca->rel, tuple);
+	{
+		if (sg->format == ZL_FORMAT_COLUMNAR)
+			zl_write_add_decoded(ca->state, ca->rel, tuple);
+		else
+			zl_write_add(ca->state, tuple);
+	}
 }
 
 /*

@@ -157,7 +157,6 @@ struct ZLWriteState
 
 	/* rows pending per history run, for packing (zl_compact.c) */
 	struct runmap_hash *history_runs;
-	bool		packing_held;	/* the writer has rows to retire yet */
 };
 
 /*
@@ -208,6 +207,9 @@ typedef struct RunMapEntry
 
 /* write states of the current transaction, in TopTransactionContext */
 static List *write_states = NIL;
+
+/* tables whose packing a writer holds (zl_write_hold_packing), in TopMemoryContext */
+static List *packing_holds = NIL;
 
 /* metadata statements of a flush must not flush again (ExecutorFinish hook) */
 static bool flush_in_progress = false;
@@ -456,8 +458,8 @@ place_row(ZLWriteState *state, HeapTuple tuple, ZLRunKey *key,
  * clamped — keeps their order and tells runs apart; valid_from comes next,
  * so that two rows of one run (most comparisons) are compared on the
  * second key, not the fifth.  Only runs whose summaries collide (window
- * starts within 16 ms of each other, or clamped: before 1722 or after
- * 2278) would come interleaved by valid_from: each piece is then written
+ * starts within 16 ms of each other, or clamped: before about 1715 or
+ * after about 2285) would come interleaved by valid_from: each piece is then written
  * as a sub-group of its own, still placed by its own partition and
  * window (write_placed reads the run of every row).
  */
@@ -555,7 +557,8 @@ pack_history_runs(ZLWriteState *state, Relation rel)
 	 * latest: packing copies rows other transactions wrote, or leaves out
 	 * rows they masked, which that snapshot must not see change.
 	 */
-	if (state->history_runs == NULL || state->packing_held || IsolationUsesXactSnapshot())
+	if (state->history_runs == NULL || IsolationUsesXactSnapshot() ||
+		list_member_oid(packing_holds, state->relid))
 		return;
 	runs = palloc(sizeof(ZLPendingRun) * state->history_runs->members);
 	runmap_start_iterate(state->history_runs, &it);
@@ -680,8 +683,8 @@ direct_run_cmp(const void *a, const void *b)
 static bool run_is_columnar(const ZLWriteState *state, const ZLRunKey *key);
 
 /*
- * Hand placement a row that needs no check; with rel, a stored row written
- * again whose values may be inline (see zl_write_add_stored).
+ * Hand placement a row that needs no check; with rel, a decoded columnar
+ * row written again (see zl_write_add_decoded).
  */
 static void
 add_row(ZLWriteState *state, Relation rel, HeapTuple tuple)
@@ -710,13 +713,15 @@ zl_write_add(ZLWriteState *state, HeapTuple tuple)
 }
 
 /*
- * Add a stored row written again (compaction, packing, erase).  A row read
- * from a columnar sub-group holds its values inline, so where it goes into
- * rows (a table switched to history in rows, set_history_format) a wide
- * one is toasted first, as apply's versions are.
+ * Add a row read from a columnar sub-group, written again (compaction,
+ * packing, erase).  It holds its values inline, so where it goes into rows
+ * (a table switched to history in rows, set_history_format) a wide one is
+ * toasted first, as apply's versions are.  (Rows of row sub-groups keep
+ * their TOAST pointers and go through zl_write_add: toasting them again
+ * would copy their values and leave the old copies to nobody.)
  */
 void
-zl_write_add_stored(ZLWriteState *state, Relation rel, HeapTuple tuple)
+zl_write_add_decoded(ZLWriteState *state, Relation rel, HeapTuple tuple)
 {
 	add_row(state, rel, tuple);
 }
@@ -729,13 +734,22 @@ zl_write_state_history_format(const ZLWriteState *state)
 }
 
 /*
- * Hold packing (zl_compact.c) while the writer has stored rows to retire
- * that it has not masked yet; release it before the writer's last flush.
+ * Hold packing (zl_compact.c) of a table while a writer has stored rows to
+ * retire that it has not masked yet; release it before the writer's last
+ * flush.  Held per table, not per write state: user code the writer runs
+ * (a CHECK constraint) may write the table in a subtransaction of its own,
+ * whose state must not pack either.  Holds end with the transaction.
  */
 void
-zl_write_hold_packing(ZLWriteState *state, bool hold)
+zl_write_hold_packing(Oid relid, bool hold)
 {
-	state->packing_held = hold;
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	if (hold)
+		packing_holds = lappend_oid(packing_holds, relid);
+	else
+		packing_holds = list_delete_oid(packing_holds, relid);
+	MemoryContextSwitchTo(old);
 }
 
 /*
@@ -1341,6 +1355,8 @@ zl_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			/* memory went with TopTransactionContext, files with its owner */
 			write_states = NIL;
+			list_free(packing_holds);
+			packing_holds = NIL;
 			break;
 	}
 }
