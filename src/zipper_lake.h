@@ -388,6 +388,7 @@ typedef struct ZLCatalog
 {
 	Oid			subgroup;
 	Oid			subgroup_pkey;
+	Oid			subgroup_window_index;	/* (storage_id, partition_end, window_start) */
 	Oid			mask;
 	Oid			mask_index;
 	Oid			owner;

@@ -35,8 +35,10 @@
 #include "access/skey.h"
 #include "access/stratnum.h"
 #include "access/table.h"
+#include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
@@ -78,7 +80,8 @@ static void
 catalog_invalidate(Datum arg, Oid relid)
 {
 	if (!OidIsValid(relid) || relid == catalog.subgroup || relid == catalog.subgroup_pkey ||
-		relid == catalog.mask || relid == catalog.mask_index)
+		relid == catalog.subgroup_window_index || relid == catalog.mask ||
+		relid == catalog.mask_index)
 		catalog_valid = false;
 }
 
@@ -114,6 +117,7 @@ zl_meta_catalog(void)
 	nspid = get_namespace_oid(ZL_SCHEMA, false);
 	catalog.subgroup = catalog_relation(nspid, "subgroup");
 	catalog.subgroup_pkey = catalog_relation(nspid, "subgroup_pkey");
+	catalog.subgroup_window_index = catalog_relation(nspid, "subgroup_window_idx");
 	catalog.mask = catalog_relation(nspid, "mask");
 	catalog.mask_index = catalog_relation(nspid, "mask_subgroup_idx");
 	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(catalog.subgroup));
@@ -378,9 +382,48 @@ subgroup_id_cmp(const void *a, const void *b)
 }
 
 /*
+ * The sub-group rows of a storage that one scan of the catalog finds
+ * (keys: storage id and more), those passing the filter appended to
+ * *sgs.
+ */
+static void
+collect_subgroups(Relation rel, Oid index, Snapshot snapshot, ScanKey keys, int nkeys,
+				  const ZLSubGroupFilter *filter, DateADT min_partition,
+				  ZLSubGroup **sgs, int *n, int *max)
+{
+	SysScanDesc scan = systable_beginscan(rel, index, true, snapshot, nkeys, keys);
+	Datum	   *values = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
+	bool	   *isnull = palloc(sizeof(bool) * RelationGetDescr(rel)->natts);
+	HeapTuple	tuple;
+
+	while ((tuple = systable_getnext(scan)) != NULL)
+	{
+		heap_deform_tuple(tuple, RelationGetDescr(rel), values, isnull);
+		if (*n == *max)
+		{
+			*max = Max(16, *max * 2);
+			*sgs = *sgs == NULL ? palloc(sizeof(ZLSubGroup) * *max) :
+				repalloc(*sgs, sizeof(ZLSubGroup) * *max);
+		}
+		subgroup_from_row(&(*sgs)[*n], values, isnull, RelationGetDescr(rel)->natts);
+		if (zl_meta_subgroup_passes(&(*sgs)[*n], filter, min_partition))
+			(*n)++;
+	}
+	systable_endscan(scan);
+	pfree(values);
+	pfree(isnull);
+}
+
+/*
  * The sub-groups a snapshot sees in a storage — passing filter, or with
  * no filter those of partition min_partition or later — and the unplaced
- * ones, in id (creation) order, with their masks ORed together.
+ * ones, in id (creation) order, with their masks ORed together.  When the
+ * partitions wanted have a lower bound, the window index finds those
+ * partitions' rows and, in a second scan, the unplaced ones (its
+ * partition_end is NULL), so that a table's long history costs nothing to
+ * an apply that needs the current partition; otherwise (or when the index
+ * cannot be used: ignore_system_indexes, which cannot search for NULLs)
+ * every row of the storage is read.
  */
 static ZLSubGroup *
 load_subgroups(uint64 storage_id, Snapshot snapshot, const ZLSubGroupFilter *filter,
@@ -388,33 +431,32 @@ load_subgroups(uint64 storage_id, Snapshot snapshot, const ZLSubGroupFilter *fil
 {
 	MemoryContext context = CurrentMemoryContext;
 	Relation	rel = open_catalog(zl_meta_catalog()->subgroup, SG_NATTS);
-	ScanKeyData keys[1];
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	Datum	   *values = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
-	bool	   *isnull = palloc(sizeof(bool) * RelationGetDescr(rel)->natts);
+	DateADT		lowest = filter == NULL ? min_partition :
+		filter->either ? Min(filter->min_partition, filter->from_min_partition) :
+		filter->min_partition;
+	ScanKeyData keys[2];
 	ZLSubGroup *sgs = NULL;
 	int			n = 0,
 				max = 0;
 
 	storage_keys(keys, storage_id, 0, 1);
-	scan = systable_beginscan(rel, catalog.subgroup_pkey, true, snapshot, 1, keys);
-	while ((tuple = systable_getnext(scan)) != NULL)
+	if (lowest == DATEVAL_NOBEGIN || IgnoreSystemIndexes ||
+		ReindexIsProcessingIndex(catalog.subgroup_window_index))
+		collect_subgroups(rel, catalog.subgroup_pkey, snapshot, keys, 1, filter, min_partition,
+						  &sgs, &n, &max);
+	else
 	{
-		heap_deform_tuple(tuple, RelationGetDescr(rel), values, isnull);
-		if (n == max)
-		{
-			max = Max(16, max * 2);
-			sgs = sgs == NULL ? palloc(sizeof(ZLSubGroup) * max) :
-				repalloc(sgs, sizeof(ZLSubGroup) * max);
-		}
-		subgroup_from_row(&sgs[n], values, isnull, RelationGetDescr(rel)->natts);
-		if (zl_meta_subgroup_passes(&sgs[n], filter, min_partition))
-			n++;
+		ScanKeyInit(&keys[1], SG_PARTITION_END, BTGreaterEqualStrategyNumber, F_DATE_GE,
+					DateADTGetDatum(lowest));
+		collect_subgroups(rel, catalog.subgroup_window_index, snapshot, keys, 2, filter,
+						  min_partition, &sgs, &n, &max);
+		ScanKeyEntryInitialize(&keys[1], SK_ISNULL | SK_SEARCHNULL, SG_PARTITION_END,
+							   InvalidStrategy, InvalidOid, InvalidOid, InvalidOid, (Datum) 0);
+		collect_subgroups(rel, catalog.subgroup_window_index, snapshot, keys, 2, filter,
+						  min_partition, &sgs, &n, &max);
 	}
-	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
-	/* by id: the index's order, unless system indexes are ignored */
+	/* by id: the primary key's order; the window index's needs the sort */
 	for (int i = 1; i < n; i++)
 		if (sgs[i - 1].subgroup_id > sgs[i].subgroup_id)
 		{
