@@ -151,6 +151,18 @@ INSERT INTO erased_keys VALUES (2);
 SELECT zipper_lake.erase('zt', 'erased_keys');
 SELECT count(DISTINCT chunk_id) AS toasted_values FROM :zt_toast;
 SELECT id, length(pad), length(doc) FROM zt;
+-- versions apply makes from a stored one share its TOAST values too, also
+-- when the row is wide enough to be toasted again (the pad stays inline):
+-- a partial change keeps the stored doc, and neither the closed nor the
+-- new version stores it again
+INSERT INTO zt SELECT 3, pad, doc, '2024-06-03 01:00', 'infinity' FROM zt WHERE id = 1;
+CREATE TABLE zt_change (id int, pad bytea, doc text, change_time timestamptz);
+INSERT INTO zt_change SELECT 3, pad || '\x00'::bytea, NULL, '2024-06-04 01:00' FROM zt WHERE id = 3;
+SELECT count(DISTINCT chunk_id) AS toasted_values FROM :zt_toast;
+SELECT changes, inserted, closed
+  FROM zipper_lake.apply_changes('zt', 'zt_change', ignore_nulls => true);
+SELECT count(DISTINCT chunk_id) AS toasted_values FROM :zt_toast;
+SELECT id, length(pad), length(doc), valid_to FROM zt ORDER BY valid_from;
 
 RESET search_path;
 DROP SCHEMA packing CASCADE;

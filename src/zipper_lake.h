@@ -640,6 +640,7 @@ extern void zl_write_place(ZLWriteState *state, HeapTuple tuple, int64 valid_fro
 						   int64 valid_to);
 
 extern void zl_write_add_decoded(ZLWriteState *state, Relation rel, HeapTuple tuple);
+extern HeapTuple zl_toast_version(Relation rel, HeapTuple tuple);
 extern void zl_write_hold_packing(Oid relid, bool hold);
 extern char zl_write_state_history_format(const ZLWriteState *state);
 extern void zl_write_flush_relation(Oid relid);

@@ -1798,7 +1798,7 @@ write_version(ApplyContext *ac, ZLWriteState *state, Version *v)
 	v->isnull[ac->opts.to_attnum - 1] = false;
 	tuple = zl_row_check(ac->row_check, heap_form_tuple(ac->tupdesc, values, v->isnull));
 	if (tuple->t_len > TOAST_TUPLE_THRESHOLD)
-		tuple = heap_toast_insert_or_update(ac->rel, tuple, NULL, 0);
+		tuple = zl_toast_version(ac->rel, tuple);
 	zl_write_add(state, tuple);
 	heap_freetuple(tuple);
 	pfree(values);

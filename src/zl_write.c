@@ -683,6 +683,42 @@ direct_run_cmp(const void *a, const void *b)
 static bool run_is_columnar(const ZLWriteState *state, const ZLRunKey *key);
 
 /*
+ * Toast a version of rel whose row is too wide, keeping the values it
+ * already holds in rel's TOAST relation: a version made from a stored one
+ * shares its values (README "Storage formats").  PostgreSQL's toaster takes
+ * an on-disk value of a new row for someone else's and stores it again,
+ * unless the old row of an update holds the same pointer; so the pointers
+ * are handed to it as such an old row (and, being the new row's too, none
+ * is deleted).  Only for values of rel itself: rows arriving from outside
+ * (INSERT, COPY) are toasted as given.
+ */
+HeapTuple
+zl_toast_version(Relation rel, HeapTuple tuple)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	Datum	   *values;
+	bool	   *isnull;
+	HeapTuple	shared;
+	HeapTuple	toasted;
+
+	if (!HeapTupleHasExternal(tuple))
+		return heap_toast_insert_or_update(rel, tuple, NULL, 0);
+	values = palloc(sizeof(Datum) * desc->natts);
+	isnull = palloc(sizeof(bool) * desc->natts);
+	heap_deform_tuple(tuple, desc, values, isnull);
+	for (int i = 0; i < desc->natts; i++)
+		if (TupleDescAttr(desc, i)->attlen != -1 || isnull[i] ||
+			!VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(values[i])))
+			isnull[i] = true;
+	shared = heap_form_tuple(desc, values, isnull);
+	toasted = heap_toast_insert_or_update(rel, tuple, shared, 0);
+	heap_freetuple(shared);
+	pfree(values);
+	pfree(isnull);
+	return toasted;
+}
+
+/*
  * Hand placement a row that needs no check; with rel, a decoded columnar
  * row written again (see zl_write_add_decoded).
  */
@@ -697,7 +733,7 @@ add_row(ZLWriteState *state, Relation rel, HeapTuple tuple)
 	if (state->registered)
 		place_row(state, tuple, &key, &valid_from, &valid_to);
 	if (rel != NULL && tuple->t_len > TOAST_TUPLE_THRESHOLD && !run_is_columnar(state, &key))
-		tuple = heap_toast_insert_or_update(rel, tuple, NULL, 0);
+		tuple = zl_toast_version(rel, tuple);
 	put_place(state, tuple, &key, valid_from);
 }
 
