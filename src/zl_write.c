@@ -685,7 +685,7 @@ static bool run_is_columnar(const ZLWriteState *state, const ZLRunKey *key);
 /*
  * Toast a version of rel whose row is too wide, keeping the values it
  * already holds in rel's TOAST relation: a version made from a stored one
- * shares its values (README "Storage formats").  PostgreSQL's toaster takes
+ * shares its values (README "Features and how they work", "Storage").  PostgreSQL's toaster takes
  * an on-disk value of a new row for someone else's and stores it again,
  * unless the old row of an update holds the same pointer; so the pointers
  * are handed to it as such an old row (and, being the new row's too, none
