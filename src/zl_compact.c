@@ -112,62 +112,52 @@ zl_rewrite_subgroup(Relation rel, ZLWriteState *state, const ZLSubGroup *sg,
 	zl_meta_delete_subgroup(rel, sg->subgroup_id);
 }
 
-static int
-newest_first(const void *a, const void *b)
-{
-	int64		x = (*(const ZLSubGroup *const *) a)->subgroup_id;
-	int64		y = (*(const ZLSubGroup *const *) b)->subgroup_id;
-
-	return x > y ? -1 : (x < y);
-}
-
 /*
- * Before a flush writes the runs (ascending by partition, then window),
- * hand the rows of the small sub-groups they take in to the write state
- * (see "Packing small sub-groups").  The caller has not sorted the rows
- * to place yet; the writer holds the writer lock, and every mask of this
- * transaction is in the catalog (writers flush after masking).
+ * Before a flush writes the runs, hand the rows of the small sub-groups
+ * they take in to the write state (see "Packing small sub-groups").  The
+ * caller has not sorted the rows to place yet; the writer holds the writer
+ * lock, and every mask of this transaction is in the catalog (writers
+ * flush after masking).  Runs that gathered ZL_PACK_ROWS rows already take
+ * nothing in, so the catalog is read only if some run is smaller.
  */
 void
 zl_pack_small_subgroups(Relation rel, ZLWriteState *state, const ZLPendingRun *runs,
 						int nruns)
 {
-	ZLSubGroupFilter filter = {false, runs[0].partition_end, runs[0].partition_end,
-	PG_INT64_MIN, PG_INT64_MAX, 0};
+	ZLSubGroupFilter filter = {false, DATEVAL_NOEND, DATEVAL_NOBEGIN, PG_INT64_MIN, PG_INT64_MAX, 0};
 	Snapshot	snapshot;
 	ZLSubGroup *sgs;
-	ZLSubGroup **candidates;
 	int			nsgs;
 	char		history_format = zl_write_state_history_format(state);
 
-	for (int i = 1; i < nruns; i++)
-	{
-		filter.min_partition = Min(filter.min_partition, runs[i].partition_end);
-		filter.max_partition = Max(filter.max_partition, runs[i].partition_end);
-	}
+	for (int r = 0; r < nruns; r++)
+		if (runs[r].rows < ZL_PACK_ROWS)
+		{
+			filter.min_partition = Min(filter.min_partition, runs[r].partition_end);
+			filter.max_partition = Max(filter.max_partition, runs[r].partition_end);
+		}
+	if (filter.min_partition > filter.max_partition)
+		return;
 	CommandCounterIncrement();	/* see this transaction's masks */
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	sgs = zl_meta_load_filtered_subgroups(zl_storage_id(rel), snapshot, &filter, &nsgs);
-	candidates = palloc(sizeof(ZLSubGroup *) * Max(nsgs, 1));
 	for (int r = 0; r < nruns; r++)
 	{
 		int64		gathered = runs[r].rows;
-		int			n = 0;
 
-		for (int i = 0; i < nsgs; i++)
-			if (sgs[i].placed && sgs[i].partition_end == runs[r].partition_end &&
-				sgs[i].window_start == runs[r].window_start)
-				candidates[n++] = &sgs[i];
-		qsort(candidates, n, sizeof(ZLSubGroup *), newest_first);
-		for (int i = 0; i < n; i++)
+		/* the run's sub-groups, newest first: the catalog gives them in creation order */
+		for (int i = nsgs - 1; i >= 0 && gathered < ZL_PACK_ROWS; i--)
 		{
-			int64		live = candidates[i]->row_count - candidates[i]->masked_rows;
+			const ZLSubGroup *sg = &sgs[i];
+			int64		live = sg->row_count - sg->masked_rows;
 
-			if (gathered >= ZL_PACK_ROWS || live > gathered ||
-				candidates[i]->format != history_format)
+			if (!sg->placed || sg->partition_end != runs[r].partition_end ||
+				sg->window_start != runs[r].window_start)
+				continue;
+			if (live > gathered || sg->format != history_format)
 				break;
 			CHECK_FOR_INTERRUPTS();
-			zl_rewrite_subgroup(rel, state, candidates[i], NULL, 0);
+			zl_rewrite_subgroup(rel, state, sg, NULL, 0);
 			gathered += live;
 		}
 	}

@@ -419,7 +419,8 @@ collect_subgroups(Relation rel, Oid index, Snapshot snapshot, ScanKey keys, int 
  * no filter those of partition min_partition or later — and the unplaced
  * ones, in id (creation) order, with their masks ORed together.  When the
  * partitions wanted have a lower bound, the window index finds those
- * partitions' rows and, in a second scan, the unplaced ones (its
+ * partitions' rows (up to the filter's upper bound, if it has one) and,
+ * in a second scan, the unplaced ones (its
  * partition_end is NULL), so that a table's long history costs nothing to
  * an apply that needs the current partition; otherwise (or when the index
  * cannot be used: ignore_system_indexes, which cannot search for NULLs)
@@ -434,7 +435,7 @@ load_subgroups(uint64 storage_id, Snapshot snapshot, const ZLSubGroupFilter *fil
 	DateADT		lowest = filter == NULL ? min_partition :
 		filter->either ? Min(filter->min_partition, filter->from_min_partition) :
 		filter->min_partition;
-	ScanKeyData keys[2];
+	ScanKeyData keys[3];
 	ZLSubGroup *sgs = NULL;
 	int			n = 0,
 				max = 0;
@@ -446,10 +447,16 @@ load_subgroups(uint64 storage_id, Snapshot snapshot, const ZLSubGroupFilter *fil
 						  &sgs, &n, &max);
 	else
 	{
+		/* a filter without its "either" part bounds the partitions above too */
+		bool		bounded = filter != NULL && !filter->either;
+
 		ScanKeyInit(&keys[1], SG_PARTITION_END, BTGreaterEqualStrategyNumber, F_DATE_GE,
 					DateADTGetDatum(lowest));
-		collect_subgroups(rel, catalog.subgroup_window_index, snapshot, keys, 2, filter,
-						  min_partition, &sgs, &n, &max);
+		if (bounded)
+			ScanKeyInit(&keys[2], SG_PARTITION_END, BTLessEqualStrategyNumber, F_DATE_LE,
+						DateADTGetDatum(filter->max_partition));
+		collect_subgroups(rel, catalog.subgroup_window_index, snapshot, keys, bounded ? 3 : 2,
+						  filter, min_partition, &sgs, &n, &max);
 		ScanKeyEntryInitialize(&keys[1], SK_ISNULL | SK_SEARCHNULL, SG_PARTITION_END,
 							   InvalidStrategy, InvalidOid, InvalidOid, InvalidOid, (Datum) 0);
 		collect_subgroups(rel, catalog.subgroup_window_index, snapshot, keys, 2, filter,

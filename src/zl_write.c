@@ -527,17 +527,6 @@ count_history_row(ZLWriteState *state, const ZLRunKey *key)
 	entry->rows++;
 }
 
-static int
-pending_run_cmp(const void *a, const void *b)
-{
-	const ZLPendingRun *x = a;
-	const ZLPendingRun *y = b;
-
-	if (x->partition_end != y->partition_end)
-		return x->partition_end < y->partition_end ? -1 : 1;
-	return x->window_start < y->window_start ? -1 : (x->window_start > y->window_start);
-}
-
 /*
  * Before the rows are placed: the small sub-groups of the history runs'
  * file groups join them (zl_compact.c, "Packing small sub-groups").
@@ -568,7 +557,6 @@ pack_history_runs(ZLWriteState *state, Relation rel)
 		runs[nruns].window_start = entry->id.window;
 		runs[nruns++].rows = entry->rows;
 	}
-	qsort(runs, nruns, sizeof(ZLPendingRun), pending_run_cmp);
 	zl_pack_small_subgroups(rel, state, runs, nruns);
 	pfree(runs);
 }
