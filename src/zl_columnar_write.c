@@ -713,12 +713,12 @@ append_data(ZLColumnarWriter *w, char *bytes, size_t len)
 		appendBinaryStringInfo(&w->data_head, bytes, len);
 }
 
-/* append w->raw to the data, compressed if asked and that saves bytes */
+/* append a column's raw encoding to the data, compressed if asked and that saves bytes */
 static void
-store_column(ZLColumnarWriter *w, ZLChunkColumn *entry, bool compress)
+store_column(ZLColumnarWriter *w, ZLChunkColumn *entry, const StringInfoData *raw, bool compress)
 {
-	char	   *bytes = w->raw.data;
-	Size		len = w->raw.len;
+	char	   *bytes = raw->data;
+	Size		len = raw->len;
 
 	entry->offset = w->data_bytes;
 	entry->raw_bytes = (uint32) len;
@@ -769,6 +769,13 @@ store_column(ZLColumnarWriter *w, ZLChunkColumn *entry, bool compress)
 	w->raw_bytes += entry->raw_bytes;
 }
 
+/* bytes of a sub-group's stream before its data: header, chunk starts, entries, min/max */
+static Size
+directory_bytes(int nchunks, int natts, Size minmax_bytes)
+{
+	return MAXALIGN(MINMAX_OFFSET(nchunks, natts) + minmax_bytes);
+}
+
 /*
  * Encode the buffered chunk, column by column.  The last chunk of a
  * sub-group that has no other (sub-groups of one chunk: most history a
@@ -810,9 +817,7 @@ encode_chunk(ZLColumnarWriter *w, bool last)
 			initStringInfo(&w->raw);
 			data += raws[att].len;
 		}
-		/* the stream as zl_columnar_writer_finish lays it out */
-		compress = MAXALIGN(MINMAX_OFFSET(1, w->natts) + w->minmax.len) + data >
-			ZL_STREAM_PAGE_BYTES;
+		compress = directory_bytes(1, w->natts, w->minmax.len) + data > ZL_STREAM_PAGE_BYTES;
 		MemoryContextSwitchTo(old);
 	}
 	for (int att = 0; att < w->natts; att++)
@@ -822,12 +827,14 @@ encode_chunk(ZLColumnarWriter *w, bool last)
 		CHECK_FOR_INTERRUPTS();
 		if (raws != NULL)
 		{
-			pfree(w->raw.data);
-			w->raw = raws[att];
+			store_column(w, &entries[att], &raws[att], compress);
+			pfree(raws[att].data);
 		}
 		else
+		{
 			encode_column(w, att, &entries[att]);
-		store_column(w, &entries[att], compress);
+			store_column(w, &entries[att], &w->raw, compress);
+		}
 		MemoryContextSwitchTo(old);
 	}
 	w->nchunks++;
@@ -930,7 +937,7 @@ zl_columnar_writer_finish(ZLColumnarWriter *w)
 	header.nrows = w->nrows;
 	header.nchunks = w->nchunks;
 	header.minmax_bytes = w->minmax.len;
-	header.directory_bytes = MAXALIGN(MINMAX_OFFSET(w->nchunks, w->natts) + w->minmax.len);
+	header.directory_bytes = directory_bytes(w->nchunks, w->natts, w->minmax.len);
 	header.data_bytes = w->data_bytes;
 	header.raw_bytes = w->raw_bytes;
 
