@@ -27,32 +27,34 @@ SELECT g % 500 AS id, 'n' || (g / 500) AS name, (g / 500)::numeric AS v,
        CASE WHEN g / 500 = 19 THEN 'infinity'::timestamptz
             ELSE '2024-01-01'::timestamptz + (g / 500 + 1) * interval '1 day' END AS valid_to
   FROM generate_series(0, 9999) g;
+-- what t holds against src: rows, rows only on one side, verify's findings
+CREATE FUNCTION loaded(OUT rows bigint, OUT differences bigint, OUT problems bigint) LANGUAGE sql AS $$
+    SELECT count(*), (SELECT count(*) FROM ((TABLE t EXCEPT ALL TABLE src) UNION ALL (TABLE src EXCEPT ALL TABLE t)) d),
+           (SELECT count(*) FROM zipper_lake.verify('t')) FROM t
+$$;
 SELECT fresh();
 INSERT INTO t SELECT * FROM src ORDER BY valid_from;
-SELECT count(*) AS rows, (SELECT count(*) FROM ((TABLE t EXCEPT ALL TABLE src) UNION ALL (TABLE src EXCEPT ALL TABLE t)) d) AS differences,
-       (SELECT count(*) FROM zipper_lake.verify('t')) AS problems FROM t;
+SELECT * FROM loaded();
 -- the same rows out of start order: the full check, the same table
 SELECT fresh();
 INSERT INTO t SELECT * FROM src ORDER BY valid_from DESC;
-SELECT count(*) AS rows, (SELECT count(*) FROM ((TABLE t EXCEPT ALL TABLE src) UNION ALL (TABLE src EXCEPT ALL TABLE t)) d) AS differences FROM t;
+SELECT * FROM loaded();
 -- in start order per key but not over all rows: narrow, but sorted for placement
 SELECT fresh();
 INSERT INTO t SELECT * FROM src ORDER BY id, valid_from;
-SELECT count(*) AS rows, (SELECT count(*) FROM ((TABLE t EXCEPT ALL TABLE src) UNION ALL (TABLE src EXCEPT ALL TABLE t)) d) AS differences,
-       (SELECT count(*) FROM zipper_lake.verify('t')) AS problems FROM t;
+SELECT * FROM loaded();
 -- more runs (partition and window) than work_mem gives direct placement: sorted
 SELECT fresh();
 SET work_mem = '1MB';
 INSERT INTO t SELECT * FROM src ORDER BY valid_from;
 RESET work_mem;
-SELECT count(*) AS rows, (SELECT count(*) FROM ((TABLE t EXCEPT ALL TABLE src) UNION ALL (TABLE src EXCEPT ALL TABLE t)) d) AS differences,
-       (SELECT count(*) FROM zipper_lake.verify('t')) AS problems FROM t;
+SELECT * FROM loaded();
 -- more keys than work_mem holds: the load turns to the full check midway
 SELECT fresh();
 SET work_mem = '64kB';
 INSERT INTO t SELECT * FROM src ORDER BY valid_from;
 RESET work_mem;
-SELECT count(*) AS rows, (SELECT count(*) FROM ((TABLE t EXCEPT ALL TABLE src) UNION ALL (TABLE src EXCEPT ALL TABLE t)) d) AS differences FROM t;
+SELECT * FROM loaded();
 
 -- adjacent versions with equal values (numeric 1.0 = 1.00) become one
 SELECT fresh();
