@@ -26,6 +26,7 @@ OBJS = \
 	src/zl_prune.o \
 	src/zl_read.o \
 	src/zl_customscan.o \
+	src/zl_aggregate.o \
 	src/zl_keyprobe.o \
 	src/zl_chunkfilter.o \
 	src/zl_keyindex.o \

@@ -357,6 +357,8 @@ extern int	zl_columnar_chunk_of(const ZLColumnarReader *r, uint32 row);
 extern bool zl_columnar_chunk_range(const ZLColumnarReader *r, int chunk, AttrNumber attnum,
 									bool *all_null, bool *has_nulls, Datum *min, Datum *max);
 extern void zl_columnar_row(ZLColumnarReader *r, uint32 row, Datum *values, bool *isnull);
+extern bool zl_columnar_chunk_values(ZLColumnarReader *r, int chunk, AttrNumber attnum,
+									 const Datum **values, const bool **isnull);
 extern void zl_columnar_sizes(const ZLColumnarReader *r, int64 *stored, int64 *raw,
 							  int64 *directory);
 extern char *zl_columnar_check_chunks(Relation rel, const ZLSubGroup *sg);
@@ -977,6 +979,14 @@ extern uint32 *zl_keyprobe_hashes(ZLKeyProbe *probe, struct ExprContext *econtex
 
 extern bool zl_is_scan_constant(Node *expr, Index rti);
 extern void zl_customscan_init(void);
+extern struct Path *zl_unfiltered_scan_path(struct PlannerInfo *root, struct RelOptInfo *rel,
+											 bool partial);
+extern TupleTableSlot *zl_customscan_next_row(struct PlanState *node);
+
+/* ---------- zl_aggregate.c ---------- */
+
+extern bool zipper_lake_enable_scan_aggregates;
+extern void zl_aggregate_init(void);
 
 /* ---------- zl_inline.c ---------- */
 

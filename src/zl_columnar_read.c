@@ -256,6 +256,10 @@ struct ZLColumnarReader
 	int			loaded_chunk;	/* the chunk of the row read last, -1 none */
 	uint32		loaded_first;
 	uint32		loaded_rows;
+	int		   *active;			/* attributes needed, stored and not dropped */
+	int			nactive;
+	bool		defaults_needed;	/* a needed one was added after the sub-group */
+	int			ready_chunk;	/* every active one decoded for it, -1 not */
 	int		   *varlenas;		/* attributes (indexes) of varlena type */
 	int			nvarlenas;
 	char	   *row_buffer;		/* the widened varlenas of the row handed out */
@@ -307,6 +311,26 @@ read_stream(ZLColumnarReader *r, uint64 offset, Size len, char *dst)
 }
 
 /*
+ * The attributes whose values a row takes from the chunks: needed, stored
+ * in this sub-group (not added since) and not dropped.
+ */
+static void
+find_active_columns(ZLColumnarReader *r)
+{
+	r->nactive = 0;
+	r->ready_chunk = -1;
+	r->defaults_needed = false;
+	for (int att = 0; att < r->desc->natts; att++)
+		if (r->needed[att] && !r->traits[att].dropped)
+		{
+			if (att < (int) r->header.natts)
+				r->active[r->nactive++] = att;
+			else
+				r->defaults_needed = true;
+		}
+}
+
+/*
  * Read another sub-group with the same reader: its directory replaces the
  * last one's; buffers are kept.
  */
@@ -326,6 +350,7 @@ zl_columnar_reset(ZLColumnarReader *r, const ZLSubGroup *sg, BufferAccessStrateg
 	r->blocks = sg->blocks;
 	r->subgroup_id = sg->subgroup_id;
 	r->loaded_chunk = -1;
+	r->ready_chunk = -1;
 	for (int att = 0; att < r->desc->natts; att++)
 		r->columns[att].chunk = -1;
 
@@ -352,6 +377,7 @@ zl_columnar_reset(ZLColumnarReader *r, const ZLSubGroup *sg, BufferAccessStrateg
 			 r->chunk_first_row[c] <= r->chunk_first_row[c - 1]) ||
 			r->chunk_first_row[c] >= r->header.nrows)
 			corrupted(r, psprintf("Chunk %u starts at row %u.", c, r->chunk_first_row[c]));
+	find_active_columns(r);
 }
 
 ZLColumnarReader *
@@ -377,6 +403,7 @@ zl_columnar_open(Relation rel, const ZLSubGroup *sg, BufferAccessStrategy strate
 			r->varlenas[r->nvarlenas++] = att;
 	r->needed = palloc(sizeof(bool) * Max(r->desc->natts, 1));
 	memset(r->needed, true, sizeof(bool) * r->desc->natts);
+	r->active = palloc(sizeof(int) * Max(r->desc->natts, 1));
 	MemoryContextSwitchTo(old);
 	zl_columnar_reset(r, sg, strategy);
 	return r;
@@ -396,6 +423,7 @@ void
 zl_columnar_set_columns(ZLColumnarReader *r, const bool *needed)
 {
 	memcpy(r->needed, needed, sizeof(bool) * r->desc->natts);
+	find_active_columns(r);
 }
 
 /*
@@ -515,6 +543,7 @@ fetch_column(ZLColumnarReader *r, ColumnState *cs, int chunk, int att)
 
 	if (cs->chunk == chunk)
 		return;
+	r->ready_chunk = -1;
 	cs->chunk = -1;
 	cs->entry = e;
 	cs->rows = rows;
@@ -910,9 +939,23 @@ zl_columnar_row(ZLColumnarReader *r, uint32 row, Datum *values, bool *isnull)
 		r->loaded_chunk = chunk;
 		r->loaded_first = zl_columnar_chunk_start(r, chunk);
 		r->loaded_rows = zl_columnar_chunk_start(r, chunk + 1) - r->loaded_first;
+		r->ready_chunk = -1;
 	}
 	chunk = r->loaded_chunk;
 	i = row - r->loaded_first;
+	if (r->ready_chunk == chunk)
+	{
+		/* the common case of scans: every value decoded (and widened) */
+		memset(isnull, true, sizeof(bool) * r->desc->natts);
+		for (int k = 0; k < r->nactive; k++)
+		{
+			const ColumnState *cs = &r->columns[r->active[k]];
+
+			values[r->active[k]] = cs->values[i];
+			isnull[r->active[k]] = cs->isnull[i];
+		}
+		return;
+	}
 	for (int att = 0; att < r->desc->natts; att++)
 	{
 		ColumnState *cs = &r->columns[att];
@@ -921,13 +964,6 @@ zl_columnar_row(ZLColumnarReader *r, uint32 row, Datum *values, bool *isnull)
 		{
 			values[att] = (Datum) 0;
 			isnull[att] = true;
-			continue;
-		}
-		if (cs->decoded && cs->chunk == chunk)
-		{
-			/* the common case of scans: a decoded chunk */
-			values[att] = cs->values[i];
-			isnull[att] = cs->isnull[i];
 			continue;
 		}
 		if (att >= (int) r->header.natts)
@@ -942,6 +978,31 @@ zl_columnar_row(ZLColumnarReader *r, uint32 row, Datum *values, bool *isnull)
 		values[att] = column_value(r, cs, att, i, &isnull[att]);
 	}
 	widen_row(r, values, isnull);
+	if (!r->sparse && !r->defaults_needed)
+		r->ready_chunk = chunk;
+}
+
+/*
+ * The decoded values of an attribute over a whole chunk, whether the rows
+ * handed out need it or not (scans check their bounds on the period
+ * columns in one pass over them); false if the sub-group does not store
+ * the attribute.  Valid until the reader moves to another chunk.
+ */
+bool
+zl_columnar_chunk_values(ZLColumnarReader *r, int chunk, AttrNumber attnum,
+						 const Datum **values, const bool **isnull)
+{
+	int			att = attnum - 1;
+	ColumnState *cs = &r->columns[att];
+
+	if (att >= (int) r->header.natts || r->traits[att].dropped)
+		return false;
+	fetch_column(r, cs, chunk, att);
+	if (!cs->decoded)
+		decode_column(r, cs, att);
+	*values = cs->values;
+	*isnull = cs->isnull;
+	return true;
 }
 
 /* stored (compressed) and raw bytes of the chunks, and the directory's */

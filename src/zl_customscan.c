@@ -627,6 +627,41 @@ zl_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	return &cscan->scan.plan;
 }
 
+/*
+ * The cheapest ZipperScan path of rel (partial: of its partial paths)
+ * whose rows need no filter: every restriction clause is a bound, none
+ * probes keys.  NULL if there is none.  An aggregate computed in the scan
+ * (zl_aggregate.c) takes its rows straight from it.
+ */
+Path *
+zl_unfiltered_scan_path(PlannerInfo *root, RelOptInfo *rel, bool partial)
+{
+	Path	   *best = NULL;
+	Relation	relation;
+	ZLTableOptions opts;
+	bool		registered;
+	ListCell   *lc;
+
+	foreach(lc, partial ? rel->partial_pathlist : rel->pathlist)
+	{
+		Path	   *path = lfirst(lc);
+
+		if (IsA(path, CustomPath) && ((CustomPath *) path)->methods == &zl_path_methods &&
+			path->param_info == NULL &&
+			lthird(((CustomPath *) path)->custom_private) == NIL &&
+			(best == NULL || path->total_cost < best->total_cost))
+			best = path;
+	}
+	if (best == NULL)
+		return NULL;
+	relation = table_open(planner_rt_fetch(rel->relid, root)->relid, NoLock);
+	registered = zl_meta_load_options(relation, &opts, false);
+	table_close(relation, NoLock);
+	if (!registered || extract_bounds(rel->baserestrictinfo, rel->relid, &opts).rest != NIL)
+		return NULL;
+	return best;
+}
+
 /* ---------- executor ---------- */
 
 static Node *
@@ -826,6 +861,20 @@ zl_next(ScanState *node)
 							   node->ss_ScanTupleSlot))
 		return node->ss_ScanTupleSlot;
 	return NULL;
+}
+
+/*
+ * The next row of a ZipperScan that has no filter, as the scan returns it
+ * (no projection), or NULL at the end: for an aggregate above it
+ * (zl_aggregate.c), which need not go through the executor per row.
+ */
+TupleTableSlot *
+zl_customscan_next_row(PlanState *node)
+{
+	if (!IsA(node, CustomScanState) ||
+		((CustomScanState *) node)->methods != &zl_exec_methods || node->qual != NULL)
+		elog(ERROR, "zipper_lake aggregate expects an unfiltered ZipperScan below it");
+	return zl_next((ScanState *) node);
 }
 
 static bool

@@ -32,6 +32,7 @@
 PG_MODULE_MAGIC;
 
 bool		zipper_lake_enable_pruning = true;
+bool		zipper_lake_enable_scan_aggregates = true;
 int			zipper_lake_columnar_chunk_rows = ZL_CHUNK_ROWS_DEFAULT;
 int			zipper_lake_columnar_compression = ZL_COMPRESSION_ZSTD;
 
@@ -161,6 +162,14 @@ _PG_init(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("zipper_lake.enable_scan_aggregates",
+							 "Computes count, sum, min, max and avg of a zipper table's rows in its scan.",
+							 "Turn off only to compare results with the executor's Agg node.",
+							 &zipper_lake_enable_scan_aggregates,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 	DefineCustomIntVariable("zipper_lake.columnar_chunk_rows",
 							"Rows of a chunk of columnar sub-groups written from now on.",
 							"For tests of chunk skipping on small tables; keep the default otherwise.",
@@ -188,5 +197,6 @@ _PG_init(void)
 	zl_write_register_callbacks();
 	zl_ddl_init();
 	zl_customscan_init();
+	zl_aggregate_init();
 	zl_inline_init();
 }

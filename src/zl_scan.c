@@ -26,9 +26,11 @@
  * A columnar sub-group (zl_columnar_read.c) is read through a reader
  * kept for the scan, chunk by chunk: a chunk whose min/max the bounds or the chunk
  * filter (zl_chunkfilter.c) exclude is skipped, and past the valid_from
- * range no later one is read.  Rows are handed out as virtual tuples of
- * the columns the plan reads (zl_scan_set_columns), pointing into the
- * decoded chunk, valid until the scan moves on.
+ * range no later one is read.  In a chunk the bounds keep only in part,
+ * the rows are checked in one pass over its decoded period columns
+ * (scan_check_chunk_rows), not row by row.  Rows are handed out as
+ * virtual tuples of the columns the plan reads (zl_scan_set_columns),
+ * pointing into the decoded chunk, valid until the scan moves on.
  *
  * Bounds (zl_prune.c) skip whole sub-groups, and inside a sub-group that
  * is not known to match entirely, rows are checked one by one.  Rows of a
@@ -120,9 +122,17 @@ typedef struct ZLScanDescData
 	int64		chunk_first;	/* its rows: [chunk_first, chunk_end) */
 	int64		chunk_end;
 	bool		chunk_excluded; /* a key probe's: that chunk cannot match */
-	bool		chunk_checks;	/* its rows are checked against the bounds */
+	bool		chunk_checks;	/* its rows are checked against the bounds: */
+	bool	   *chunk_pass;		/* by row of the chunk, does it pass them? */
+	uint32		chunk_pass_size;	/* allocated */
+	int64		chunk_past_end; /* sorted: the first row past from_hi, */
+	int64		chunk_before_start; /* the last row before from_lo */
+	int64		tid_position;	/* the row whose TID was made last, -2 none, */
+	BlockNumber tid_block;		/* its block */
+	uint32		tid_index;		/* and index in it, of */
+	uint32		tid_per_block;	/* the sub-group's rows per block */
 	bool	   *columns;		/* attributes the plan reads from columnar ones */
-	bool	   *checked_columns;	/* those and the period columns */
+	bool	   *probe_columns;	/* key probes: those and the period columns */
 	ZLChunkFilter *chunk_filter;	/* predicates chunks are skipped by */
 	bool		allow_strategy; /* SO_ALLOW_STRAT */
 	bool		strategy_chosen;	/* for the sub-groups now kept */
@@ -224,16 +234,19 @@ scan_open_columnar(ZLScanDesc scan)
 	else
 		zl_columnar_reset(scan->columnar_reader, scan->current, scan->strategy);
 	scan->columnar = scan->columnar_reader;
-	if (scan->columns != NULL)
+	scan->tid_position = -2;
+	scan->tid_per_block = (uint32) zl_columnar_rows_per_block(scan->current);
+	if (scan->columns != NULL && scan->probing && scan->bounded)
 	{
-		/* rows of chunks the bounds do not keep whole are checked on these */
-		memcpy(scan->checked_columns, scan->columns,
+		/* probed rows are checked against the bounds one by one, on these */
+		memcpy(scan->probe_columns, scan->columns,
 			   sizeof(bool) * RelationGetDescr(scan->base.rs_rd)->natts);
-		if (scan->bounded)
-			scan->checked_columns[scan->opts.from_attnum - 1] =
-				scan->checked_columns[scan->opts.to_attnum - 1] = true;
-		zl_columnar_set_columns(scan->columnar, scan->checked_columns);
+		scan->probe_columns[scan->opts.from_attnum - 1] =
+			scan->probe_columns[scan->opts.to_attnum - 1] = true;
+		zl_columnar_set_columns(scan->columnar, scan->probe_columns);
 	}
+	else if (scan->columns != NULL)
+		zl_columnar_set_columns(scan->columnar, scan->columns);
 	/* a key probe reads a row here and there: no chunk decoded whole */
 	zl_columnar_set_sparse(scan->columnar, scan->probing);
 	MemoryContextSwitchTo(old);
@@ -261,7 +274,7 @@ zl_scan_set_columns(TableScanDesc sscan, const bool *needed)
 	if (scan->columns == NULL)
 	{
 		scan->columns = MemoryContextAlloc(scan->context, sizeof(bool) * Max(natts, 1));
-		scan->checked_columns = MemoryContextAlloc(scan->context, sizeof(bool) * Max(natts, 1));
+		scan->probe_columns = MemoryContextAlloc(scan->context, sizeof(bool) * Max(natts, 1));
 	}
 	memcpy(scan->columns, needed, sizeof(bool) * natts);
 }
@@ -1096,25 +1109,93 @@ value_instant(ZLScanDesc scan, TupleTableSlot *slot, AttrNumber attnum)
 }
 
 /*
- * The row at a position of the current columnar sub-group into the slot,
- * unless bounds to check exclude it; *from gets its valid_from then.
+ * The TID of a row of the current columnar sub-group (zl_position_tid):
+ * the next row's is the last one's, one further, without dividing.
  */
-static bool
-scan_store_columnar_row(ZLScanDesc scan, TupleTableSlot *slot, int64 position, int64 *from)
+static inline void
+scan_columnar_tid(ZLScanDesc scan, int64 position, ItemPointer tid)
+{
+	if (position != scan->tid_position + 1)
+	{
+		scan->tid_block = scan->current->first_block + (uint32) position / scan->tid_per_block;
+		scan->tid_index = (uint32) position % scan->tid_per_block;
+	}
+	else if (++scan->tid_index == scan->tid_per_block)
+	{
+		scan->tid_block++;
+		scan->tid_index = 0;
+	}
+	scan->tid_position = position;
+	ItemPointerSet(tid, scan->tid_block, (OffsetNumber) (scan->tid_index + 1));
+}
+
+/* the row at a position of the current columnar sub-group into the slot */
+static void
+scan_store_columnar_row(ZLScanDesc scan, TupleTableSlot *slot, int64 position)
 {
 	ExecClearTuple(slot);
 	zl_columnar_row(scan->columnar, (uint32) position, slot->tts_values, slot->tts_isnull);
-	if (scan->chunk_checks)
-	{
-		*from = value_instant(scan, slot, scan->opts.from_attnum);
-		if (!zl_bounds_match(&scan->bounds, *from,
-							 value_instant(scan, slot, scan->opts.to_attnum)))
-			return false;
-	}
 	ExecStoreVirtualTuple(slot);
 	slot->tts_tableOid = RelationGetRelid(scan->base.rs_rd);
-	zl_position_tid(scan->current, position, &slot->tts_tid);
-	return true;
+	scan_columnar_tid(scan, position, &slot->tts_tid);
+}
+
+/* a period column's values over the current chunk */
+static void
+chunk_period_values(ZLScanDesc scan, AttrNumber attnum, const Datum **values,
+					const bool **isnull)
+{
+	if (!zl_columnar_chunk_values(scan->columnar, scan->chunk, attnum, values, isnull))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("columnar sub-group " INT64_FORMAT " of table \"%s\" lacks a period column",
+						scan->current->subgroup_id, RelationGetRelationName(scan->base.rs_rd)),
+				 errdetail("Column %d is not stored in it.", attnum),
+				 errhint("Restore the table from a backup; zipper_lake.verify() lists what it finds.")));
+}
+
+/*
+ * Check the rows of the current chunk against the bounds in one pass over
+ * its decoded period columns (NULL the lowest instant), instead of row by
+ * row through the slot: chunk_pass says which pass.  Rows of a sub-group
+ * sorted by valid_from leave the valid_from range for good, forward at
+ * chunk_past_end, backward at chunk_before_start.
+ */
+static void
+scan_check_chunk_rows(ZLScanDesc scan)
+{
+	const ZLScanBounds *b = &scan->bounds;
+	uint32		n = (uint32) (scan->chunk_end - scan->chunk_first);
+	bool		dates = scan->opts.period_type == DATEOID;
+	const Datum *from_values,
+			   *to_values;
+	const bool *from_nulls,
+			   *to_nulls;
+
+	chunk_period_values(scan, scan->opts.from_attnum, &from_values, &from_nulls);
+	chunk_period_values(scan, scan->opts.to_attnum, &to_values, &to_nulls);
+	if (n > scan->chunk_pass_size)
+	{
+		if (scan->chunk_pass != NULL)
+			pfree(scan->chunk_pass);
+		scan->chunk_pass = MemoryContextAlloc(scan->context, n);
+		scan->chunk_pass_size = n;
+	}
+	scan->chunk_past_end = scan->chunk_end;
+	scan->chunk_before_start = scan->chunk_first - 1;
+	for (uint32 i = 0; i < n; i++)
+	{
+		int64		from = from_nulls[i] ? PG_INT64_MIN : dates ?
+			zl_datum_to_instant(from_values[i], DATEOID) : DatumGetInt64(from_values[i]);
+		int64		to = to_nulls[i] ? PG_INT64_MIN : dates ?
+			zl_datum_to_instant(to_values[i], DATEOID) : DatumGetInt64(to_values[i]);
+
+		scan->chunk_pass[i] = zl_bounds_match(b, from, to);
+		if (from > b->from_hi && scan->chunk_past_end == scan->chunk_end)
+			scan->chunk_past_end = scan->chunk_first + i;
+		if (from < b->from_lo)
+			scan->chunk_before_start = scan->chunk_first + i;
+	}
 }
 
 /* can a range [lo, hi] of a period column's chunk meet the bound [blo, bhi]? */
@@ -1153,9 +1234,8 @@ static ZLChunkStep
 scan_read_chunk(ZLScanDesc scan, ZLChunkStep step)
 {
 	scan->chunk_checks = step == ZL_CHUNK_READ;
-	if (scan->columns != NULL)
-		zl_columnar_set_columns(scan->columnar, scan->chunk_checks ? scan->checked_columns :
-								scan->columns);
+	if (scan->chunk_checks && !scan->probing)
+		scan_check_chunk_rows(scan);
 	return step;
 }
 
@@ -1219,7 +1299,6 @@ scan_step_columnar(ZLScanDesc scan, TupleTableSlot *slot, bool forward)
 	for (;;)
 	{
 		int64		row = scan->row + (forward ? 1 : -1);
-		int64		from = 0;
 
 		if (row < 0 || row >= sg->row_count)
 			return ZL_STEP_SUBGROUP_DONE;
@@ -1246,11 +1325,15 @@ scan_step_columnar(ZLScanDesc scan, TupleTableSlot *slot, bool forward)
 			scan->stats.rows_masked++;
 			continue;
 		}
-		if (scan_store_columnar_row(scan, slot, row, &from))
-			return ZL_STEP_ROW;
-		if (scan->chunk_checks && scan_uses_sort_order(scan) &&
-			(forward ? from > scan->bounds.from_hi : from < scan->bounds.from_lo))
-			return ZL_STEP_SUBGROUP_DONE;
+		if (scan->chunk_checks && !scan->chunk_pass[row - scan->chunk_first])
+		{
+			if (scan_uses_sort_order(scan) &&
+				(forward ? row >= scan->chunk_past_end : row <= scan->chunk_before_start))
+				return ZL_STEP_SUBGROUP_DONE;
+			continue;
+		}
+		scan_store_columnar_row(scan, slot, row);
+		return ZL_STEP_ROW;
 	}
 }
 
@@ -1308,7 +1391,6 @@ scan_step_probe(ZLScanDesc scan, TupleTableSlot *slot, bool forward)
 		}
 		if (scan->columnar != NULL)
 		{
-			int64		from;
 			int			chunk;
 
 			/* decode no chunk whose min/max exclude it */
@@ -1322,9 +1404,13 @@ scan_step_probe(ZLScanDesc scan, TupleTableSlot *slot, bool forward)
 			}
 			if (scan->chunk_excluded)
 				continue;
-			if (scan_store_columnar_row(scan, slot, positions[next], &from))
-				return ZL_STEP_ROW;
-			continue;
+			scan_store_columnar_row(scan, slot, positions[next]);
+			if (scan->chunk_checks &&
+				!zl_bounds_match(&scan->bounds,
+								 value_instant(scan, slot, scan->opts.from_attnum),
+								 value_instant(scan, slot, scan->opts.to_attnum)))
+				continue;
+			return ZL_STEP_ROW;
 		}
 		scan_fetch_position(scan, positions[next]);
 		if (scan->current_decision == ZL_CHECK &&
@@ -1726,15 +1812,13 @@ zl_scan_analyze_next_tuple(TableScanDesc sscan, TransactionId OldestXmin,
 
 	while (scan->columnar != NULL && scan->row + 1 < scan->analyze_end)
 	{
-		int64		from;
-
 		scan->row++;
 		if (ZL_ROW_MASKED(scan->current, scan->row))
 		{
 			*deadrows += 1;
 			continue;
 		}
-		(void) scan_store_columnar_row(scan, slot, scan->row, &from);
+		scan_store_columnar_row(scan, slot, scan->row);
 		*liverows += 1;
 		return true;
 	}

@@ -1,0 +1,176 @@
+-- Aggregates in the scan (README "Aggregates in the scan"): count, sum,
+-- min, max and avg of a zipper table's rows, computed by the
+-- ZipperAggregate node from the rows its ZipperScan keeps, give exactly
+-- what the executor's Agg node gives over the same scan: for columnar and
+-- row history, NULLs, NaN, collations, empty answers, expressions over
+-- aggregates, parameters, rescans, masks, rollbacks and parallel plans.
+-- Queries it does not take (grouping, DISTINCT, FILTER, other filters,
+-- other aggregates) keep the Agg node.
+SET timezone = 'UTC';
+\set VERBOSITY terse
+-- chunks of 16 rows, so that bounds check some chunks row by row
+SET zipper_lake.columnar_chunk_rows = 16;
+
+CREATE TABLE agg_zl (id int, i int, n numeric, f float8, t text, tc text COLLATE "C", d date,
+                     iv interval, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+SELECT zipper_lake.register('agg_zl', ARRAY['id']);
+CREATE TABLE agg_rows (LIKE agg_zl) USING zipper_lake;
+SELECT zipper_lake.register('agg_rows', ARRAY['id'], history_format => 'rows');
+
+-- 200 keys changed on six days, some deleted; NULLs, NaN and infinities
+CREATE TABLE agg_ch AS
+  SELECT k AS id,
+         CASE WHEN (k + day) % 7 = 0 THEN NULL ELSE k * 10 + day END AS i,
+         CASE WHEN (k + day) % 7 = 1 THEN NULL WHEN k = 18 AND day = 2 THEN 'NaN'::numeric
+              ELSE (k * day) / 7.0 END AS n,
+         CASE WHEN (k + day) % 7 = 2 THEN NULL WHEN k = 23 THEN '-Infinity'::float8 WHEN k = 29 AND day = 5 THEN 'NaN'::float8
+              ELSE k * 1.5 - day END AS f,
+         CASE WHEN (k + day) % 7 = 3 THEN NULL ELSE CASE WHEN k % 2 = 0 THEN 'b' ELSE 'B' END || k % 13 END AS t,
+         CASE WHEN (k + day) % 7 = 4 THEN NULL ELSE CASE WHEN k % 2 = 0 THEN 'b' ELSE 'B' END || k % 13 END AS tc,
+         CASE WHEN (k + day) % 7 = 5 THEN NULL ELSE date '2020-01-01' + k - day END AS d,
+         make_interval(hours => k, mins => day) AS iv,
+         timestamptz '2026-01-01' + day * interval '1 day' + k * interval '1 minute' AS change_time,
+         CASE WHEN day > 0 AND (k + day) % 19 = 0 THEN 'D' ELSE 'U' END AS op,
+         day
+    FROM generate_series(1, 200) k, generate_series(0, 5) day
+   WHERE day = 0 OR (k + day) % 3 <> 0;
+
+CREATE FUNCTION agg_apply(first_day int, last_day int) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  FOR batch_day IN first_day .. last_day LOOP
+    DROP TABLE IF EXISTS agg_batch;
+    CREATE TEMP TABLE agg_batch AS SELECT * FROM agg_ch WHERE day = batch_day;
+    ALTER TABLE agg_batch DROP COLUMN day;
+    PERFORM zipper_lake.apply_changes('agg_zl', 'agg_batch');
+    PERFORM zipper_lake.apply_changes('agg_rows', 'agg_batch');
+  END LOOP;
+END $$;
+SELECT agg_apply(0, 5);
+SELECT (SELECT count(*) FROM agg_zl) AS versions,
+       (SELECT count(*) FROM ((TABLE agg_zl EXCEPT ALL TABLE agg_rows)
+                              UNION ALL (TABLE agg_rows EXCEPT ALL TABLE agg_zl)) x) AS differences;
+
+-- Which node aggregates a query (its plan), what it returns, and whether
+-- the Agg node (zipper_lake.enable_scan_aggregates off) returns the same.
+CREATE FUNCTION agg_check(query text, OUT node text, OUT result text, OUT same boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+  line text;
+  executor text;
+BEGIN
+  node := 'Agg';
+  FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+    IF line LIKE '%ZipperAggregate%' THEN
+      node := 'ZipperAggregate';
+    END IF;
+  END LOOP;
+  EXECUTE format('SELECT string_agg(r::text, '' '') FROM (%s) r', query) INTO result;
+  PERFORM set_config('zipper_lake.enable_scan_aggregates', 'off', true);
+  EXECUTE format('SELECT string_agg(r::text, '' '') FROM (%s) r', query) INTO executor;
+  PERFORM set_config('zipper_lake.enable_scan_aggregates', 'on', true);
+  same := result IS NOT DISTINCT FROM executor;
+END $$;
+
+CREATE TABLE agg_queries (q int, query text);
+INSERT INTO agg_queries VALUES
+  -- as of a time: numbers
+  (1, $q$SELECT count(*), count(n), sum(i), sum(n), avg(n), min(n), max(n), sum(f), min(f), max(f), avg(i), avg(f)
+         FROM %1$s WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00'$q$),
+  -- text under two collations, dates, intervals
+  (2, $q$SELECT min(t), max(t), min(tc), max(tc), count(t), min(d), max(d), sum(iv), avg(iv), max(valid_from)
+         FROM %1$s WHERE valid_to > '2026-01-02 06:00' AND valid_from <= '2026-01-02 06:00'$q$),
+  -- the changes of a day (ORed bounds), the current versions
+  (3, $q$SELECT count(*), sum(n), min(valid_to), max(t)
+         FROM %1$s WHERE (valid_from >= '2026-01-04' AND valid_from < '2026-01-05')
+                      OR (valid_to >= '2026-01-04' AND valid_to < '2026-01-05')$q$),
+  (4, $q$SELECT count(*), sum(i), max(tc) FROM %1$s WHERE valid_to = 'infinity'$q$),
+  -- nothing kept: count 0, the others NULL
+  (5, $q$SELECT count(*), count(i), sum(n), avg(f), min(t) FROM %1$s WHERE valid_from < '2000-01-01'$q$),
+  -- expressions over aggregates, aggregates twice, constants
+  (6, $q$SELECT sum(n) / count(*), count(*) + 1, max(i) - min(i), sum(i), sum(i), 42
+         FROM %1$s WHERE valid_from <= '2026-01-05' AND valid_to > '2026-01-05'$q$),
+  -- the read helpers
+  (7, $q$SELECT count(*), sum(n), min(t) FROM zipper_lake.as_of(NULL::%1$s, '2026-01-04 18:00')$q$),
+  (8, $q$SELECT count(*), max(i), max(f), sum(f) FROM zipper_lake.current(NULL::%1$s)$q$),
+  -- no bounds: every row
+  (9, $q$SELECT count(*), sum(i), min(valid_from) FROM %1$s$q$),
+  -- the Agg node's: grouping, HAVING, DISTINCT, FILTER, ORDER BY in an
+  -- aggregate, another filter, an expression argument, another aggregate
+  (10, $q$SELECT (i %% 3) AS g, count(*) FROM %1$s WHERE valid_to = 'infinity' GROUP BY 1 ORDER BY 1$q$),
+  (11, $q$SELECT count(*) FROM %1$s WHERE valid_to = 'infinity' HAVING count(*) > 0$q$),
+  (12, $q$SELECT count(DISTINCT i %% 5) FROM %1$s WHERE valid_to = 'infinity'$q$),
+  (13, $q$SELECT count(*) FILTER (WHERE i > 100) FROM %1$s WHERE valid_to = 'infinity'$q$),
+  (14, $q$SELECT max(t ORDER BY t) FROM %1$s WHERE valid_to = 'infinity'$q$),
+  (15, $q$SELECT count(*), sum(n) FROM %1$s WHERE valid_to = 'infinity' AND i > 100$q$),
+  (16, $q$SELECT sum(i + 1) FROM %1$s WHERE valid_to = 'infinity'$q$),
+  (17, $q$SELECT string_agg(t, ',' ORDER BY t), bool_and(i > 0) FROM %1$s WHERE valid_to = 'infinity'$q$),
+  -- a subquery run once per outer row: the node is rescanned with new bounds
+  (18, $q$SELECT day, (SELECT count(*) || '/' || coalesce(sum(n), 0) FROM %1$s
+                         WHERE valid_from <= o.at AND valid_to > o.at)
+         FROM (SELECT day, timestamptz '2026-01-01 12:00' + day * interval '1 day' AS at
+                 FROM generate_series(-1, 6) day) o$q$);
+
+SELECT q, tbl, (agg_check(format(query, tbl))).*
+  FROM agg_queries, (VALUES ('agg_zl'), ('agg_rows')) t(tbl)
+ ORDER BY q, tbl;
+
+-- the plan: the ZipperScan below keeps its bounds and pruning; EXPLAIN
+-- ANALYZE counts the rows the node took from it
+EXPLAIN (COSTS OFF)
+  SELECT count(*), sum(n) FROM agg_zl WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00';
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+  SELECT count(*), sum(n) FROM agg_zl WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00';
+
+-- a prepared statement's parameter, in custom and generic plans
+PREPARE agg_at(timestamptz) AS
+  SELECT count(*), sum(n), max(t) FROM agg_zl WHERE valid_from <= $1 AND valid_to > $1;
+EXECUTE agg_at('2026-01-02 12:00');
+EXECUTE agg_at('2026-01-05 12:00');
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE agg_at('2026-01-02 12:00');
+EXECUTE agg_at('2026-01-02 12:00');
+EXECUTE agg_at('2026-01-05 12:00');
+RESET plan_cache_mode;
+
+-- a late batch rewrites history (masks), then is rolled back: the node
+-- sees what the scan sees, before, inside and after
+CREATE TABLE agg_late AS
+  SELECT k AS id, k AS i, 1000.5 AS n, 0.25::float8 AS f, 'late' AS t, 'late' AS tc,
+         date '2000-01-01' AS d, interval '1 day' AS iv,
+         timestamptz '2026-01-02 23:00' AS change_time, 'U' AS op
+    FROM generate_series(1, 200, 9) k;
+SELECT count(*), sum(n), max(t) FROM agg_zl WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00';
+BEGIN;
+SELECT changes, late FROM zipper_lake.apply_changes('agg_zl', 'agg_late');
+SELECT sum(masked_rows) > 0 AS masked FROM zipper_lake.inspect('agg_zl');
+SELECT q, (agg_check(format(query, 'agg_zl'))).* FROM agg_queries WHERE q IN (1, 2, 3, 18) ORDER BY q;
+ROLLBACK;
+SELECT count(*), sum(n), max(t) FROM agg_zl WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00';
+
+-- a parallel plan: every participant aggregates the sub-groups it takes,
+-- the Finalize Aggregate combines their states (numeric's serialized)
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+EXPLAIN (COSTS OFF)
+  SELECT count(*), sum(n), avg(i), min(t), max(tc) FROM agg_zl WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00';
+SELECT (agg_check(format($q$SELECT count(*), sum(n), avg(i), avg(n), min(t), max(tc), sum(iv)
+                              FROM agg_zl WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00'$q$))).*;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
+
+-- the aggregate's EXECUTE privilege is checked, as the Agg node checks it
+CREATE ROLE regress_zl_agg_reader;
+GRANT SELECT ON agg_zl TO regress_zl_agg_reader;
+BEGIN;
+REVOKE EXECUTE ON FUNCTION pg_catalog.sum(numeric) FROM PUBLIC;
+SET LOCAL ROLE regress_zl_agg_reader;
+SELECT count(*) FROM agg_zl WHERE valid_to = 'infinity';
+SELECT sum(n) FROM agg_zl WHERE valid_to = 'infinity';
+ROLLBACK;
+REVOKE SELECT ON agg_zl FROM regress_zl_agg_reader;
+DROP ROLE regress_zl_agg_reader;
