@@ -359,6 +359,7 @@ extern bool zl_columnar_chunk_range(const ZLColumnarReader *r, int chunk, AttrNu
 extern void zl_columnar_row(ZLColumnarReader *r, uint32 row, Datum *values, bool *isnull);
 extern bool zl_columnar_chunk_values(ZLColumnarReader *r, int chunk, AttrNumber attnum,
 									 const Datum **values, const bool **isnull);
+extern bool zl_columnar_defaults_needed(const ZLColumnarReader *r);
 extern void zl_columnar_sizes(const ZLColumnarReader *r, int64 *stored, int64 *raw,
 							  int64 *directory);
 extern char *zl_columnar_check_chunks(Relation rel, const ZLSubGroup *sg);
@@ -730,6 +731,16 @@ extern void zl_scan_set_columns(TableScanDesc scan, const bool *needed);
 extern void zl_scan_set_chunk_filter(TableScanDesc scan, ZLChunkFilter *filter);
 extern const ZLPruneStats *zl_scan_stats(TableScanDesc scan);
 
+/* rows of one columnar chunk a scan returns, for in-scan aggregates */
+typedef struct ZLRowBatch
+{
+	ZLColumnarReader *reader;	/* zl_columnar_chunk_values(reader, chunk, ...) */
+	int			chunk;
+	const uint32 *rows;			/* the rows' indexes in the chunk, ascending */
+	uint32		nrows;
+} ZLRowBatch;
+extern bool zl_scan_next_batch(TableScanDesc scan, ZLRowBatch *batch);
+
 typedef void (*ZLRowCallback) (void *arg, const ZLSubGroup *sg, int32 position,
 							   HeapTuple tuple);
 extern ZLSubGroup **zl_subgroups_by_block(ZLSubGroup *sgs, int n);
@@ -982,6 +993,7 @@ extern void zl_customscan_init(void);
 extern struct Path *zl_unfiltered_scan_path(struct PlannerInfo *root, struct RelOptInfo *rel,
 											 bool partial);
 extern TupleTableSlot *zl_customscan_next_row(struct PlanState *node);
+extern bool zl_customscan_next_batch(struct PlanState *node, ZLRowBatch *batch);
 
 /* ---------- zl_aggregate.c ---------- */
 

@@ -31,8 +31,11 @@
  * --------
  * The ZipperScan below is an ordinary child plan (EXPLAIN shows its bounds
  * and pruning; it shares out sub-groups in parallel plans), but the node
- * asks it for rows with zl_customscan_next_row instead of ExecProcNode,
- * and counts them into its instrumentation itself.  Transition functions
+ * asks it for rows itself and counts them into its instrumentation: the
+ * rows of a columnar chunk at once where it can (zl_customscan_next_batch:
+ * their indexes in the chunk, no slot filled; each aggregate then walks
+ * the decoded column it reads, count(*) adds the number of rows), else one
+ * by one from its slot (zl_customscan_next_row, not ExecProcNode).  Transition functions
  * run in a per-row memory context with the node's state memory as their
  * aggregate context (AggCheckCallContext), as nodeAgg.c runs them: a
  * strict one skips NULL input and, with no initial value, starts from the
@@ -65,6 +68,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
@@ -77,6 +81,7 @@ static create_upper_paths_hook_type prev_create_upper_paths = NULL;
 typedef struct ScanAggregate
 {
 	AttrNumber	attnum;			/* its argument's column; 0: count(*) */
+	bool		count_rows;		/* count(*): a batch of n rows adds n */
 	FmgrInfo	transfn;
 	FunctionCallInfo trans_call;	/* (state[, argument]) */
 	FmgrInfo	finalfn;		/* fn_oid InvalidOid: none (or partial) */
@@ -350,6 +355,7 @@ init_aggregate(ZipperAggregateState *state, ScanAggregate *agg, Aggref *aggref)
 
 	agg->attnum = nargs == 0 ? 0 :
 		((Var *) ((TargetEntry *) linitial(aggref->args))->expr)->varattno;
+	agg->count_rows = aggref->aggfnoid == F_COUNT_;
 	state->max_attnum = Max(state->max_attnum, agg->attnum);
 	for (int i = 0; i < nargs; i++)
 		input_types[i] = list_nth_oid(aggref->aggargtypes, i);
@@ -437,20 +443,13 @@ begin_aggregate(CustomScanState *node, EState *estate, int eflags)
 	reset_states(state);
 }
 
-/* one row into an aggregate's state, as nodeAgg.c advances it */
+/* one input into an aggregate's state, as nodeAgg.c advances it */
 static inline void
-advance(ZipperAggregateState *state, ScanAggregate *agg, TupleTableSlot *row)
+advance(ZipperAggregateState *state, ScanAggregate *agg, Datum value, bool isnull)
 {
 	FunctionCallInfo call = agg->trans_call;
-	Datum		value = (Datum) 0;
-	bool		isnull = false;
 	Datum		result;
 
-	if (agg->attnum > 0)
-	{
-		value = row->tts_values[agg->attnum - 1];
-		isnull = row->tts_isnull[agg->attnum - 1];
-	}
 	if (agg->transfn.fn_strict)
 	{
 		if (isnull)
@@ -493,6 +492,70 @@ advance(ZipperAggregateState *state, ScanAggregate *agg, TupleTableSlot *row)
 	}
 	agg->state = result;
 	agg->statenull = call->isnull;
+}
+
+/* a row from the scan's slot into every aggregate */
+static void
+aggregate_row(ZipperAggregateState *state, TupleTableSlot *row)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	MemoryContext old;
+
+	if (state->max_attnum > 0)
+		slot_getsomeattrs(row, state->max_attnum);
+	ResetExprContext(econtext);
+	old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+	for (int i = 0; i < state->naggs; i++)
+	{
+		ScanAggregate *agg = &state->aggs[i];
+
+		if (agg->attnum == 0)
+			advance(state, agg, (Datum) 0, false);
+		else
+			advance(state, agg, row->tts_values[agg->attnum - 1],
+					row->tts_isnull[agg->attnum - 1]);
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * The rows of a columnar chunk into every aggregate, one aggregate at a
+ * time over the decoded column it reads (each sees the rows in the scan's
+ * order, as from the slot); count(*) adds the number of rows.
+ */
+static void
+aggregate_batch(ZipperAggregateState *state, const ZLRowBatch *batch)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+
+	for (int i = 0; i < state->naggs; i++)
+	{
+		ScanAggregate *agg = &state->aggs[i];
+		const Datum *values;
+		const bool *nulls;
+
+		if (agg->count_rows && agg->attnum == 0 && !agg->statenull)
+		{
+			agg->state = Int64GetDatum(DatumGetInt64(agg->state) + batch->nrows);
+			continue;
+		}
+		if (agg->attnum > 0 &&
+			!zl_columnar_chunk_values(batch->reader, batch->chunk, agg->attnum, &values, &nulls))
+			elog(ERROR, "zipper_lake columnar chunk lacks column %d", agg->attnum);
+		/* what the transition functions leave behind, a chunk's rows at most */
+		ResetExprContext(econtext);
+		for (uint32 k = 0; k < batch->nrows; k++)
+		{
+			uint32		r = batch->rows[k];
+
+			if (agg->attnum == 0)
+				advance(state, agg, (Datum) 0, false);
+			else
+				advance(state, agg, values[r], nulls[r]);
+		}
+	}
+	MemoryContextSwitchTo(old);
 }
 
 /* an aggregate's result: final function, serialized state or the state */
@@ -551,18 +614,25 @@ exec_aggregate(CustomScanState *node)
 		return NULL;
 	state->done = true;
 
-	/* the scan's rows, counted into its instrumentation as ExecProcNode would */
+	/*
+	 * The scan's rows, a columnar chunk at a time where it can, counted into
+	 * its instrumentation as ExecProcNode would count them.
+	 */
 	if (scan->instrument)
 		InstrStartNode(scan->instrument);
-	while ((row = zl_customscan_next_row(scan)) != NULL)
+	for (;;)
 	{
-		if (state->max_attnum > 0)
-			slot_getsomeattrs(row, state->max_attnum);
-		ResetExprContext(econtext);
-		old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-		for (int i = 0; i < state->naggs; i++)
-			advance(state, &state->aggs[i], row);
-		MemoryContextSwitchTo(old);
+		ZLRowBatch	batch;
+
+		if (zl_customscan_next_batch(scan, &batch))
+		{
+			aggregate_batch(state, &batch);
+			rows += batch.nrows;
+			continue;
+		}
+		if ((row = zl_customscan_next_row(scan)) == NULL)
+			break;
+		aggregate_row(state, row);
 		rows++;
 	}
 	if (scan->instrument)

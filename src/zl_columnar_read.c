@@ -1005,6 +1005,13 @@ zl_columnar_chunk_values(ZLColumnarReader *r, int chunk, AttrNumber attnum,
 	return true;
 }
 
+/* does a needed attribute read its default (added after the sub-group)? */
+bool
+zl_columnar_defaults_needed(const ZLColumnarReader *r)
+{
+	return r->defaults_needed;
+}
+
 /* stored (compressed) and raw bytes of the chunks, and the directory's */
 void
 zl_columnar_sizes(const ZLColumnarReader *r, int64 *stored, int64 *raw, int64 *directory)

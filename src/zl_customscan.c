@@ -868,13 +868,29 @@ zl_next(ScanState *node)
  * (no projection), or NULL at the end: for an aggregate above it
  * (zl_aggregate.c), which need not go through the executor per row.
  */
-TupleTableSlot *
-zl_customscan_next_row(PlanState *node)
+static void
+check_unfiltered(PlanState *node)
 {
 	if (!IsA(node, CustomScanState) ||
 		((CustomScanState *) node)->methods != &zl_exec_methods || node->qual != NULL)
 		elog(ERROR, "zipper_lake aggregate expects an unfiltered ZipperScan below it");
+}
+
+TupleTableSlot *
+zl_customscan_next_row(PlanState *node)
+{
+	check_unfiltered(node);
 	return zl_next((ScanState *) node);
+}
+
+/* or the rows of a columnar chunk at once (zl_scan_next_batch), forward */
+bool
+zl_customscan_next_batch(PlanState *node, ZLRowBatch *batch)
+{
+	ZipperScanState *state = (ZipperScanState *) node;
+
+	check_unfiltered(node);
+	return state->scan != NULL && !state->restart && zl_scan_next_batch(state->scan, batch);
 }
 
 static bool

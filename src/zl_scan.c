@@ -127,6 +127,8 @@ typedef struct ZLScanDescData
 	uint32		chunk_pass_size;	/* allocated */
 	int64		chunk_past_end; /* sorted: the first row past from_hi, */
 	int64		chunk_before_start; /* the last row before from_lo */
+	uint32	   *batch_rows;		/* zl_scan_next_batch's, by chunk row */
+	uint32		batch_rows_size;	/* allocated */
 	int64		tid_position;	/* the row whose TID was made last, -2 none, */
 	BlockNumber tid_block;		/* its block */
 	uint32		tid_index;		/* and index in it, of */
@@ -1334,6 +1336,83 @@ scan_step_columnar(ZLScanDesc scan, TupleTableSlot *slot, bool forward)
 		}
 		scan_store_columnar_row(scan, slot, row);
 		return ZL_STEP_ROW;
+	}
+}
+
+/*
+ * The rows of a columnar chunk at once, for aggregates computed in the
+ * scan (zl_aggregate.c): from where the scan stands (forward) to the end
+ * of the chunk, the indexes in the chunk of the rows zl_scan_getnextslot
+ * would return one by one — not masked, passing the bounds — with no
+ * slot filled; chunks the bounds or the chunk filter exclude are skipped
+ * on the way.  The scan then stands on the chunk's last row.  False when
+ * the next rows do not come this way (no sub-group entered yet, its end
+ * reached, a row sub-group, a key probe, a column added since the
+ * sub-group was written): zl_scan_getnextslot returns the next row.
+ */
+bool
+zl_scan_next_batch(TableScanDesc sscan, ZLRowBatch *batch)
+{
+	ZLScanDesc	scan = (ZLScanDesc) sscan;
+	const ZLSubGroup *sg = scan->current;
+
+	if (scan->columnar == NULL || scan->probing ||
+		zl_columnar_defaults_needed(scan->columnar))
+		return false;
+	for (;;)
+	{
+		int64		row = scan->row + 1;
+		int64		end;
+
+		CHECK_FOR_INTERRUPTS();
+		if (row >= sg->row_count)
+			return false;
+		if (scan->chunk < 0 || row < scan->chunk_first || row >= scan->chunk_end)
+		{
+			scan->chunk = zl_columnar_chunk_of(scan->columnar, (uint32) row);
+			scan->chunk_first = zl_columnar_chunk_start(scan->columnar, scan->chunk);
+			scan->chunk_end = zl_columnar_chunk_start(scan->columnar, scan->chunk + 1);
+			switch (scan_enter_chunk(scan, scan->chunk, true))
+			{
+				case ZL_CHUNK_READ:
+				case ZL_CHUNK_ALL:
+					break;
+				case ZL_CHUNK_SKIP:
+					scan->row = scan->chunk_end - 1;
+					continue;
+				case ZL_CHUNK_LAST:
+					scan->row = sg->row_count - 1;
+					return false;
+			}
+		}
+		if (scan->chunk_end - scan->chunk_first > scan->batch_rows_size)
+		{
+			if (scan->batch_rows != NULL)
+				pfree(scan->batch_rows);
+			scan->batch_rows_size = (uint32) (scan->chunk_end - scan->chunk_first);
+			scan->batch_rows = MemoryContextAlloc(scan->context,
+												  sizeof(uint32) * scan->batch_rows_size);
+		}
+		/* sorted by valid_from: past from_hi, no later row of the sub-group passes */
+		end = scan->chunk_checks && scan_uses_sort_order(scan) ?
+			scan->chunk_past_end : scan->chunk_end;
+		batch->nrows = 0;
+		for (int64 r = row; r < end; r++)
+		{
+			if (ZL_ROW_MASKED(sg, r))
+			{
+				scan->stats.rows_masked++;
+				continue;
+			}
+			if (scan->chunk_checks && !scan->chunk_pass[r - scan->chunk_first])
+				continue;
+			scan->batch_rows[batch->nrows++] = (uint32) (r - scan->chunk_first);
+		}
+		scan->row = end < scan->chunk_end ? sg->row_count - 1 : end - 1;
+		batch->reader = scan->columnar;
+		batch->chunk = scan->chunk;
+		batch->rows = scan->batch_rows;
+		return true;
 	}
 }
 
