@@ -23,9 +23,9 @@
  * path (zl_unfiltered_scan_path), and a parallel plan: in every
  * participant a partial one over the parallel ZipperScan, returning
  * transition states (serialized where they are internal), gathered into
- * a Finalize Aggregate.  It is charged its child and the transition
- * functions, less half of each row's tuple cost for the rows it does not
- * hand up, so the planner takes it over an Agg on the same scan.
+ * a Finalize Aggregate.  It is charged half its child's run cost and the
+ * transition functions (aggregate_path), so the planner takes it over an
+ * Agg on the same scan.
  *
  * Executor
  * --------
@@ -193,8 +193,11 @@ target_aggregates(PathTarget *target, Index rti, bool partial)
 
 /*
  * A ZipperAggregate path over a ZipperScan path, producing target: charged
- * the scan and a transition call per aggregate and row, less half of each
- * row's tuple cost for the rows it does not hand up.
+ * half the scan's run cost and a transition call per aggregate and row.
+ * Rows of columnar chunks are taken as positions in decoded columns, never
+ * formed into tuples and handed up one by one: measured, count(*) and
+ * sum() of 200,000 rows as of a time took 10 ms against 18 ms for an Agg
+ * node over the same scan (README "Performance").
  */
 static Path *
 aggregate_path(RelOptInfo *rel, PathTarget *target, Path *scan, int naggs)
@@ -208,8 +211,9 @@ aggregate_path(RelOptInfo *rel, PathTarget *target, Path *scan, int naggs)
 	cpath->path.parallel_safe = scan->parallel_safe;
 	cpath->path.parallel_workers = scan->parallel_workers;
 	cpath->path.rows = 1;
-	cpath->path.startup_cost = cpath->path.total_cost = scan->total_cost + cpu_tuple_cost +
-		scan->rows * (naggs * cpu_operator_cost - cpu_tuple_cost / 2);
+	cpath->path.startup_cost = cpath->path.total_cost =
+		scan->startup_cost + (scan->total_cost - scan->startup_cost) / 2 +
+		scan->rows * naggs * cpu_operator_cost + cpu_tuple_cost;
 	cpath->custom_paths = list_make1(scan);
 	cpath->methods = &aggregate_path_methods;
 	return &cpath->path;

@@ -1542,10 +1542,10 @@ zl_scan_getnextslot(TableScanDesc sscan, ScanDirection direction, TupleTableSlot
 			scan_read_block(scan, forward ? scan->block + 1 : scan->block - 1, forward);
 		else if (scan_next_subgroup(scan, forward))
 		{
+			if (forward && !scan->probing)
+				scan_prefetch_next_heads(scan);
 			if (scan->probing || scan->columnar != NULL)
 				continue;		/* rows come from positions or chunks */
-			if (forward)
-				scan_prefetch_next_heads(scan);
 			scan_read_block(scan, scan_entry_block(scan, forward), forward);
 		}
 		else
