@@ -158,6 +158,12 @@ EXPLAIN (COSTS OFF)
   SELECT count(*), sum(n), avg(i), min(t), max(tc) FROM agg_zl WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00';
 SELECT (agg_check(format($q$SELECT count(*), sum(n), avg(i), avg(n), min(t), max(tc), sum(iv)
                               FROM agg_zl WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00'$q$))).*;
+-- a target that must run in the leader (pg_backend_pid() is parallel
+-- restricted) keeps the node there, as it keeps an Agg node
+SELECT pg_backend_pid() AS leader \gset
+SET force_parallel_mode = on;
+SELECT count(*), pg_backend_pid() = :leader AS in_leader FROM agg_zl WHERE valid_to = 'infinity';
+RESET force_parallel_mode;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;

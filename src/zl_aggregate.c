@@ -208,7 +208,8 @@ aggregate_path(RelOptInfo *rel, PathTarget *target, Path *scan, int naggs)
 	cpath->path.parent = rel;
 	cpath->path.pathtarget = target;
 	cpath->path.parallel_aware = false;
-	cpath->path.parallel_safe = scan->parallel_safe;
+	/* as create_agg_path: a target that is not parallel-safe keeps it in the leader */
+	cpath->path.parallel_safe = rel->consider_parallel && scan->parallel_safe;
 	cpath->path.parallel_workers = scan->parallel_workers;
 	cpath->path.rows = 1;
 	cpath->path.startup_cost = cpath->path.total_cost =
@@ -297,7 +298,9 @@ plan_aggregate(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	List	   *scan_tlist = NIL;
 	ListCell   *lc;
 
-	foreach(lc, pull_var_clause((Node *) tlist, PVC_INCLUDE_AGGREGATES))
+	/* from the path's target: tlist would be NIL if the node could project */
+	foreach(lc, pull_var_clause((Node *) best_path->path.pathtarget->exprs,
+								PVC_INCLUDE_AGGREGATES))
 		if (tlist_member(lfirst(lc), scan_tlist) == NULL)
 			scan_tlist = lappend(scan_tlist, makeTargetEntry(lfirst(lc),
 															 list_length(scan_tlist) + 1,
@@ -531,8 +534,11 @@ static void
 aggregate_batch(ZipperAggregateState *state, const ZLRowBatch *batch)
 {
 	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
-	MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+	MemoryContext old;
 
+	if (batch->nrows == 0)
+		return;					/* no column to decode */
+	old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
 	for (int i = 0; i < state->naggs; i++)
 	{
 		ScanAggregate *agg = &state->aggs[i];
@@ -612,35 +618,34 @@ exec_aggregate(CustomScanState *node)
 	TupleTableSlot *out = node->ss.ss_ScanTupleSlot;
 	TupleTableSlot *row;
 	MemoryContext old;
-	double		rows = 0;
 
 	if (state->done)
 		return NULL;
 	state->done = true;
 
 	/*
-	 * The scan's rows, a columnar chunk at a time where it can, counted into
-	 * its instrumentation as ExecProcNode would count them.
+	 * The scan's rows, a columnar chunk at a time where it can; the time
+	 * spent getting them and their number go to the scan's instrumentation,
+	 * as ExecProcNode would count them.
 	 */
-	if (scan->instrument)
-		InstrStartNode(scan->instrument);
 	for (;;)
 	{
 		ZLRowBatch	batch;
+		bool		got_batch;
 
-		if (zl_customscan_next_batch(scan, &batch))
-		{
+		if (scan->instrument)
+			InstrStartNode(scan->instrument);
+		got_batch = zl_customscan_next_batch(scan, &batch);
+		row = got_batch ? NULL : zl_customscan_next_row(scan);
+		if (scan->instrument)
+			InstrStopNode(scan->instrument, got_batch ? batch.nrows : row != NULL ? 1 : 0);
+		if (got_batch)
 			aggregate_batch(state, &batch);
-			rows += batch.nrows;
-			continue;
-		}
-		if ((row = zl_customscan_next_row(scan)) == NULL)
+		else if (row != NULL)
+			aggregate_row(state, row);
+		else
 			break;
-		aggregate_row(state, row);
-		rows++;
 	}
-	if (scan->instrument)
-		InstrStopNode(scan->instrument, rows);
 
 	ExecClearTuple(out);
 	old = MemoryContextSwitchTo(state->state_memory);
