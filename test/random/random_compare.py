@@ -138,6 +138,8 @@ AMOUNTS = [None, 1, 2]
 COUNTS = ("changes", "inserted", "closed", "deleted", "unchanged", "late")
 
 COLS = "id, name, amount, valid_from, valid_to"
+AGGREGATES = ("count(*), count(amount), sum(amount), min(amount), max(amount), avg(amount), "
+              "min(name), max(name), min(valid_from), max(valid_to)")
 TABLE_DDL = ("(id int, name text, amount int, "
              "valid_from %(t)s NOT NULL, valid_to %(t)s NOT NULL)")
 # session time zones timestamptz tables are used under (odd offsets, DST)
@@ -1114,6 +1116,18 @@ class SeedRun:
         if not self.zip:
             return
 
+        # aggregates of the same reads: on rc_zip computed in the scan where
+        # its bounds are all the WHERE clause (README "Aggregates in the
+        # scan"), on rc_fold by the executor's Agg node
+        for pred in self.probe_predicates():
+            where, params = predicate_sql(pred, clock)
+            query = "SELECT %s FROM rc_zip WHERE %s" % (AGGREGATES, where)
+            self.compare("aggregates WHERE %s" % predicate_text(pred, clock),
+                         db.all("SELECT %s FROM rc_fold WHERE %s" % (AGGREGATES, where), params),
+                         db.all(query, params))
+            self.counts["aggregates in the scan"] += any(
+                "ZipperAggregate" in line[0] for line in db.all("EXPLAIN " + query, params))
+
         # the read helpers, inlined into a scan and as functions (a sub-select
         # argument keeps the function form; timestamp and date tables always
         # run the function), and a prepared as-of query with a generic plan
@@ -2050,12 +2064,13 @@ def main():
         configs[run.cfg.name] += 1
         st = run.stats
         print("seed %d ok [%s, track %s]: %d batches (%d snapshots, %d partial; %d with seq, %d re-applied; "
-              "%d erases, %d vacuums), "
+              "%d erases, %d vacuums; %d aggregates in the scan), "
               "%d changes (%d partial), %d versions; %d late, %d unchanged, %d inserted, "
               "%d deleted, %d closed; %.1fs"
               % (seed, run.cfg.name, run.track, args.batches, run.counts["snapshots"],
                  run.counts["partial snapshots"], run.counts["seq batches"],
                  run.counts["re-applied"], run.counts["erases"], run.counts["vacuums"],
+                 run.counts["aggregates in the scan"],
                  run.counts["changes"], run.counts["partial changes"],
                  len(run.model.rows()), st["late"], st["unchanged"], st["inserted"],
                  st["deleted"], st["closed"], time.time() - t0))
