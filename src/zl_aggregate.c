@@ -81,7 +81,8 @@ static create_upper_paths_hook_type prev_create_upper_paths = NULL;
 typedef struct ScanAggregate
 {
 	AttrNumber	attnum;			/* its argument's column; 0: count(*) */
-	bool		count_rows;		/* count(*): a batch of n rows adds n */
+	bool		count_rows;		/* count(*): a batch of n rows adds n (int8
+								 * by value; else through its function) */
 	FmgrInfo	transfn;
 	FunctionCallInfo trans_call;	/* (state[, argument]) */
 	FmgrInfo	finalfn;		/* fn_oid InvalidOid: none (or partial) */
@@ -526,6 +527,28 @@ aggregate_row(ZipperAggregateState *state, TupleTableSlot *row)
 }
 
 /*
+ * Decode the columns a batch's aggregates read, as the scan would decode
+ * them for its slot (so that EXPLAIN ANALYZE counts their time and pages
+ * as the scan's); aggregate_batch finds them decoded.
+ */
+static void
+decode_batch_columns(ZipperAggregateState *state, const ZLRowBatch *batch)
+{
+	if (batch->nrows == 0)
+		return;
+	for (int i = 0; i < state->naggs; i++)
+	{
+		const Datum *values;
+		const bool *nulls;
+
+		if (state->aggs[i].attnum > 0 &&
+			!zl_columnar_chunk_values(batch->reader, batch->chunk, state->aggs[i].attnum,
+									  &values, &nulls))
+			elog(ERROR, "zipper_lake columnar chunk lacks column %d", state->aggs[i].attnum);
+	}
+}
+
+/*
  * The rows of a columnar chunk into every aggregate, one aggregate at a
  * time over the decoded column it reads (each sees the rows in the scan's
  * order, as from the slot); count(*) adds the number of rows.
@@ -545,7 +568,7 @@ aggregate_batch(ZipperAggregateState *state, const ZLRowBatch *batch)
 		const Datum *values;
 		const bool *nulls;
 
-		if (agg->count_rows && agg->attnum == 0 && !agg->statenull)
+		if (agg->count_rows && agg->attnum == 0 && !agg->statenull && agg->transbyval)
 		{
 			agg->state = Int64GetDatum(DatumGetInt64(agg->state) + batch->nrows);
 			continue;
@@ -636,6 +659,8 @@ exec_aggregate(CustomScanState *node)
 		if (scan->instrument)
 			InstrStartNode(scan->instrument);
 		got_batch = zl_customscan_next_batch(scan, &batch);
+		if (got_batch)
+			decode_batch_columns(state, &batch);
 		row = got_batch ? NULL : zl_customscan_next_row(scan);
 		if (scan->instrument)
 			InstrStopNode(scan->instrument, got_batch ? batch.nrows : row != NULL ? 1 : 0);

@@ -890,7 +890,9 @@ zl_customscan_next_batch(PlanState *node, ZLRowBatch *batch)
 	ZipperScanState *state = (ZipperScanState *) node;
 
 	check_unfiltered(node);
-	return state->scan != NULL && !state->restart && zl_scan_next_batch(state->scan, batch);
+	return state->scan != NULL && !state->restart &&
+		ScanDirectionIsForward(node->state->es_direction) &&
+		zl_scan_next_batch(state->scan, batch);
 }
 
 static bool

@@ -941,7 +941,8 @@ scan_prefetch_next_heads(ZLScanDesc scan)
 		if (next >= scan->nsubgroups)
 			return;
 		if (next <= scan->prefetched_index ||
-			(scan->bounded && scan->decisions[next] != ZL_ALL_MATCH))
+			(scan->bounded && scan->decisions[next] != ZL_ALL_MATCH) ||
+			(scan->key_positions != NULL && scan->nkey_positions[next] >= 0))
 			continue;			/* asked for already, or may not be read whole */
 		sg = &scan->subgroups[next];
 		for (int i = 0; i < Min(sg->blocks, ZL_PREFETCH_HEAD_BLOCKS); i++)
@@ -1408,7 +1409,15 @@ zl_scan_next_batch(TableScanDesc sscan, ZLRowBatch *batch)
 				continue;
 			scan->batch_rows[batch->nrows++] = (uint32) (r - scan->chunk_first);
 		}
-		scan->row = end < scan->chunk_end ? sg->row_count - 1 : end - 1;
+		if (end < scan->chunk_end)
+		{
+			/* counted as the row-by-row walk counts them: masked ones up to the stop */
+			for (int64 r = end; r < scan->chunk_end && ZL_ROW_MASKED(sg, r); r++)
+				scan->stats.rows_masked++;
+			scan->row = sg->row_count - 1;
+		}
+		else
+			scan->row = end - 1;
 		batch->reader = scan->columnar;
 		batch->chunk = scan->chunk;
 		batch->rows = scan->batch_rows;
