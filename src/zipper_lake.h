@@ -991,7 +991,7 @@ extern uint32 *zl_keyprobe_hashes(ZLKeyProbe *probe, struct ExprContext *econtex
 extern bool zl_is_scan_constant(Node *expr, Index rti);
 extern void zl_customscan_init(void);
 extern struct Path *zl_unfiltered_scan_path(struct PlannerInfo *root, struct RelOptInfo *rel,
-											 bool partial);
+											 bool partial, bool *columnar_history);
 extern TupleTableSlot *zl_customscan_next_row(struct PlanState *node);
 extern bool zl_customscan_next_batch(struct PlanState *node, ZLRowBatch *batch);
 

@@ -631,10 +631,12 @@ zl_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
  * The cheapest ZipperScan path of rel (partial: of its partial paths)
  * whose rows need no filter: every restriction clause is a bound, none
  * probes keys.  NULL if there is none.  An aggregate computed in the scan
- * (zl_aggregate.c) takes its rows straight from it.
+ * (zl_aggregate.c) takes its rows straight from it; *columnar_history
+ * says whether the table writes its history columnar.
  */
 Path *
-zl_unfiltered_scan_path(PlannerInfo *root, RelOptInfo *rel, bool partial)
+zl_unfiltered_scan_path(PlannerInfo *root, RelOptInfo *rel, bool partial,
+						bool *columnar_history)
 {
 	Path	   *best = NULL;
 	Relation	relation;
@@ -659,6 +661,7 @@ zl_unfiltered_scan_path(PlannerInfo *root, RelOptInfo *rel, bool partial)
 	table_close(relation, NoLock);
 	if (!registered || extract_bounds(rel->baserestrictinfo, rel->relid, &opts).rest != NIL)
 		return NULL;
+	*columnar_history = opts.history_format == ZL_FORMAT_COLUMNAR;
 	return best;
 }
 
