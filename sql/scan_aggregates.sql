@@ -95,6 +95,9 @@ INSERT INTO agg_queries VALUES
   (8, $q$SELECT count(*), max(i), max(f), sum(f) FROM zipper_lake.current(NULL::%1$s)$q$),
   -- no bounds: every row
   (9, $q$SELECT count(*), sum(i), min(valid_from) FROM %1$s$q$),
+  -- arguments under binary coercions (text read as varchar, int as oid)
+  (19, $q$SELECT min(t::varchar), max(tc::varchar), min(i::oid), max(i::oid), count(d::date)
+          FROM %1$s WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00'$q$),
   -- the Agg node's: grouping, HAVING, DISTINCT, FILTER, ORDER BY in an
   -- aggregate, another filter, an expression argument, another aggregate
   (10, $q$SELECT (i %% 3) AS g, count(*) FROM %1$s WHERE valid_to = 'infinity' GROUP BY 1 ORDER BY 1$q$),

@@ -138,11 +138,26 @@ static const CustomExecMethods aggregate_exec_methods = {
 
 /* ---------- planner ---------- */
 
+/*
+ * The column an aggregate's argument reads: a Var, also under binary
+ * coercions (varchar or a domain read as text or its base type, int4 as
+ * oid), which leave the value as stored.  NULL if the argument is anything
+ * else.
+ */
+static Var *
+argument_column(Node *node)
+{
+	while (node != NULL && IsA(node, RelabelType))
+		node = (Node *) ((RelabelType *) node)->arg;
+	return node != NULL && IsA(node, Var) ? (Var *) node : NULL;
+}
+
 static bool
 is_column_of(Node *node, Index rti)
 {
-	return IsA(node, Var) && ((Var *) node)->varno == rti &&
-		((Var *) node)->varlevelsup == 0 && ((Var *) node)->varattno > 0;
+	Var		   *var = argument_column(node);
+
+	return var != NULL && var->varno == rti && var->varlevelsup == 0 && var->varattno > 0;
 }
 
 /*
@@ -378,7 +393,7 @@ init_aggregate(ZipperAggregateState *state, ScanAggregate *agg, Aggref *aggref)
 	form = (Form_pg_aggregate) GETSTRUCT(tuple);
 
 	agg->attnum = nargs == 0 ? 0 :
-		((Var *) ((TargetEntry *) linitial(aggref->args))->expr)->varattno;
+		argument_column((Node *) ((TargetEntry *) linitial(aggref->args))->expr)->varattno;
 	agg->count_rows = aggref->aggfnoid == F_COUNT_;
 	state->max_attnum = Max(state->max_attnum, agg->attnum);
 	for (int i = 0; i < nargs; i++)
