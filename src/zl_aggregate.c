@@ -82,8 +82,8 @@ static create_upper_paths_hook_type prev_create_upper_paths = NULL;
 typedef struct ScanAggregate
 {
 	AttrNumber	attnum;			/* its argument's column; 0: count(*) */
-	bool		count_rows;		/* count(*): a batch of n rows adds n (int8
-								 * by value; else through its function) */
+	bool		count_rows;		/* count(*), int8 by value: a batch of n rows
+								 * adds n (else through its function) */
 	FmgrInfo	transfn;
 	FunctionCallInfo trans_call;	/* (state[, argument]) */
 	FmgrInfo	finalfn;		/* fn_oid InvalidOid: none (or partial) */
@@ -188,36 +188,33 @@ supported_aggregate(Aggref *aggref, Index rti, bool partial)
 }
 
 /*
- * The aggregates of a grouping target, each once, if the node can compute
- * them all and the target needs nothing else of the rows; else NIL.
+ * Can the node compute a grouping target: it has aggregates, each one the
+ * node can compute, and needs nothing else of the rows?
  */
-static List *
-target_aggregates(PathTarget *target, Index rti, bool partial)
+static bool
+target_supported(PathTarget *target, Index rti, bool partial)
 {
-	List	   *aggrefs = NIL;
+	List	   *found = pull_var_clause((Node *) target->exprs,
+										PVC_INCLUDE_AGGREGATES | PVC_INCLUDE_WINDOWFUNCS |
+										PVC_INCLUDE_PLACEHOLDERS);
 	ListCell   *lc;
 
-	foreach(lc, pull_var_clause((Node *) target->exprs,
-								PVC_INCLUDE_AGGREGATES | PVC_INCLUDE_WINDOWFUNCS |
-								PVC_INCLUDE_PLACEHOLDERS))
-	{
+	foreach(lc, found)
 		if (!IsA(lfirst(lc), Aggref) || !supported_aggregate(lfirst(lc), rti, partial))
-			return NIL;
-		aggrefs = list_append_unique(aggrefs, lfirst(lc));
-	}
-	return aggrefs;
+			return false;
+	return found != NIL;
 }
 
 /*
  * A ZipperAggregate path over a ZipperScan path, producing target: charged
- * as an Agg node over the scan (the aggregates' transition and final costs,
- * costs), but only part of the scan's run cost.  Rows of columnar chunks are taken as positions in decoded columns, never
- * formed into tuples and handed up one by one: measured, count(*) and
- * sum() of 200,000 rows as of a time took 10 ms against 18 ms for an Agg
- * node over the same scan (README "Performance"), so half.  Rows of row
- * sub-groups still come one by one through the scan's slot: a table whose
- * history is written in rows took 39 ms against 41 ms, so nineteen
- * twentieths.
+ * as an Agg node over the scan would be (the aggregates' transition and
+ * final costs), but only part of the scan's run cost.  Rows of columnar
+ * chunks are taken as positions in decoded columns, never formed into
+ * tuples and handed up one by one: measured, count(*) and sum() of
+ * 200,000 rows as of a time took 10 ms against 18 ms for an Agg node over
+ * the same scan (README "Performance"), so half.  Rows of row sub-groups
+ * still come one by one through the scan's slot: a table whose history is
+ * written in rows took 39 ms against 41 ms, so nineteen twentieths.
  */
 static Path *
 aggregate_path(RelOptInfo *rel, PathTarget *target, Path *scan, bool columnar_history,
@@ -255,7 +252,6 @@ add_parallel_aggregate_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo
 							GroupPathExtraData *extra)
 {
 	RelOptInfo *partial_rel;
-	List	   *aggrefs;
 	Path	   *scan;
 	Path	   *partial;
 	double		rows;
@@ -269,9 +265,10 @@ add_parallel_aggregate_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo
 	partial_rel = fetch_upper_rel(root, UPPERREL_PARTIAL_GROUP_AGG, grouped_rel->relids);
 	if (partial_rel->reltarget == NULL)
 		return;
-	aggrefs = target_aggregates(partial_rel->reltarget, input_rel->relid, true);
+	if (!target_supported(partial_rel->reltarget, input_rel->relid, true))
+		return;
 	scan = zl_unfiltered_scan_path(root, input_rel, true, &columnar);
-	if (aggrefs == NIL || scan == NULL)
+	if (scan == NULL)
 		return;
 	partial = aggregate_path(partial_rel, partial_rel->reltarget, scan, columnar,
 							 &extra->agg_partial_costs);
@@ -289,7 +286,6 @@ zl_create_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *in
 					  RelOptInfo *output_rel, void *extra)
 {
 	Query	   *parse = root->parse;
-	List	   *aggrefs;
 	Path	   *scan;
 	bool		columnar;
 
@@ -302,8 +298,7 @@ zl_create_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *in
 		parse->havingQual != NULL || parse->hasTargetSRFs ||
 		input_rel->reloptkind != RELOPT_BASEREL || input_rel->lateral_relids != NULL)
 		return;
-	aggrefs = target_aggregates(output_rel->reltarget, input_rel->relid, false);
-	if (aggrefs == NIL)
+	if (!target_supported(output_rel->reltarget, input_rel->relid, false))
 		return;
 	scan = zl_unfiltered_scan_path(root, input_rel, false, &columnar);
 	if (scan != NULL)
@@ -394,11 +389,11 @@ init_aggregate(ZipperAggregateState *state, ScanAggregate *agg, Aggref *aggref)
 
 	agg->attnum = nargs == 0 ? 0 :
 		argument_column((Node *) ((TargetEntry *) linitial(aggref->args))->expr)->varattno;
-	agg->count_rows = aggref->aggfnoid == F_COUNT_;
 	state->max_attnum = Max(state->max_attnum, agg->attnum);
 	for (int i = 0; i < nargs; i++)
 		input_types[i] = list_nth_oid(aggref->aggargtypes, i);
 	get_typlenbyval(aggref->aggtranstype, &agg->translen, &agg->transbyval);
+	agg->count_rows = aggref->aggfnoid == F_COUNT_ && agg->transbyval;
 
 	build_aggregate_transfn_expr(input_types, nargs, 0, false, aggref->aggtranstype,
 								 aggref->inputcollid, form->aggtransfn, InvalidOid,
@@ -557,6 +552,15 @@ aggregate_row(ZipperAggregateState *state, TupleTableSlot *row)
 	MemoryContextSwitchTo(old);
 }
 
+/* the decoded values of a column over a batch's chunk */
+static void
+batch_column(const ZLRowBatch *batch, AttrNumber attnum, const Datum **values,
+			 const bool **nulls)
+{
+	if (!zl_columnar_chunk_values(batch->reader, batch->chunk, attnum, values, nulls))
+		elog(ERROR, "zipper_lake columnar chunk lacks column %d", attnum);
+}
+
 /*
  * Decode the columns a batch's aggregates read, as the scan would decode
  * them for its slot (so that EXPLAIN ANALYZE counts their time and pages
@@ -565,18 +569,14 @@ aggregate_row(ZipperAggregateState *state, TupleTableSlot *row)
 static void
 decode_batch_columns(ZipperAggregateState *state, const ZLRowBatch *batch)
 {
+	const Datum *values;
+	const bool *nulls;
+
 	if (batch->nrows == 0)
 		return;
 	for (int i = 0; i < state->naggs; i++)
-	{
-		const Datum *values;
-		const bool *nulls;
-
-		if (state->aggs[i].attnum > 0 &&
-			!zl_columnar_chunk_values(batch->reader, batch->chunk, state->aggs[i].attnum,
-									  &values, &nulls))
-			elog(ERROR, "zipper_lake columnar chunk lacks column %d", state->aggs[i].attnum);
-	}
+		if (state->aggs[i].attnum > 0)
+			batch_column(batch, state->aggs[i].attnum, &values, &nulls);
 }
 
 /*
@@ -591,7 +591,7 @@ aggregate_batch(ZipperAggregateState *state, const ZLRowBatch *batch)
 	MemoryContext old;
 
 	if (batch->nrows == 0)
-		return;					/* no column to decode */
+		return;
 	old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
 	for (int i = 0; i < state->naggs; i++)
 	{
@@ -599,14 +599,13 @@ aggregate_batch(ZipperAggregateState *state, const ZLRowBatch *batch)
 		const Datum *values;
 		const bool *nulls;
 
-		if (agg->count_rows && agg->attnum == 0 && !agg->statenull && agg->transbyval)
+		if (agg->count_rows)
 		{
 			agg->state = Int64GetDatum(DatumGetInt64(agg->state) + batch->nrows);
 			continue;
 		}
-		if (agg->attnum > 0 &&
-			!zl_columnar_chunk_values(batch->reader, batch->chunk, agg->attnum, &values, &nulls))
-			elog(ERROR, "zipper_lake columnar chunk lacks column %d", agg->attnum);
+		if (agg->attnum > 0)
+			batch_column(batch, agg->attnum, &values, &nulls);
 		/* what the transition functions leave behind, a chunk's rows at most */
 		ResetExprContext(econtext);
 		for (uint32 k = 0; k < batch->nrows; k++)

@@ -866,11 +866,6 @@ zl_next(ScanState *node)
 	return NULL;
 }
 
-/*
- * The next row of a ZipperScan that has no filter, as the scan returns it
- * (no projection), or NULL at the end: for an aggregate above it
- * (zl_aggregate.c), which need not go through the executor per row.
- */
 static void
 check_unfiltered(PlanState *node)
 {
@@ -879,6 +874,11 @@ check_unfiltered(PlanState *node)
 		elog(ERROR, "zipper_lake aggregate expects an unfiltered ZipperScan below it");
 }
 
+/*
+ * The next row of a ZipperScan that has no filter, as the scan returns it
+ * (no projection), or NULL at the end: for an aggregate above it
+ * (zl_aggregate.c), which need not go through the executor per row.
+ */
 TupleTableSlot *
 zl_customscan_next_row(PlanState *node)
 {

@@ -1098,17 +1098,23 @@ scan_step_on_page(ZLScanDesc scan, TupleTableSlot *slot, bool forward, double *m
 }
 
 /*
- * A period column of a deformed row as an instant (NULL: the lowest);
- * timestamps are their own instants.
+ * A period column's value as an instant (NULL: the lowest); timestamps are
+ * their own instants.  value_instant: of a deformed row.
  */
+static inline int64
+period_instant(ZLScanDesc scan, Datum value, bool isnull)
+{
+	if (isnull)
+		return PG_INT64_MIN;
+	if (scan->opts.period_type != DATEOID)
+		return DatumGetInt64(value);
+	return zl_datum_to_instant(value, scan->opts.period_type);
+}
+
 static inline int64
 value_instant(ZLScanDesc scan, TupleTableSlot *slot, AttrNumber attnum)
 {
-	if (slot->tts_isnull[attnum - 1])
-		return PG_INT64_MIN;
-	if (scan->opts.period_type != DATEOID)
-		return DatumGetInt64(slot->tts_values[attnum - 1]);
-	return zl_datum_to_instant(slot->tts_values[attnum - 1], scan->opts.period_type);
+	return period_instant(scan, slot->tts_values[attnum - 1], slot->tts_isnull[attnum - 1]);
 }
 
 /*
@@ -1169,7 +1175,6 @@ scan_check_chunk_rows(ZLScanDesc scan)
 {
 	const ZLScanBounds *b = &scan->bounds;
 	uint32		n = (uint32) (scan->chunk_end - scan->chunk_first);
-	bool		dates = scan->opts.period_type == DATEOID;
 	const Datum *from_values,
 			   *to_values;
 	const bool *from_nulls,
@@ -1188,10 +1193,8 @@ scan_check_chunk_rows(ZLScanDesc scan)
 	scan->chunk_before_start = scan->chunk_first - 1;
 	for (uint32 i = 0; i < n; i++)
 	{
-		int64		from = from_nulls[i] ? PG_INT64_MIN : dates ?
-			zl_datum_to_instant(from_values[i], DATEOID) : DatumGetInt64(from_values[i]);
-		int64		to = to_nulls[i] ? PG_INT64_MIN : dates ?
-			zl_datum_to_instant(to_values[i], DATEOID) : DatumGetInt64(to_values[i]);
+		int64		from = period_instant(scan, from_values[i], from_nulls[i]);
+		int64		to = period_instant(scan, to_values[i], to_nulls[i]);
 
 		scan->chunk_pass[i] = zl_bounds_match(b, from, to);
 		if (from > b->from_hi && scan->chunk_past_end == scan->chunk_end)
@@ -1290,6 +1293,28 @@ scan_enter_chunk(ZLScanDesc scan, int chunk, bool forward)
 }
 
 /*
+ * Stand on the chunk holding a row of the current columnar sub-group,
+ * entering it (scan_enter_chunk) unless the scan stands in it already
+ * (then ZL_CHUNK_READ: its rows are read as decided on entering).  A
+ * chunk to skip leaves the scan on its last row in the scan's direction.
+ */
+static ZLChunkStep
+scan_chunk_of_row(ZLScanDesc scan, int64 row, bool forward)
+{
+	ZLChunkStep step;
+
+	if (scan->chunk >= 0 && row >= scan->chunk_first && row < scan->chunk_end)
+		return ZL_CHUNK_READ;
+	scan->chunk = zl_columnar_chunk_of(scan->columnar, (uint32) row);
+	scan->chunk_first = zl_columnar_chunk_start(scan->columnar, scan->chunk);
+	scan->chunk_end = zl_columnar_chunk_start(scan->columnar, scan->chunk + 1);
+	step = scan_enter_chunk(scan, scan->chunk, forward);
+	if (step == ZL_CHUNK_SKIP)
+		scan->row = forward ? scan->chunk_end - 1 : scan->chunk_first;
+	return step;
+}
+
+/*
  * Next unmasked row of the current columnar sub-group, in the scan's
  * direction, into the slot: chunk by chunk, skipping those the bounds
  * exclude.
@@ -1306,22 +1331,15 @@ scan_step_columnar(ZLScanDesc scan, TupleTableSlot *slot, bool forward)
 		if (row < 0 || row >= sg->row_count)
 			return ZL_STEP_SUBGROUP_DONE;
 		scan->row = row;
-		if (scan->chunk < 0 || row < scan->chunk_first || row >= scan->chunk_end)
+		switch (scan_chunk_of_row(scan, row, forward))
 		{
-			scan->chunk = zl_columnar_chunk_of(scan->columnar, (uint32) row);
-			scan->chunk_first = zl_columnar_chunk_start(scan->columnar, scan->chunk);
-			scan->chunk_end = zl_columnar_chunk_start(scan->columnar, scan->chunk + 1);
-			switch (scan_enter_chunk(scan, scan->chunk, forward))
-			{
-				case ZL_CHUNK_READ:
-				case ZL_CHUNK_ALL:
-					break;
-				case ZL_CHUNK_SKIP:
-					scan->row = forward ? scan->chunk_end - 1 : scan->chunk_first;
-					continue;
-				case ZL_CHUNK_LAST:
-					return ZL_STEP_SUBGROUP_DONE;
-			}
+			case ZL_CHUNK_READ:
+			case ZL_CHUNK_ALL:
+				break;
+			case ZL_CHUNK_SKIP:
+				continue;
+			case ZL_CHUNK_LAST:
+				return ZL_STEP_SUBGROUP_DONE;
 		}
 		if (ZL_ROW_MASKED(sg, row))
 		{
@@ -1368,23 +1386,16 @@ zl_scan_next_batch(TableScanDesc sscan, ZLRowBatch *batch)
 		CHECK_FOR_INTERRUPTS();
 		if (row >= sg->row_count)
 			return false;
-		if (scan->chunk < 0 || row < scan->chunk_first || row >= scan->chunk_end)
+		switch (scan_chunk_of_row(scan, row, true))
 		{
-			scan->chunk = zl_columnar_chunk_of(scan->columnar, (uint32) row);
-			scan->chunk_first = zl_columnar_chunk_start(scan->columnar, scan->chunk);
-			scan->chunk_end = zl_columnar_chunk_start(scan->columnar, scan->chunk + 1);
-			switch (scan_enter_chunk(scan, scan->chunk, true))
-			{
-				case ZL_CHUNK_READ:
-				case ZL_CHUNK_ALL:
-					break;
-				case ZL_CHUNK_SKIP:
-					scan->row = scan->chunk_end - 1;
-					continue;
-				case ZL_CHUNK_LAST:
-					scan->row = sg->row_count - 1;
-					return false;
-			}
+			case ZL_CHUNK_READ:
+			case ZL_CHUNK_ALL:
+				break;
+			case ZL_CHUNK_SKIP:
+				continue;
+			case ZL_CHUNK_LAST:
+				scan->row = sg->row_count - 1;
+				return false;
 		}
 		if (scan->chunk_end - scan->chunk_first > scan->batch_rows_size)
 		{
