@@ -567,10 +567,20 @@ extern bool zl_values_equal(const ZLValueComparer *c, const Datum *a, const bool
 
 typedef struct ZLKeyIndex ZLKeyIndex;
 
-extern ZLKeyIndex *zl_key_index_get(uint64 storage_id, uint64 *generation);
-extern ZLKeyIndex *zl_key_index_build(uint64 storage_id, const ZLSubGroup *sgs, int n,
-									  uint64 *generation);
-extern bool zl_key_index_current(uint64 storage_id, uint64 generation);
+typedef enum ZLKeyIndexScope
+{
+	ZL_KEY_INDEX_ALL,			/* the sub-groups a scan may read */
+	ZL_KEY_INDEX_CURRENT		/* the current partition's (apply_changes) */
+} ZLKeyIndexScope;
+
+extern ZLKeyIndex *zl_key_index_get(uint64 storage_id, ZLKeyIndexScope scope,
+									uint64 *generation);
+extern ZLKeyIndex *zl_key_index_build(uint64 storage_id, ZLKeyIndexScope scope,
+									  const ZLSubGroup *sgs, int n, uint64 *generation);
+extern ZLKeyIndex *zl_key_index_map(uint64 storage_id, ZLKeyIndexScope scope,
+									const ZLSubGroup *sgs, int n, uint64 *generation,
+									int **map, bool **in_index);
+extern bool zl_key_index_current(uint64 storage_id, ZLKeyIndexScope scope, uint64 generation);
 extern int	zl_key_index_subgroups(const ZLKeyIndex *index, const int64 **subgroup_ids);
 extern int	zl_key_index_find(const ZLKeyIndex *index, uint32 hash, int *cursor,
 							  int32 *position);
@@ -630,6 +640,15 @@ extern uint32 zl_rowsort_row_length(TupleTableSlot *slot, AttrNumber attnum);
 extern void zl_rowsort_row_into(TupleTableSlot *slot, AttrNumber attnum, HeapTuple tuple,
 								char *buffer);
 extern HeapTuple zl_rowsort_row_copy(TupleTableSlot *slot, AttrNumber attnum);
+
+typedef struct ZLIntSort ZLIntSort;
+
+extern ZLIntSort *zl_intsort_begin(TupleDesc desc, int nkeys, const AttrNumber *attnums,
+								   int work_mem_kb, bool pending);
+extern void zl_intsort_put(ZLIntSort *s, TupleTableSlot *slot);
+extern void zl_intsort_perform(ZLIntSort *s);
+extern bool zl_intsort_get(ZLIntSort *s, TupleTableSlot *slot);
+extern void zl_intsort_end(ZLIntSort *s);
 
 /* ---------- zl_write.c ---------- */
 

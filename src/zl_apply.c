@@ -92,6 +92,9 @@ PG_FUNCTION_INFO_V1(zipper_lake_apply_snapshot);
 PG_FUNCTION_INFO_V1(zipper_lake_apply_changes_v2);
 PG_FUNCTION_INFO_V1(zipper_lake_apply_snapshot_v2);
 
+/* keys of a chunk from which the current partition's merged key index is used */
+#define ZL_APPLY_INDEX_KEYS		1024
+
 /* rows read from the changes at a time */
 #define ZL_BATCH_FETCH_ROWS		1000
 
@@ -274,6 +277,7 @@ typedef struct ApplyContext
 	TupleTableSlot *put_slot;	/* virtual: a change into the sort */
 	TupleTableSlot *sort_slot;	/* a change out of it */
 	MemoryContext chunk_context;
+	MemoryContext key_context;	/* what folding one key takes; reset after it */
 	uint32		chunk_lo;
 	uint32		chunk_hi;
 	bool		later_chunk;	/* not the first chunk of the batch */
@@ -1214,22 +1218,101 @@ key_hashes(ApplyContext *ac, bool history_only, int *n)
 	return hashes;
 }
 
+static int
+int64_cmp(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x < y ? -1 : (x > y);
+}
+
+/*
+ * The positions of the chunk's keys in the current sub-groups the merged
+ * key index covers, through one probe of it per key (zl_keyindex.c): as
+ * (list index << 32 | position), sorted, and their number.  NULL when
+ * there is no index to use; then *in_index is NULL too.
+ */
+static int64 *
+current_index_hits(ApplyContext *ac, bool **in_index, int *nhits)
+{
+	uint64		generation;
+	int		   *map;
+	ZLKeyIndex *index;
+	int64	   *hits;
+	int			maxhits = Max(ac->nhashes, 16);
+
+	*in_index = NULL;
+	*nhits = 0;
+	if (ac->ntable_deletes > 0 || ac->nhashes < ZL_APPLY_INDEX_KEYS)
+		return NULL;
+	index = zl_key_index_map(zl_storage_id(ac->rel), ZL_KEY_INDEX_CURRENT, ac->current,
+							 ac->ncurrent, &generation, &map, in_index);
+	if (index == NULL)
+		return NULL;
+	hits = palloc(sizeof(int64) * maxhits);
+	for (int h = 0; h < ac->nhashes; h++)
+	{
+		int			cursor = -1;
+		int			ordinal;
+		int32		position;
+
+		while ((ordinal = zl_key_index_find(index, ac->hashes[h], &cursor, &position)) >= 0)
+		{
+			if (map[ordinal] < 0)
+				continue;		/* not in this snapshot's list */
+			if (*nhits == maxhits)
+			{
+				maxhits *= 2;
+				hits = repalloc(hits, sizeof(int64) * maxhits);
+			}
+			hits[(*nhits)++] = ((int64) map[ordinal] << 32) | (uint32) position;
+		}
+	}
+	qsort(hits, *nhits, sizeof(int64), int64_cmp);
+	return hits;
+}
+
 /*
  * The open versions of the batch's keys, from the current partition's
- * sub-groups (with table deletes, of every key in the chunk's hash range).
+ * sub-groups: for a chunk of many keys, the merged index of the current
+ * partition names their rows; sub-groups it does not cover (written since
+ * it was built), and every sub-group for a few keys or with table deletes
+ * (every key in the chunk's hash range), go through their own directories.
  */
 static void
 find_current_versions(ApplyContext *ac, CollectArg *arg)
 {
+	bool	   *in_index;
+	int64	   *hits;
+	int			nhits;
+	int			h = 0;
+
 	ac->hashes = key_hashes(ac, false, &ac->nhashes);
 	zl_meta_load_key_directories(zl_storage_id(ac->rel), ac->snapshot,
 								 ac->current, ac->ncurrent, NULL);
+	hits = current_index_hits(ac, &in_index, &nhits);
 
 	for (int i = 0; i < ac->ncurrent; i++)
 	{
 		const ZLSubGroup *sg = &ac->current[i];
 
-		if (sg->masked_rows < sg->row_count)
+		if (in_index != NULL && in_index[i])
+		{
+			int			first = h;
+			int32	   *positions;
+
+			while (h < nhits && (int) (hits[h] >> 32) == i)
+				h++;
+			if (h == first || sg->masked_rows >= sg->row_count)
+				continue;
+			positions = palloc(sizeof(int32) * (h - first));
+			for (int k = first; k < h; k++)
+				positions[k - first] = (int32) (uint32) hits[k];
+			zl_read_subgroup_positions(ac->rel, sg, positions, h - first, collect_row, arg);
+			pfree(positions);
+		}
+		else if (sg->masked_rows < sg->row_count)
 			read_batch_key_rows(ac, sg, collect_row, arg);
 	}
 }
@@ -1946,6 +2029,7 @@ apply_batch(ApplyContext *ac)
 {
 	uint64		storage_id = zl_storage_id(ac->rel);
 	ZLWriteState *state;
+	MemoryContext old;
 
 	add_truncates_to_batch_keys(ac);
 	order_changes(ac);
@@ -1992,7 +2076,10 @@ apply_batch(ApplyContext *ac)
 		if (ks->nchanges == 0)
 			continue;
 		qsort(ks->versions, ks->nversions, sizeof(Version), version_cmp);
+		old = MemoryContextSwitchTo(ac->key_context);
 		fold_key(ac, state, ks);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(ac->key_context);
 	}
 	remember_retired(ac);
 }
@@ -2160,6 +2247,8 @@ apply_chunks(ApplyContext *ac)
 	zl_write_hold_packing(RelationGetRelid(ac->rel), true);
 	ac->chunk_context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake apply chunk",
 											  ALLOCSET_DEFAULT_SIZES);
+	ac->key_context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake apply key",
+											ALLOCSET_DEFAULT_SIZES);
 	do
 	{
 		MemoryContext old = MemoryContextSwitchTo(ac->chunk_context);
@@ -2202,6 +2291,7 @@ apply_chunks(ApplyContext *ac)
 	zl_write_flush_relation(RelationGetRelid(ac->rel));
 	tuplesort_end(ac->sort);
 	MemoryContextDelete(ac->chunk_context);
+	MemoryContextDelete(ac->key_context);
 	save_record(ac);
 }
 

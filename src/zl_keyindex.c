@@ -22,6 +22,13 @@
  * indexed, and building one drops the others when the total would exceed
  * it.
  *
+ * A storage has up to two indexes, one per scope: scans index every
+ * sub-group they may read (ZL_KEY_INDEX_ALL), apply_changes the current
+ * partition's (ZL_KEY_INDEX_CURRENT), where it finds the open version of
+ * each key of a batch with one probe instead of a pass over every
+ * directory.  The scopes keep the two users from replacing each other's
+ * index.
+ *
  *-------------------------------------------------------------------------
  */
 #include "zipper_lake.h"
@@ -43,9 +50,15 @@ struct ZLKeyIndex
 	int32	   *positions;
 };
 
+typedef struct IndexKey
+{
+	ZLStorageKey storage;
+	uint64		scope;			/* ZLKeyIndexScope; 64 bits: no padding to hash */
+} IndexKey;
+
 typedef struct IndexEntry
 {
-	ZLStorageKey key;			/* hash key */
+	IndexKey	key;			/* hash key */
 	uint64		generation;		/* changes with every build */
 	MemoryContext context;
 	ZLKeyIndex *index;
@@ -55,21 +68,32 @@ typedef struct IndexEntry
 static HTAB *indexes = NULL;
 static uint64 next_generation = 1;
 
-static IndexEntry *
-find_entry(uint64 storage_id)
+static IndexKey
+index_key(uint64 storage_id, ZLKeyIndexScope scope)
 {
-	ZLStorageKey key = zl_meta_storage_key(storage_id);
+	IndexKey	key;
+
+	memset(&key, 0, sizeof(key));
+	key.storage = zl_meta_storage_key(storage_id);
+	key.scope = (uint64) scope;
+	return key;
+}
+
+static IndexEntry *
+find_entry(uint64 storage_id, ZLKeyIndexScope scope)
+{
+	IndexKey	key = index_key(storage_id, scope);
 
 	if (indexes == NULL)
 		return NULL;
 	return hash_search(indexes, &key, HASH_FIND, NULL);
 }
 
-/* the storage's index and its generation, if there is one */
+/* the storage's index of a scope and its generation, if there is one */
 ZLKeyIndex *
-zl_key_index_get(uint64 storage_id, uint64 *generation)
+zl_key_index_get(uint64 storage_id, ZLKeyIndexScope scope, uint64 *generation)
 {
-	IndexEntry *entry = find_entry(storage_id);
+	IndexEntry *entry = find_entry(storage_id, scope);
 
 	if (entry == NULL)
 		return NULL;
@@ -79,9 +103,9 @@ zl_key_index_get(uint64 storage_id, uint64 *generation)
 
 /* is an index handed out with this generation still the storage's? */
 bool
-zl_key_index_current(uint64 storage_id, uint64 generation)
+zl_key_index_current(uint64 storage_id, ZLKeyIndexScope scope, uint64 generation)
 {
-	IndexEntry *entry = find_entry(storage_id);
+	IndexEntry *entry = find_entry(storage_id, scope);
 
 	return entry != NULL && entry->generation == generation;
 }
@@ -99,7 +123,8 @@ drop_entry(IndexEntry *entry)
  * would be too big.
  */
 ZLKeyIndex *
-zl_key_index_build(uint64 storage_id, const ZLSubGroup *sgs, int n, uint64 *generation)
+zl_key_index_build(uint64 storage_id, ZLKeyIndexScope scope, const ZLSubGroup *sgs, int n,
+				   uint64 *generation)
 {
 	IndexEntry *entry;
 	ZLKeyIndex *index;
@@ -121,14 +146,14 @@ zl_key_index_build(uint64 storage_id, const ZLSubGroup *sgs, int n, uint64 *gene
 	{
 		HASHCTL		ctl;
 
-		ctl.keysize = sizeof(ZLStorageKey);
+		ctl.keysize = sizeof(IndexKey);
 		ctl.entrysize = sizeof(IndexEntry);
 		ctl.hcxt = TopMemoryContext;
 		indexes = hash_create("zipper_lake key indexes", 16, &ctl,
 							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
 	/* room: the storage's old index goes, and others if need be */
-	if ((entry = find_entry(storage_id)) != NULL)
+	if ((entry = find_entry(storage_id, scope)) != NULL)
 		drop_entry(entry);
 	{
 		HASH_SEQ_STATUS status;
@@ -191,7 +216,7 @@ zl_key_index_build(uint64 storage_id, const ZLSubGroup *sgs, int n, uint64 *gene
 	MemoryContextSwitchTo(old);
 
 	{
-		ZLStorageKey key = zl_meta_storage_key(storage_id);
+		IndexKey	key = index_key(storage_id, scope);
 
 		entry = hash_search(indexes, &key, HASH_ENTER, NULL);
 	}
@@ -200,6 +225,53 @@ zl_key_index_build(uint64 storage_id, const ZLSubGroup *sgs, int n, uint64 *gene
 	entry->bytes = bytes;
 	entry->generation = next_generation++;
 	*generation = entry->generation;
+	return index;
+}
+
+/*
+ * Map a list of sub-groups (ascending by id) onto the storage's index of a
+ * scope, building the index when there is none or more than an eighth of
+ * the list's sub-groups with a key directory (16 at least) are missing
+ * from it.  Returns the index (NULL: too big, nothing mapped) with its
+ * generation, *map (per index ordinal: the list index, or -1 for a
+ * sub-group not in the list) and *in_index (per list index), in the
+ * current memory context.  Sub-groups not in the index are left to their
+ * own directories.
+ */
+ZLKeyIndex *
+zl_key_index_map(uint64 storage_id, ZLKeyIndexScope scope, const ZLSubGroup *sgs, int n,
+				 uint64 *generation, int **map, bool **in_index)
+{
+	ZLKeyIndex *index = zl_key_index_get(storage_id, scope, generation);
+
+	for (int attempt = 0; attempt < 2; attempt++)
+	{
+		int			missing = 0;
+
+		if (index == NULL || attempt == 1)
+			index = zl_key_index_build(storage_id, scope, sgs, n, generation);
+		if (index == NULL)
+			return NULL;
+		*map = palloc(sizeof(int) * Max(index->nsubgroups, 1));
+		*in_index = palloc0(sizeof(bool) * Max(n, 1));
+		/* both lists ascend by sub-group id: merge them */
+		for (int o = 0, i = 0; o < index->nsubgroups || i < n;)
+		{
+			if (i < n && (o >= index->nsubgroups || sgs[i].subgroup_id < index->subgroup_ids[o]))
+				missing += sgs[i++].key_directory != NULL;
+			else if (i >= n || index->subgroup_ids[o] < sgs[i].subgroup_id)
+				(*map)[o++] = -1;
+			else
+			{
+				(*map)[o++] = i;
+				(*in_index)[i++] = true;
+			}
+		}
+		if (attempt == 1 || missing <= Max(16, n / 8))
+			break;
+		pfree(*map);
+		pfree(*in_index);
+	}
 	return index;
 }
 

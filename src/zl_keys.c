@@ -192,6 +192,14 @@ zl_value_comparer_create(TupleDesc tupdesc, const ZLTableOptions *opts, bool tra
 	return c;
 }
 
+/* a varlena value that is TOASTed or compressed */
+static inline bool
+stored_elsewhere(Datum value)
+{
+	return VARATT_IS_EXTERNAL(DatumGetPointer(value)) ||
+		VARATT_IS_COMPRESSED(DatumGetPointer(value));
+}
+
 /* are two rows (row-shaped arrays) equal in every value column? */
 bool
 zl_values_equal(const ZLValueComparer *c, const Datum *a, const bool *anull,
@@ -208,13 +216,19 @@ zl_values_equal(const ZLValueComparer *c, const Datum *a, const bool *anull,
 				return false;
 			continue;
 		}
-		if (OidIsValid(c->eq[i].fn_oid))
-		{
-			if (!DatumGetBool(FunctionCall2Coll(&c->eq[i], c->collation[i],
-												a[col], b[col])))
-				return false;
-		}
-		else if (!datum_image_eq(a[col], b[col], att->attbyval, att->attlen))
+		/*
+		 * Identical images are equal under any opclass equality (it is
+		 * reflexive), and comparing them first spares the common case of
+		 * an unchanged value the equality function's work (numeric's
+		 * detoasts a copy of each short varlena).  Not for TOASTed or
+		 * compressed values, which the comparison would fetch twice.
+		 */
+		if ((att->attlen != -1 ||
+			 (!stored_elsewhere(a[col]) && !stored_elsewhere(b[col]))) &&
+			datum_image_eq(a[col], b[col], att->attbyval, att->attlen))
+			continue;
+		if (!OidIsValid(c->eq[i].fn_oid) ||
+			!DatumGetBool(FunctionCall2Coll(&c->eq[i], c->collation[i], a[col], b[col])))
 			return false;
 	}
 	return true;

@@ -114,6 +114,7 @@ struct ZLRecordWriter
 	TupleDesc	desc;
 	TupleTableSlot *slot;
 	int			nsegments;
+	MemoryContext context;		/* the writer's: entries come from shorter-lived ones */
 };
 
 /* ---------- varints ---------- */
@@ -574,6 +575,7 @@ zl_record_writer_begin(ZLRecordCodec *codec)
 	w->slot = MakeSingleTupleTableSlot(w->desc, &TTSOpsMinimalTuple);
 	/* segments wait here until the batch's rows are written (zl_apply.c) */
 	w->segments = tuplestore_begin_heap(false, false, ZL_SIDE_KB);
+	w->context = CurrentMemoryContext;
 	return w;
 }
 
@@ -583,9 +585,11 @@ flush_segment(ZLRecordWriter *w)
 	Datum		values[5];
 	bool		nulls[5] = {0};
 	bytea	   *entries;
+	MemoryContext old;
 
 	if (w->empty)
 		return;
+	old = MemoryContextSwitchTo(w->context);
 	entries = palloc(VARHDRSZ + w->buf.len);
 	SET_VARSIZE(entries, VARHDRSZ + w->buf.len);
 	memcpy(VARDATA(entries), w->buf.data, w->buf.len);
@@ -601,6 +605,7 @@ flush_segment(ZLRecordWriter *w)
 	w->empty = true;
 	w->prev_hash = 0;
 	w->prev_since = 0;
+	MemoryContextSwitchTo(old);
 }
 
 /* entries come in key-hash order */

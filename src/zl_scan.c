@@ -591,49 +591,6 @@ add_hit(ProbeHits *h, int index, int32 position)
 }
 
 /*
- * Map the scan's sub-groups onto the storage's merged key index
- * (zl_keyindex.c), building it when there is none or too many sub-groups
- * are missing from it.  Sub-groups not in it are probed one by one.
- */
-static void
-scan_map_key_index(ZLScanDesc scan, uint64 storage_id)
-{
-	const int64 *ids;
-	int			nids;
-	int			missing = 0;
-
-	scan->key_index = zl_key_index_get(storage_id, &scan->key_index_generation);
-	for (int attempt = 0; attempt < 2; attempt++)
-	{
-		if (scan->key_index == NULL || attempt == 1)
-			scan->key_index = zl_key_index_build(storage_id, scan->subgroups, scan->nsubgroups,
-												 &scan->key_index_generation);
-		if (scan->key_index == NULL)
-			return;				/* too big: every sub-group on its own */
-		nids = zl_key_index_subgroups(scan->key_index, &ids);
-		scan->key_index_map = palloc(sizeof(int) * Max(nids, 1));
-		scan->in_key_index = palloc0(sizeof(bool) * Max(scan->nsubgroups, 1));
-		missing = 0;
-		/* both lists ascend by sub-group id: merge them */
-		for (int o = 0, i = 0; o < nids || i < scan->nsubgroups;)
-		{
-			if (i < scan->nsubgroups &&
-				(o >= nids || scan->subgroups[i].subgroup_id < ids[o]))
-				missing += scan->has_directory[i++];
-			else if (i >= scan->nsubgroups || ids[o] < scan->subgroups[i].subgroup_id)
-				scan->key_index_map[o++] = -1;
-			else
-			{
-				scan->key_index_map[o++] = i;
-				scan->in_key_index[i++] = true;
-			}
-		}
-		if (missing <= Max(16, scan->nsubgroups / 8))
-			break;
-	}
-}
-
-/*
  * The positions of the scan's keys in each sub-group (key_positions), and
  * the sub-groups to read, in list order (keyed_order).  Hits come from the
  * merged key index where the scan probes many times (a nested loop's inner
@@ -668,9 +625,12 @@ scan_probe_keys(ZLScanDesc scan)
 	}
 	if ((scan->keep_loaded || scan->nkey_hashes >= 16) &&
 		(!scan->key_index_mapped ||
-		 !zl_key_index_current(storage_id, scan->key_index_generation)))
+		 !zl_key_index_current(storage_id, ZL_KEY_INDEX_ALL, scan->key_index_generation)))
 	{
-		scan_map_key_index(scan, storage_id);
+		/* sub-groups not in the index are probed one by one */
+		scan->key_index = zl_key_index_map(storage_id, ZL_KEY_INDEX_ALL, scan->subgroups,
+										   scan->nsubgroups, &scan->key_index_generation,
+										   &scan->key_index_map, &scan->in_key_index);
 		scan->key_index_mapped = true;
 		scan->lists_valid = false;
 	}

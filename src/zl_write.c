@@ -140,7 +140,7 @@ struct ZLWriteState
 
 	/* pending rows (in rows_context) */
 	ZLLoad	   *load;			/* loaded rows to check (zl_load.c) */
-	Tuplesortstate *placesort;	/* rows to place */
+	ZLIntSort  *placesort;		/* rows to place */
 	int64		nloaded;
 	int64		nplace;
 	int64		arrival;
@@ -233,12 +233,12 @@ create_place_desc(ZLWriteState *state)
 }
 
 /* rows to place by (order, valid_from, partition, window, arrival): see place_order() */
-static Tuplesortstate *
+static ZLIntSort *
 begin_place_sort(ZLWriteState *state)
 {
 	AttrNumber	attnums[5] = {PLACE_ORDER, PLACE_FROM, PLACE_PARTITION, PLACE_WINDOW, PLACE_SEQ};
 
-	return zl_rowsort_begin(state->place_desc, 5, attnums, ZL_MAIN_SORT_KB);
+	return zl_intsort_begin(state->place_desc, 5, attnums, ZL_MAIN_SORT_KB, true);
 }
 
 /* ---------- states ---------- */
@@ -277,7 +277,7 @@ forget_pending(ZLWriteState *state)
 	if (state->load)
 		zl_load_end(state->load);
 	if (state->placesort)
-		tuplesort_end(state->placesort);
+		zl_intsort_end(state->placesort);
 	for (int i = 0; i < state->nruns; i++)
 		if (state->runs[i].rows)
 			tuplestore_end(state->runs[i].rows);
@@ -476,7 +476,7 @@ place_order(DateADT partition_end, int64 window_start)
 }
 
 /* the sort of rows to place, begun when first needed */
-static Tuplesortstate *
+static ZLIntSort *
 place_sort(ZLWriteState *state)
 {
 	if (state->placesort == NULL)
@@ -501,7 +501,7 @@ leave_direct(ZLWriteState *state)
 	for (int i = 0; i < state->nruns; i++)
 	{
 		while (tuplestore_gettupleslot(state->runs[i].rows, true, false, state->place_read_slot))
-			zl_rowsort_put_pending(place_sort(state), state->place_read_slot);
+			zl_intsort_put(place_sort(state), state->place_read_slot);
 		tuplestore_end(state->runs[i].rows);
 		state->runs[i].rows = NULL;
 	}
@@ -589,8 +589,7 @@ put_place(ZLWriteState *state, HeapTuple tuple, const ZLRunKey *key, int64 valid
 {
 	if (state->direct)
 		leave_direct(state);
-	zl_rowsort_put_pending(place_sort(state),
-						   place_tuple(state, tuple, key, valid_from));
+	zl_intsort_put(place_sort(state), place_tuple(state, tuple, key, valid_from));
 	state->nplace++;
 }
 
@@ -927,7 +926,7 @@ read_next(RunReader *rr)
 
 	if (!state->direct)
 	{
-		rr->have = tuplesort_gettupleslot(state->placesort, true, false, rr->slot, NULL);
+		rr->have = zl_intsort_get(state->placesort, rr->slot);
 		return;
 	}
 	for (; state->run_cursor < state->nruns; state->run_cursor++)
@@ -1135,7 +1134,7 @@ write_placed(ZLWriteState *state, Relation rel)
 	if (state->direct)
 		qsort(state->runs, state->nruns, sizeof(DirectRun), direct_run_cmp);
 	else
-		zl_rowsort_perform_pending(state->placesort);
+		zl_intsort_perform(state->placesort);
 	free_space = zl_free_space_begin(rel, state->storage_id);
 
 	memset(&rr, 0, sizeof(rr));
@@ -1170,7 +1169,7 @@ static void
 check_in_full(ZLWriteState *state, Relation rel)
 {
 	MemoryContext old = MemoryContextSwitchTo(state->rows_context);
-	Tuplesortstate *placed;
+	ZLIntSort  *placed;
 	TupleTableSlot *slot = state->place_read_slot;
 	ZLLoad	   *load = state->load;
 
@@ -1181,11 +1180,11 @@ check_in_full(ZLWriteState *state, Relation rel)
 	if (state->nplace != zl_load_taken(load))
 		elog(ERROR, "a narrow load of \"%s\" shares placement with other rows",
 			 RelationGetRelationName(rel));
-	zl_rowsort_perform_pending(placed);
+	zl_intsort_perform(placed);
 	state->placesort = NULL;
 	state->nplace = 0;
 	state->history_runs = NULL; /* the check places the rows it keeps anew */
-	while (tuplesort_gettupleslot(placed, true, false, slot, NULL))
+	while (zl_intsort_get(placed, slot))
 	{
 		HeapTuple	tuple = zl_rowsort_row_copy(slot, PLACE_ROW);
 		ZLRunKey	key;
@@ -1196,7 +1195,7 @@ check_in_full(ZLWriteState *state, Relation rel)
 		(void) zl_load_add(load, tuple, valid_from, valid_to);	/* not narrow now */
 		heap_freetuple(tuple);
 	}
-	tuplesort_end(placed);
+	zl_intsort_end(placed);
 	MemoryContextSwitchTo(old);
 	if (!zl_load_check(load, rel, state))
 		elog(ERROR, "the full check of a load of \"%s\" did not finish", RelationGetRelationName(rel));
