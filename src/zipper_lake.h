@@ -616,7 +616,8 @@ extern void zl_assignment_apply(ZLAssignment *a, Datum *values, bool *isnull,
 								MemoryContext memory_context);
 extern void zl_assignment_end(ZLAssignment *a);
 extern ZLRowCheck *zl_row_check_begin(Relation rel, const ZLTableOptions *opts);
-extern HeapTuple zl_row_check(ZLRowCheck *rc, HeapTuple tuple);
+extern HeapTuple zl_row_check(ZLRowCheck *rc, HeapTuple tuple, const Datum *values,
+							  const bool *isnull);
 extern void zl_row_check_end(ZLRowCheck *rc);
 
 /* ---------- zl_rowsort.c ---------- */

@@ -1218,14 +1218,14 @@ key_hashes(ApplyContext *ac, bool history_only, int *n)
 	return hashes;
 }
 
-static int
-int64_cmp(const void *a, const void *b)
-{
-	int64		x = *(const int64 *) a;
-	int64		y = *(const int64 *) b;
-
-	return x < y ? -1 : (x > y);
-}
+/* key index hits in ascending order */
+#define ST_SORT sort_hits
+#define ST_ELEMENT_TYPE int64
+#define ST_COMPARE(a, b) (*(a) < *(b) ? -1 : *(a) > *(b))
+#define ST_SCOPE static
+#define ST_DECLARE
+#define ST_DEFINE
+#include "lib/sort_template.h"
 
 /*
  * The positions of the chunk's keys in the current sub-groups the merged
@@ -1269,7 +1269,7 @@ current_index_hits(ApplyContext *ac, bool **in_index, int *nhits)
 			hits[(*nhits)++] = ((int64) map[ordinal] << 32) | (uint32) position;
 		}
 	}
-	qsort(hits, *nhits, sizeof(int64), int64_cmp);
+	sort_hits(hits, *nhits);
 	return hits;
 }
 
@@ -1879,10 +1879,11 @@ write_version(ApplyContext *ac, ZLWriteState *state, Version *v)
 	values[ac->opts.to_attnum - 1] = zl_instant_to_datum(v->to, ac->opts.period_type);
 	v->isnull[ac->opts.from_attnum - 1] = false;
 	v->isnull[ac->opts.to_attnum - 1] = false;
-	tuple = zl_row_check(ac->row_check, heap_form_tuple(ac->tupdesc, values, v->isnull));
+	tuple = zl_row_check(ac->row_check, heap_form_tuple(ac->tupdesc, values, v->isnull),
+						 values, v->isnull);
 	if (tuple->t_len > TOAST_TUPLE_THRESHOLD)
 		tuple = zl_toast_version(ac->rel, tuple);
-	zl_write_add(state, tuple);
+	zl_write_place(state, tuple, v->from, v->to);
 	heap_freetuple(tuple);
 	pfree(values);
 }

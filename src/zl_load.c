@@ -528,7 +528,7 @@ end_run(LoadCheck *lc, KeyCheck *kc)
 
 		row = heap_modify_tuple_by_cols(row, load->tupdesc, 1, &col, &to, &isnull);
 		/* a new period: its generated columns and constraints (zl_rowcheck.c) */
-		row = zl_row_check(lc->row_check, row);
+		row = zl_row_check(lc->row_check, row, NULL, NULL);
 	}
 	/* the rows were checked when added or stored: only place the run */
 	zl_write_place(lc->writer, row, kc->run_from, kc->run_to);

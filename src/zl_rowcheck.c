@@ -159,7 +159,8 @@ struct ZLRowCheck
 	const ZLTableOptions *opts;
 	EState	   *estate;
 	ResultRelInfo *result_rel;
-	TupleTableSlot *slot;
+	TupleTableSlot *slot;		/* a version as a tuple */
+	TupleTableSlot *values_slot;	/* a version as values (virtual) */
 	bool		generated;
 	bool		constraints;
 	bool		partition;
@@ -199,19 +200,23 @@ zl_row_check_begin(Relation rel, const ZLTableOptions *opts)
 	rc->result_rel = makeNode(ResultRelInfo);
 	InitResultRelInfo(rc->result_rel, rel, 0, NULL, 0);
 	rc->slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
+	rc->values_slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
 	return rc;
 }
 
 /*
  * Compute the generated columns of a version and check its constraints;
  * returns the version to write: the one given, or, if generated columns
- * were computed, a new tuple (the one given is freed).
+ * were computed, a new tuple (the one given is freed).  values and isnull
+ * (row-shaped arrays the tuple was formed from, or NULL) spare the checks
+ * deforming it again.
  */
 HeapTuple
-zl_row_check(ZLRowCheck *rc, HeapTuple tuple)
+zl_row_check(ZLRowCheck *rc, HeapTuple tuple, const Datum *values, const bool *isnull)
 {
 	ErrorContextCallback callback;
 	HeapTuple	result = tuple;
+	TupleTableSlot *slot;
 
 	if (rc == NULL)
 		return tuple;
@@ -222,19 +227,30 @@ zl_row_check(ZLRowCheck *rc, HeapTuple tuple)
 	callback.previous = error_context_stack;
 	error_context_stack = &callback;
 
-	ExecStoreHeapTuple(tuple, rc->slot, false);
+	if (values != NULL)
+	{
+		int			natts = RelationGetDescr(rc->rel)->natts;
+
+		slot = rc->values_slot;
+		ExecClearTuple(slot);
+		memcpy(slot->tts_values, values, sizeof(Datum) * natts);
+		memcpy(slot->tts_isnull, isnull, sizeof(bool) * natts);
+		ExecStoreVirtualTuple(slot);
+	}
+	else
+		slot = ExecStoreHeapTuple(tuple, rc->slot, false);
 	if (rc->generated)
-		ExecComputeStoredGenerated(rc->result_rel, rc->estate, rc->slot, CMD_INSERT);
+		ExecComputeStoredGenerated(rc->result_rel, rc->estate, slot, CMD_INSERT);
 	if (rc->constraints)
-		ExecConstraints(rc->result_rel, rc->slot, rc->estate);
+		ExecConstraints(rc->result_rel, slot, rc->estate);
 	if (rc->partition)
-		(void) ExecPartitionCheck(rc->result_rel, rc->slot, rc->estate, true);
+		(void) ExecPartitionCheck(rc->result_rel, slot, rc->estate, true);
 	if (rc->generated)
 	{
-		result = ExecCopySlotHeapTuple(rc->slot);
+		result = ExecCopySlotHeapTuple(slot);
 		heap_freetuple(tuple);	/* the caller gets the computed version instead */
 	}
-	ExecClearTuple(rc->slot);
+	ExecClearTuple(slot);
 	ResetPerTupleExprContext(rc->estate);
 
 	error_context_stack = callback.previous;
@@ -248,5 +264,6 @@ zl_row_check_end(ZLRowCheck *rc)
 	if (rc == NULL)
 		return;
 	ExecDropSingleTupleTableSlot(rc->slot);
+	ExecDropSingleTupleTableSlot(rc->values_slot);
 	FreeExecutorState(rc->estate);
 }

@@ -7,8 +7,8 @@
  * flush writes them.  Rows come in two kinds:
  *
  *  - Versions that are right by construction: those apply_changes
- *    computed and the rows compaction keeps (zl_write_add, zl_compact.c).
- *    They go straight to placement.
+ *    computed (zl_write_place, with their period) and the rows compaction
+ *    keeps (zl_write_add, zl_compact.c).  They go straight to placement.
  *  - Versions loaded as given: rows of INSERT and COPY, and rows loaded
  *    before the table was registered, when registration places them
  *    (zl_write_load).  They are checked before they are placed, against
@@ -725,9 +725,9 @@ add_row(ZLWriteState *state, Relation rel, HeapTuple tuple)
 }
 
 /*
- * Add one finished (already toasted) row that needs no check: a version
- * apply_changes computed, or a row of a table not registered yet (checked
- * when registration places it).
+ * Add one finished (already toasted) row that needs no check: a row
+ * compaction keeps, or a row of a table not registered yet (checked when
+ * registration places it).
  */
 void
 zl_write_add(ZLWriteState *state, HeapTuple tuple)
@@ -777,7 +777,9 @@ zl_write_hold_packing(Oid relid, bool hold)
 
 /*
  * Hand placement a row whose period [valid_from, valid_to) is known and
- * checked: a version a load check leaves (zl_load.c).
+ * checked: a version apply_changes computed (complete key, finite
+ * valid_from before valid_to, at most the open end: zl_apply.c checks
+ * every change), or one a load check leaves (zl_load.c).
  */
 void
 zl_write_place(ZLWriteState *state, HeapTuple tuple, int64 valid_from, int64 valid_to)
