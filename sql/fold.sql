@@ -208,6 +208,12 @@ SELECT count(*) AS orphans FROM zipper_lake.record_head h
  WHERE NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = h.tbl);
 SELECT count(*) AS orphans FROM zipper_lake.record_segment s
  WHERE NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = s.tbl);
+-- segments and key directories do not compress: stored as they are, no
+-- failed compression on every write
+SELECT attrelid::regclass, attname, attstorage FROM pg_attribute
+ WHERE (attrelid, attname) IN (('zipper_lake.record_segment'::regclass, 'entries'),
+                               ('zipper_lake.subgroup'::regclass, 'key_directory'))
+ ORDER BY 1, 2;
 
 -- truncate (op T or truncate): every key holding a version then is deleted —
 -- also a key first seen in a later, late batch; at the truncate's instant a

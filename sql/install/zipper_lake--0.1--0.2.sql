@@ -324,6 +324,8 @@ CREATE TABLE zipper_lake.record_segment (
     entries   bytea NOT NULL,
     PRIMARY KEY (tbl, piece, segment)
 );
+-- varint-coded entries do not compress: spare each segment a failed try
+ALTER TABLE zipper_lake.record_segment ALTER COLUMN entries SET STORAGE EXTERNAL;
 SELECT pg_catalog.pg_extension_config_dump('zipper_lake.record_segment', '');
 
 -- per table: the newest change time applied, and the instants of every
