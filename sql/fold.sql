@@ -235,3 +235,62 @@ SELECT id, v, valid_from::date, valid_to FROM fb_t ORDER BY id, valid_from;
 SELECT table_instants, table_seqs FROM zipper_lake.record_head WHERE tbl = 'fb_t'::regclass;
 SELECT * FROM zipper_lake.verify('fb_t');
 DROP TABLE fb_t, fb_tc;
+
+-- the record stores integer keys (smallint, int, bigint, domains over them)
+-- as varints and other keys in their binary send format: every key comes
+-- back as it was, extremes and negatives included.  Each key opens on
+-- 01-01 and has a no-op on 01-03 (remembered); a later batch's late change
+-- on 01-02 ends at the no-op only if the record gave that key back
+CREATE DOMAIN fb_code AS bigint CHECK (VALUE <> 0);
+CREATE TABLE fb_k2 (k smallint, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+CREATE TABLE fb_k4 (k int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+CREATE TABLE fb_k8 (k bigint, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+CREATE TABLE fb_kd (k fb_code, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+CREATE TABLE fb_kt (k text, j int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('fb_k2', ARRAY['k']), zipper_lake.register('fb_k4', ARRAY['k']),
+       zipper_lake.register('fb_k8', ARRAY['k']), zipper_lake.register('fb_kd', ARRAY['k']),
+       zipper_lake.register('fb_kt', ARRAY['k', 'j']);
+CREATE TABLE fb_kkeys (t text, k text);
+INSERT INTO fb_kkeys VALUES ('fb_k2', '-32768'), ('fb_k2', '-1'), ('fb_k2', '0'), ('fb_k2', '32767'),
+  ('fb_k4', '-2147483648'), ('fb_k4', '-1'), ('fb_k4', '2147483647'),
+  ('fb_k8', '-9223372036854775808'), ('fb_k8', '-64'), ('fb_k8', '63'), ('fb_k8', '9223372036854775807'),
+  ('fb_kd', '-9223372036854775808'), ('fb_kd', '5'), ('fb_kd', '9223372036854775807'),
+  ('fb_kt', ''), ('fb_kt', 'a'), ('fb_kt', 'ключ');
+CREATE FUNCTION fb_kapply(tbl text, late boolean) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    key_type text := CASE tbl WHEN 'fb_k2' THEN 'smallint' WHEN 'fb_k4' THEN 'int'
+                              WHEN 'fb_k8' THEN 'bigint' WHEN 'fb_kd' THEN 'fb_code' ELSE 'text' END;
+    counts text;
+BEGIN
+    EXECUTE format('CREATE TEMP TABLE fb_kb AS
+        SELECT k::%s AS k, %s v, change_time FROM fb_kkeys,
+               unnest(CASE WHEN %L THEN ARRAY[timestamptz ''2024-01-02'']
+                           ELSE ARRAY[timestamptz ''2024-01-01'', ''2024-01-03''] END) change_time
+         WHERE t = %L', key_type, CASE WHEN late THEN 2 ELSE 1 END, late, tbl);
+    IF tbl = 'fb_kt' THEN
+        ALTER TABLE fb_kb ADD COLUMN j int;
+        UPDATE fb_kb SET j = length(k) - 2147483648;
+    END IF;
+    EXECUTE format('SELECT format(''%%s changes, %%s inserted, %%s unchanged, %%s late'', changes, inserted, unchanged, late)
+                      FROM zipper_lake.apply_changes(%L, ''fb_kb'')', tbl) INTO counts;
+    DROP TABLE fb_kb;
+    RETURN counts;
+END $$;
+SELECT t, fb_kapply(t, false) AS first
+  FROM (VALUES ('fb_k2'), ('fb_k4'), ('fb_k8'), ('fb_kd'), ('fb_kt')) v(t);
+-- the no-ops, key by key, as the record gives them back
+SELECT t, r.key, r.instant FROM (VALUES ('fb_k2'), ('fb_k4'), ('fb_k8'), ('fb_kd'), ('fb_kt')) v(t),
+       zipper_lake._record_instants(t::regclass) r ORDER BY 1, 2;
+SELECT t, fb_kapply(t, true) AS late
+  FROM (VALUES ('fb_k2'), ('fb_k4'), ('fb_k8'), ('fb_kd'), ('fb_kt')) v(t);
+SELECT 'fb_k2' AS t, k::text, v, valid_from::date, valid_to::date FROM fb_k2
+UNION ALL SELECT 'fb_k4', k::text, v, valid_from::date, valid_to::date FROM fb_k4
+UNION ALL SELECT 'fb_k8', k::text, v, valid_from::date, valid_to::date FROM fb_k8
+UNION ALL SELECT 'fb_kd', k::text, v, valid_from::date, valid_to::date FROM fb_kd
+UNION ALL SELECT 'fb_kt', k || '/' || j, v, valid_from::date, valid_to::date FROM fb_kt
+ORDER BY 1, 2, 4;
+SELECT t, (SELECT count(*) FROM zipper_lake.verify(t::regclass)) AS problems
+  FROM (VALUES ('fb_k2'), ('fb_k4'), ('fb_k8'), ('fb_kd'), ('fb_kt')) v(t);
+DROP TABLE fb_k2, fb_k4, fb_k8, fb_kd, fb_kt, fb_kkeys;
+DROP FUNCTION fb_kapply(text, boolean);
+DROP DOMAIN fb_code;
