@@ -179,5 +179,43 @@ UPDATE zipper_lake.subgroup SET key_directory = NULL
 EXPLAIN (COSTS OFF) SELECT * FROM ka3 WHERE id = 3;
 SELECT ka_compare('SELECT * FROM ka3 WHERE id = 3');
 
-DROP TABLE ka, ka_changes, ka_shapes, ka_facts, ka2, ka2_changes, ka3, ka3_changes;
+-- single probes: once a backend's probes of a table have looked at as
+-- many sub-groups as the merged key index would hold rows, the index is
+-- built (from every sub-group, not only those the bounds keep) and later
+-- probes find the sub-groups it covers in it; newer ones in their own
+-- directories
+CREATE TABLE kb (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+SELECT zipper_lake.register('kb', key => ARRAY['id'], partition_unit => 'day');
+CREATE TABLE kb_changes (id int, v int, change_time timestamptz, op text);
+INSERT INTO kb_changes SELECT g, d, '2024-01-01'::timestamptz + d * interval '1 day', 'u'
+  FROM generate_series(1, 100) g, generate_series(0, 5) d;
+SELECT inserted FROM zipper_lake.apply_changes('kb', 'kb_changes');
+EXPLAIN (COSTS OFF, VERBOSE) SELECT * FROM kb WHERE id = 3;
+DO $$
+BEGIN
+    FOR g IN 1..200 LOOP
+        PERFORM count(*) FROM kb WHERE id = g % 100 AND valid_from >= '2024-01-05';
+    END LOOP;
+END $$;
+EXPLAIN (COSTS OFF, VERBOSE) SELECT * FROM kb WHERE id = 3;
+SELECT ka_compare('SELECT * FROM kb WHERE id = 3'),
+       ka_compare('SELECT * FROM kb WHERE id = 3 AND valid_from >= ''2024-01-03''');
+TRUNCATE kb_changes;
+INSERT INTO kb_changes VALUES (3, 30, '2024-01-08', 'u'), (4, 40, '2024-01-03 12:00', 'u');
+SELECT inserted, closed, late FROM zipper_lake.apply_changes('kb', 'kb_changes');
+EXPLAIN (COSTS OFF, VERBOSE) SELECT * FROM kb WHERE id = 3;
+SELECT ka_compare('SELECT * FROM kb WHERE id = 3'), ka_compare('SELECT * FROM kb WHERE id = 4'),
+       ka_compare('SELECT * FROM kb WHERE id = 4 AND valid_from >= ''2024-01-03''');
+BEGIN;
+TRUNCATE kb_changes;
+INSERT INTO kb_changes VALUES (4, 41, '2024-01-09', 'u'), (5, NULL, '2024-01-02 12:00', 'd');
+SELECT inserted, closed, late FROM zipper_lake.apply_changes('kb', 'kb_changes');
+SELECT ka_compare('SELECT * FROM kb WHERE id = 4'), ka_compare('SELECT * FROM kb WHERE id = 5');
+SELECT valid_to FROM kb WHERE id = 5 AND valid_from = '2024-01-02';
+ROLLBACK;
+SELECT ka_compare('SELECT * FROM kb WHERE id = 4'), ka_compare('SELECT * FROM kb WHERE id = 5');
+SELECT valid_to FROM kb WHERE id = 5 AND valid_from = '2024-01-02';
+
+DROP TABLE ka, ka_changes, ka_shapes, ka_facts, ka2, ka2_changes, ka3, ka3_changes, kb, kb_changes;
 DROP FUNCTION ka_compare(text);

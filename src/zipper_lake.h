@@ -273,6 +273,7 @@ typedef struct ZLPruneStats
 	int			subgroups_key_probed;	/* kept ones whose key directory was probed */
 	int			subgroups_key_matched;	/* of those, holding one of the keys' hashes */
 	int			subgroups_key_unindexed;	/* kept ones without a directory: read whole */
+	int			subgroups_key_merged;	/* probed ones found through the merged key index */
 	int64		rows_masked;	/* masked rows stepped over while reading */
 	int64		chunks_total;	/* chunks of columnar sub-groups entered */
 	int64		chunks_skipped; /* of those, skipped by their min/max */
@@ -573,6 +574,9 @@ typedef enum ZLKeyIndexScope
 	ZL_KEY_INDEX_CURRENT		/* the current partition's (apply_changes) */
 } ZLKeyIndexScope;
 
+/* sub-groups of a list an index may lack before it is built again */
+#define ZL_KEY_INDEX_MISSING(n)	Max(16, (n) / 8)
+
 extern ZLKeyIndex *zl_key_index_get(uint64 storage_id, ZLKeyIndexScope scope,
 									uint64 *generation);
 extern ZLKeyIndex *zl_key_index_build(uint64 storage_id, ZLKeyIndexScope scope,
@@ -580,6 +584,11 @@ extern ZLKeyIndex *zl_key_index_build(uint64 storage_id, ZLKeyIndexScope scope,
 extern ZLKeyIndex *zl_key_index_map(uint64 storage_id, ZLKeyIndexScope scope,
 									const ZLSubGroup *sgs, int n, uint64 *generation,
 									int **map, bool **in_index);
+extern ZLKeyIndex *zl_key_index_map_existing(uint64 storage_id, ZLKeyIndexScope scope,
+											 const ZLSubGroup *sgs, int n, uint64 *generation,
+											 int **map, bool **in_index);
+extern bool zl_key_index_worth_building(uint64 storage_id, ZLKeyIndexScope scope, int probed,
+										int64 index_rows);
 extern bool zl_key_index_current(uint64 storage_id, ZLKeyIndexScope scope, uint64 generation);
 extern int	zl_key_index_subgroups(const ZLKeyIndex *index, const int64 **subgroup_ids);
 extern int	zl_key_index_find(const ZLKeyIndex *index, uint32 hash, int *cursor,

@@ -1016,6 +1016,9 @@ zl_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 							es);
 	if (es->verbose)
 		ExplainPropertyInteger("Sub-groups Loaded", NULL, stats->subgroups_loaded, es);
+	if (es->verbose && state->key_info != NIL)
+		ExplainPropertyInteger("Sub-groups in Merged Key Index", NULL,
+							   stats->subgroups_key_merged, es);
 	if (es->analyze)
 		ExplainPropertyInteger("Rows Masked", NULL, stats->rows_masked, es);
 	if (es->analyze && stats->chunks_total > 0)

@@ -65,8 +65,28 @@ typedef struct IndexEntry
 	Size		bytes;
 } IndexEntry;
 
+/* sub-groups single probes of a storage looked at since its last build */
+typedef struct ProbeDebt
+{
+	IndexKey	key;			/* hash key */
+	int64		subgroups_probed;
+} ProbeDebt;
+
 static HTAB *indexes = NULL;
+static HTAB *probe_debts = NULL;
 static uint64 next_generation = 1;
+
+/* a backend-lifetime hash table of entries keyed by IndexKey */
+static HTAB *
+storage_table(const char *name, Size entrysize)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = sizeof(IndexKey);
+	ctl.entrysize = entrysize;
+	ctl.hcxt = TopMemoryContext;
+	return hash_create(name, 16, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
 
 static IndexKey
 index_key(uint64 storage_id, ZLKeyIndexScope scope)
@@ -143,15 +163,7 @@ zl_key_index_build(uint64 storage_id, ZLKeyIndexScope scope, const ZLSubGroup *s
 		return NULL;
 
 	if (indexes == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(IndexKey);
-		ctl.entrysize = sizeof(IndexEntry);
-		ctl.hcxt = TopMemoryContext;
-		indexes = hash_create("zipper_lake key indexes", 16, &ctl,
-							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
+		indexes = storage_table("zipper_lake key indexes", sizeof(IndexEntry));
 	/* room: the storage's old index goes, and others if need be */
 	if ((entry = find_entry(storage_id, scope)) != NULL)
 		drop_entry(entry);
@@ -229,14 +241,41 @@ zl_key_index_build(uint64 storage_id, ZLKeyIndexScope scope, const ZLSubGroup *s
 }
 
 /*
- * Map a list of sub-groups (ascending by id) onto the storage's index of a
- * scope, building the index when there is none or more than an eighth of
- * the list's sub-groups with a key directory (16 at least) are missing
- * from it.  Returns the index (NULL: too big, nothing mapped) with its
- * generation, *map (per index ordinal: the list index, or -1 for a
- * sub-group not in the list) and *in_index (per list index), in the
- * current memory context.  Sub-groups not in the index are left to their
- * own directories.
+ * Map a list of sub-groups (ascending by id) onto an index: *map (per index
+ * ordinal: the list index, or -1 for a sub-group not in the list) and
+ * *in_index (per list index), in the current memory context.  Returns how
+ * many sub-groups of the list with a loaded key directory it lacks.
+ */
+static int
+map_onto(const ZLKeyIndex *index, const ZLSubGroup *sgs, int n, int **map, bool **in_index)
+{
+	int			missing = 0;
+
+	*map = palloc(sizeof(int) * Max(index->nsubgroups, 1));
+	*in_index = palloc0(sizeof(bool) * Max(n, 1));
+	/* both lists ascend by sub-group id: merge them */
+	for (int o = 0, i = 0; o < index->nsubgroups || i < n;)
+	{
+		if (i < n && (o >= index->nsubgroups || sgs[i].subgroup_id < index->subgroup_ids[o]))
+			missing += sgs[i++].key_directory != NULL;
+		else if (i >= n || index->subgroup_ids[o] < sgs[i].subgroup_id)
+			(*map)[o++] = -1;
+		else
+		{
+			(*map)[o++] = i;
+			(*in_index)[i++] = true;
+		}
+	}
+	return missing;
+}
+
+/*
+ * Map a list of sub-groups (ascending by id, key directories loaded) onto
+ * the storage's index of a scope, building the index when there is none or
+ * more than ZL_KEY_INDEX_MISSING of the list's sub-groups with a key
+ * directory are missing from it.  Returns the index (NULL: too big,
+ * nothing mapped) with its generation, *map and *in_index (map_onto).
+ * Sub-groups not in the index are left to their own directories.
  */
 ZLKeyIndex *
 zl_key_index_map(uint64 storage_id, ZLKeyIndexScope scope, const ZLSubGroup *sgs, int n,
@@ -244,35 +283,63 @@ zl_key_index_map(uint64 storage_id, ZLKeyIndexScope scope, const ZLSubGroup *sgs
 {
 	ZLKeyIndex *index = zl_key_index_get(storage_id, scope, generation);
 
-	for (int attempt = 0; attempt < 2; attempt++)
+	if (index != NULL)
 	{
-		int			missing = 0;
-
-		if (index == NULL || attempt == 1)
-			index = zl_key_index_build(storage_id, scope, sgs, n, generation);
-		if (index == NULL)
-			return NULL;
-		*map = palloc(sizeof(int) * Max(index->nsubgroups, 1));
-		*in_index = palloc0(sizeof(bool) * Max(n, 1));
-		/* both lists ascend by sub-group id: merge them */
-		for (int o = 0, i = 0; o < index->nsubgroups || i < n;)
-		{
-			if (i < n && (o >= index->nsubgroups || sgs[i].subgroup_id < index->subgroup_ids[o]))
-				missing += sgs[i++].key_directory != NULL;
-			else if (i >= n || index->subgroup_ids[o] < sgs[i].subgroup_id)
-				(*map)[o++] = -1;
-			else
-			{
-				(*map)[o++] = i;
-				(*in_index)[i++] = true;
-			}
-		}
-		if (attempt == 1 || missing <= Max(16, n / 8))
-			break;
+		if (map_onto(index, sgs, n, map, in_index) <= ZL_KEY_INDEX_MISSING(n))
+			return index;
 		pfree(*map);
 		pfree(*in_index);
 	}
+	index = zl_key_index_build(storage_id, scope, sgs, n, generation);
+	if (index != NULL)
+		(void) map_onto(index, sgs, n, map, in_index);
 	return index;
+}
+
+/*
+ * The same onto the index the storage has, built from other lists: no
+ * directory need be loaded, nothing is built (NULL: no index).  The caller
+ * loads the directories of the sub-groups outside it, and maps again with
+ * zl_key_index_map if too many of them have one.
+ */
+ZLKeyIndex *
+zl_key_index_map_existing(uint64 storage_id, ZLKeyIndexScope scope, const ZLSubGroup *sgs,
+						  int n, uint64 *generation, int **map, bool **in_index)
+{
+	ZLKeyIndex *index = zl_key_index_get(storage_id, scope, generation);
+
+	if (index != NULL)
+		(void) map_onto(index, sgs, n, map, in_index);
+	return index;
+}
+
+/*
+ * Is it time a scan probing one key at a time had the index built?  Such
+ * scans look at each sub-group's filter and directory, about what building
+ * costs per row (both a cache miss or two); so a backend builds the index
+ * once its single probes of a storage have looked at as many sub-groups as
+ * the index would hold rows (index_rows) -- never more than twice the
+ * better of the two choices, like renting skis until their price is paid.
+ * Each call adds the sub-groups of one probe.
+ */
+bool
+zl_key_index_worth_building(uint64 storage_id, ZLKeyIndexScope scope, int probed,
+							int64 index_rows)
+{
+	IndexKey	key = index_key(storage_id, scope);
+	ProbeDebt  *debt;
+	bool		found;
+
+	if (probe_debts == NULL)
+		probe_debts = storage_table("zipper_lake key probe debts", sizeof(ProbeDebt));
+	debt = hash_search(probe_debts, &key, HASH_ENTER, &found);
+	if (!found)
+		debt->subgroups_probed = 0;
+	debt->subgroups_probed += probed;
+	if (debt->subgroups_probed < index_rows)
+		return false;
+	debt->subgroups_probed = 0;
+	return true;
 }
 
 /* the ids of the sub-groups an index covers, ascending; their number */

@@ -160,7 +160,6 @@ typedef struct ZLScanDescData
 	int32	  **key_positions;
 	int		   *nkey_positions; /* -1: read whole (no directory); 0: skip */
 	bool	   *has_directory;
-	bool		key_index_mapped;	/* key_index looked up for this list */
 	ZLKeyIndex *key_index;		/* the storage's merged index (zl_keyindex.c) */
 	uint64		key_index_generation;
 	int		   *key_index_map;	/* its sub-group ordinals to list indexes, or -1 */
@@ -473,7 +472,9 @@ zl_scan_stats(TableScanDesc sscan)
 			{
 				if (scan->has_directory[i])
 					scan->stats.subgroups_key_probed++;
-				else
+				if (scan->in_key_index != NULL && scan->in_key_index[i])
+					scan->stats.subgroups_key_merged++;
+				else if (!scan->has_directory[i])
 					scan->stats.subgroups_key_unindexed++;
 			}
 		pfree(decisions);
@@ -591,12 +592,91 @@ add_hit(ProbeHits *h, int index, int32 position)
 }
 
 /*
+ * Where a probe of the list looks: the storage's merged key index
+ * (zl_keyindex.c) for the sub-groups it covers, and their own key
+ * directories for the others, which are loaded (the index's need not be).
+ * Scans that probe many times use the index -- the inner side of a nested
+ * loop (keep_loaded), 16 keys or more -- and so do single probes once the
+ * backend has one, or once they have paid what building it costs
+ * (zl_key_index_worth_building).  Without the index every directory is
+ * loaded and in_key_index is NULL.
+ */
+static void
+scan_map_key_index(ZLScanDesc scan, uint64 storage_id)
+{
+	int			n = scan->nsubgroups;
+	uint8	   *outside = palloc(Max(n, 1));
+	int			missing = 0;
+	bool		use_index = scan->keep_loaded || scan->nkey_hashes >= 16 ||
+		zl_key_index_get(storage_id, ZL_KEY_INDEX_ALL, &scan->key_index_generation) != NULL;
+
+	if (!use_index)
+	{
+		int64		rows = 0;
+
+		for (int i = 0; i < n; i++)
+			rows += scan->subgroups[i].row_count;
+		use_index = zl_key_index_worth_building(storage_id, ZL_KEY_INDEX_ALL, n, rows);
+	}
+	zl_key_directory_cache_trim();
+	scan->key_index = NULL;
+	scan->in_key_index = NULL;
+	if (use_index)
+		scan->key_index = zl_key_index_map_existing(storage_id, ZL_KEY_INDEX_ALL, scan->subgroups,
+													n, &scan->key_index_generation,
+													&scan->key_index_map, &scan->in_key_index);
+	for (int i = 0; i < n; i++)
+		outside[i] = scan->in_key_index != NULL && scan->in_key_index[i] ? ZL_SKIP : ZL_CHECK;
+	zl_meta_load_key_directories(storage_id, scan->metadata_snapshot, scan->subgroups, n,
+								 outside);
+	for (int i = 0; i < n; i++)
+		missing += outside[i] != ZL_SKIP && scan->subgroups[i].key_directory != NULL;
+	if (use_index && (scan->key_index == NULL || missing > ZL_KEY_INDEX_MISSING(n)))
+	{
+		/*
+		 * None yet, or too old: built from every visible sub-group, not
+		 * only those the bounds keep, so that probes with other bounds
+		 * find theirs in it too.
+		 */
+		int			nall = n;
+		ZLSubGroup *all = scan->filtered ?
+			zl_meta_cached_subgroups(scan->base.rs_rd, scan->metadata_snapshot, NULL,
+									 DATEVAL_NOBEGIN, false, &nall) : scan->subgroups;
+		bool		built;
+
+		zl_meta_load_key_directories(storage_id, scan->metadata_snapshot, all, nall, NULL);
+		built = zl_key_index_build(storage_id, ZL_KEY_INDEX_ALL, all, nall,
+								   &scan->key_index_generation) != NULL;
+		if (all != scan->subgroups)
+			pfree(all);
+		/* too big to build: every directory of the list is probed */
+		zl_meta_load_key_directories(storage_id, scan->metadata_snapshot, scan->subgroups, n,
+									 NULL);
+		scan->key_index = NULL;
+		scan->in_key_index = NULL;
+		if (built)
+			scan->key_index = zl_key_index_map_existing(storage_id, ZL_KEY_INDEX_ALL,
+														scan->subgroups, n,
+														&scan->key_index_generation,
+														&scan->key_index_map,
+														&scan->in_key_index);
+	}
+	scan->has_directory = palloc(sizeof(bool) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		scan->has_directory[i] = scan->subgroups[i].key_directory != NULL ||
+			(scan->in_key_index != NULL && scan->in_key_index[i]);
+	pfree(outside);
+	scan->directories_loaded = true;
+	scan->directories_generation = zl_key_directory_cache_generation();
+	scan->lists_valid = false;
+}
+
+/*
  * The positions of the scan's keys in each sub-group (key_positions), and
  * the sub-groups to read, in list order (keyed_order).  Hits come from the
- * merged key index where the scan probes many times (a nested loop's inner
- * side, many keys), else from each sub-group's filter and directory: a
- * sub-group whose filter rules the keys out is skipped without a look at
- * its directory.  Only sub-groups with hits (and those without a
+ * merged key index for the sub-groups it covers (scan_map_key_index), else
+ * from each sub-group's filter and directory: a sub-group whose filter
+ * rules the keys out is skipped without a look at its directory.  Only sub-groups with hits (and those without a
  * directory) are decided against the bounds; the statistics of what the
  * bounds keep are counted on request (zl_scan_stats).
  */
@@ -610,32 +690,10 @@ scan_probe_keys(ZLScanDesc scan)
 
 	/* what the list keeps (directories, the index's map) lives with it ... */
 	if (!scan->directories_loaded ||
-		scan->directories_generation != zl_key_directory_cache_generation())
-	{
-		zl_key_directory_cache_trim();
-		zl_meta_load_key_directories(storage_id, scan->metadata_snapshot, scan->subgroups,
-									 n, NULL);
-		scan->has_directory = palloc(sizeof(bool) * Max(n, 1));
-		for (int i = 0; i < n; i++)
-			scan->has_directory[i] = scan->subgroups[i].key_directory != NULL;
-		scan->directories_loaded = true;
-		scan->directories_generation = zl_key_directory_cache_generation();
-		scan->key_index_mapped = false;
-		scan->lists_valid = false;
-	}
-	if ((scan->keep_loaded || scan->nkey_hashes >= 16) &&
-		(!scan->key_index_mapped ||
+		scan->directories_generation != zl_key_directory_cache_generation() ||
+		(scan->key_index != NULL &&
 		 !zl_key_index_current(storage_id, ZL_KEY_INDEX_ALL, scan->key_index_generation)))
-	{
-		/* sub-groups not in the index are probed one by one */
-		scan->key_index = zl_key_index_map(storage_id, ZL_KEY_INDEX_ALL, scan->subgroups,
-										   scan->nsubgroups, &scan->key_index_generation,
-										   &scan->key_index_map, &scan->in_key_index);
-		scan->key_index_mapped = true;
-		scan->lists_valid = false;
-	}
-	if (!scan->key_index_mapped || scan->key_index == NULL)
-		scan->in_key_index = NULL;
+		scan_map_key_index(scan, storage_id);
 	if (!scan->lists_valid)
 	{
 		/* sub-groups probed one by one, and those read whole */
