@@ -41,6 +41,13 @@
 #include "utils/rel.h"
 #include "utils/snapshot.h"
 
+/* ask the CPU to fetch a cache line that is about to be read */
+#if defined(__GNUC__) || defined(__clang__)
+#define ZL_PREFETCH(address)	__builtin_prefetch(address)
+#else
+#define ZL_PREFETCH(address)	((void) (address))
+#endif
+
 /* ---------- constants ---------- */
 
 #define ZL_MAGIC				0x5A4C4D31	/* "ZLM1" */
@@ -683,6 +690,7 @@ extern void zl_write_register_callbacks(void);
 
 /* ---------- zl_compact.c ---------- */
 
+extern bool zl_compaction_due(int64 row_count, int64 masked_rows, int64 ndropped);
 extern bool zl_compact_subgroup(Relation rel, ZLWriteState *state, const ZLSubGroup *sg,
 								const int32 *dropped, int ndropped);
 extern void zl_rewrite_subgroup(Relation rel, ZLWriteState *state, const ZLSubGroup *sg,

@@ -168,6 +168,8 @@ typedef struct TouchedSubGroup
 {
 	int64		subgroup_id;
 	bool		current;		/* in the current partition: may be compacted */
+	int64		row_count;
+	int64		masked_rows;	/* before the batch */
 } TouchedSubGroup;
 
 typedef struct ApplyCounts
@@ -1910,6 +1912,8 @@ touched_index(ApplyContext *ac, const ZLSubGroup *sg)
 	MemoryContextSwitchTo(old);
 	ac->touched[ac->ntouched].subgroup_id = sg->subgroup_id;
 	ac->touched[ac->ntouched].current = sg->partition_end == ZL_CURRENT_PARTITION;
+	ac->touched[ac->ntouched].row_count = sg->row_count;
+	ac->touched[ac->ntouched].masked_rows = sg->masked_rows;
 	ac->last_touched = ac->ntouched;
 	return ac->ntouched++;
 }
@@ -1951,8 +1955,8 @@ retire_rows(ApplyContext *ac)
 	uint64		storage_id = zl_storage_id(ac->rel);
 	ZLWriteState *state;
 	Snapshot	snapshot;
-	ZLSubGroup *current;
-	int			ncurrent;
+	ZLSubGroup *current = NULL;
+	int			ncurrent = 0;
 	int64	   *mask_subgroups;
 	int32	  **mask_positions;
 	int		   *mask_counts;
@@ -1972,7 +1976,6 @@ retire_rows(ApplyContext *ac)
 	tuplesort_performsort(ac->retired);
 	CommandCounterIncrement();
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	current = zl_meta_load_subgroups(storage_id, snapshot, ZL_CURRENT_PARTITION, &ncurrent);
 	mask_subgroups = palloc(sizeof(int64) * ac->ntouched);
 	mask_positions = palloc(sizeof(int32 *) * ac->ntouched);
 	mask_counts = palloc(sizeof(int) * ac->ntouched);
@@ -1987,9 +1990,16 @@ retire_rows(ApplyContext *ac)
 		if (npositions > 0 && (!more || (int) (item >> 32) != index))
 		{
 			const TouchedSubGroup *t = &ac->touched[index];
-			ZLSubGroup *sg = t->current ?
-				zl_meta_find_subgroup(current, ncurrent, t->subgroup_id) : NULL;
+			ZLSubGroup *sg = NULL;
 
+			/* the current partition (masks and all) is read if one is compacted */
+			if (t->current && zl_compaction_due(t->row_count, t->masked_rows, npositions))
+			{
+				if (current == NULL)
+					current = zl_meta_load_subgroups(storage_id, snapshot, ZL_CURRENT_PARTITION,
+													 &ncurrent);
+				sg = zl_meta_find_subgroup(current, ncurrent, t->subgroup_id);
+			}
 			if (sg == NULL || !zl_compact_subgroup(ac->rel, state, sg, positions, npositions))
 			{
 				/* a copy of its own size: positions is the scratch buffer */

@@ -79,6 +79,13 @@ keep_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 	}
 }
 
+/* would a current sub-group be more than half masked with ndropped more? */
+bool
+zl_compaction_due(int64 row_count, int64 masked_rows, int64 ndropped)
+{
+	return (masked_rows + ndropped) * 2 > row_count;
+}
+
 /*
  * Retire the stored rows of one sub-group that a writer replaced (dropped,
  * ascending positions) by compacting the sub-group, if it is in the
@@ -91,7 +98,7 @@ zl_compact_subgroup(Relation rel, ZLWriteState *state, const ZLSubGroup *sg,
 					const int32 *dropped, int ndropped)
 {
 	if (sg->partition_end != ZL_CURRENT_PARTITION ||
-		(sg->masked_rows + ndropped) * 2 <= sg->row_count)
+		!zl_compaction_due(sg->row_count, sg->masked_rows, ndropped))
 		return false;
 	zl_rewrite_subgroup(rel, state, sg, dropped, ndropped);
 	return true;

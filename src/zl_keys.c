@@ -249,12 +249,6 @@ zl_values_equal(const ZLValueComparer *c, const Datum *a, const bool *anull,
 #define FILTER_ROWS_PER_BLOCK	64
 #define FILTER_MAX_PROBE_KEYS	64	/* more keys: search the directory */
 
-#if defined(__GNUC__) || defined(__clang__)
-#define ZL_PREFETCH(address)	__builtin_prefetch(address)
-#else
-#define ZL_PREFETCH(address)	((void) (address))
-#endif
-
 struct ZLKeyFilter
 {
 	uint32		nblocks;

@@ -304,6 +304,9 @@ zl_intsort_perform(ZLIntSort *s)
  * The next row in order into slot (a minimal tuple slot of the sort's
  * descriptor), valid until the next call; false at the end.
  */
+/* rows ahead of the one read whose first bytes are fetched meanwhile */
+#define ZL_INTSORT_PREFETCH		8
+
 bool
 zl_intsort_get(ZLIntSort *s, TupleTableSlot *slot)
 {
@@ -314,6 +317,9 @@ zl_intsort_get(ZLIntSort *s, TupleTableSlot *slot)
 		ExecClearTuple(slot);
 		return false;
 	}
+	/* sorted, the rows are read far from where they were put */
+	if (s->next + ZL_INTSORT_PREFETCH < s->nitems)
+		ZL_PREFETCH(s->items[s->next + ZL_INTSORT_PREFETCH].tuple);
 	ExecStoreMinimalTuple(s->items[s->next++].tuple, slot, false);
 	return true;
 }
