@@ -1128,6 +1128,8 @@ class SeedRun:
             self.counts["aggregates in the scan"] += any(
                 "ZipperAggregate" in line[0] for line in db.all("EXPLAIN " + query, params))
 
+        self.check_key_probes(ref)
+
         # the read helpers, inlined into a scan and as functions (a sub-select
         # argument keeps the function form; timestamp and date tables always
         # run the function), and a prepared as-of query with a generic plan
@@ -1156,6 +1158,42 @@ class SeedRun:
         want = [r for r in ref if r[4] == OPEN]
         self.compare("zipper_lake.current", want,
                      db.rows("SELECT %s FROM zipper_lake.current(NULL::rc_zip)" % COLS))
+
+    def check_key_probes(self, ref):
+        """README "Key access": every key's history (and an absent key's),
+        some under a random predicate's bounds, a few keys at once, and keys
+        of a small outer relation through a parameterized nested loop.  Every
+        key is probed at every step, so the session's single probes soon pay
+        for the merged key index; later steps then find older sub-groups in
+        it and newer ones (also those of a batch just applied) through their
+        own directories."""
+        db, clock, rng = self.db, self.clock, self.probe_rng
+        keys = sorted({r[0] for r in ref}) + [-1]
+        for k in keys:
+            self.compare("WHERE id = %d" % k, [r for r in ref if r[0] == k],
+                         db.rows("SELECT %s FROM rc_zip WHERE id = %%s" % COLS, (k,)))
+        for k in rng.sample(keys, min(4, len(keys))):
+            pred = rng.choice(self.probe_predicates())
+            where, params = predicate_sql(pred, clock)
+            self.compare("WHERE id = %d AND (%s)" % (k, predicate_text(pred, clock)),
+                         [r for r in ref if r[0] == k and predicate_holds(pred, r)],
+                         db.rows("SELECT %s FROM rc_zip WHERE id = %%s AND (%s)" % (COLS, where),
+                                 [k] + params))
+        some = rng.sample(keys, min(3, len(keys)))
+        self.compare("WHERE id = ANY (%s)" % some, [r for r in ref if r[0] in some],
+                     db.rows("SELECT %s FROM rc_zip WHERE id = ANY (%%s)" % COLS, (some,)))
+        db.run("SET enable_hashjoin = off")
+        db.run("SET enable_mergejoin = off")
+        nested = ", ".join("(%d)" % k for k in some)
+        self.compare("nested loop over the keys %s" % some, [r for r in ref if r[0] in some],
+                     db.rows("SELECT %s FROM (VALUES %s) o(k) JOIN rc_zip ON id = o.k"
+                             % (COLS, nested)))
+        db.run("RESET enable_hashjoin")
+        db.run("RESET enable_mergejoin")
+        plan = db.all("EXPLAIN (VERBOSE, COSTS OFF) SELECT * FROM rc_zip WHERE id = %s", (keys[0],))
+        self.counts["merged key index"] += any(
+            line[0].strip().startswith("Sub-groups in Merged Key Index:") and
+            not line[0].strip().endswith(": 0") for line in plan)
 
     def probe_instants(self):
         rng, top = self.probe_rng, self.gen.wm + 2
@@ -2064,13 +2102,13 @@ def main():
         configs[run.cfg.name] += 1
         st = run.stats
         print("seed %d ok [%s, track %s]: %d batches (%d snapshots, %d partial; %d with seq, %d re-applied; "
-              "%d erases, %d vacuums; %d aggregates in the scan), "
+              "%d erases, %d vacuums; %d aggregates in the scan, %d steps probing keys through the merged index), "
               "%d changes (%d partial), %d versions; %d late, %d unchanged, %d inserted, "
               "%d deleted, %d closed; %.1fs"
               % (seed, run.cfg.name, run.track, args.batches, run.counts["snapshots"],
                  run.counts["partial snapshots"], run.counts["seq batches"],
                  run.counts["re-applied"], run.counts["erases"], run.counts["vacuums"],
-                 run.counts["aggregates in the scan"],
+                 run.counts["aggregates in the scan"], run.counts["merged key index"],
                  run.counts["changes"], run.counts["partial changes"],
                  len(run.model.rows()), st["late"], st["unchanged"], st["inserted"],
                  st["deleted"], st["closed"], time.time() - t0))
