@@ -180,10 +180,10 @@ EXPLAIN (COSTS OFF) SELECT * FROM ka3 WHERE id = 3;
 SELECT ka_compare('SELECT * FROM ka3 WHERE id = 3');
 
 -- single probes: once a backend's probes of a table have looked at as
--- many sub-groups as the merged key index would hold rows, the index is
--- built (from every sub-group, not only those the bounds keep) and later
--- probes find the sub-groups it covers in it; newer ones in their own
--- directories
+-- many sub-groups as the merged key index would hold rows (600 here), the
+-- index is built, from every sub-group, not only those the bounds keep;
+-- later probes find the sub-groups it covers in it, newer ones in their
+-- own directories
 CREATE TABLE kb (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
   USING zipper_lake;
 SELECT zipper_lake.register('kb', key => ARRAY['id'], partition_unit => 'day');
@@ -192,13 +192,19 @@ INSERT INTO kb_changes SELECT g, d, '2024-01-01'::timestamptz + d * interval '1 
   FROM generate_series(1, 100) g, generate_series(0, 5) d;
 SELECT inserted FROM zipper_lake.apply_changes('kb', 'kb_changes');
 EXPLAIN (COSTS OFF, VERBOSE) SELECT * FROM kb WHERE id = 3;
-DO $$
+-- probes of n keys, each of the sub-groups holding versions from since on
+CREATE FUNCTION kb_probes(n int, since timestamptz) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-    FOR g IN 1..200 LOOP
-        PERFORM count(*) FROM kb WHERE id = g % 100 AND valid_from >= '2024-01-05';
+    FOR g IN 1..n LOOP
+        PERFORM count(*) FROM kb WHERE id = g % 100 AND valid_from >= since;
     END LOOP;
 END $$;
+-- 150 probes whose bounds keep 2 of the 6 sub-groups: 300 looks, not yet
+SELECT kb_probes(150, '2024-01-05');
 EXPLAIN (COSTS OFF, VERBOSE) SELECT * FROM kb WHERE id = 3;
+-- 60 probes of all 6: 360 more, and the index is built
+SELECT kb_probes(60, '-infinity');
+EXPLAIN (COSTS OFF, VERBOSE) SELECT * FROM kb WHERE id = 3 AND valid_from >= '2024-01-05';
 SELECT ka_compare('SELECT * FROM kb WHERE id = 3'),
        ka_compare('SELECT * FROM kb WHERE id = 3 AND valid_from >= ''2024-01-03''');
 TRUNCATE kb_changes;
@@ -216,6 +222,25 @@ SELECT valid_to FROM kb WHERE id = 5 AND valid_from = '2024-01-02';
 ROLLBACK;
 SELECT ka_compare('SELECT * FROM kb WHERE id = 4'), ka_compare('SELECT * FROM kb WHERE id = 5');
 SELECT valid_to FROM kb WHERE id = 5 AND valid_from = '2024-01-02';
+-- twenty batches later the index lacks more than 16 sub-groups: single
+-- probes go on using it for the others (no rebuild per probe) until what
+-- they looked at outside it pays for building it again
+CREATE TABLE kb_one (LIKE kb_changes);
+DO $$
+BEGIN
+    FOR g IN 1..20 LOOP
+        TRUNCATE kb_one;
+        INSERT INTO kb_one VALUES (50 + g, 100 + g, '2024-01-10'::timestamptz + g * interval '1 minute', 'u');
+        PERFORM zipper_lake.apply_changes('kb', 'kb_one');
+    END LOOP;
+END $$;
+SELECT count(*) > 6 + 16 AS more_than_16_newer FROM zipper_lake.inspect('kb');
+EXPLAIN (COSTS OFF, VERBOSE) SELECT * FROM kb WHERE id = 3;
+SELECT ka_compare('SELECT * FROM kb WHERE id = 3'), ka_compare('SELECT * FROM kb WHERE id = 55');
+SELECT kb_probes(60, '-infinity');
+EXPLAIN (COSTS OFF, VERBOSE) SELECT * FROM kb WHERE id = 3;
+SELECT ka_compare('SELECT * FROM kb WHERE id = 3'), ka_compare('SELECT * FROM kb WHERE id = 55');
 
-DROP TABLE ka, ka_changes, ka_shapes, ka_facts, ka2, ka2_changes, ka3, ka3_changes, kb, kb_changes;
+DROP TABLE ka, ka_changes, ka_shapes, ka_facts, ka2, ka2_changes, ka3, ka3_changes, kb, kb_changes, kb_one;
 DROP FUNCTION ka_compare(text);
+DROP FUNCTION kb_probes(int, timestamptz);

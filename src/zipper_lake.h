@@ -448,6 +448,7 @@ extern void zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
 
 /* ---------- zl_metacache.c ---------- */
 
+extern int64 zl_meta_cached_rows(Relation rel, Snapshot snapshot);
 extern ZLSubGroup *zl_meta_cached_subgroups(Relation rel, Snapshot snapshot,
 											const ZLSubGroupFilter *filter,
 											DateADT min_partition, bool with_masks,
@@ -594,6 +595,7 @@ extern ZLKeyIndex *zl_key_index_map(uint64 storage_id, ZLKeyIndexScope scope,
 extern ZLKeyIndex *zl_key_index_map_existing(uint64 storage_id, ZLKeyIndexScope scope,
 											 const ZLSubGroup *sgs, int n, uint64 *generation,
 											 int **map, bool **in_index);
+extern bool zl_key_index_fits(uint64 rows, int nsubgroups);
 extern bool zl_key_index_worth_building(uint64 storage_id, ZLKeyIndexScope scope, int probed,
 										int64 index_rows);
 extern bool zl_key_index_current(uint64 storage_id, ZLKeyIndexScope scope, uint64 generation);

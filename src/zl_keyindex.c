@@ -1,16 +1,19 @@
 /*-------------------------------------------------------------------------
  *
  * zl_keyindex.c
- *	  One merged key index per storage, for scans that probe many times.
+ *	  One merged key index per storage, so that a probe does not cost a
+ *	  look at every sub-group.
  *
  * A probe through the sub-groups' own key directories looks at one filter
  * block per sub-group (zl_keys.c): fine for one lookup, but the inner side
- * of a nested loop probes once per outer row, and a table with hundreds
- * of sub-groups then spends its time in those filters.  So such scans
- * merge the directories of all sub-groups into one index per storage,
- * kept per backend: every (key hash, sub-group, position) of the
- * directories, bucketed by the hash's top 16 bits, so that a probe reads a
- * bucket of a few dozen hashes whatever the number of sub-groups.
+ * of a nested loop probes once per outer row, a session of lookups probes
+ * as often, and a table with hundreds of sub-groups then spends its time
+ * in those filters.  So the directories of all sub-groups are merged into
+ * one index per storage, kept per backend: every (key hash, sub-group,
+ * position) of the directories, bucketed by the hash's top 16 bits, so
+ * that a probe reads a bucket of a few dozen hashes whatever the number
+ * of sub-groups.  Scans that probe many times build it at once; single
+ * probes once they have paid for it (zl_key_index_worth_building).
  *
  * The index covers the sub-groups it was built from; directories are
  * immutable, so it stays right for them.  A scan maps its own list of
@@ -137,10 +140,26 @@ drop_entry(IndexEntry *entry)
 	(void) hash_search(indexes, &entry->key, HASH_REMOVE, NULL);
 }
 
+/* the bytes of an index of that many rows and sub-groups */
+static Size
+index_bytes(uint64 rows, int nsubgroups)
+{
+	return rows * (sizeof(uint32) + 2 * sizeof(int32)) +
+		(NBUCKETS + 1) * sizeof(uint32) + nsubgroups * sizeof(int64);
+}
+
+/* would an index of that many rows and sub-groups be built? */
+bool
+zl_key_index_fits(uint64 rows, int nsubgroups)
+{
+	return index_bytes(rows, nsubgroups) <= ZL_KEY_INDEX_BYTES && rows <= PG_UINT32_MAX;
+}
+
 /*
  * Build the storage's index from sub-groups (sorted by id) whose key
  * directories are loaded; those without one are left out.  NULL when it
- * would be too big.
+ * would be too big (the old index is dropped all the same: it would only
+ * grow staler).
  */
 ZLKeyIndex *
 zl_key_index_build(uint64 storage_id, ZLKeyIndexScope scope, const ZLSubGroup *sgs, int n,
@@ -157,16 +176,15 @@ zl_key_index_build(uint64 storage_id, ZLKeyIndexScope scope, const ZLSubGroup *s
 	for (int i = 0; i < n; i++)
 		if (sgs[i].key_directory != NULL)
 			nentries += ZL_KEY_DIRECTORY_SIZE(sgs[i].key_directory);
-	bytes = nentries * (sizeof(uint32) + 2 * sizeof(int32)) +
-		(NBUCKETS + 1) * sizeof(uint32) + n * sizeof(int64);
-	if (bytes > ZL_KEY_INDEX_BYTES || nentries > PG_UINT32_MAX)
-		return NULL;
+	bytes = index_bytes(nentries, n);
 
 	if (indexes == NULL)
 		indexes = storage_table("zipper_lake key indexes", sizeof(IndexEntry));
-	/* room: the storage's old index goes, and others if need be */
+	/* the storage's old index goes, also when no new one fits */
 	if ((entry = find_entry(storage_id, scope)) != NULL)
 		drop_entry(entry);
+	if (!zl_key_index_fits(nentries, n))
+		return NULL;
 	{
 		HASH_SEQ_STATUS status;
 		Size		total = bytes;
@@ -299,8 +317,8 @@ zl_key_index_map(uint64 storage_id, ZLKeyIndexScope scope, const ZLSubGroup *sgs
 /*
  * The same onto the index the storage has, built from other lists: no
  * directory need be loaded, nothing is built (NULL: no index).  The caller
- * loads the directories of the sub-groups outside it, and maps again with
- * zl_key_index_map if too many of them have one.
+ * loads the directories of the sub-groups outside it, and builds the index
+ * again (zl_key_index_build) if too many of them have one.
  */
 ZLKeyIndex *
 zl_key_index_map_existing(uint64 storage_id, ZLKeyIndexScope scope, const ZLSubGroup *sgs,
@@ -314,13 +332,15 @@ zl_key_index_map_existing(uint64 storage_id, ZLKeyIndexScope scope, const ZLSubG
 }
 
 /*
- * Is it time a scan probing one key at a time had the index built?  Such
- * scans look at each sub-group's filter and directory, about what building
- * costs per row (both a cache miss or two); so a backend builds the index
- * once its single probes of a storage have looked at as many sub-groups as
- * the index would hold rows (index_rows) -- never more than twice the
- * better of the two choices, like renting skis until their price is paid.
- * Each call adds the sub-groups of one probe.
+ * Is it time a scan probing one key at a time had the index built (or
+ * built again)?  Without it, or past what it covers, such scans look at
+ * each sub-group's filter and directory, about what building costs per
+ * row (a cache miss or two each); so a backend builds the index once its
+ * single probes of a storage have looked at as many sub-groups outside
+ * an index as the index would hold rows (index_rows) -- at most about
+ * twice what the better of the two ways costs, like renting skis until
+ * their price is paid.  Each call adds the sub-groups one probe looked at
+ * outside the index; a true answer starts the count again.
  */
 bool
 zl_key_index_worth_building(uint64 storage_id, ZLKeyIndexScope scope, int probed,

@@ -122,6 +122,7 @@ typedef struct StorageEntry
 	MemoryContext context;
 	CachedSubGroup *sgs;		/* by subgroup_id */
 	int			nsgs;
+	int64		rows;			/* of all of them, once asked for; else -1 */
 } StorageEntry;
 
 static HTAB *cache = NULL;
@@ -432,6 +433,7 @@ current_entry(Relation rel)
 	entry->unsettled = false;
 	entry->sgs = NULL;
 	entry->nsgs = 0;
+	entry->rows = -1;
 	entry->context = AllocSetContextCreate(cache_context, "zipper_lake storage metadata",
 										   ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(entry->context);
@@ -559,6 +561,28 @@ zl_meta_cached_subgroups(Relation rel, Snapshot snapshot, const ZLSubGroupFilter
 	}
 	*nsubgroups = n;
 	return sgs;
+}
+
+/*
+ * The rows of every sub-group cached for a storage, whichever snapshots
+ * see them: about what a merged key index of it would hold
+ * (zl_keyindex.c), to decide whether to build one.  -1 when the storage
+ * cannot be cached.
+ */
+int64
+zl_meta_cached_rows(Relation rel, Snapshot snapshot)
+{
+	StorageEntry *entry = cache_usable(snapshot) ? current_entry(rel) : NULL;
+
+	if (entry == NULL)
+		return -1;
+	if (entry->rows < 0)
+	{
+		entry->rows = 0;
+		for (int i = 0; i < entry->nsgs; i++)
+			entry->rows += entry->sgs[i].sg.row_count;
+	}
+	return entry->rows;
 }
 
 /* the masks of sub-groups loaded without them (with_masks false) */

@@ -595,33 +595,33 @@ add_hit(ProbeHits *h, int index, int32 position)
  * Where a probe of the list looks: the storage's merged key index
  * (zl_keyindex.c) for the sub-groups it covers, and their own key
  * directories for the others, which are loaded (the index's need not be).
- * Scans that probe many times use the index -- the inner side of a nested
- * loop (keep_loaded), 16 keys or more -- and so do single probes once the
- * backend has one, or once they have paid what building it costs
- * (zl_key_index_worth_building).  Without the index every directory is
- * loaded and in_key_index is NULL.
+ * Scans that probe many times -- the inner side of a nested loop
+ * (keep_loaded), 16 keys or more -- build the index when there is none or
+ * it lacks too many of the list's sub-groups (ZL_KEY_INDEX_MISSING).
+ * Single probes use the index the backend has, and build it (again) only
+ * once the sub-groups they looked at outside an index add up to what
+ * building costs (zl_key_index_worth_building).  The index is built from
+ * every sub-group the snapshot sees, not only those the bounds keep, so
+ * that probes with other bounds find theirs in it.  An index of the table
+ * that would be too big is not tried: scans that probe many times index
+ * their list alone if that fits, single probes use the directories.
+ * Without an index in_key_index is NULL.
  */
 static void
 scan_map_key_index(ZLScanDesc scan, uint64 storage_id)
 {
+	Relation	rel = scan->base.rs_rd;
 	int			n = scan->nsubgroups;
+	bool		probes_many = scan->keep_loaded || scan->nkey_hashes >= 16;
 	uint8	   *outside = palloc(Max(n, 1));
 	int			missing = 0;
-	bool		use_index = scan->keep_loaded || scan->nkey_hashes >= 16 ||
-		zl_key_index_get(storage_id, ZL_KEY_INDEX_ALL, &scan->key_index_generation) != NULL;
+	bool		build = false;
+	bool		build_from_list = !scan->filtered;
 
-	if (!use_index)
-	{
-		int64		rows = 0;
-
-		for (int i = 0; i < n; i++)
-			rows += scan->subgroups[i].row_count;
-		use_index = zl_key_index_worth_building(storage_id, ZL_KEY_INDEX_ALL, n, rows);
-	}
 	zl_key_directory_cache_trim();
 	scan->key_index = NULL;
 	scan->in_key_index = NULL;
-	if (use_index)
+	if (n > 0)
 		scan->key_index = zl_key_index_map_existing(storage_id, ZL_KEY_INDEX_ALL, scan->subgroups,
 													n, &scan->key_index_generation,
 													&scan->key_index_map, &scan->in_key_index);
@@ -631,35 +631,43 @@ scan_map_key_index(ZLScanDesc scan, uint64 storage_id)
 								 outside);
 	for (int i = 0; i < n; i++)
 		missing += outside[i] != ZL_SKIP && scan->subgroups[i].key_directory != NULL;
-	if (use_index && (scan->key_index == NULL || missing > ZL_KEY_INDEX_MISSING(n)))
+
+	if (n > 0 && (scan->key_index == NULL || missing > ZL_KEY_INDEX_MISSING(n)))
 	{
-		/*
-		 * None yet, or too old: built from every visible sub-group, not
-		 * only those the bounds keep, so that probes with other bounds
-		 * find theirs in it too.
-		 */
+		int64		list_rows = 0;
+		int64		rows = zl_meta_cached_rows(rel, scan->metadata_snapshot);
+
+		for (int i = 0; i < n; i++)
+			list_rows += scan->subgroups[i].row_count;
+		if (rows < 0)			/* not cached: the list's rows tell */
+			rows = list_rows;
+		if (zl_key_index_fits(rows, n))
+			build = probes_many ||
+				zl_key_index_worth_building(storage_id, ZL_KEY_INDEX_ALL,
+											scan->key_index == NULL ? n : missing, rows);
+		else if (probes_many && zl_key_index_fits(list_rows, n))
+			build = build_from_list = true; /* the table's would be too big */
+	}
+	if (build)
+	{
 		int			nall = n;
-		ZLSubGroup *all = scan->filtered ?
-			zl_meta_cached_subgroups(scan->base.rs_rd, scan->metadata_snapshot, NULL,
-									 DATEVAL_NOBEGIN, false, &nall) : scan->subgroups;
-		bool		built;
+		ZLSubGroup *all = build_from_list ? scan->subgroups :
+			zl_meta_cached_subgroups(rel, scan->metadata_snapshot, NULL, DATEVAL_NOBEGIN, false,
+									 &nall);
 
 		zl_meta_load_key_directories(storage_id, scan->metadata_snapshot, all, nall, NULL);
-		built = zl_key_index_build(storage_id, ZL_KEY_INDEX_ALL, all, nall,
-								   &scan->key_index_generation) != NULL;
+		if (zl_key_index_build(storage_id, ZL_KEY_INDEX_ALL, all, nall,
+							   &scan->key_index_generation) == NULL)
+			zl_meta_load_key_directories(storage_id, scan->metadata_snapshot, scan->subgroups,
+										 n, NULL);	/* too big after all */
 		if (all != scan->subgroups)
 			pfree(all);
-		/* too big to build: every directory of the list is probed */
-		zl_meta_load_key_directories(storage_id, scan->metadata_snapshot, scan->subgroups, n,
-									 NULL);
-		scan->key_index = NULL;
-		scan->in_key_index = NULL;
-		if (built)
-			scan->key_index = zl_key_index_map_existing(storage_id, ZL_KEY_INDEX_ALL,
-														scan->subgroups, n,
-														&scan->key_index_generation,
-														&scan->key_index_map,
-														&scan->in_key_index);
+		scan->key_index = zl_key_index_map_existing(storage_id, ZL_KEY_INDEX_ALL,
+													scan->subgroups, n,
+													&scan->key_index_generation,
+													&scan->key_index_map, &scan->in_key_index);
+		if (scan->key_index == NULL)
+			scan->in_key_index = NULL;
 	}
 	scan->has_directory = palloc(sizeof(bool) * Max(n, 1));
 	for (int i = 0; i < n; i++)
