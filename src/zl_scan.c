@@ -49,8 +49,10 @@
  * in each sub-group, only the positions its key directory names for them:
  * a walk over those positions instead of the blocks.  Sub-groups whose
  * filter or directory holds none of the keys are skipped before their
- * bounds are even decided; a scan that probes many times uses the merged
- * key index of zl_keyindex.c.  The inner side of a nested loop keeps its
+ * bounds are even decided.  The merged key index of zl_keyindex.c answers
+ * for the sub-groups it covers: at once for a scan that probes many times,
+ * and for single probes once the backend's probes have paid for building
+ * it (scan_map_key_index).  The inner side of a nested loop keeps its
  * list of sub-groups across rescans (zl_scan_keep_subgroups) and only
  * probes again.
  *
