@@ -241,6 +241,25 @@ SELECT kb_probes(60, '-infinity');
 EXPLAIN (COSTS OFF, VERBOSE) SELECT * FROM kb WHERE id = 3;
 SELECT ka_compare('SELECT * FROM kb WHERE id = 3'), ka_compare('SELECT * FROM kb WHERE id = 55');
 
-DROP TABLE ka, ka_changes, ka_shapes, ka_facts, ka2, ka2_changes, ka3, ka3_changes, kb, kb_changes, kb_one;
+-- zipper_lake.key_cache_memory bounds the key directories a backend keeps
+-- and, as much again, its merged key indexes: below the index's 256 kB of
+-- buckets none is built, and probes read the directories (kept or not)
+CREATE TABLE kc (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+SELECT zipper_lake.register('kc', key => ARRAY['id'], partition_unit => 'day');
+TRUNCATE kb_one;
+INSERT INTO kb_one SELECT g, d, '2024-01-01'::timestamptz + d * interval '1 day', 'u'
+  FROM generate_series(1, 40) g, generate_series(0, 2) d;
+SELECT inserted FROM zipper_lake.apply_changes('kc', 'kb_one');
+SET zipper_lake.key_cache_memory = '64kB';
+SHOW zipper_lake.key_cache_memory;
+EXPLAIN (COSTS OFF, VERBOSE) SELECT * FROM kc WHERE id = ANY ('{1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20}'::int[]);
+SELECT ka_compare('SELECT * FROM kc WHERE id = ANY (''{1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20}''::int[])');
+RESET zipper_lake.key_cache_memory;
+EXPLAIN (COSTS OFF, VERBOSE) SELECT * FROM kc WHERE id = ANY ('{1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20}'::int[]);
+SELECT ka_compare('SELECT * FROM kc WHERE id = ANY (''{1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20}''::int[])');
+SET zipper_lake.key_cache_memory = '10kB';
+
+DROP TABLE ka, ka_changes, ka_shapes, ka_facts, ka2, ka2_changes, ka3, ka3_changes, kb, kb_changes, kb_one, kc;
 DROP FUNCTION ka_compare(text);
 DROP FUNCTION kb_probes(int, timestamptz);

@@ -20,10 +20,10 @@
  * sub-groups onto the index's: sub-groups gone since (compacted, or not
  * visible to the scan's snapshot) are ignored, and sub-groups written
  * since are probed through their own directories, until there are enough
- * of them to build the index again.  An index uses 12 bytes a row; a
- * storage whose index would need more than ZL_KEY_INDEX_BYTES is not
- * indexed, and building one drops the others when the total would exceed
- * it.
+ * of them to build the index again.  An index uses 12 bytes a row (and
+ * 256 kB of buckets); a storage whose index would need more than
+ * zipper_lake.key_cache_memory (ZL_KEY_CACHE_BYTES) is not indexed, and
+ * building one drops the others when the total would exceed it.
  *
  * A storage has up to two indexes, one per scope: scans index every
  * sub-group they may read (ZL_KEY_INDEX_ALL), apply_changes the current
@@ -39,7 +39,6 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
-#define ZL_KEY_INDEX_BYTES		((Size) 256 * 1024 * 1024)
 #define BUCKET_BITS				16
 #define NBUCKETS				(1 << BUCKET_BITS)
 
@@ -152,7 +151,7 @@ index_bytes(uint64 rows, int nsubgroups)
 bool
 zl_key_index_fits(uint64 rows, int nsubgroups)
 {
-	return index_bytes(rows, nsubgroups) <= ZL_KEY_INDEX_BYTES && rows <= PG_UINT32_MAX;
+	return index_bytes(rows, nsubgroups) <= ZL_KEY_CACHE_BYTES && rows <= PG_UINT32_MAX;
 }
 
 /*
@@ -192,7 +191,7 @@ zl_key_index_build(uint64 storage_id, ZLKeyIndexScope scope, const ZLSubGroup *s
 		hash_seq_init(&status, indexes);
 		while ((entry = hash_seq_search(&status)) != NULL)
 		{
-			if (total + entry->bytes > ZL_KEY_INDEX_BYTES)
+			if (total + entry->bytes > ZL_KEY_CACHE_BYTES)
 				drop_entry(entry);
 			else
 				total += entry->bytes;

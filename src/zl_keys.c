@@ -330,9 +330,9 @@ zl_key_filter_may_hold(const ZLKeyFilter *f, const uint32 *hashes, int nhashes)
  * its users do where they hold none (apply before each chunk, a load
  * before its check, a scan before it loads directories); a scan that keeps
  * them across probes compares zl_key_directory_cache_generation() first.
+ * The cache is emptied at such a point once it holds more than
+ * zipper_lake.key_cache_memory (ZL_KEY_CACHE_BYTES).
  */
-#define KEY_DIRECTORY_CACHE_BYTES	((Size) 256 * 1024 * 1024)
-
 typedef struct DirCacheKey
 {
 	Oid			catalog;
@@ -381,7 +381,7 @@ void
 zl_key_directory_cache_trim(void)
 {
 	if (dir_cache == NULL ||
-		MemoryContextMemAllocated(dir_cache_context, true) >= KEY_DIRECTORY_CACHE_BYTES)
+		MemoryContextMemAllocated(dir_cache_context, true) >= ZL_KEY_CACHE_BYTES)
 		dir_cache_create();
 }
 

@@ -35,6 +35,7 @@ bool		zipper_lake_enable_pruning = true;
 bool		zipper_lake_enable_scan_aggregates = true;
 int			zipper_lake_columnar_chunk_rows = ZL_CHUNK_ROWS_DEFAULT;
 int			zipper_lake_columnar_compression = ZL_COMPRESSION_ZSTD;
+int			zipper_lake_key_cache_kb = ZL_KEY_CACHE_KB_DEFAULT;
 
 static const struct config_enum_entry compression_options[] = {
 	{"zstd", ZL_COMPRESSION_ZSTD, false},
@@ -187,6 +188,14 @@ _PG_init(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+	DefineCustomIntVariable("zipper_lake.key_cache_memory",
+							"Memory a backend keeps key directories in, and as much again for merged key indexes.",
+							"Key lookups of a table whose merged key index would need more probe each sub-group's directory.",
+							&zipper_lake_key_cache_kb,
+							ZL_KEY_CACHE_KB_DEFAULT, 64, MAX_KILOBYTES,
+							PGC_USERSET,
+							GUC_UNIT_KB,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("zipper_lake");
 
 	prev_ExecutorStart = ExecutorStart_hook;
