@@ -260,6 +260,34 @@ EXPLAIN (COSTS OFF, VERBOSE) SELECT * FROM kc WHERE id = ANY ('{1,2,3,4,5,6,7,8,
 SELECT ka_compare('SELECT * FROM kc WHERE id = ANY (''{1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20}''::int[])');
 SET zipper_lake.key_cache_memory = '10kB';
 
-DROP TABLE ka, ka_changes, ka_shapes, ka_facts, ka2, ka2_changes, ka3, ka3_changes, kb, kb_changes, kb_one, kc;
+-- an INSERT checks its rows against the stored versions a chunk of keys at
+-- a time, holding the current sub-groups' key directories; a constraint
+-- whose key lookup empties the (small) cache makes it read them again
+CREATE TABLE kd_other (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+SELECT zipper_lake.register('kd_other', ARRAY['id']);
+INSERT INTO kd_other SELECT g, 0, '2026-01-01', 'infinity' FROM generate_series(1, 20000) g;
+CREATE FUNCTION kd_probe(k int) RETURNS bool LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM 1 FROM kd_other WHERE id = k;
+    RETURN true;
+END $$;
+CREATE TABLE kd (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL,
+                 CHECK (kd_probe(id))) USING zipper_lake;
+SELECT zipper_lake.register('kd', ARRAY['id']);
+INSERT INTO kd SELECT g, 1, '2026-01-01', 'infinity' FROM generate_series(1, 9000) g;
+SET work_mem = '64kB';
+SET zipper_lake.key_cache_memory = '64kB';
+-- adjacent versions with equal values: every key's two become one
+INSERT INTO kd SELECT g, 1, '2025-12-01', '2026-01-01' FROM generate_series(1, 9000) g;
+RESET zipper_lake.key_cache_memory;
+RESET work_mem;
+SELECT count(*) AS versions,
+       count(*) FILTER (WHERE valid_from = '2025-12-01' AND valid_to = 'infinity') AS merged
+  FROM kd;
+SELECT count(*) AS problems FROM zipper_lake.verify('kd');
+
+DROP TABLE ka, ka_changes, ka_shapes, ka_facts, ka2, ka2_changes, ka3, ka3_changes, kb, kb_changes, kb_one, kc, kd, kd_other;
 DROP FUNCTION ka_compare(text);
 DROP FUNCTION kb_probes(int, timestamptz);
+DROP FUNCTION kd_probe(int);

@@ -151,7 +151,8 @@ index_bytes(uint64 rows, int nsubgroups)
 bool
 zl_key_index_fits(uint64 rows, int nsubgroups)
 {
-	return index_bytes(rows, nsubgroups) <= ZL_KEY_CACHE_BYTES && rows <= PG_UINT32_MAX;
+	/* entries are counted in uint32 and probes step through them in an int */
+	return index_bytes(rows, nsubgroups) <= ZL_KEY_CACHE_BYTES && rows <= PG_INT32_MAX;
 }
 
 /*

@@ -441,6 +441,9 @@ typedef struct LoadCheck
 	/* sub-groups that may hold versions of loaded keys */
 	ZLSubGroup *sgs;
 	int			nsgs;
+	Snapshot	snapshot;		/* that read them */
+	bool		directories_loaded; /* those of the current sub-groups ... */
+	uint64		directories_generation; /* ... while the cache is this one */
 
 	/* stored versions merged away: sub-group index << 32 | position */
 	Tuplesortstate *merged;
@@ -818,12 +821,30 @@ collect_stored(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 	MemoryContextSwitchTo(old);
 }
 
+/* the key directories of the sub-groups, held until the cache is emptied */
+static void
+load_directories(LoadCheck *lc)
+{
+	zl_key_directory_cache_trim();
+	zl_meta_load_key_directories(lc->load->storage_id, lc->snapshot, lc->sgs, lc->nsgs, NULL);
+	lc->directories_loaded = true;
+	lc->directories_generation = zl_key_directory_cache_generation();
+}
+
 /* the stored versions of a chunk's keys that may touch its versions, sorted */
 static Tuplesortstate *
 find_stored(LoadCheck *lc, const uint32 *hashes, int nhashes, int64 min_from, int64 max_to)
 {
 	CollectArg	arg = {lc, NULL, hashes, nhashes, min_from, max_to};
 
+	/*
+	 * The constraints and generated columns of the chunk before may have
+	 * run key lookups, which empty the directory cache when it is full:
+	 * then the directories are read again.
+	 */
+	if (lc->directories_loaded &&
+		lc->directories_generation != zl_key_directory_cache_generation())
+		load_directories(lc);
 	arg.sort = begin_item_sort(lc->load, ZL_SIDE_KB);
 	for (int i = 0; i < lc->nsgs; i++)
 	{
@@ -1014,18 +1035,16 @@ zl_load_check(ZLLoad *load, Relation rel, ZLWriteState *writer)
 			current |= lc.sgs[i].partition_end == ZL_CURRENT_PARTITION;
 		}
 	}
+	lc.snapshot = snapshot;
 	if (current)
-	{
-		zl_key_directory_cache_trim();
-		zl_meta_load_key_directories(load->storage_id, snapshot, lc.sgs, lc.nsgs, NULL);
-	}
-	UnregisterSnapshot(snapshot);
+		load_directories(&lc);
 
 	zl_rowsort_perform_pending(load->keysort);
 	if (stored)
 		check_chunks(&lc);
 	else
 		check_streams(&lc, load->keysort, NULL, load->item_read_slot, NULL, NULL);
+	UnregisterSnapshot(snapshot);
 	tuplesort_end(load->keysort);
 	load->keysort = NULL;
 	retire_merged(&lc);

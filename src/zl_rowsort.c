@@ -300,13 +300,13 @@ zl_intsort_perform(ZLIntSort *s)
 	s->next = 0;
 }
 
+/* rows ahead of the one read whose first bytes are fetched meanwhile */
+#define ZL_INTSORT_PREFETCH		8
+
 /*
  * The next row in order into slot (a minimal tuple slot of the sort's
  * descriptor), valid until the next call; false at the end.
  */
-/* rows ahead of the one read whose first bytes are fetched meanwhile */
-#define ZL_INTSORT_PREFETCH		8
-
 bool
 zl_intsort_get(ZLIntSort *s, TupleTableSlot *slot)
 {
