@@ -87,10 +87,11 @@
 extern bool zipper_lake_enable_pruning;
 extern int	zipper_lake_columnar_chunk_rows;
 extern int	zipper_lake_key_cache_kb;	/* zipper_lake.key_cache_memory */
+extern int	zipper_lake_columnar_compression;
 
+/* zipper_lake.key_cache_memory: key directories, and as much for indexes */
 #define ZL_KEY_CACHE_KB_DEFAULT		(256 * 1024)
 #define ZL_KEY_CACHE_BYTES			((Size) zipper_lake_key_cache_kb * 1024)
-extern int	zipper_lake_columnar_compression;
 
 /* zipper_lake.columnar_compression */
 typedef enum ZLCompression

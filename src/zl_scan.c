@@ -686,9 +686,10 @@ scan_map_key_index(ZLScanDesc scan, uint64 storage_id)
  * the sub-groups to read, in list order (keyed_order).  Hits come from the
  * merged key index for the sub-groups it covers (scan_map_key_index), else
  * from each sub-group's filter and directory: a sub-group whose filter
- * rules the keys out is skipped without a look at its directory.  Only sub-groups with hits (and those without a
- * directory) are decided against the bounds; the statistics of what the
- * bounds keep are counted on request (zl_scan_stats).
+ * rules the keys out is skipped without a look at its directory.  Only
+ * sub-groups with hits (and those without a directory) are decided against
+ * the bounds; the statistics of what the bounds keep are counted on
+ * request (zl_scan_stats).
  */
 static void
 scan_probe_keys(ZLScanDesc scan)
