@@ -65,6 +65,7 @@
  */
 #include "zipper_lake.h"
 
+#include "access/detoast.h"
 #include "access/heaptoast.h"
 #include "access/htup_details.h"
 #include "access/table.h"
@@ -94,9 +95,6 @@ PG_FUNCTION_INFO_V1(zipper_lake_apply_snapshot_v2);
 
 /* keys of a chunk from which the current partition's merged key index is used */
 #define ZL_APPLY_INDEX_KEYS		1024
-
-/* rows read from the changes at a time */
-#define ZL_BATCH_FETCH_ROWS		1000
 
 /* apply_snapshot with deletes: memory an open row read for a chunk takes */
 #define ZL_OPEN_ROW_BYTES		1024
@@ -731,20 +729,106 @@ take_change(ApplyContext *ac, Change *c, MemoryContext batch_memory)
 	ac->counts.changes++;
 }
 
-/* error context while a batch row is converted: which row of which changes */
-typedef struct BatchRowContext
+/*
+ * The batch's rows arrive at a DestReceiver of the query that selects
+ * them, one slot at a time (no tuple table, no copy of each row): each is
+ * converted, checked and put into the sort in row_memory, reset per row.
+ */
+typedef struct BatchReceiver
 {
+	DestReceiver pub;
 	ApplyContext *ac;
-	uint64		row;
-} BatchRowContext;
+	const char *time_column;	/* NULL: apply_snapshot */
+	bool		has_seq;
+	int64		snapshot_time;
+	MemoryContext row_memory;
+	MemoryContext batch_memory;
+	ErrorContextCallback *outer_context;	/* the caller's, without SPI's */
+	uint64		row;			/* the row being read, from 0 */
+} BatchReceiver;
 
 static void
 batch_row_error_context(void *arg)
 {
-	BatchRowContext *brc = arg;
+	BatchReceiver *br = arg;
 
 	errcontext("row " UINT64_FORMAT " of changes \"%s\" applied to zipper table \"%s\"",
-			   brc->row + 1, brc->ac->source_name, RelationGetRelationName(brc->ac->rel));
+			   br->row + 1, br->ac->source_name, RelationGetRelationName(br->ac->rel));
+}
+
+/*
+ * One row of the batch: converted, checked, into the sort.  Its errors
+ * name the row, in the caller's error context (not in SPI's, which would
+ * show the query that selects the batch).
+ */
+static bool
+batch_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	BatchReceiver *br = (BatchReceiver *) self;
+	ApplyContext *ac = br->ac;
+	int			ncols = ac->tupdesc->natts;
+	int			nread = slot->tts_tupleDescriptor->natts;
+	ErrorContextCallback *spi_context = error_context_stack;
+	ErrorContextCallback callback = {br->outer_context, batch_row_error_context, br};
+	MemoryContext old = MemoryContextSwitchTo(br->row_memory);
+	Change	   *c = palloc0(sizeof(Change));
+	bool		time_null = false;
+
+	error_context_stack = &callback;
+
+	slot_getallattrs(slot);
+	c->values = palloc(sizeof(Datum) * (ncols + 3));
+	c->isnull = palloc(sizeof(bool) * (ncols + 3));
+	memcpy(c->values, slot->tts_values, sizeof(Datum) * nread);
+	memcpy(c->isnull, slot->tts_isnull, sizeof(bool) * nread);
+	/* values must not point into the source's TOAST */
+	for (int i = 0; i < nread; i++)
+		if (!c->isnull[i] && TupleDescAttr(slot->tts_tupleDescriptor, i)->attlen == -1 &&
+			VARATT_IS_EXTERNAL(DatumGetPointer(c->values[i])))
+			c->values[i] = PointerGetDatum(detoast_external_attr((struct varlena *)
+																 DatumGetPointer(c->values[i])));
+	zl_assignment_apply(ac->assignment, c->values, c->isnull, br->row_memory);
+	c->arrival = (uint32) br->row;
+	if (br->time_column != NULL)
+	{
+		time_null = c->isnull[ncols];
+		if (!time_null)
+			c->time = zl_datum_to_instant(c->values[ncols], ac->opts.period_type);
+		c->op = parse_op(ac, c->isnull[ncols + 1] ? NULL :
+						 TextDatumGetCString(c->values[ncols + 1]), c);
+		check_change(ac, c, time_null, br->time_column);
+		c->has_seq = br->has_seq && !c->isnull[ncols + 2];
+		c->seq = c->has_seq ? DatumGetInt64(c->values[ncols + 2]) : 0;
+	}
+	else
+	{
+		c->time = br->snapshot_time;
+		c->op = OP_UPSERT;
+		check_change(ac, c, false, "snapshot_time");
+	}
+	if (c->op == OP_UPSERT)
+		c->given = given_columns(ac, c);
+	take_change(ac, c, br->batch_memory);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(br->row_memory);
+	br->row++;
+	error_context_stack = spi_context;
+	return true;
+}
+
+static void
+batch_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+}
+
+static void
+batch_shutdown(DestReceiver *self)
+{
+}
+
+static void
+batch_destroy(DestReceiver *self)
+{
 }
 
 /*
@@ -752,8 +836,8 @@ batch_row_error_context(void *arg)
  * upsert at snapshot_time.  op_column NULL means the column "op" if the
  * changes have one; a named one must exist.
  *
- * The batch is read through a cursor, ZL_BATCH_FETCH_ROWS rows at a time,
- * into the sort by key hash (put_change).  It is selected as it is and
+ * The batch is selected by one query whose rows stream to a DestReceiver
+ * (batch_receive) into the sort by key hash (put_change).  It is selected as it is and
  * every column converted to the table's type and typmod as INSERT assigns
  * it (zl_rowcheck.c), so a
  * char(3) key never arrives as char(1) and a varchar(n), numeric(p,s) or
@@ -772,11 +856,8 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 	MemoryContext row_memory = AllocSetContextCreate(CurrentMemoryContext,
 													 "zipper_lake batch row",
 													 ALLOCSET_DEFAULT_SIZES);
-	BatchRowContext row_context = {ac, 0};
-	MemoryContext batch_memory;
-	ErrorContextCallback callback;
-	Portal		portal;
-	uint64		r = 0;
+	BatchReceiver receiver;
+	SPIExecuteOptions options;
 
 	ac->assignment = zl_assignment_create(ncols + 3);
 	initStringInfo(&sql);
@@ -835,64 +916,28 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 												get_rel_name(source_relid)));
 
 	begin_change_sort(ac);		/* outside SPI's memory, which SPI_finish frees */
-	batch_memory = CurrentMemoryContext;
+	memset(&receiver, 0, sizeof(receiver));
+	receiver.pub.receiveSlot = batch_receive;
+	receiver.pub.rStartup = batch_startup;
+	receiver.pub.rShutdown = batch_shutdown;
+	receiver.pub.rDestroy = batch_destroy;
+	receiver.pub.mydest = DestNone;
+	receiver.ac = ac;
+	receiver.time_column = time_column;
+	receiver.has_seq = has_seq;
+	receiver.snapshot_time = snapshot_time;
+	receiver.row_memory = row_memory;
+	receiver.batch_memory = CurrentMemoryContext;
+	memset(&options, 0, sizeof(options));
+	options.read_only = true;
+	options.dest = &receiver.pub;
+
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	portal = SPI_cursor_open_with_args(NULL, sql.data, 0, NULL, NULL, NULL, true, 0);
-
-	callback.callback = batch_row_error_context;
-	callback.arg = &row_context;
-	callback.previous = error_context_stack;
-	error_context_stack = &callback;
-	for (;;)
-	{
-		SPI_cursor_fetch(portal, true, ZL_BATCH_FETCH_ROWS);
-		if (SPI_processed == 0)
-			break;
-		for (uint64 f = 0; f < SPI_processed; f++, r++)
-		{
-			HeapTuple	row = SPI_tuptable->vals[f];
-			MemoryContext old = MemoryContextSwitchTo(row_memory);
-			Change	   *c = palloc0(sizeof(Change));
-			bool		time_null = false;
-			HeapTuple	flat;
-
-			row_context.row = r;
-			/* values must point neither into the source's TOAST nor into SPI memory */
-			flat = HeapTupleHasExternal(row) ? toast_flatten_tuple(row, SPI_tuptable->tupdesc) :
-				heap_copytuple(row);
-			c->values = palloc(sizeof(Datum) * (ncols + 3));
-			c->isnull = palloc(sizeof(bool) * (ncols + 3));
-			heap_deform_tuple(flat, SPI_tuptable->tupdesc, c->values, c->isnull);
-			zl_assignment_apply(ac->assignment, c->values, c->isnull, row_memory);
-			c->arrival = (uint32) r;
-			if (time_column != NULL)
-			{
-				time_null = c->isnull[ncols];
-				if (!time_null)
-					c->time = zl_datum_to_instant(c->values[ncols], ac->opts.period_type);
-				c->op = parse_op(ac, c->isnull[ncols + 1] ? NULL :
-								 TextDatumGetCString(c->values[ncols + 1]), c);
-				check_change(ac, c, time_null, time_column);
-				c->has_seq = has_seq && !c->isnull[ncols + 2];
-				c->seq = c->has_seq ? DatumGetInt64(c->values[ncols + 2]) : 0;
-			}
-			else
-			{
-				c->time = snapshot_time;
-				c->op = OP_UPSERT;
-				check_change(ac, c, false, "snapshot_time");
-			}
-			if (c->op == OP_UPSERT)
-				c->given = given_columns(ac, c);
-			take_change(ac, c, batch_memory);
-			MemoryContextSwitchTo(old);
-			MemoryContextReset(row_memory);
-		}
-		SPI_freetuptable(SPI_tuptable);
-	}
-	error_context_stack = callback.previous;
-	SPI_cursor_close(portal);
+	receiver.outer_context = error_context_stack;
+	/* (SPI_OK_UTILITY: SPI's code for a SELECT whose rows go to DestNone) */
+	if (SPI_execute_extended(sql.data, &options) != SPI_OK_UTILITY)
+		elog(ERROR, "zipper_lake could not read the changes");
 	SPI_finish();
 	MemoryContextDelete(row_memory);
 	zl_assignment_end(ac->assignment);

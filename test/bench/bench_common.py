@@ -57,7 +57,10 @@ def zipper_stats(conn, tbl):
             cur.execute('ROLLBACK TO SAVEPOINT zl_meta')
         r['meta'] = None
     # the change record (README "Change semantics"), readable with SELECT on the table
-    r['record'] = q(cur, f"SELECT coalesce(sum(bytes), 0) FROM zipper_lake.inspect_record('{tbl}')")[0][0]
+    # (0 in builds older than the record, compared by compare_builds.sh: no inspect_record)
+    has_record = q(cur, "SELECT to_regproc('zipper_lake.inspect_record') IS NOT NULL")[0][0]
+    r['record'] = q(cur, f"SELECT coalesce(sum(bytes), 0) FROM zipper_lake.inspect_record('{tbl}')")[0][0] \
+        if has_record else 0
     if tx:
         conn.commit()
     r['all_bytes'] = r['total'] + (r['meta'] or 0) + r['record']
