@@ -72,6 +72,8 @@ typedef enum ZLMetaQuery
 	Q_NEW_ID,
 	Q_INSERT_SUBGROUP,
 	Q_INSERT_COLUMNAR_SUBGROUP,
+	Q_INSERT_HISTORY_SUBGROUP,
+	Q_INSERT_HISTORY_COLUMNAR_SUBGROUP,
 	Q_DELETE_SUBGROUP,
 	Q_FORGET_FREE_EXTENTS,
 	Q_LOAD_FREE_EXTENTS,
@@ -116,6 +118,23 @@ typedef struct ZLMetaQueryDef
 	" row_count, first_block, blocks, key_directory" more_columns \
 	" VALUES ($1, nextval('zipper_lake.id_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11" \
 	more_values " RETURNING subgroup_id"
+/*
+ * The same for a history partition, whose window keeps one file group:
+ * the window's, opened (a new id, taken before the sub-group's) if it has
+ * none; $2 and $3 are not used.  One statement instead of three for the
+ * many small history sub-groups a batch writes.
+ */
+#define INSERT_HISTORY_SUBGROUP(more_columns, more_values) \
+	"WITH window_group AS (SELECT file_group, rollover_seq FROM zipper_lake.subgroup" \
+	" WHERE storage_id = $1 AND partition_end = $4 AND window_start = $5" \
+	" ORDER BY rollover_seq DESC LIMIT 1)" \
+	" INSERT INTO zipper_lake.subgroup (storage_id, file_group, subgroup_id," \
+	" rollover_seq, partition_end, window_start, first_start, last_start," \
+	" row_count, first_block, blocks, key_directory" more_columns \
+	" SELECT $1, coalesce((SELECT file_group FROM window_group)," \
+	" nextval('zipper_lake.id_seq')), nextval('zipper_lake.id_seq')," \
+	" coalesce((SELECT rollover_seq FROM window_group), 0)," \
+	" $4, $5, $6, $7, $8, $9, $10, $11" more_values " RETURNING subgroup_id"
 #define INSERT_SUBGROUP_TYPES \
 	INT8OID, INT8OID, INT4OID, DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID, \
 	TIMESTAMPTZOID, INT8OID, INT8OID, INT4OID, BYTEAOID
@@ -170,6 +189,12 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	},
 	[Q_INSERT_COLUMNAR_SUBGROUP] = {
 		INSERT_SUBGROUP(", format)", ", 'c')"), 11, {INSERT_SUBGROUP_TYPES}
+	},
+	[Q_INSERT_HISTORY_SUBGROUP] = {
+		INSERT_HISTORY_SUBGROUP(")", ""), 11, {INSERT_SUBGROUP_TYPES}
+	},
+	[Q_INSERT_HISTORY_COLUMNAR_SUBGROUP] = {
+		INSERT_HISTORY_SUBGROUP(", format)", ", 'c'"), 11, {INSERT_SUBGROUP_TYPES}
 	},
 	[Q_DELETE_SUBGROUP] = {
 		"WITH d AS (DELETE FROM zipper_lake.subgroup"
@@ -880,8 +905,9 @@ zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write)
 /*
  * The file group the next sub-group of (partition, window) belongs to.
  * In the current partition a file group holding max_subgroups sub-groups
- * is closed and the next one opened (rollover); history partitions pass
- * max_subgroups = 0 and keep one file group per window.
+ * is closed and the next one opened (rollover); max_subgroups = 0 keeps
+ * one file group per window, as history partitions do (their sub-groups
+ * find it as they are inserted: zl_meta_insert_history_subgroup).
  */
 void
 zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
@@ -919,15 +945,21 @@ zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
 	meta_end(&session);
 }
 
-int64
-zl_meta_insert_subgroup(Relation rel, const ZLSubGroup *sg, int32 rollover_seq,
-						const bytea *key_directory)
+/*
+ * Insert a sub-group's row: into sg->file_group at rollover_seq, or, with
+ * window_group, into its history window's file group (opened if the window
+ * has none; sg->file_group and rollover_seq are not used).
+ */
+static int64
+insert_subgroup(Relation rel, const ZLSubGroup *sg, int32 rollover_seq,
+				const bytea *key_directory, bool window_group)
 {
 	ZLMetaSession session;
 	uint64		storage_id = zl_storage_id(rel);
 	Datum		values[11];
 	char		nulls[11];
 	int64		subgroup_id;
+	ZLMetaQuery query;
 
 	memset(nulls, ' ', sizeof(nulls));
 	values[0] = Int64GetDatum((int64) storage_id);
@@ -945,16 +977,34 @@ zl_meta_insert_subgroup(Relation rel, const ZLSubGroup *sg, int32 rollover_seq,
 		nulls[10] = 'n';
 	if (!sg->placed)
 		nulls[3] = nulls[4] = nulls[5] = nulls[6] = 'n';
+	if (sg->format == ZL_FORMAT_COLUMNAR)
+		query = window_group ? Q_INSERT_HISTORY_COLUMNAR_SUBGROUP : Q_INSERT_COLUMNAR_SUBGROUP;
+	else
+		query = window_group ? Q_INSERT_HISTORY_SUBGROUP : Q_INSERT_SUBGROUP;
 
 	meta_begin(&session);
-	meta_exec(sg->format == ZL_FORMAT_COLUMNAR ? Q_INSERT_COLUMNAR_SUBGROUP : Q_INSERT_SUBGROUP,
-			  values, nulls, InvalidSnapshot, false);
+	meta_exec(query, values, nulls, InvalidSnapshot, false);
 	subgroup_id = result_int64(0, 1);
 	meta_end(&session);
 	zl_storage_count_metadata_change(rel);
 	/* autovacuum visits a table after enough rows were written (README "Lifecycle") */
 	pgstat_count_heap_insert(rel, sg->row_count);
 	return subgroup_id;
+}
+
+int64
+zl_meta_insert_subgroup(Relation rel, const ZLSubGroup *sg, int32 rollover_seq,
+						const bytea *key_directory)
+{
+	return insert_subgroup(rel, sg, rollover_seq, key_directory, false);
+}
+
+/* a placed sub-group of a history partition, into its window's file group */
+int64
+zl_meta_insert_history_subgroup(Relation rel, const ZLSubGroup *sg, const bytea *key_directory)
+{
+	Assert(sg->placed && sg->partition_end != ZL_CURRENT_PARTITION);
+	return insert_subgroup(rel, sg, 0, key_directory, true);
 }
 
 /*

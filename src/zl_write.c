@@ -992,11 +992,10 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 	sg.partition_end = key->partition_end;
 	sg.window_start = key->window_start;
 
-	if (key->placed)
+	/* history sub-groups join their window's file group as they are inserted */
+	if (key->placed && key->partition_end == ZL_CURRENT_PARTITION)
 		zl_meta_choose_file_group(state->storage_id, key->partition_end,
-								  key->window_start,
-								  key->partition_end == ZL_CURRENT_PARTITION ?
-								  state->opts.max_subgroups : 0,
+								  key->window_start, state->opts.max_subgroups,
 								  &sg.file_group, &rollover_seq);
 	else
 		sg.file_group = 0;
@@ -1072,7 +1071,10 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 
 	if (key->placed)
 		directory = zl_key_directory_build(rr->hashes, rr->positions, i);
-	(void) zl_meta_insert_subgroup(rel, &sg, rollover_seq, directory);
+	if (key->placed && key->partition_end != ZL_CURRENT_PARTITION)
+		(void) zl_meta_insert_history_subgroup(rel, &sg, directory);
+	else
+		(void) zl_meta_insert_subgroup(rel, &sg, rollover_seq, directory);
 	if (directory)
 		pfree(directory);
 }
