@@ -181,3 +181,19 @@ INSERT INTO cust_ch VALUES ('eu', 1, 'gold', '2020-01-01', '2026-05-01 20:00+00'
 SELECT * FROM zipper_lake.apply_changes('cust', 'cust_ch');
 SELECT region, cid, tier, since, valid_from, valid_to FROM cust ORDER BY 1, 2, 5;
 SELECT partition_end, row_count FROM zipper_lake.inspect('cust') ORDER BY 1;
+
+-- a batch whose values live out of line in its own TOAST table: the versions
+-- keep the values, not pointers into that table (they outlive it), also
+-- when one is written to history and one stays open
+CREATE TABLE tst (id int, doc text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('tst', ARRAY['id']);
+CREATE TABLE tst_ch (id int, doc text, change_time timestamptz);
+ALTER TABLE tst_ch ALTER COLUMN doc SET STORAGE EXTERNAL;
+INSERT INTO tst_ch SELECT g, repeat(md5(g::text), 100 * g), '2026-06-01' FROM generate_series(1, 3) g;
+INSERT INTO tst_ch SELECT 1, repeat(md5('x'), 150), '2026-06-03';
+SELECT pg_relation_size(reltoastrelid) > 0 AS batch_toasted FROM pg_class WHERE relname = 'tst_ch';
+SELECT changes, inserted, closed FROM zipper_lake.apply_changes('tst', 'tst_ch');
+DROP TABLE tst_ch;
+SELECT id, valid_to, length(doc),
+       doc IN (repeat(md5(id::text), 100 * id), repeat(md5('x'), 150)) AS whole
+  FROM tst ORDER BY id, valid_from;
