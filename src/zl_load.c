@@ -139,7 +139,8 @@ struct ZLLoad
 	bool		narrow;			/* rows are still taken narrowly */
 	bool		took_narrow;	/* some were: placement holds them */
 	int64		ntaken;			/* how many */
-	struct narrow_hash *last_versions;	/* key hash -> the key's latest version */
+	struct narrow_hash **narrow_parts;	/* key hash -> the key's latest version */
+	Size		narrow_bytes;	/* the tables of narrow_parts take */
 	int			nkeys;			/* hashed columns: key columns first */
 	int			nhashed;
 	AttrNumber *hashed_attnums;
@@ -156,15 +157,28 @@ zl_load_taken(const ZLLoad *load)
 	return load->ntaken;
 }
 
-/* a key's latest version in a narrow load, by the 64-bit hash of the key */
+/*
+ * A key's latest version in a narrow load, by the 64-bit hash of the key:
+ * 24 bytes.  32 bits of the values' hash are enough: it only tells values
+ * apart, and equal values hash alike however many bits are kept.
+ */
 typedef struct NarrowKey
 {
 	uint64		key_hash;
-	int64		last_from;
 	int64		last_to;
-	uint64		last_values;	/* hash of its values */
+	uint32		last_values;
 	char		status;			/* simplehash's */
 } NarrowKey;
+
+/*
+ * A narrow load's keys live in NARROW_PARTS tables, by the top bits of the
+ * key hash, created as needed.  Each grows (doubles) on its own, so the
+ * room a growth needs besides the keys is one table's, not all of them:
+ * the keys may fill nearly all of work_mem (1M keys take ~50 MB).
+ */
+#define NARROW_PART_BITS		8
+#define NARROW_PARTS			(1 << NARROW_PART_BITS)
+#define NARROW_PART_INITIAL		16
 
 /* open addressing on the key hash itself (lib/simplehash.h) */
 #define SH_PREFIX narrow
@@ -232,9 +246,7 @@ prepare_narrow(ZLLoad *load)
 			return false;
 	load->row_values = palloc(sizeof(Datum) * tupdesc->natts);
 	load->row_nulls = palloc(sizeof(bool) * tupdesc->natts);
-	load->last_versions = narrow_create(CurrentMemoryContext,
-										Min(1024, (Size) work_mem * 1024 / 4 / sizeof(NarrowKey)),
-										NULL);
+	load->narrow_parts = palloc0(sizeof(struct narrow_hash *) * NARROW_PARTS);
 	return true;
 }
 
@@ -267,28 +279,43 @@ static bool
 take_narrow(ZLLoad *load, HeapTuple tuple, int64 valid_from, int64 valid_to)
 {
 	uint64		key_hash;
-	uint64		values_hash;
+	uint32		values_hash;
+	struct narrow_hash **part;
 	NarrowKey  *nk;
 	bool		found;
 
 	heap_deform_tuple(tuple, load->tupdesc, load->row_values, load->row_nulls);
 	key_hash = hash_columns(load, 0, load->nkeys);
-	values_hash = hash_columns(load, load->nkeys, load->nhashed);
-	/*
-	 * Bounded memory: a load with more keys than fit work_mem is checked in
-	 * full (a new key that could grow the table -- doubling it, with the old
-	 * one held meanwhile -- past that stops the narrow part).
-	 */
-	nk = narrow_lookup(load->last_versions, key_hash);
+	values_hash = (uint32) hash_columns(load, load->nkeys, load->nhashed);
+	part = &load->narrow_parts[key_hash >> (64 - NARROW_PART_BITS)];
+	if (*part == NULL)
+	{
+		*part = narrow_create(load->context, NARROW_PART_INITIAL, NULL);
+		load->narrow_bytes += (*part)->size * sizeof(NarrowKey);
+	}
+	nk = narrow_lookup(*part, key_hash);
 	found = nk != NULL;
 	if (!found)
 	{
-		if ((Size) load->last_versions->size * 3 * sizeof(NarrowKey) > (Size) work_mem * 1024)
+		uint64		size_before = (*part)->size;
+
+		/*
+		 * Bounded memory: a load with more keys than fit work_mem is checked
+		 * in full.  A new key that grows its table needs the doubled table
+		 * besides the old one; past work_mem that stops the narrow part, and
+		 * so does a table grown early (simplehash doubles a table whose
+		 * probes get long).
+		 */
+		if ((*part)->members >= (*part)->grow_threshold &&
+			load->narrow_bytes + 2 * size_before * sizeof(NarrowKey) > (Size) work_mem * 1024)
 		{
 			load->narrow = false;
 			return false;
 		}
-		nk = narrow_insert(load->last_versions, key_hash, &found);
+		nk = narrow_insert(*part, key_hash, &found);
+		load->narrow_bytes += ((*part)->size - size_before) * sizeof(NarrowKey);
+		if (load->narrow_bytes > (Size) work_mem * 1024)
+			load->narrow = false;	/* this row is taken, the next ones are not */
 	}
 	if (found && (valid_from < nk->last_to ||
 				  (valid_from == nk->last_to && values_hash == nk->last_values)))
@@ -296,7 +323,6 @@ take_narrow(ZLLoad *load, HeapTuple tuple, int64 valid_from, int64 valid_to)
 		load->narrow = false;
 		return false;
 	}
-	nk->last_from = valid_from;
 	nk->last_to = valid_to;
 	nk->last_values = values_hash;
 	return true;
