@@ -50,11 +50,12 @@
  * end of the key's latest version; a row that starts at or after that end,
  * and if just at it, with values hashing otherwise, is handed to placement
  * at once (zl_write_load) -- no sort by key, no second pass.  The first row
- * that does not (out of start order, an overlap, possibly equal neighbours,
- * or more keys than fit work_mem) ends the narrow part: it and all later
- * rows go to the key sort, and at the flush the rows taken narrowly are
- * read back from placement into it (zl_write.c, check_in_full), so the
- * full check below decides, with its exact comparisons and errors.  A
+ * that does not (out of start order, an overlap, possibly equal
+ * neighbours, or more keys than fit work_mem) ends the narrow
+ * part: it and all later rows go to the key sort, and at the flush the
+ * rows taken narrowly are read back from placement into it (zl_write.c,
+ * check_in_full), so the full check below decides, with its exact
+ * comparisons and errors.  A
  * table with a value or key column whose type has no such hash function
  * is always checked in full.
  *
@@ -65,7 +66,9 @@
  * chunk's buffer, the sort of its stored versions and the sort of stored
  * versions merged away get ZL_SIDE_KB (1 MB) each and spill to temporary
  * files beyond that; a chunk's key hashes take a quarter of work_mem, 4 MB
- * at most; a narrow load's keys work_mem at most.  Not counted: the
+ * at most; a narrow load's keys work_mem at most while the sort of rows to
+ * place fills (its half of work_mem; so a narrow load holds up to 1.5x
+ * work_mem), freed before the flush checks or writes.  Not counted: the
  * metadata of the sub-groups a load may touch
  * (some hundred bytes each, and their masks) and the key directories of
  * the current partition (8 bytes per open version, cached per backend as
@@ -139,8 +142,9 @@ struct ZLLoad
 	bool		narrow;			/* rows are still taken narrowly */
 	bool		took_narrow;	/* some were: placement holds them */
 	int64		ntaken;			/* how many */
+	MemoryContext narrow_context;	/* the keys' tables; gone with the narrow part */
 	struct narrow_hash **narrow_parts;	/* key hash -> the key's latest version */
-	Size		narrow_bytes;	/* the tables of narrow_parts take */
+	int			narrow_part_bits;	/* 2^bits tables */
 	int			nkeys;			/* hashed columns: key columns first */
 	int			nhashed;
 	AttrNumber *hashed_attnums;
@@ -171,14 +175,22 @@ typedef struct NarrowKey
 } NarrowKey;
 
 /*
- * A narrow load's keys live in NARROW_PARTS tables, by the top bits of the
- * key hash, created as needed.  Each grows (doubles) on its own, so the
- * room a growth needs besides the keys is one table's, not all of them:
- * the keys may fill nearly all of work_mem (1M keys take ~50 MB).
+ * A narrow load's keys live in up to 256 tables, by the top bits of the key
+ * hash, created as needed: one per 64 kB of work_mem (a small work_mem gets
+ * few, so that empty tables do not take its room).  Each grows (doubles) on
+ * its own, so the room a growth needs besides the keys is one table's, not
+ * all of them: the keys may fill nearly all of work_mem (narrow_budget;
+ * 1M keys take 25-50 MB), counted as their memory context allocates it.
+ * (A budget of half of work_mem made 1M-key loads at 64MB turn to the full
+ * check after ~940k keys, and re-reading those rows cost more than the
+ * narrow part saved: 4.3-6.5 s against 3.7-4.4 s for a third.)
  */
-#define NARROW_PART_BITS		8
-#define NARROW_PARTS			(1 << NARROW_PART_BITS)
+#define NARROW_MAX_PART_BITS	8
+#define NARROW_PART_MEM			(64 * 1024)
 #define NARROW_PART_INITIAL		16
+
+/* a narrow load's keys */
+#define narrow_budget()			((Size) work_mem * 1024)
 
 /* open addressing on the key hash itself (lib/simplehash.h) */
 #define SH_PREFIX narrow
@@ -246,8 +258,26 @@ prepare_narrow(ZLLoad *load)
 			return false;
 	load->row_values = palloc(sizeof(Datum) * tupdesc->natts);
 	load->row_nulls = palloc(sizeof(bool) * tupdesc->natts);
-	load->narrow_parts = palloc0(sizeof(struct narrow_hash *) * NARROW_PARTS);
+	load->narrow_context = AllocSetContextCreate(CurrentMemoryContext,
+												 "zipper_lake narrow load keys",
+												 ALLOCSET_DEFAULT_SIZES);
+	while (load->narrow_part_bits < NARROW_MAX_PART_BITS &&
+		   ((Size) NARROW_PART_MEM << (load->narrow_part_bits + 1)) <= narrow_budget())
+		load->narrow_part_bits++;
+	load->narrow_parts = MemoryContextAllocZero(load->narrow_context,
+												sizeof(struct narrow_hash *) << load->narrow_part_bits);
 	return true;
+}
+
+/* the narrow part of a load ends: its keys' tables go */
+static void
+end_narrow(ZLLoad *load)
+{
+	load->narrow = false;
+	if (load->narrow_context != NULL)
+		MemoryContextDelete(load->narrow_context);
+	load->narrow_context = NULL;
+	load->narrow_parts = NULL;
 }
 
 /* a 64-bit hash of the deformed row's hashed columns [first, last) (NULLs too) */
@@ -287,44 +317,41 @@ take_narrow(ZLLoad *load, HeapTuple tuple, int64 valid_from, int64 valid_to)
 	heap_deform_tuple(tuple, load->tupdesc, load->row_values, load->row_nulls);
 	key_hash = hash_columns(load, 0, load->nkeys);
 	values_hash = (uint32) hash_columns(load, load->nkeys, load->nhashed);
-	part = &load->narrow_parts[key_hash >> (64 - NARROW_PART_BITS)];
+	part = &load->narrow_parts[load->narrow_part_bits == 0 ? 0 :
+							   key_hash >> (64 - load->narrow_part_bits)];
 	if (*part == NULL)
-	{
-		*part = narrow_create(load->context, NARROW_PART_INITIAL, NULL);
-		load->narrow_bytes += (*part)->size * sizeof(NarrowKey);
-	}
+		*part = narrow_create(load->narrow_context, NARROW_PART_INITIAL, NULL);
 	nk = narrow_lookup(*part, key_hash);
 	found = nk != NULL;
 	if (!found)
 	{
-		uint64		size_before = (*part)->size;
-
 		/*
-		 * Bounded memory: a load with more keys than fit work_mem is checked
-		 * in full.  A new key that grows its table needs the doubled table
-		 * besides the old one; past work_mem that stops the narrow part, and
-		 * so does a table grown early (simplehash doubles a table whose
-		 * probes get long).
+		 * Bounded memory: a load with more keys than fit narrow_budget is
+		 * checked in full.  A new key that grows its table needs the
+		 * doubled table besides the old one; past the budget that ends the
+		 * narrow part, and so does a table grown early (simplehash doubles
+		 * a table whose probes get long) or a new table, once this row is
+		 * taken.
 		 */
 		if ((*part)->members >= (*part)->grow_threshold &&
-			load->narrow_bytes + 2 * size_before * sizeof(NarrowKey) > (Size) work_mem * 1024)
+			MemoryContextMemAllocated(load->narrow_context, false) +
+			2 * (*part)->size * sizeof(NarrowKey) > narrow_budget())
 		{
-			load->narrow = false;
+			end_narrow(load);
 			return false;
 		}
 		nk = narrow_insert(*part, key_hash, &found);
-		load->narrow_bytes += ((*part)->size - size_before) * sizeof(NarrowKey);
-		if (load->narrow_bytes > (Size) work_mem * 1024)
-			load->narrow = false;	/* this row is taken, the next ones are not */
 	}
 	if (found && (valid_from < nk->last_to ||
 				  (valid_from == nk->last_to && values_hash == nk->last_values)))
 	{
-		load->narrow = false;
+		end_narrow(load);
 		return false;
 	}
 	nk->last_to = valid_to;
 	nk->last_values = values_hash;
+	if (MemoryContextMemAllocated(load->narrow_context, false) > narrow_budget())
+		end_narrow(load);
 	return true;
 }
 
@@ -1027,12 +1054,13 @@ zl_load_check(ZLLoad *load, Relation rel, ZLWriteState *writer)
 	 */
 	if (load->took_narrow)
 	{
+		bool		stayed_narrow;
+
 		load->took_narrow = false;
 		CommandCounterIncrement();
-		if (load->narrow && !zl_meta_has_subgroups(load->storage_id))
-			return true;
-		load->narrow = false;
-		return false;
+		stayed_narrow = load->narrow && !zl_meta_has_subgroups(load->storage_id);
+		end_narrow(load);		/* its keys are not kept while the flush goes on */
+		return stayed_narrow;
 	}
 	old = MemoryContextSwitchTo(load->context);
 
