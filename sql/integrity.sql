@@ -220,3 +220,19 @@ CREATE TABLE ig_gen_key (code text, id int GENERATED ALWAYS AS (length(code)) ST
                          valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
 SELECT zipper_lake.register('ig_gen_key', ARRAY['id']);
 \echo :LAST_ERROR_SQLSTATE
+
+-- the batch is read without a parallel plan, so a domain check that may not
+-- run in parallel mode (it takes a sequence value) converts the batch's rows
+CREATE SEQUENCE ig_checks;
+CREATE FUNCTION ig_counted_check(v int) RETURNS bool LANGUAGE plpgsql AS
+$$ BEGIN PERFORM nextval('public.ig_checks'); RETURN v > 0; END $$;
+CREATE DOMAIN ig_counted_int AS int CHECK (ig_counted_check(VALUE));
+CREATE TABLE ig_par (id int, v ig_counted_int, valid_from timestamptz NOT NULL,
+                     valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('ig_par', ARRAY['id']);
+CREATE TABLE ig_par_ch (id int, v int, change_time timestamptz);
+INSERT INTO ig_par_ch VALUES (1, 5, '2024-01-01'), (2, 7, '2024-01-01');
+SET force_parallel_mode = on;
+SELECT changes, inserted FROM zipper_lake.apply_changes('ig_par', 'ig_par_ch');
+RESET force_parallel_mode;
+SELECT id, v FROM ig_par ORDER BY id;

@@ -857,7 +857,9 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 													 "zipper_lake batch row",
 													 ALLOCSET_DEFAULT_SIZES);
 	BatchReceiver receiver;
+	SPIPrepareOptions prepare_options;
 	SPIExecuteOptions options;
+	SPIPlanPtr	plan;
 
 	ac->assignment = zl_assignment_create(ncols + 3);
 	initStringInfo(&sql);
@@ -932,11 +934,19 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 	options.read_only = true;
 	options.dest = &receiver.pub;
 
+	memset(&prepare_options, 0, sizeof(prepare_options));
+	prepare_options.parseMode = RAW_PARSE_DEFAULT;
+	prepare_options.cursorOptions = 0;	/* no parallel plan: rows are converted as they come */
+
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	plan = SPI_prepare_extended(sql.data, &prepare_options);
+	if (plan == NULL)
+		elog(ERROR, "zipper_lake could not plan the reading of the changes: %s",
+			 SPI_result_code_string(SPI_result));
 	receiver.outer_context = error_context_stack;
 	/* (SPI_OK_UTILITY: SPI's code for a SELECT whose rows go to DestNone) */
-	if (SPI_execute_extended(sql.data, &options) != SPI_OK_UTILITY)
+	if (SPI_execute_plan_extended(plan, &options) != SPI_OK_UTILITY)
 		elog(ERROR, "zipper_lake could not read the changes");
 	SPI_finish();
 	MemoryContextDelete(row_memory);
