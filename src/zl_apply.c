@@ -8,9 +8,10 @@
  * folds one key; zl_record.c keeps what the versions do not show).  This
  * file applies a batch with the patent's write path:
  *
- *  1. Read the batch (as the caller, so its privileges apply) through a
- *     cursor, convert and validate every change, and sort the changes by
- *     key hash in a tuplesort that spills past work_mem.
+ *  1. Read the batch (as the caller, so its privileges apply) with one
+ *     query whose rows stream to a DestReceiver, convert and validate every
+ *     change, and sort the changes by key hash in a tuplesort that spills
+ *     past work_mem.
  *  2. Apply the sorted batch a chunk of keys at a time (apply_chunks):
  *     keys are independent, so each chunk is a batch of its own, and a
  *     chunk ends at the first new key hash once its keys, changes and
