@@ -50,12 +50,11 @@
  * end of the key's latest version; a row that starts at or after that end,
  * and if just at it, with values hashing otherwise, is handed to placement
  * at once (zl_write_load) -- no sort by key, no second pass.  The first row
- * that does not (out of start order, an overlap, possibly equal
- * neighbours, or more keys than fit work_mem) ends the narrow
- * part: it and all later rows go to the key sort, and at the flush the
- * rows taken narrowly are read back from placement into it (zl_write.c,
- * check_in_full), so the full check below decides, with its exact
- * comparisons and errors.  A
+ * that does not (out of start order, an overlap, possibly equal neighbours,
+ * or more keys than fit work_mem) ends the narrow part: it and all later
+ * rows go to the key sort, and at the flush the rows taken narrowly are
+ * read back from placement into it (zl_write.c, check_in_full), so the
+ * full check below decides, with its exact comparisons and errors.  A
  * table with a value or key column whose type has no such hash function
  * is always checked in full.
  *
