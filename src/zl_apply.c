@@ -837,13 +837,14 @@ batch_destroy(DestReceiver *self)
  * upsert at snapshot_time.  op_column NULL means the column "op" if the
  * changes have one; a named one must exist.
  *
- * The batch is selected by one query whose rows stream to a DestReceiver
- * (batch_receive) into the sort by key hash (put_change).  It is selected as it is and
- * every column converted to the table's type and typmod as INSERT assigns
- * it (zl_rowcheck.c), so a
+ * The batch is selected by one query, planned without parallelism, whose
+ * rows stream to a DestReceiver (batch_receive) into the sort by key hash
+ * (put_change).  It is selected as it is and every column converted to the
+ * table's type and typmod as INSERT assigns it (zl_rowcheck.c), so a
  * char(3) key never arrives as char(1) and a varchar(n), numeric(p,s) or
- * domain refuses what INSERT refuses.  Generated columns are not read:
- * they are computed for every version written.
+ * domain refuses what INSERT refuses (domain checks may do what parallel
+ * mode forbids).  Generated columns are not read: they are computed for
+ * every version written.
  */
 static void
 read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
@@ -937,7 +938,7 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 
 	memset(&prepare_options, 0, sizeof(prepare_options));
 	prepare_options.parseMode = RAW_PARSE_DEFAULT;
-	prepare_options.cursorOptions = 0;	/* no parallel plan: rows are converted as they come */
+	prepare_options.cursorOptions = 0;	/* no parallel plan (see above) */
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
