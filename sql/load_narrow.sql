@@ -39,10 +39,27 @@ SELECT * FROM loaded();
 SELECT fresh();
 INSERT INTO t SELECT * FROM src ORDER BY valid_from DESC;
 SELECT * FROM loaded();
--- in start order per key but not over all rows: narrow, but sorted for placement
+-- in start order per key but not over all rows: narrow (each run is in start order)
 SELECT fresh();
 INSERT INTO t SELECT * FROM src ORDER BY id, valid_from;
 SELECT * FROM loaded();
+-- open versions starting all over a day, loaded by key: narrow, and the run
+-- (the current partition's window of that day) is sorted alone; verify
+-- finds every sub-group sorted by valid_from
+CREATE TABLE src_open AS
+SELECT g AS id, 'o' || g AS name, g::numeric AS v,
+       '2024-02-01'::timestamptz + ((g * 7919) % 1400) * interval '1 minute' AS valid_from,
+       'infinity'::timestamptz AS valid_to
+  FROM generate_series(1, 3000) g;
+SELECT fresh();
+INSERT INTO t SELECT * FROM src_open ORDER BY id;
+SELECT count(*) AS rows,
+       (SELECT count(*) FROM ((TABLE t EXCEPT ALL TABLE src_open) UNION ALL
+                              (TABLE src_open EXCEPT ALL TABLE t)) d) AS differences,
+       (SELECT count(*) FROM zipper_lake.verify('t')) AS problems FROM t;
+SELECT count(*) AS sub_groups, min(first_start) = '2024-02-01' AS starts_first,
+       max(last_start) = '2024-02-01 23:19' AS ends_last
+  FROM zipper_lake.inspect('t');
 -- more runs (partition and window) than work_mem gives direct placement: sorted
 SELECT fresh();
 SET work_mem = '1MB';

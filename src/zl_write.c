@@ -148,7 +148,6 @@ struct ZLWriteState
 	/* direct placement ("Direct placement" below) */
 	bool		direct;			/* the rows to place are in runs */
 	bool		direct_ended;	/* and left them for the sort */
-	int64		direct_last_from;
 	struct DirectRun *runs;
 	int			nruns;
 	int			maxruns;
@@ -160,13 +159,17 @@ struct ZLWriteState
 };
 
 /*
- * Direct placement.  A narrow load (zl_load.c) that comes in start order
- * over all its rows (INSERT ... SELECT ... ORDER BY valid_from) hands each
- * run -- a partition and window -- its rows already in placement order, so
- * they need no sort: each run keeps them in a tuplestore of its own, and
- * the flush reads the runs in placement order.  A row out of start order,
- * more runs than work_mem gives ZL_DIRECT_RUN_KB each (or than
- * ZL_DIRECT_MAX_RUNS), or a load that needs the full check moves what the
+ * Direct placement.  A narrow load (zl_load.c) hands each run -- a
+ * partition and window -- its rows as they come: each run keeps them in a
+ * tuplestore of its own, and the flush reads the runs in placement order.
+ * A run whose rows came in start order (INSERT ... SELECT ... ORDER BY
+ * valid_from) needs no sort; one whose rows did not is sorted alone when
+ * the flush comes to it (sort_direct_run: in memory while it fits half of
+ * work_mem), which costs much less than one sort of all the load's rows
+ * (a 1M-row load in random start order spilled that sort to disk, and its
+ * comparisons went through heap_getattr for every tie of the run).  More
+ * runs than work_mem gives ZL_DIRECT_RUN_KB each (or than
+ * ZL_DIRECT_MAX_RUNS), or a load that needs the full check, moves what the
  * runs hold into the sort.
  */
 #define ZL_DIRECT_RUN_KB		64
@@ -177,7 +180,10 @@ typedef struct DirectRun
 	int64		order;			/* PLACE_ORDER, PLACE_PARTITION, PLACE_WINDOW */
 	int64		partition;
 	int64		window;
-	Tuplestorestate *rows;		/* placement tuples */
+	Tuplestorestate *rows;		/* placement tuples, as they came */
+	int64		last_from;		/* the latest valid_from of its rows */
+	bool		unsorted;		/* some row came before an earlier one's start */
+	ZLIntSort  *sorted;			/* the rows sorted (sort_direct_run), then read */
 } DirectRun;
 
 typedef struct RunId
@@ -262,7 +268,6 @@ reset_pending(ZLWriteState *state)
 	state->arrival = 0;
 	state->direct = false;
 	state->direct_ended = false;
-	state->direct_last_from = PG_INT64_MIN;
 	state->runs = NULL;
 	state->nruns = state->maxruns = 0;
 	state->run_map = NULL;
@@ -279,8 +284,12 @@ forget_pending(ZLWriteState *state)
 	if (state->placesort)
 		zl_intsort_end(state->placesort);
 	for (int i = 0; i < state->nruns; i++)
+	{
 		if (state->runs[i].rows)
 			tuplestore_end(state->runs[i].rows);
+		if (state->runs[i].sorted)
+			zl_intsort_end(state->runs[i].sorted);
+	}
 	MemoryContextReset(state->rows_context);
 	reset_pending(state);
 }
@@ -622,6 +631,9 @@ direct_run(ZLWriteState *state, const ZLRunKey *key)
 	run->partition = id.partition;
 	run->window = id.window;
 	run->rows = tuplestore_begin_heap(false, false, ZL_DIRECT_RUN_KB);
+	run->last_from = PG_INT64_MIN;
+	run->unsorted = false;
+	run->sorted = NULL;
 	entry = runmap_insert(state->run_map, id, &found);
 	entry->index = state->nruns++;
 	MemoryContextSwitchTo(old);
@@ -629,8 +641,8 @@ direct_run(ZLWriteState *state, const ZLRunKey *key)
 }
 
 /*
- * Hand a row a narrow load took to placement: straight to its run while
- * the load comes in start order (see "Direct placement"), else to the sort.
+ * Hand a row a narrow load took to placement: straight to its run (see
+ * "Direct placement") while there are not too many, else to the sort.
  */
 static void
 put_direct(ZLWriteState *state, HeapTuple tuple, const ZLRunKey *key, int64 valid_from)
@@ -640,13 +652,15 @@ put_direct(ZLWriteState *state, HeapTuple tuple, const ZLRunKey *key, int64 vali
 
 	if (!state->direct && !state->direct_ended && state->nplace == 0)
 		state->direct = true;
-	if (!state->direct || valid_from < state->direct_last_from ||
-		(run = direct_run(state, key)) == NULL)
+	if (!state->direct || (run = direct_run(state, key)) == NULL)
 	{
 		put_place(state, tuple, key, valid_from);
 		return;
 	}
-	state->direct_last_from = valid_from;
+	if (valid_from < run->last_from)
+		run->unsorted = true;
+	else
+		run->last_from = valid_from;
 	save = CurrentResourceOwner;
 	CurrentResourceOwner = TopTransactionResourceOwner;	/* files for the flush */
 	tuplestore_puttupleslot(run->rows, place_tuple(state, tuple, key, valid_from));
@@ -921,6 +935,28 @@ typedef struct RunReader
 	int32	   *positions;		/* and their positions */
 } RunReader;
 
+/*
+ * A run whose rows came out of start order, sorted alone: its rows move
+ * from its tuplestore into a sort like the one of rows to place (using
+ * slot), which the run is read from.
+ */
+static void
+sort_direct_run(ZLWriteState *state, DirectRun *run, TupleTableSlot *slot)
+{
+	ResourceOwner save = CurrentResourceOwner;
+	MemoryContext old = MemoryContextSwitchTo(state->rows_context);
+
+	CurrentResourceOwner = TopTransactionResourceOwner;	/* files for the flush */
+	run->sorted = begin_place_sort(state);
+	while (tuplestore_gettupleslot(run->rows, true, false, slot))
+		zl_intsort_put(run->sorted, slot);
+	tuplestore_end(run->rows);
+	run->rows = NULL;
+	zl_intsort_perform(run->sorted);
+	CurrentResourceOwner = save;
+	MemoryContextSwitchTo(old);
+}
+
 static void
 read_next(RunReader *rr)
 {
@@ -932,11 +968,24 @@ read_next(RunReader *rr)
 		return;
 	}
 	for (; state->run_cursor < state->nruns; state->run_cursor++)
-		if (tuplestore_gettupleslot(state->runs[state->run_cursor].rows, true, false, rr->slot))
+	{
+		DirectRun  *run = &state->runs[state->run_cursor];
+
+		if (run->unsorted && run->sorted == NULL)
+			sort_direct_run(state, run, rr->slot);
+		if (run->sorted ? zl_intsort_get(run->sorted, rr->slot) :
+			tuplestore_gettupleslot(run->rows, true, false, rr->slot))
 		{
 			rr->have = true;
 			return;
 		}
+		if (run->sorted)
+		{
+			zl_intsort_end(run->sorted);	/* its memory goes to the next run */
+			run->sorted = NULL;
+			run->unsorted = false;
+		}
+	}
 	rr->have = false;
 }
 
