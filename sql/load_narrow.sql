@@ -60,7 +60,7 @@ SELECT count(*) AS rows,
 SELECT count(*) AS sub_groups, min(first_start) = '2024-02-01' AS starts_first,
        max(last_start) = '2024-02-01 23:19' AS ends_last
   FROM zipper_lake.inspect('t');
--- more runs (partition and window) than work_mem gives direct placement: sorted
+-- more runs (partition and window) than half of work_mem gives direct placement: sorted
 SELECT fresh();
 SET work_mem = '1MB';
 INSERT INTO t SELECT * FROM src ORDER BY valid_from;

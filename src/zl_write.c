@@ -45,8 +45,9 @@
  * least, and spill to temporary files beyond that.  The check of loaded
  * rows takes 7 MB more at most (zl_load.c, "Memory"); a narrow load's
  * runs in direct placement take the place of the sort of rows to place
- * (64 kB each until they spill, and an 8 kB file buffer then, at most
- * work_mem / 64 kB of them; "Direct placement").  The writer's
+ * (64 kB each until they spill, and an 8 kB file buffer then, as many
+ * as fit half of work_mem, 16 at least; "Direct placement"), and a run
+ * sorted alone gets the sort's share when the flush writes it.  The writer's
  * sub-group buffer gets ZL_SIDE_KB (1 MB) and spills too; a sub-group
  * being written takes 20 bytes a row for its lengths, hashes, positions
  * and key directory (1.3 MB at ZL_MAX_SUBGROUP_ROWS).
@@ -168,7 +169,7 @@ struct ZLWriteState
  * work_mem), which costs much less than one sort of all the load's rows
  * (a 1M-row load in random start order spilled that sort to disk, and its
  * comparisons went through heap_getattr for every tie of the run).  More
- * runs than work_mem gives ZL_DIRECT_RUN_KB each (or than
+ * runs than half of work_mem gives ZL_DIRECT_RUN_KB each (or than
  * ZL_DIRECT_MAX_RUNS), or a load that needs the full check, moves what the
  * runs hold into the sort.
  */
@@ -617,7 +618,7 @@ direct_run(ZLWriteState *state, const ZLRunKey *key)
 	entry = runmap_lookup(state->run_map, id);
 	if (entry != NULL)
 		return &state->runs[entry->index];
-	if (state->nruns >= Min(ZL_DIRECT_MAX_RUNS, Max(16, work_mem / ZL_DIRECT_RUN_KB)))
+	if (state->nruns >= Min(ZL_DIRECT_MAX_RUNS, Max(16, work_mem / 2 / ZL_DIRECT_RUN_KB)))
 		return NULL;
 	old = MemoryContextSwitchTo(state->rows_context);
 	if (state->nruns == state->maxruns)
