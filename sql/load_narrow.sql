@@ -60,6 +60,31 @@ SELECT count(*) AS rows,
 SELECT count(*) AS sub_groups, min(first_start) = '2024-02-01' AS starts_first,
        max(last_start) = '2024-02-01 23:19' AS ends_last
   FROM zipper_lake.inspect('t');
+-- versions every hour for three days, loaded by key: every run (a day's
+-- partition and window) comes out of start order and is sorted alone, one
+-- after another; also with the smallest work_mem
+CREATE TABLE src_hourly AS
+SELECT k AS id, 'h' || h AS name, (k * h)::numeric AS v,
+       '2024-03-01'::timestamptz + h * interval '1 hour' AS valid_from,
+       CASE WHEN h = 71 THEN 'infinity'::timestamptz
+            ELSE '2024-03-01'::timestamptz + (h + 1) * interval '1 hour' END AS valid_to
+  FROM generate_series(1, 200) k, generate_series(0, 71) h;
+SELECT fresh();
+INSERT INTO t SELECT * FROM src_hourly ORDER BY id, valid_from;
+SELECT count(*) AS rows,
+       (SELECT count(*) FROM ((TABLE t EXCEPT ALL TABLE src_hourly) UNION ALL
+                              (TABLE src_hourly EXCEPT ALL TABLE t)) d) AS differences,
+       (SELECT count(*) FROM zipper_lake.verify('t')) AS problems FROM t;
+SELECT partition_end, count(*) AS sub_groups, sum(row_count) AS rows
+  FROM zipper_lake.inspect('t') GROUP BY 1 ORDER BY 1;
+SELECT fresh();
+SET work_mem = '64kB';
+INSERT INTO t SELECT * FROM src_hourly ORDER BY id, valid_from;
+RESET work_mem;
+SELECT count(*) AS rows,
+       (SELECT count(*) FROM ((TABLE t EXCEPT ALL TABLE src_hourly) UNION ALL
+                              (TABLE src_hourly EXCEPT ALL TABLE t)) d) AS differences,
+       (SELECT count(*) FROM zipper_lake.verify('t')) AS problems FROM t;
 -- more runs (partition and window) than half of work_mem gives direct placement: sorted
 SELECT fresh();
 SET work_mem = '1MB';

@@ -631,7 +631,14 @@ direct_run(ZLWriteState *state, const ZLRunKey *key)
 	run->order = key->placed ? place_order(key->partition_end, key->window_start) : PG_INT64_MIN;
 	run->partition = id.partition;
 	run->window = id.window;
-	run->rows = tuplestore_begin_heap(false, false, ZL_DIRECT_RUN_KB);
+	{
+		ResourceOwner save = CurrentResourceOwner;
+
+		/* a tuplestore's file belongs to the owner it was begun under */
+		CurrentResourceOwner = TopTransactionResourceOwner;
+		run->rows = tuplestore_begin_heap(false, false, ZL_DIRECT_RUN_KB);
+		CurrentResourceOwner = save;
+	}
 	run->last_from = PG_INT64_MIN;
 	run->unsorted = false;
 	run->sorted = NULL;
