@@ -499,6 +499,20 @@ place_sort(ZLWriteState *state)
 	return state->placesort;
 }
 
+/*
+ * A run's rows move from its tuplestore into sort (through slot); the
+ * caller has the top transaction's resource owner current, which the
+ * sort's files belong to.
+ */
+static void
+move_run_rows(DirectRun *run, ZLIntSort *sort, TupleTableSlot *slot)
+{
+	while (tuplestore_gettupleslot(run->rows, true, false, slot))
+		zl_intsort_put(sort, slot);
+	tuplestore_end(run->rows);
+	run->rows = NULL;
+}
+
 /* the runs' rows go to the sort (see "Direct placement") */
 static void
 leave_direct(ZLWriteState *state)
@@ -509,12 +523,7 @@ leave_direct(ZLWriteState *state)
 	state->direct_ended = true;
 	CurrentResourceOwner = TopTransactionResourceOwner;
 	for (int i = 0; i < state->nruns; i++)
-	{
-		while (tuplestore_gettupleslot(state->runs[i].rows, true, false, state->place_read_slot))
-			zl_intsort_put(place_sort(state), state->place_read_slot);
-		tuplestore_end(state->runs[i].rows);
-		state->runs[i].rows = NULL;
-	}
+		move_run_rows(&state->runs[i], place_sort(state), state->place_read_slot);
 	CurrentResourceOwner = save;
 	state->nruns = 0;
 }
@@ -956,10 +965,7 @@ sort_direct_run(ZLWriteState *state, DirectRun *run, TupleTableSlot *slot)
 
 	CurrentResourceOwner = TopTransactionResourceOwner;	/* files for the flush */
 	run->sorted = begin_place_sort(state);
-	while (tuplestore_gettupleslot(run->rows, true, false, slot))
-		zl_intsort_put(run->sorted, slot);
-	tuplestore_end(run->rows);
-	run->rows = NULL;
+	move_run_rows(run, run->sorted, slot);
 	zl_intsort_perform(run->sorted);
 	CurrentResourceOwner = save;
 	MemoryContextSwitchTo(old);
