@@ -381,6 +381,13 @@ describe_row(ZLWriteState *state, HeapTuple tuple)
 	return zl_describe_version(&state->opts, state->tupdesc, tuple);
 }
 
+/* does a run go to a history partition (placed, not the current one)? */
+static inline bool
+run_in_history(const ZLRunKey *key)
+{
+	return key->placed && key->partition_end != ZL_CURRENT_PARTITION;
+}
+
 /* where a version valid from valid_from to valid_to is placed */
 static void
 run_key_of(const ZLTableOptions *opts, int64 valid_from, int64 valid_to, ZLRunKey *key)
@@ -536,7 +543,7 @@ count_history_row(ZLWriteState *state, const ZLRunKey *key)
 	RunMapEntry *entry;
 	bool		found;
 
-	if (!key->placed || key->partition_end == ZL_CURRENT_PARTITION)
+	if (!run_in_history(key))
 		return;
 	if (state->history_runs == NULL)
 		state->history_runs = runmap_create(state->rows_context, 64, NULL);
@@ -1026,8 +1033,7 @@ next_in_run(RunReader *rr)
 static bool
 run_is_columnar(const ZLWriteState *state, const ZLRunKey *key)
 {
-	return key->placed && key->partition_end != ZL_CURRENT_PARTITION &&
-		state->opts.history_format == ZL_FORMAT_COLUMNAR;
+	return run_in_history(key) && state->opts.history_format == ZL_FORMAT_COLUMNAR;
 }
 
 /*
@@ -1056,7 +1062,7 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 	sg.window_start = key->window_start;
 
 	/* history sub-groups join their window's file group as they are inserted */
-	if (key->placed && key->partition_end == ZL_CURRENT_PARTITION)
+	if (key->placed && !run_in_history(key))
 		zl_meta_choose_file_group(state->storage_id, key->partition_end,
 								  key->window_start, state->opts.max_subgroups,
 								  &sg.file_group, &rollover_seq);
@@ -1134,7 +1140,7 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 
 	if (key->placed)
 		directory = zl_key_directory_build(rr->hashes, rr->positions, i);
-	if (key->placed && key->partition_end != ZL_CURRENT_PARTITION)
+	if (run_in_history(key))
 		(void) zl_meta_insert_history_subgroup(rel, &sg, directory);
 	else
 		(void) zl_meta_insert_subgroup(rel, &sg, rollover_seq, directory);
