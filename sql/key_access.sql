@@ -165,15 +165,27 @@ EXPLAIN (COSTS OFF) SELECT * FROM ka2 WHERE region IN ('north', 'east') AND num 
 -- half a key is not probed
 EXPLAIN (COSTS OFF) SELECT * FROM ka2 WHERE region = 'north';
 
+-- a zipper table tbl (id, v) with daily partitions, and tbl_changes: keys
+-- 1..nkeys each changed once a day from 2024-01-01 for ndays days, applied
+CREATE FUNCTION ka_daily(tbl text, nkeys int, ndays int) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    inserted bigint;
+BEGIN
+    EXECUTE format('CREATE TABLE %I (id int, v int, valid_from timestamptz NOT NULL,'
+                   ' valid_to timestamptz NOT NULL) USING zipper_lake', tbl);
+    PERFORM zipper_lake.register(tbl::regclass, key => ARRAY['id'], partition_unit => 'day');
+    EXECUTE format('CREATE TABLE %I (id int, v int, change_time timestamptz, op text)', tbl || '_changes');
+    EXECUTE format('INSERT INTO %I SELECT g, d, ''2024-01-01''::timestamptz + d * interval ''1 day'', ''u'''
+                   ' FROM generate_series(1, %s) g, generate_series(0, %s) d',
+                   tbl || '_changes', nkeys, ndays - 1);
+    SELECT a.inserted INTO inserted
+      FROM zipper_lake.apply_changes(tbl::regclass, (tbl || '_changes')::regclass) a;
+    RETURN inserted;
+END $$;
+
 -- sub-groups without a key directory (history written before version 0.2)
 -- are read whole, and say so
-CREATE TABLE ka3 (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
-  USING zipper_lake;
-SELECT zipper_lake.register('ka3', key => ARRAY['id'], partition_unit => 'day');
-CREATE TABLE ka3_changes (id int, v int, change_time timestamptz, op text);
-INSERT INTO ka3_changes SELECT g, d, '2024-01-01'::timestamptz + d * interval '1 day', 'u'
-  FROM generate_series(1, 20) g, generate_series(0, 2) d;
-SELECT inserted FROM zipper_lake.apply_changes('ka3', 'ka3_changes');
+SELECT ka_daily('ka3', 20, 3) AS inserted;
 UPDATE zipper_lake.subgroup SET key_directory = NULL
  WHERE storage_id = zipper_lake._storage_id('ka3') AND partition_end <> 'infinity';
 EXPLAIN (COSTS OFF) SELECT * FROM ka3 WHERE id = 3;
@@ -184,13 +196,7 @@ SELECT ka_compare('SELECT * FROM ka3 WHERE id = 3');
 -- index is built, from every sub-group, not only those the bounds keep;
 -- later probes find the sub-groups it covers in it, newer ones in their
 -- own directories
-CREATE TABLE kb (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
-  USING zipper_lake;
-SELECT zipper_lake.register('kb', key => ARRAY['id'], partition_unit => 'day');
-CREATE TABLE kb_changes (id int, v int, change_time timestamptz, op text);
-INSERT INTO kb_changes SELECT g, d, '2024-01-01'::timestamptz + d * interval '1 day', 'u'
-  FROM generate_series(1, 100) g, generate_series(0, 5) d;
-SELECT inserted FROM zipper_lake.apply_changes('kb', 'kb_changes');
+SELECT ka_daily('kb', 100, 6) AS inserted;
 EXPLAIN (COSTS OFF, VERBOSE) SELECT * FROM kb WHERE id = 3;
 -- probes of n keys, each of the sub-groups holding versions from since on
 CREATE FUNCTION kb_probes(n int, since timestamptz) RETURNS void LANGUAGE plpgsql AS $$
@@ -244,13 +250,7 @@ SELECT ka_compare('SELECT * FROM kb WHERE id = 3'), ka_compare('SELECT * FROM kb
 -- zipper_lake.key_cache_memory bounds the key directories a backend keeps
 -- and, as much again, its merged key indexes: below the index's 256 kB of
 -- buckets none is built, and probes read the directories (kept or not)
-CREATE TABLE kc (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
-  USING zipper_lake;
-SELECT zipper_lake.register('kc', key => ARRAY['id'], partition_unit => 'day');
-TRUNCATE kb_one;
-INSERT INTO kb_one SELECT g, d, '2024-01-01'::timestamptz + d * interval '1 day', 'u'
-  FROM generate_series(1, 40) g, generate_series(0, 2) d;
-SELECT inserted FROM zipper_lake.apply_changes('kc', 'kb_one');
+SELECT ka_daily('kc', 40, 3) AS inserted;
 SET zipper_lake.key_cache_memory = '64kB';
 SHOW zipper_lake.key_cache_memory;
 EXPLAIN (COSTS OFF, VERBOSE) SELECT * FROM kc WHERE id = ANY ('{1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20}'::int[]);
@@ -287,7 +287,8 @@ SELECT count(*) AS versions,
   FROM kd;
 SELECT count(*) AS problems FROM zipper_lake.verify('kd');
 
-DROP TABLE ka, ka_changes, ka_shapes, ka_facts, ka2, ka2_changes, ka3, ka3_changes, kb, kb_changes, kb_one, kc, kd, kd_other;
+DROP TABLE ka, ka_changes, ka_shapes, ka_facts, ka2, ka2_changes, ka3, ka3_changes, kb, kb_changes, kb_one, kc, kc_changes, kd, kd_other;
 DROP FUNCTION ka_compare(text);
 DROP FUNCTION kb_probes(int, timestamptz);
 DROP FUNCTION kd_probe(int);
+DROP FUNCTION ka_daily(text, int, int);
