@@ -10,8 +10,9 @@
  *
  *  1. Read the batch (as the caller, so its privileges apply) with one
  *     query whose rows stream to a DestReceiver, convert and validate every
- *     change, and sort the changes by key hash in a tuplesort that spills
- *     past work_mem.
+ *     change, and order the changes by key hash: held in memory while they
+ *     fit work_mem, else in a tuplesort that spills ("The batch by key
+ *     hash").
  *  2. Apply the sorted batch a chunk of keys at a time (apply_chunks):
  *     keys are independent, so each chunk is a batch of its own, and a
  *     chunk ends at the first new key hash once its keys, changes and
@@ -46,10 +47,10 @@
  *     new record entries wait the same way and become the record's newest
  *     piece (save_record), merged with older ones as they accumulate.
  *
- * Memory: the batch's sort takes work_mem, a chunk about work_mem (a
- * single key's changes are never split), the sort of retired rows 1 MB,
- * the write state its own sorts (zl_write.c): about twice work_mem plus a
- * constant, whatever the batch's size (README "Guarantees").
+ * Memory: the batch (held or sorted) takes work_mem, a chunk about
+ * work_mem (a single key's changes are never split), the sort of retired
+ * rows 1 MB, the write state its own sorts (zl_write.c): about twice
+ * work_mem plus a constant, whatever the batch's size (README "Guarantees").
  *
  * Everything happens in the caller's transaction: an error anywhere, or a
  * rollback, leaves nothing visible.  Writers of a table serialize on its
@@ -134,6 +135,14 @@ typedef struct StoredVersion
 } StoredVersion;
 
 typedef ZLFoldVersion Version;
+
+/* a change of the batch held in memory, with its key hash */
+typedef struct HeldChange
+{
+	uint32		hash;
+	uint32		arrival;
+	Change	   *change;
+} HeldChange;
 
 /* a slot of the batch's key table: the key's hash, so that probes pass over others */
 typedef struct KeyBucket
@@ -268,15 +277,23 @@ typedef struct ApplyContext
 	bool	   *kept_columns;	/* natts, or NULL */
 
 	/*
-	 * The batch, converted and checked, sorted by key hash (and arrival)
-	 * in a tuplesort that spills; it is applied a chunk of keys at a time,
-	 * the keys whose hashes lie in [chunk_lo, chunk_hi], everything of a
-	 * chunk in chunk_context.
+	 * The batch, converted and checked, in key hash (and arrival) order:
+	 * held in memory while it fits work_mem, else in a tuplesort that
+	 * spills ("The batch by key hash"); it is applied a chunk of keys at
+	 * a time, the keys whose hashes lie in [chunk_lo, chunk_hi],
+	 * everything of a chunk in chunk_context.
 	 */
+	MemoryContext input_context;	/* the batch's while it is read */
+	MemoryContext held_context; /* the held changes; NULL once sorted */
+	HeldChange *held;
+	int			nheld;
+	int			maxheld;
+	int			next_held;		/* the next to apply */
 	TupleDesc	sort_desc;
 	Tuplesortstate *sort;
 	TupleTableSlot *put_slot;	/* virtual: a change into the sort */
 	TupleTableSlot *sort_slot;	/* a change out of it */
+	bool		sort_more;		/* sort_slot holds the next change */
 	MemoryContext chunk_context;
 	MemoryContext key_context;	/* what folding one key takes; reset after it */
 	uint32		chunk_lo;
@@ -347,11 +364,10 @@ key_table_insert_bucket(ApplyContext *ac, int keyindex)
 	ac->buckets[b].key = keyindex;
 }
 
-/* find the key of a row; with create, add it when missing */
+/* find the key of a row whose key hash is known; with create, add it when missing */
 static KeyState *
-key_lookup(ApplyContext *ac, Datum *values, bool *isnull, bool create)
+key_lookup_hashed(ApplyContext *ac, Datum *values, bool *isnull, uint32 hash, bool create)
 {
-	uint32		hash = zl_key_hash(ac->hasher, values);
 	int			mask = ac->nbuckets - 1;
 	KeyState   *ks;
 
@@ -385,6 +401,13 @@ key_lookup(ApplyContext *ac, Datum *values, bool *isnull, bool create)
 	key_table_insert_bucket(ac, ac->nkeys);
 	ac->nkeys++;
 	return ks;
+}
+
+/* find the key of a row; with create, add it when missing */
+static KeyState *
+key_lookup(ApplyContext *ac, Datum *values, bool *isnull, bool create)
+{
+	return key_lookup_hashed(ac, values, isnull, zl_key_hash(ac->hasher, values), create);
 }
 
 /* ---------- value comparison (IS NOT DISTINCT FROM on value columns) ---------- */
@@ -546,9 +569,18 @@ add_change(KeyState *ks, Change *c)
 	ks->changes[ks->nchanges++] = c;
 }
 
-/* ---------- the batch in a tuplesort, by key hash ---------- */
+/* ---------- the batch by key hash ---------- */
 
 /*
+ * The batch is applied in key hash order (and, within a key, in the order
+ * of arrival).  While its changes fit in work_mem they are held in memory
+ * as they come, copied into held_context, and sorted as an array at the
+ * end; the change that takes the batch past work_mem moves them all into
+ * a tuplesort, which spills, and the rest follow them there.  Either way
+ * the chunks see the same changes in the same order (next_change_hash,
+ * next_change); holding them spares a small batch the sort tuples' forming
+ * and deforming.
+ *
  * A change as a sort tuple: the table's columns (converted), then the
  * change time, the op (ChangeOp), seq (NULL: none), the key hash and the
  * arrival; sorted by (hash, arrival).
@@ -595,7 +627,7 @@ begin_change_sort(ApplyContext *ac)
 
 /* a checked change into the sort (its memory is the caller's) */
 static void
-put_change(ApplyContext *ac, Change *c)
+put_change(ApplyContext *ac, Change *c, uint32 hash)
 {
 	int			ncols = ac->tupdesc->natts;
 	Datum	   *values = ac->put_slot->tts_values;
@@ -613,7 +645,7 @@ put_change(ApplyContext *ac, Change *c)
 	isnull[SORT_OP(ncols) - 1] = false;
 	values[SORT_SEQ(ncols) - 1] = Int64GetDatum(c->seq);
 	isnull[SORT_SEQ(ncols) - 1] = !c->has_seq;
-	values[SORT_HASH(ncols) - 1] = Int64GetDatum((int64) zl_key_hash(ac->hasher, c->values));
+	values[SORT_HASH(ncols) - 1] = Int64GetDatum((int64) hash);
 	isnull[SORT_HASH(ncols) - 1] = false;
 	values[SORT_ARRIVAL(ncols) - 1] = Int64GetDatum((int64) c->arrival);
 	isnull[SORT_ARRIVAL(ncols) - 1] = false;
@@ -630,6 +662,106 @@ put_change(ApplyContext *ac, Change *c)
 	ExecStoreVirtualTuple(ac->put_slot);
 	tuplesort_puttupleslot(ac->sort, ac->put_slot);
 	ExecClearTuple(ac->put_slot);
+}
+
+/* the batch starts out held in memory */
+static void
+begin_batch(ApplyContext *ac)
+{
+	ac->input_context = CurrentMemoryContext;
+	ac->held_context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake held changes",
+											 ALLOCSET_DEFAULT_SIZES);
+	ac->held = NULL;
+	ac->nheld = ac->maxheld = ac->next_held = 0;
+	ac->sort = NULL;
+}
+
+/* a copy of a checked change in the current memory: what the chunks use of it */
+static Change *
+copy_change(ApplyContext *ac, const Change *c)
+{
+	int			ncols = ac->tupdesc->natts;
+	Change	   *copy = palloc(sizeof(Change));
+
+	*copy = *c;
+	copy->values = palloc(sizeof(Datum) * ncols);
+	copy->isnull = palloc(sizeof(bool) * ncols);
+	for (int i = 0; i < ncols; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(ac->tupdesc, i);
+
+		copy->isnull[i] = c->isnull[i] || att->attisdropped;
+		copy->values[i] = copy->isnull[i] ? (Datum) 0 :
+			datumCopy(c->values[i], att->attbyval, att->attlen);
+	}
+	if (c->given != NULL)
+	{
+		copy->given = palloc((ncols + 7) / 8);
+		memcpy(copy->given, c->given, (ncols + 7) / 8);
+	}
+	return copy;
+}
+
+/* the held changes move into a sort, which takes the rest of the batch too */
+static void
+sort_held_changes(ApplyContext *ac)
+{
+	MemoryContext old = MemoryContextSwitchTo(ac->input_context);
+
+	begin_change_sort(ac);
+	MemoryContextSwitchTo(old);
+	for (int i = 0; i < ac->nheld; i++)
+		put_change(ac, ac->held[i].change, ac->held[i].hash);
+	MemoryContextDelete(ac->held_context);
+	ac->held_context = NULL;
+	ac->held = NULL;
+	ac->nheld = ac->maxheld = 0;
+}
+
+/* a checked change (in the caller's memory) into the batch */
+static void
+hold_change(ApplyContext *ac, Change *c)
+{
+	uint32		hash = zl_key_hash(ac->hasher, c->values);
+	MemoryContext old;
+	HeldChange *held;
+
+	if (ac->held_context == NULL)
+	{
+		put_change(ac, c, hash);
+		return;
+	}
+	old = MemoryContextSwitchTo(ac->held_context);
+	grow_array((void **) &ac->held, &ac->maxheld, ac->nheld + 1, sizeof(HeldChange));
+	held = &ac->held[ac->nheld++];
+	held->hash = hash;
+	held->arrival = c->arrival;
+	held->change = copy_change(ac, c);
+	MemoryContextSwitchTo(old);
+	if (MemoryContextMemAllocated(ac->held_context, true) > (Size) work_mem * 1024)
+		sort_held_changes(ac);
+}
+
+#define ST_SORT sort_held
+#define ST_ELEMENT_TYPE HeldChange
+#define ST_COMPARE(a, b) ((a)->hash != (b)->hash ? ((a)->hash < (b)->hash ? -1 : 1) : \
+						  (a)->arrival < (b)->arrival ? -1 : (a)->arrival > (b)->arrival)
+#define ST_SCOPE static
+#define ST_DECLARE
+#define ST_DEFINE
+#include "lib/sort_template.h"
+
+/* every change is in: order them */
+static void
+end_batch(ApplyContext *ac)
+{
+	if (ac->held_context != NULL)
+		sort_held(ac->held, ac->nheld);
+	else
+	{
+		tuplesort_performsort(ac->sort);
+		ac->sort_more = tuplesort_gettupleslot(ac->sort, true, false, ac->sort_slot, NULL);
+	}
 }
 
 /* does a row-shaped key belong to the chunk being applied? */
@@ -662,6 +794,51 @@ slot_change(ApplyContext *ac)
 	if (!isnull[SORT_GIVEN(ncols) - 1])
 		c->given = (uint8 *) VARDATA_ANY(DatumGetByteaPP(values[SORT_GIVEN(ncols) - 1]));
 	return c;
+}
+
+/* is there a change left to apply?  Its key hash in *hash */
+static bool
+next_change_hash(ApplyContext *ac, uint32 *hash)
+{
+	bool		isnull;
+
+	if (ac->held_context != NULL)
+	{
+		if (ac->next_held >= ac->nheld)
+			return false;
+		*hash = ac->held[ac->next_held].hash;
+		return true;
+	}
+	if (!ac->sort_more)
+		return false;
+	*hash = (uint32) DatumGetInt64(slot_getattr(ac->sort_slot, SORT_HASH(ac->tupdesc->natts),
+												 &isnull));
+	return true;
+}
+
+/* that change (from the sort: copied into the current memory); on to the next */
+static Change *
+next_change(ApplyContext *ac)
+{
+	Change	   *c;
+
+	if (ac->held_context != NULL)
+		return ac->held[ac->next_held++].change;
+	c = slot_change(ac);
+	ac->sort_more = tuplesort_gettupleslot(ac->sort, true, false, ac->sort_slot, NULL);
+	return c;
+}
+
+/* the batch applied, its memory goes */
+static void
+drop_batch(ApplyContext *ac)
+{
+	if (ac->held_context != NULL)
+		MemoryContextDelete(ac->held_context);
+	else
+		tuplesort_end(ac->sort);
+	ac->held_context = NULL;
+	ac->sort = NULL;
 }
 
 
@@ -726,7 +903,7 @@ take_change(ApplyContext *ac, Change *c, MemoryContext batch_memory)
 		MemoryContextSwitchTo(old);
 	}
 	else
-		put_change(ac, c);
+		hold_change(ac, c);
 	ac->counts.changes++;
 }
 
@@ -919,7 +1096,7 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(source_relid)),
 												get_rel_name(source_relid)));
 
-	begin_change_sort(ac);		/* outside SPI's memory, which SPI_finish frees */
+	begin_batch(ac);			/* outside SPI's memory, which SPI_finish frees */
 	memset(&receiver, 0, sizeof(receiver));
 	receiver.pub.receiveSlot = batch_receive;
 	receiver.pub.rStartup = batch_startup;
@@ -954,7 +1131,7 @@ read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 	MemoryContextDelete(row_memory);
 	zl_assignment_end(ac->assignment);
 	ac->assignment = NULL;
-	tuplesort_performsort(ac->sort);
+	end_batch(ac);
 }
 
 static int
@@ -2272,9 +2449,7 @@ count_open_rows(ApplyContext *ac)
 static void
 apply_chunks(ApplyContext *ac)
 {
-	int			ncols = ac->tupdesc->natts;
 	Size		limit = (Size) work_mem * 1024;
-	bool		more = tuplesort_gettupleslot(ac->sort, true, false, ac->sort_slot, NULL);
 	uint64		span = (uint64) PG_UINT32_MAX + 1;	/* hashes a chunk may cover */
 	uint64		lo = 0;
 
@@ -2324,12 +2499,11 @@ apply_chunks(ApplyContext *ac)
 		uint64		hi = range_end;
 		uint32		last = 0;
 
+		uint32		hash;
+
 		chunk_begin(ac);
-		while (more)
+		while (next_change_hash(ac, &hash))
 		{
-			bool		isnull;
-			uint32		hash = (uint32) DatumGetInt64(slot_getattr(ac->sort_slot, SORT_HASH(ncols),
-																	&isnull));
 			Change	   *c;
 
 			if (hash > range_end)
@@ -2340,10 +2514,9 @@ apply_chunks(ApplyContext *ac)
 				hi = (uint64) hash - 1;
 				break;
 			}
-			c = slot_change(ac);
-			add_change(key_lookup(ac, c->values, c->isnull, true), c);
+			c = next_change(ac);
+			add_change(key_lookup_hashed(ac, c->values, c->isnull, hash, true), c);
 			last = hash;
-			more = tuplesort_gettupleslot(ac->sort, true, false, ac->sort_slot, NULL);
 		}
 		ac->chunk_lo = (uint32) lo;
 		ac->chunk_hi = (uint32) hi;
@@ -2357,7 +2530,7 @@ apply_chunks(ApplyContext *ac)
 	retire_rows(ac);
 	zl_write_hold_packing(RelationGetRelid(ac->rel), false);
 	zl_write_flush_relation(RelationGetRelid(ac->rel));
-	tuplesort_end(ac->sort);
+	drop_batch(ac);
 	MemoryContextDelete(ac->chunk_context);
 	MemoryContextDelete(ac->key_context);
 	save_record(ac);
@@ -2571,7 +2744,7 @@ zl_apply_batch_begin(Oid relid, Oid source_relid, bool ignore_nulls,
 	ac->ignore_nulls = ignore_nulls;
 	ac->missing_columns = parse_missing_columns(missing_columns);
 	ac->batch_context = CurrentMemoryContext;
-	begin_change_sort(ac);
+	begin_batch(ac);
 	return ac;
 }
 
@@ -2640,7 +2813,7 @@ zl_apply_batch_add(ZLApplyBatch *ac, const ZLBatchChange *bc)
 Datum
 zl_apply_batch_finish(ZLApplyBatch *ac, FunctionCallInfo fcinfo, int64 skipped)
 {
-	tuplesort_performsort(ac->sort);
+	end_batch(ac);
 	apply_chunks(ac);
 	return apply_result(fcinfo, ac, skipped);
 }
