@@ -44,3 +44,64 @@ SELECT count(*) AS versions, count(*) FILTER (WHERE valid_to = 'infinity') AS op
 SELECT * FROM zipper_lake.verify('ac_small');
 DROP TABLE ac_small, ac_large, ac_c1, ac_c2, ac_img, ac_empty, ac_counts;
 DROP FUNCTION ac_apply(text);
+
+-- Partial changes (ignore_nulls, missing_columns => 'keep'), a dropped
+-- column and CDC events with unchanged TOAST values: held in memory with
+-- the default work_mem, moved into the sort past 64kB — the same result.
+CREATE TABLE ap_small (id int, gone int, name text, amount int,
+                       valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+CREATE TABLE ap_large (id int, gone int, name text, amount int,
+                       valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+ALTER TABLE ap_small DROP COLUMN gone;
+ALTER TABLE ap_large DROP COLUMN gone;
+SELECT zipper_lake.register('ap_small', ARRAY['id']);
+SELECT zipper_lake.register('ap_large', ARRAY['id']);
+CREATE TABLE ap_c1 AS
+SELECT k AS id, 'n' || k AS name, k AS amount,
+       timestamptz '2026-01-01' + (k % 5) * interval '1 hour' AS change_time, 'U'::text AS op
+  FROM generate_series(1, 2000) k;
+CREATE TABLE ap_c2 AS
+SELECT k % 2000 + 1 AS id, CASE WHEN k % 3 <> 0 THEN 'm' || k END AS name,
+       CASE WHEN k % 5 <> 0 THEN k % 7 END AS amount,
+       timestamptz '2026-01-01 12:00' + (k % 11) * interval '1 hour' + (k / 2000) * interval '1 minute' AS change_time,
+       CASE WHEN k % 17 = 0 THEN 'D' ELSE 'U' END AS op
+  FROM generate_series(1, 3000) k;
+CREATE TABLE ap_c3 AS
+SELECT k % 2000 + 1 AS id, k % 9 AS amount,
+       timestamptz '2026-01-02' + (k % 13) * interval '1 hour' AS change_time, 'U'::text AS op
+  FROM generate_series(1, 2500) k;
+-- 1767398400000 ms = 2026-01-03 00:00 UTC
+CREATE TABLE ap_ev AS
+SELECT jsonb_build_object('before', NULL,
+         'after', jsonb_build_object('id', k % 2000 + 1, 'amount', k,
+                                     'name', CASE WHEN k % 4 = 0 THEN '__debezium_unavailable_value' ELSE 'e' || k END),
+         'source', jsonb_build_object('ts_ms', 1767398400000 + k * 1000, 'lsn', k, 'table', 'account'),
+         'op', 'u', 'ts_ms', 1767398400000 + k * 1000) AS event
+  FROM generate_series(1, 2500) k;
+CREATE TABLE ap_counts (tbl text, step int, changes bigint, inserted bigint, closed bigint,
+                        deleted bigint, unchanged bigint, late bigint);
+CREATE FUNCTION ap_apply(tbl text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO ap_counts SELECT tbl, 1, * FROM zipper_lake.apply_changes(tbl::regclass, 'ap_c1');
+    INSERT INTO ap_counts SELECT tbl, 2, * FROM zipper_lake.apply_changes(tbl::regclass, 'ap_c2', ignore_nulls => true);
+    INSERT INTO ap_counts SELECT tbl, 3, * FROM zipper_lake.apply_changes(tbl::regclass, 'ap_c3',
+                                                                        missing_columns => 'keep');
+    INSERT INTO ap_counts SELECT tbl, 4, changes, inserted, closed, deleted, unchanged, late
+      FROM zipper_lake.apply_events(tbl::regclass, 'ap_ev', 'debezium');
+END $$;
+SET work_mem = '64kB';
+SELECT ap_apply('ap_small');
+RESET work_mem;
+SELECT ap_apply('ap_large');
+SELECT step, changes, inserted, closed, deleted, unchanged, late FROM ap_counts WHERE tbl = 'ap_small'
+EXCEPT SELECT step, changes, inserted, closed, deleted, unchanged, late FROM ap_counts WHERE tbl = 'ap_large';
+SELECT step, changes, inserted, closed, deleted, unchanged, late FROM ap_counts WHERE tbl = 'ap_large' ORDER BY step;
+SELECT count(*) AS small_not_large FROM (TABLE ap_small EXCEPT ALL TABLE ap_large) d;
+SELECT count(*) AS large_not_small FROM (TABLE ap_large EXCEPT ALL TABLE ap_small) d;
+-- partial changes kept what they did not give
+SELECT count(*) AS versions, count(*) FILTER (WHERE name LIKE 'm%') AS kept_or_given_m,
+       count(*) FILTER (WHERE name IS NULL) AS null_names
+  FROM ap_small;
+SELECT * FROM zipper_lake.verify('ap_small');
+DROP TABLE ap_small, ap_large, ap_c1, ap_c2, ap_c3, ap_ev, ap_counts;
+DROP FUNCTION ap_apply(text);

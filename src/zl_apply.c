@@ -283,8 +283,8 @@ typedef struct ApplyContext
 	 * a time, the keys whose hashes lie in [chunk_lo, chunk_hi],
 	 * everything of a chunk in chunk_context.
 	 */
-	MemoryContext input_context;	/* the batch's while it is read */
-	MemoryContext held_context; /* the held changes; NULL once sorted */
+	MemoryContext input_context;	/* where the sort and its slots are made */
+	MemoryContext held_context; /* the held changes; NULL once moved to the sort */
 	HeldChange *held;
 	int			nheld;
 	int			maxheld;
@@ -702,9 +702,12 @@ copy_change(ApplyContext *ac, const Change *c)
 	return copy;
 }
 
-/* the held changes move into a sort, which takes the rest of the batch too */
+/*
+ * The held changes move into a sort, which takes the rest of the batch
+ * too.  For a moment both hold about work_mem (no chunk exists yet).
+ */
 static void
-sort_held_changes(ApplyContext *ac)
+move_held_to_sort(ApplyContext *ac)
 {
 	MemoryContext old = MemoryContextSwitchTo(ac->input_context);
 
@@ -739,11 +742,12 @@ hold_change(ApplyContext *ac, Change *c)
 	held->change = copy_change(ac, c);
 	MemoryContextSwitchTo(old);
 	if (MemoryContextMemAllocated(ac->held_context, true) > (Size) work_mem * 1024)
-		sort_held_changes(ac);
+		move_held_to_sort(ac);
 }
 
 #define ST_SORT sort_held
 #define ST_ELEMENT_TYPE HeldChange
+#define ST_CHECK_FOR_INTERRUPTS
 #define ST_COMPARE(a, b) ((a)->hash != (b)->hash ? ((a)->hash < (b)->hash ? -1 : 1) : \
 						  (a)->arrival < (b)->arrival ? -1 : (a)->arrival > (b)->arrival)
 #define ST_SCOPE static
@@ -756,7 +760,10 @@ static void
 end_batch(ApplyContext *ac)
 {
 	if (ac->held_context != NULL)
-		sort_held(ac->held, ac->nheld);
+	{
+		if (ac->nheld > 1)
+			sort_held(ac->held, ac->nheld);
+	}
 	else
 	{
 		tuplesort_performsort(ac->sort);
@@ -796,7 +803,10 @@ slot_change(ApplyContext *ac)
 	return c;
 }
 
-/* is there a change left to apply?  Its key hash in *hash */
+/*
+ * Is there a change left to apply?  Its key hash in *hash.  (A batch still
+ * held has its held_context; one moved to the sort has not.)
+ */
 static bool
 next_change_hash(ApplyContext *ac, uint32 *hash)
 {
@@ -885,9 +895,9 @@ add_table_delete(ApplyContext *ac, ZLTableInstant delete)
 }
 
 /*
- * A converted and checked change into the batch: upserts and deletes into
- * the sort, truncates among the table deletes (in batch_memory), -U
- * counted only.
+ * A converted and checked change into the batch: upserts and deletes held
+ * or sorted (hold_change), truncates among the table deletes (in
+ * batch_memory), -U counted only.
  */
 static void
 take_change(ApplyContext *ac, Change *c, MemoryContext batch_memory)
@@ -910,7 +920,8 @@ take_change(ApplyContext *ac, Change *c, MemoryContext batch_memory)
 /*
  * The batch's rows arrive at a DestReceiver of the query that selects
  * them, one slot at a time (no tuple table, no copy of each row): each is
- * converted, checked and put into the sort in row_memory, reset per row.
+ * converted and checked in row_memory, reset per row, and taken into the
+ * batch (take_change).
  */
 typedef struct BatchReceiver
 {
@@ -935,7 +946,7 @@ batch_row_error_context(void *arg)
 }
 
 /*
- * One row of the batch: converted, checked, into the sort.  Its errors
+ * One row of the batch: converted, checked, into the batch.  Its errors
  * name the row, in the caller's error context (not in SPI's, which would
  * show the query that selects the batch).
  */
@@ -1015,8 +1026,8 @@ batch_destroy(DestReceiver *self)
  * changes have one; a named one must exist.
  *
  * The batch is selected by one query, planned without parallelism, whose
- * rows stream to a DestReceiver (batch_receive) into the sort by key hash
- * (put_change).  It is selected as it is and every column converted to the
+ * rows stream to a DestReceiver (batch_receive) into the batch by key hash
+ * (hold_change).  It is selected as it is and every column converted to the
  * table's type and typmod as INSERT assigns it (zl_rowcheck.c), so a
  * char(3) key never arrives as char(1) and a varchar(n), numeric(p,s) or
  * domain refuses what INSERT refuses (domain checks may do what parallel
@@ -2417,7 +2428,8 @@ chunk_begin(ApplyContext *ac)
  * Keys are independent: the batch is applied as consecutive chunks of its
  * keys in hash order, each as a batch of its own (apply_batch), so that
  * the keys, changes and stored versions in memory at once stay within
- * work_mem (a chunk ends at the first new hash once work_mem is used; the
+ * work_mem (a chunk ends at the first new hash once work_mem is used —
+ * changes held in memory count in the batch's work_mem instead; the
  * changes of one key are never split).  A chunk covers the hash range
  * from its first key to the next chunk's: apply_snapshot deletes the open
  * keys of that range missing from it.  Since it reads every open key of

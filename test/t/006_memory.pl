@@ -128,8 +128,9 @@ SELECT count(*) || ' ' || count(*) FILTER (WHERE valid_from = timestamptz '2020-
 is($node->safe_psql('postgres', q(SELECT * FROM zipper_lake.verify('acct'))),
 	'', 'verify is clean');
 
-# apply_changes and apply_snapshot read their batch into a tuplesort by key
-# hash and apply it a chunk of keys at a time, each chunk within work_mem
+# apply_changes and apply_snapshot order their batch by key hash (held in
+# memory while it fits work_mem, else in a tuplesort) and apply it a chunk
+# of keys at a time, each chunk within work_mem
 # (README, "Guarantees"): about twice work_mem plus a constant.  A batch of
 # 500,000 changes (two per key, one of every five late) and an image of
 # 225,000 rows, each many times work_mem.
