@@ -292,7 +292,8 @@ map_onto(const ZLKeyIndex *index, const ZLSubGroup *sgs, int n, int **map, bool 
  * the storage's index of a scope, building the index when there is none or
  * more than ZL_KEY_INDEX_MISSING of the list's sub-groups with a key
  * directory are missing from it.  Returns the index (NULL: too big,
- * nothing mapped) with its generation, *map and *in_index (map_onto).
+ * nothing mapped, *map and *in_index NULL) with its generation, *map and
+ * *in_index (map_onto).
  * Sub-groups not in the index are left to their own directories.
  */
 ZLKeyIndex *
@@ -308,6 +309,8 @@ zl_key_index_map(uint64 storage_id, ZLKeyIndexScope scope, const ZLSubGroup *sgs
 		pfree(*map);
 		pfree(*in_index);
 	}
+	*map = NULL;				/* not mapped, unless built now */
+	*in_index = NULL;
 	index = zl_key_index_build(storage_id, scope, sgs, n, generation);
 	if (index != NULL)
 		(void) map_onto(index, sgs, n, map, in_index);
@@ -316,7 +319,8 @@ zl_key_index_map(uint64 storage_id, ZLKeyIndexScope scope, const ZLSubGroup *sgs
 
 /*
  * The same onto the index the storage has, built from other lists: no
- * directory need be loaded, nothing is built (NULL: no index).  The caller
+ * directory need be loaded, nothing is built (NULL: no index, *map and
+ * *in_index NULL).  The caller
  * loads the directories of the sub-groups outside it, and builds the index
  * again (zl_key_index_build) if too many of them have one.
  */
@@ -326,6 +330,8 @@ zl_key_index_map_existing(uint64 storage_id, ZLKeyIndexScope scope, const ZLSubG
 {
 	ZLKeyIndex *index = zl_key_index_get(storage_id, scope, generation);
 
+	*map = NULL;
+	*in_index = NULL;
 	if (index != NULL)
 		(void) map_onto(index, sgs, n, map, in_index);
 	return index;

@@ -668,8 +668,6 @@ scan_map_key_index(ZLScanDesc scan, uint64 storage_id)
 													scan->subgroups, n,
 													&scan->key_index_generation,
 													&scan->key_index_map, &scan->in_key_index);
-		if (scan->key_index == NULL)
-			scan->in_key_index = NULL;
 	}
 	scan->has_directory = palloc(sizeof(bool) * Max(n, 1));
 	for (int i = 0; i < n; i++)
