@@ -636,9 +636,6 @@ put_change(ApplyContext *ac, Change *c, uint32 hash)
 	ExecClearTuple(ac->put_slot);
 	memcpy(values, c->values, sizeof(Datum) * ncols);
 	memcpy(isnull, c->isnull, sizeof(bool) * ncols);
-	for (int i = 0; i < ncols; i++)
-		if (TupleDescAttr(ac->tupdesc, i)->attisdropped)
-			isnull[i] = true;
 	values[SORT_TIME(ncols) - 1] = Int64GetDatum(c->time);
 	isnull[SORT_TIME(ncols) - 1] = false;
 	values[SORT_OP(ncols) - 1] = Int32GetDatum((int32) c->op);
@@ -690,7 +687,7 @@ copy_change(ApplyContext *ac, const Change *c)
 	{
 		Form_pg_attribute att = TupleDescAttr(ac->tupdesc, i);
 
-		copy->isnull[i] = c->isnull[i] || att->attisdropped;
+		copy->isnull[i] = c->isnull[i];
 		copy->values[i] = copy->isnull[i] ? (Datum) 0 :
 			datumCopy(c->values[i], att->attbyval, att->attlen);
 	}
@@ -729,6 +726,10 @@ hold_change(ApplyContext *ac, Change *c)
 	MemoryContext old;
 	HeldChange *held;
 
+	/* a dropped column carries nothing, held or sorted */
+	for (int i = 0; i < ac->tupdesc->natts; i++)
+		if (TupleDescAttr(ac->tupdesc, i)->attisdropped)
+			c->isnull[i] = true;
 	if (ac->held_context == NULL)
 	{
 		put_change(ac, c, hash);
@@ -2510,7 +2511,6 @@ apply_chunks(ApplyContext *ac)
 		uint64		range_end = Min(lo + span - 1, (uint64) PG_UINT32_MAX);
 		uint64		hi = range_end;
 		uint32		last = 0;
-
 		uint32		hash;
 
 		chunk_begin(ac);
