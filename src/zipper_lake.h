@@ -667,13 +667,25 @@ extern void zl_rowsort_row_into(TupleTableSlot *slot, AttrNumber attnum, HeapTup
 								char *buffer);
 extern HeapTuple zl_rowsort_row_copy(TupleTableSlot *slot, AttrNumber attnum);
 
+/* a row with its sort keys (zl_intsort_next, zl_sortrow_from_slot) */
+#define ZL_SORTROW_MAX_KEYS		5
+typedef struct ZLSortRow
+{
+	int64		keys[ZL_SORTROW_MAX_KEYS];
+	HeapTupleData row;
+} ZLSortRow;
+
 typedef struct ZLIntSort ZLIntSort;
 
-extern ZLIntSort *zl_intsort_begin(TupleDesc desc, int nkeys, const AttrNumber *attnums,
-								   int work_mem_kb, bool pending);
-extern void zl_intsort_put(ZLIntSort *s, TupleTableSlot *slot);
+extern TupleTableSlot *zl_sortrow_to_slot(const int64 *keys, int nkeys, HeapTuple row,
+										  TupleTableSlot *slot, ZLRowPayload *payload);
+extern void zl_sortrow_from_slot(TupleTableSlot *slot, int nkeys, ZLSortRow *out,
+								 ZLRowPayload *buffer);
+extern ZLIntSort *zl_intsort_begin(TupleDesc desc, int nkeys, int work_mem_kb, bool pending);
+extern void zl_intsort_put(ZLIntSort *s, const int64 *keys, HeapTuple row);
+extern void zl_intsort_put_slot(ZLIntSort *s, TupleTableSlot *slot);
 extern void zl_intsort_perform(ZLIntSort *s);
-extern bool zl_intsort_get(ZLIntSort *s, TupleTableSlot *slot);
+extern bool zl_intsort_next(ZLIntSort *s, ZLSortRow *out);
 extern void zl_intsort_end(ZLIntSort *s);
 
 /* ---------- zl_write.c ---------- */

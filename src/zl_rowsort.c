@@ -149,24 +149,28 @@ zl_rowsort_row_copy(TupleTableSlot *slot, AttrNumber attnum)
  * A tuplesort on integer columns compares the first one through its
  * datum1 and every tie through heap_getattr on both tuples; the sort of
  * rows to place ties on its first column (the run) for nearly every
- * comparison.  So a ZLIntSort keeps its tuples in an array, each with its
- * key columns extracted, and sorts that with a comparison specialized for
- * it (lib/sort_template.h) — while they fit in its memory.  The tuple that
- * would pass that moves every tuple into a tuplesort, which spills; the
- * sort goes on there.  Either way the rows come out in the same order:
- * ascending by the key columns, which make every row distinct.
+ * comparison.  So a ZLIntSort keeps its rows in an array, each a copy of
+ * the row with its keys beside it, and sorts that with a comparison
+ * specialized for it (lib/sort_template.h) -- while they fit in its
+ * memory.  The row that would pass that moves every row into a tuplesort,
+ * which spills; the sort goes on there.  Either way the rows come out in
+ * the same order: ascending by the keys, which make every row distinct.
+ *
+ * Its sort tuples (for the tuplesort, and for tuplestores that feed it)
+ * hold the keys as int8 columns 1 to nkeys and the row as a bytea column
+ * after them: zl_sortrow_to_slot and zl_sortrow_from_slot.  A row in the
+ * array is never formed into one.
  */
 typedef struct IntSortItem
 {
-	int64		keys[5];
-	MinimalTuple tuple;
+	int64		keys[ZL_SORTROW_MAX_KEYS];
+	HeapTuple	row;
 } IntSortItem;
 
 struct ZLIntSort
 {
 	TupleDesc	desc;
 	int			nkeys;
-	AttrNumber	attnums[5];
 	int			work_mem_kb;
 	bool		pending;		/* files on the top transaction's resource owner */
 	MemoryContext context;		/* the sort's; items live in a child of it */
@@ -175,9 +179,12 @@ struct ZLIntSort
 	int			nitems;
 	int			maxitems;
 	int			next;			/* the next item to return */
-	Size		tuple_bytes;	/* the items' tuples take */
+	Size		row_bytes;		/* the items' rows take */
 	Tuplesortstate *spilled;	/* the tuplesort, once they did not fit */
-	TupleTableSlot *move_slot;	/* items into it */
+	TupleTableSlot *put_slot;	/* virtual: rows into it */
+	TupleTableSlot *read_slot;	/* minimal: rows out of it */
+	ZLRowPayload payload;		/* a row's bytea going into the tuplesort */
+	ZLRowPayload row_copy;		/* the aligned copy of a row read from a sort tuple */
 };
 
 static inline int
@@ -199,26 +206,62 @@ int_sort_item_cmp(const IntSortItem *a, const IntSortItem *b, int *nkeys)
 #define ST_DEFINE
 #include "lib/sort_template.h"
 
+/* the sort tuple of a row and its keys, in a virtual slot of the descriptor */
+TupleTableSlot *
+zl_sortrow_to_slot(const int64 *keys, int nkeys, HeapTuple row, TupleTableSlot *slot,
+				   ZLRowPayload *payload)
+{
+	ExecClearTuple(slot);
+	memset(slot->tts_isnull, 0, sizeof(bool) * (nkeys + 1));
+	for (int k = 0; k < nkeys; k++)
+		slot->tts_values[k] = Int64GetDatum(keys[k]);
+	slot->tts_values[nkeys] = zl_rowsort_payload(payload, row);
+	return ExecStoreVirtualTuple(slot);
+}
+
 /*
- * A sort on up to five integer columns (int4 or int8) of desc, ascending,
- * in work_mem_kb, in the current memory context; pending: its rows may
- * outlive the statement (see the header comment).
+ * The keys and the row of a sort tuple; the row is copied to aligned
+ * memory in buffer's and is valid until buffer is used again.
+ */
+void
+zl_sortrow_from_slot(TupleTableSlot *slot, int nkeys, ZLSortRow *out, ZLRowPayload *buffer)
+{
+	uint32		length;
+
+	for (int k = 0; k < nkeys; k++)
+		out->keys[k] = zl_rowsort_int8(slot, k + 1);
+	length = zl_rowsort_row_length(slot, nkeys + 1);
+	if (length > buffer->size)
+	{
+		if (buffer->buffer)
+			pfree(buffer->buffer);
+		buffer->size = Max(length, Max(2 * buffer->size, BLCKSZ));
+		buffer->buffer = MemoryContextAlloc(buffer->context, buffer->size);
+	}
+	zl_rowsort_row_into(slot, nkeys + 1, &out->row, (char *) buffer->buffer);
+}
+
+/*
+ * A sort of rows by nkeys (up to ZL_SORTROW_MAX_KEYS) integer keys,
+ * ascending, in work_mem_kb, in the current memory context; desc is its
+ * sort tuples' (see above); pending: its rows may outlive the statement
+ * (see the header comment).
  */
 ZLIntSort *
-zl_intsort_begin(TupleDesc desc, int nkeys, const AttrNumber *attnums, int work_mem_kb,
-				 bool pending)
+zl_intsort_begin(TupleDesc desc, int nkeys, int work_mem_kb, bool pending)
 {
 	ZLIntSort  *s = palloc0(sizeof(ZLIntSort));
 
-	Assert(nkeys <= lengthof(s->attnums));
+	Assert(nkeys <= ZL_SORTROW_MAX_KEYS && desc->natts == nkeys + 1);
 	s->desc = desc;
 	s->nkeys = nkeys;
-	memcpy(s->attnums, attnums, sizeof(AttrNumber) * nkeys);
 	s->work_mem_kb = work_mem_kb;
 	s->pending = pending;
 	s->context = CurrentMemoryContext;
 	s->item_context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake sort items",
 											ALLOCSET_DEFAULT_SIZES);
+	s->payload.context = CurrentMemoryContext;
+	s->row_copy.context = CurrentMemoryContext;
 	return s;
 }
 
@@ -236,35 +279,38 @@ static void
 spill(ZLIntSort *s)
 {
 	MemoryContext old = MemoryContextSwitchTo(s->context);
+	AttrNumber	attnums[ZL_SORTROW_MAX_KEYS];
 
-	s->spilled = zl_rowsort_begin(s->desc, s->nkeys, s->attnums, s->work_mem_kb);
-	s->move_slot = MakeSingleTupleTableSlot(s->desc, &TTSOpsMinimalTuple);
+	for (int k = 0; k < s->nkeys; k++)
+		attnums[k] = k + 1;
+	s->spilled = zl_rowsort_begin(s->desc, s->nkeys, attnums, s->work_mem_kb);
+	zl_rowsort_slots(s->desc, &s->put_slot, &s->read_slot);
 	MemoryContextSwitchTo(old);
 	for (int i = 0; i < s->nitems; i++)
 	{
-		ExecStoreMinimalTuple(s->items[i].tuple, s->move_slot, false);
-		put_spilled(s, s->move_slot);
-		ExecClearTuple(s->move_slot);
-		pfree(s->items[i].tuple);	/* the tuplesort's copy takes its place */
+		put_spilled(s, zl_sortrow_to_slot(s->items[i].keys, s->nkeys, s->items[i].row,
+										  s->put_slot, &s->payload));
+		heap_freetuple(s->items[i].row);	/* the tuplesort's copy takes its place */
 	}
 	MemoryContextReset(s->item_context);
 	s->items = NULL;
 	s->nitems = s->maxitems = 0;
-	s->tuple_bytes = 0;
+	s->row_bytes = 0;
 }
 
+/* add a row (copied) with its keys */
 void
-zl_intsort_put(ZLIntSort *s, TupleTableSlot *slot)
+zl_intsort_put(ZLIntSort *s, const int64 *keys, HeapTuple row)
 {
 	MemoryContext old;
 	IntSortItem *item;
 
 	if (s->spilled == NULL &&
-		s->tuple_bytes + sizeof(IntSortItem) * s->maxitems > (Size) s->work_mem_kb * 1024)
+		s->row_bytes + sizeof(IntSortItem) * s->maxitems > (Size) s->work_mem_kb * 1024)
 		spill(s);
 	if (s->spilled != NULL)
 	{
-		put_spilled(s, slot);
+		put_spilled(s, zl_sortrow_to_slot(keys, s->nkeys, row, s->put_slot, &s->payload));
 		return;
 	}
 	old = MemoryContextSwitchTo(s->item_context);
@@ -275,17 +321,25 @@ zl_intsort_put(ZLIntSort *s, TupleTableSlot *slot)
 			repalloc_huge(s->items, sizeof(IntSortItem) * s->maxitems);
 	}
 	item = &s->items[s->nitems++];
-	for (int k = 0; k < s->nkeys; k++)
-	{
-		bool		isnull;
-		Datum		value = slot_getattr(slot, s->attnums[k], &isnull);
-
-		item->keys[k] = TupleDescAttr(s->desc, s->attnums[k] - 1)->atttypid == INT4OID ?
-			(int64) DatumGetInt32(value) : DatumGetInt64(value);
-	}
-	item->tuple = ExecCopySlotMinimalTuple(slot);
-	s->tuple_bytes += GetMemoryChunkSpace(item->tuple);
+	memcpy(item->keys, keys, sizeof(int64) * s->nkeys);
+	item->row = heap_copytuple(row);
+	s->row_bytes += GetMemoryChunkSpace(item->row);
 	MemoryContextSwitchTo(old);
+}
+
+/* add the row of a sort tuple (of the sort's descriptor) */
+void
+zl_intsort_put_slot(ZLIntSort *s, TupleTableSlot *slot)
+{
+	ZLSortRow	row;
+
+	if (s->spilled != NULL)
+	{
+		put_spilled(s, slot);
+		return;
+	}
+	zl_sortrow_from_slot(slot, s->nkeys, &row, &s->row_copy);
+	zl_intsort_put(s, row.keys, &row.row);
 }
 
 void
@@ -303,24 +357,27 @@ zl_intsort_perform(ZLIntSort *s)
 /* rows ahead of the one read whose first bytes are fetched meanwhile */
 #define ZL_INTSORT_PREFETCH		8
 
-/*
- * The next row in order into slot (a minimal tuple slot of the sort's
- * descriptor), valid until the next call; false at the end.
- */
+/* the next row in order with its keys, valid until the next call; false at the end */
 bool
-zl_intsort_get(ZLIntSort *s, TupleTableSlot *slot)
+zl_intsort_next(ZLIntSort *s, ZLSortRow *out)
 {
+	IntSortItem *item;
+
 	if (s->spilled != NULL)
-		return tuplesort_gettupleslot(s->spilled, true, false, slot, NULL);
-	if (s->next >= s->nitems)
 	{
-		ExecClearTuple(slot);
-		return false;
+		if (!tuplesort_gettupleslot(s->spilled, true, false, s->read_slot, NULL))
+			return false;
+		zl_sortrow_from_slot(s->read_slot, s->nkeys, out, &s->row_copy);
+		return true;
 	}
+	if (s->next >= s->nitems)
+		return false;
 	/* sorted, the rows are read far from where they were put */
 	if (s->next + ZL_INTSORT_PREFETCH < s->nitems)
-		ZL_PREFETCH(s->items[s->next + ZL_INTSORT_PREFETCH].tuple);
-	ExecStoreMinimalTuple(s->items[s->next++].tuple, slot, false);
+		ZL_PREFETCH(s->items[s->next + ZL_INTSORT_PREFETCH].row->t_data);
+	item = &s->items[s->next++];
+	memcpy(out->keys, item->keys, sizeof(int64) * s->nkeys);
+	out->row = *item->row;
 	return true;
 }
 
@@ -330,8 +387,13 @@ zl_intsort_end(ZLIntSort *s)
 	if (s->spilled != NULL)
 	{
 		tuplesort_end(s->spilled);
-		ExecDropSingleTupleTableSlot(s->move_slot);
+		ExecDropSingleTupleTableSlot(s->put_slot);
+		ExecDropSingleTupleTableSlot(s->read_slot);
 	}
 	MemoryContextDelete(s->item_context);
+	if (s->payload.buffer)
+		pfree(s->payload.buffer);
+	if (s->row_copy.buffer)
+		pfree(s->row_copy.buffer);
 	pfree(s);
 }

@@ -100,14 +100,13 @@
 #include "utils/tuplesort.h"
 #include "utils/tuplestore.h"
 
-/* columns of the sort tuples of rows to place; the row as a bytea */
-#define PLACE_ORDER				1	/* place_order() */
+/* the keys of a row to place, in sort order (zl_rowsort.c's ZLSortRow) */
+#define PLACE_ORDER				0	/* place_order() */
+#define PLACE_FROM				1
 #define PLACE_PARTITION			2	/* partition_end, or INT64_MIN: unplaced */
-#define PLACE_FROM				3
-#define PLACE_SEQ				4
-#define PLACE_WINDOW			5	/* before valid_from: local time can go back */
-#define PLACE_ROW				6
-#define PLACE_NATTS				6
+#define PLACE_WINDOW			3	/* before valid_from: local time can go back */
+#define PLACE_SEQ				4	/* arrival */
+#define PLACE_NKEYS				5
 
 typedef struct ZLRunKey
 {
@@ -130,14 +129,13 @@ struct ZLWriteState
 	MemoryContext rows_context; /* sorts and flushes; reset by a flush */
 	MemoryContext row_context;	/* one row's scratch memory */
 
-	/* sort tuples, their slots, and buffers for the rows */
+	/* sort tuples (for tuplestores), their slots, and buffers for the rows */
 	TupleDesc	place_desc;
 	TupleTableSlot *place_slot; /* virtual, to put */
 	TupleTableSlot *place_read_slot;	/* minimal, to read */
 	Datum	   *key_row;		/* row-shaped: key slots filled per row */
 	ZLRowPayload payload;		/* the bytea of a row to place */
-	char	   *row_buffer;		/* aligned copy of a row being written */
-	Size		row_buffer_size;
+	ZLRowPayload row_copy;		/* aligned copy of a row read from a tuplestore */
 
 	/* pending rows (in rows_context) */
 	ZLLoad	   *load;			/* loaded rows to check (zl_load.c) */
@@ -223,18 +221,18 @@ static bool flush_in_progress = false;
 
 /* ---------- sort tuples ---------- */
 
-/* the placement tuple: (order, partition, valid_from, arrival, window, row) */
+/* the placement tuple: (order, valid_from, partition, window, arrival, row) */
 static void
 create_place_desc(ZLWriteState *state)
 {
-	TupleDesc	desc = CreateTemplateTupleDesc(PLACE_NATTS);
+	TupleDesc	desc = CreateTemplateTupleDesc(PLACE_NKEYS + 1);
 
-	TupleDescInitEntry(desc, PLACE_ORDER, "place_order", INT8OID, -1, 0);
-	TupleDescInitEntry(desc, PLACE_PARTITION, "partition_end", INT8OID, -1, 0);
-	TupleDescInitEntry(desc, PLACE_FROM, "valid_from", INT8OID, -1, 0);
-	TupleDescInitEntry(desc, PLACE_SEQ, "arrival", INT8OID, -1, 0);
-	TupleDescInitEntry(desc, PLACE_WINDOW, "window_start", INT8OID, -1, 0);
-	TupleDescInitEntry(desc, PLACE_ROW, "row", BYTEAOID, -1, 0);
+	TupleDescInitEntry(desc, PLACE_ORDER + 1, "place_order", INT8OID, -1, 0);
+	TupleDescInitEntry(desc, PLACE_FROM + 1, "valid_from", INT8OID, -1, 0);
+	TupleDescInitEntry(desc, PLACE_PARTITION + 1, "partition_end", INT8OID, -1, 0);
+	TupleDescInitEntry(desc, PLACE_WINDOW + 1, "window_start", INT8OID, -1, 0);
+	TupleDescInitEntry(desc, PLACE_SEQ + 1, "arrival", INT8OID, -1, 0);
+	TupleDescInitEntry(desc, PLACE_NKEYS + 1, "row", BYTEAOID, -1, 0);
 	state->place_desc = desc;
 	zl_rowsort_slots(desc, &state->place_slot, &state->place_read_slot);
 }
@@ -243,9 +241,7 @@ create_place_desc(ZLWriteState *state)
 static ZLIntSort *
 begin_place_sort(ZLWriteState *state)
 {
-	AttrNumber	attnums[5] = {PLACE_ORDER, PLACE_FROM, PLACE_PARTITION, PLACE_WINDOW, PLACE_SEQ};
-
-	return zl_intsort_begin(state->place_desc, 5, attnums, ZL_MAIN_SORT_KB, true);
+	return zl_intsort_begin(state->place_desc, PLACE_NKEYS, ZL_MAIN_SORT_KB, true);
 }
 
 /* ---------- states ---------- */
@@ -366,6 +362,7 @@ zl_write_state_get(Relation rel)
 	state->rel_desc = RelationGetDescr(rel);
 	state->key_row = palloc0(sizeof(Datum) * state->tupdesc->natts);
 	state->payload.context = state->context;
+	state->row_copy.context = state->context;
 	create_place_desc(state);
 	load_registration(state, rel);
 	reset_pending(state);
@@ -515,7 +512,7 @@ static void
 move_run_rows(DirectRun *run, ZLIntSort *sort, TupleTableSlot *slot)
 {
 	while (tuplestore_gettupleslot(run->rows, true, false, slot))
-		zl_intsort_put(sort, slot);
+		zl_intsort_put_slot(sort, slot);
 	tuplestore_end(run->rows);
 	run->rows = NULL;
 }
@@ -587,35 +584,29 @@ pack_history_runs(ZLWriteState *state, Relation rel)
 	pfree(runs);
 }
 
-/* the placement tuple of a row, in state->place_slot */
-static TupleTableSlot *
-place_tuple(ZLWriteState *state, HeapTuple tuple, const ZLRunKey *key, int64 valid_from)
+/* the sort keys of a row to place, counted for its history run */
+static void
+place_keys(ZLWriteState *state, const ZLRunKey *key, int64 valid_from, int64 *keys)
 {
-	TupleTableSlot *slot = state->place_slot;
-
 	count_history_row(state, key);
-
-	ExecClearTuple(slot);
-	memset(slot->tts_isnull, 0, sizeof(bool) * PLACE_NATTS);
-	slot->tts_values[PLACE_ORDER - 1] =
-		Int64GetDatum(key->placed ? place_order(key->partition_end, key->window_start) : PG_INT64_MIN);
-	slot->tts_values[PLACE_PARTITION - 1] =
-		Int64GetDatum(key->placed ? (int64) key->partition_end : PG_INT64_MIN);
-	slot->tts_values[PLACE_WINDOW - 1] = Int64GetDatum(key->window_start);
-	slot->tts_values[PLACE_FROM - 1] = Int64GetDatum(valid_from);
-	slot->tts_values[PLACE_SEQ - 1] = Int64GetDatum(state->arrival++);
-	slot->tts_values[PLACE_ROW - 1] = zl_rowsort_payload(&state->payload, tuple);
-	ExecStoreVirtualTuple(slot);
-	return slot;
+	keys[PLACE_ORDER] = key->placed ? place_order(key->partition_end, key->window_start) :
+		PG_INT64_MIN;
+	keys[PLACE_FROM] = valid_from;
+	keys[PLACE_PARTITION] = key->placed ? (int64) key->partition_end : PG_INT64_MIN;
+	keys[PLACE_WINDOW] = key->window_start;
+	keys[PLACE_SEQ] = state->arrival++;
 }
 
 /* hand a row to placement */
 static void
 put_place(ZLWriteState *state, HeapTuple tuple, const ZLRunKey *key, int64 valid_from)
 {
+	int64		keys[PLACE_NKEYS];
+
 	if (state->direct)
 		leave_direct(state);
-	zl_intsort_put(place_sort(state), place_tuple(state, tuple, key, valid_from));
+	place_keys(state, key, valid_from, keys);
+	zl_intsort_put(place_sort(state), keys, tuple);
 	state->nplace++;
 }
 
@@ -673,6 +664,7 @@ put_direct(ZLWriteState *state, HeapTuple tuple, const ZLRunKey *key, int64 vali
 {
 	DirectRun  *run;
 	ResourceOwner save;
+	int64		keys[PLACE_NKEYS];
 
 	if (!state->direct && !state->direct_ended && state->nplace == 0)
 		state->direct = true;
@@ -687,7 +679,9 @@ put_direct(ZLWriteState *state, HeapTuple tuple, const ZLRunKey *key, int64 vali
 		run->last_from = valid_from;
 	save = CurrentResourceOwner;
 	CurrentResourceOwner = TopTransactionResourceOwner;	/* files for the flush */
-	tuplestore_puttupleslot(run->rows, place_tuple(state, tuple, key, valid_from));
+	place_keys(state, key, valid_from, keys);
+	tuplestore_puttupleslot(run->rows, zl_sortrow_to_slot(keys, PLACE_NKEYS, tuple,
+														  state->place_slot, &state->payload));
 	CurrentResourceOwner = save;
 	state->nplace++;
 }
@@ -949,11 +943,13 @@ place_subgroup(ZLFreeSpace *free_space, const uint32 *lengths, int n, bool curre
 typedef struct RunReader
 {
 	ZLWriteState *state;
-	TupleTableSlot *slot;		/* the sort's next row */
-	bool		have;			/* slot holds a row not written yet */
+	ZLSortRow	next;			/* the sort's next row */
+	bool		have;			/* next holds a row not written yet */
+	TupleTableSlot *slot;		/* to read a run's tuplestore */
 	ZLRunKey	run;			/* the run being written */
 	Tuplestorestate *buffer;	/* rows of a run buffered for placement */
 	TupleTableSlot *buffer_slot;
+	ZLRowPayload buffer_copy;	/* the aligned copy of a row read from it */
 	uint32	   *lengths;		/* their lengths */
 	uint32	   *hashes;			/* key hashes of a sub-group's rows */
 	int32	   *positions;		/* and their positions */
@@ -985,7 +981,7 @@ read_next(RunReader *rr)
 
 	if (!state->direct)
 	{
-		rr->have = zl_intsort_get(state->placesort, rr->slot);
+		rr->have = zl_intsort_next(state->placesort, &rr->next);
 		return;
 	}
 	for (; state->run_cursor < state->nruns; state->run_cursor++)
@@ -994,12 +990,12 @@ read_next(RunReader *rr)
 
 		if (run->unsorted && run->sorted == NULL)
 			sort_direct_run(state, run, rr->slot);
-		if (run->sorted ? zl_intsort_get(run->sorted, rr->slot) :
-			tuplestore_gettupleslot(run->rows, true, false, rr->slot))
-		{
-			rr->have = true;
+		if (run->sorted)
+			rr->have = zl_intsort_next(run->sorted, &rr->next);
+		else if ((rr->have = tuplestore_gettupleslot(run->rows, true, false, rr->slot)))
+			zl_sortrow_from_slot(rr->slot, PLACE_NKEYS, &rr->next, &state->row_copy);
+		if (rr->have)
 			return;
-		}
 		if (run->sorted)
 		{
 			zl_intsort_end(run->sorted);	/* its memory goes to the next run */
@@ -1018,10 +1014,10 @@ next_in_run(RunReader *rr)
 
 	if (!rr->have)
 		return false;
-	partition = zl_rowsort_int8(rr->slot, PLACE_PARTITION);
+	partition = rr->next.keys[PLACE_PARTITION];
 	return (rr->run.placed ? partition == (int64) rr->run.partition_end :
 			partition == PG_INT64_MIN) &&
-		zl_rowsort_int8(rr->slot, PLACE_WINDOW) == rr->run.window_start;
+		rr->next.keys[PLACE_WINDOW] == rr->run.window_start;
 }
 
 /*
@@ -1078,35 +1074,30 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 			zl_page_writer_begin(rel, first_block, blocks);
 	for (i = 0; i < n; i++)
 	{
-		TupleTableSlot *slot = rr->slot;
-		HeapTupleData tuple;
+		ZLSortRow	buffered;
+		ZLSortRow  *row = &rr->next;
+		HeapTuple	tuple;
 		int32		position;
 		int64		from;
 
 		if (from_buffer)
 		{
-			slot = rr->buffer_slot;
-			if (!tuplestore_gettupleslot(rr->buffer, true, false, slot))
+			row = &buffered;
+			if (!tuplestore_gettupleslot(rr->buffer, true, false, rr->buffer_slot))
 				elog(ERROR, "zipper_lake sub-group buffer ended early");
+			zl_sortrow_from_slot(rr->buffer_slot, PLACE_NKEYS, row, &rr->buffer_copy);
 		}
 		else if (!next_in_run(rr))
 			break;
 
 		CHECK_FOR_INTERRUPTS();
-		if (zl_rowsort_row_length(slot, PLACE_ROW) > state->row_buffer_size)
-		{
-			if (state->row_buffer)
-				pfree(state->row_buffer);
-			state->row_buffer_size = Max(zl_rowsort_row_length(slot, PLACE_ROW), BLCKSZ);
-			state->row_buffer = MemoryContextAlloc(state->context, state->row_buffer_size);
-		}
-		zl_rowsort_row_into(slot, PLACE_ROW, &tuple, state->row_buffer);
-		from = zl_rowsort_int8(slot, PLACE_FROM);
+		tuple = &row->row;
+		from = row->keys[PLACE_FROM];
 		if (i == 0)
 			sg.first_start = from;
 		sg.last_start = from;
-		position = columnar ? zl_columnar_writer_add(columnar, &tuple) :
-			zl_page_writer_add(writer, &tuple);
+		position = columnar ? zl_columnar_writer_add(columnar, tuple) :
+			zl_page_writer_add(writer, tuple);
 
 		/* placed sub-groups get a key directory (zl_keys.c) */
 		if (key->placed)
@@ -1115,7 +1106,7 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 
 			MemoryContextReset(state->row_context);
 			old = MemoryContextSwitchTo(state->row_context);
-			zl_key_extract(state->hasher, &tuple, state->tupdesc, state->key_row);
+			zl_key_extract(state->hasher, tuple, state->tupdesc, state->key_row);
 			rr->hashes[i] = zl_key_hash(state->hasher, state->key_row);
 			rr->positions[i] = position;
 			MemoryContextSwitchTo(old);
@@ -1174,12 +1165,16 @@ write_chunk(Relation rel, RunReader *rr, ZLFreeSpace *free_space)
 		rr->buffer = tuplestore_begin_heap(false, false, ZL_SIDE_KB);
 		rr->buffer_slot = MakeSingleTupleTableSlot(rr->state->place_desc,
 												   &TTSOpsMinimalTuple);
+		rr->buffer_copy.context = CurrentMemoryContext;
 	}
 	tuplestore_clear(rr->buffer);
 	while (n < ZL_MAX_SUBGROUP_ROWS && next_in_run(rr))
 	{
-		tuplestore_puttupleslot(rr->buffer, rr->slot);
-		rr->lengths[n++] = zl_rowsort_row_length(rr->slot, PLACE_ROW);
+		tuplestore_puttupleslot(rr->buffer,
+								zl_sortrow_to_slot(rr->next.keys, PLACE_NKEYS, &rr->next.row,
+												   rr->state->place_slot,
+												   &rr->state->payload));
+		rr->lengths[n++] = rr->next.row.t_len;
 		read_next(rr);
 	}
 	min_piece = Max(ZL_MIN_REUSE_BLOCKS, pages_at_least(rr->lengths, n) / 4);
@@ -1219,11 +1214,11 @@ write_placed(ZLWriteState *state, Relation rel)
 	read_next(&rr);
 	while (rr.have)
 	{
-		int64		partition = zl_rowsort_int8(rr.slot, PLACE_PARTITION);
+		int64		partition = rr.next.keys[PLACE_PARTITION];
 
 		rr.run.placed = partition != PG_INT64_MIN;
 		rr.run.partition_end = rr.run.placed ? (DateADT) partition : 0;
-		rr.run.window_start = zl_rowsort_int8(rr.slot, PLACE_WINDOW);
+		rr.run.window_start = rr.next.keys[PLACE_WINDOW];
 		while (next_in_run(&rr))
 			write_chunk(rel, &rr, free_space);
 	}
@@ -1243,7 +1238,7 @@ check_in_full(ZLWriteState *state, Relation rel)
 {
 	MemoryContext old = MemoryContextSwitchTo(state->rows_context);
 	ZLIntSort  *placed;
-	TupleTableSlot *slot = state->place_read_slot;
+	ZLSortRow	row;
 	ZLLoad	   *load = state->load;
 
 	if (state->direct)
@@ -1257,9 +1252,9 @@ check_in_full(ZLWriteState *state, Relation rel)
 	state->placesort = NULL;
 	state->nplace = 0;
 	state->history_runs = NULL; /* the check places the rows it keeps anew */
-	while (zl_intsort_get(placed, slot))
+	while (zl_intsort_next(placed, &row))
 	{
-		HeapTuple	tuple = zl_rowsort_row_copy(slot, PLACE_ROW);
+		HeapTuple	tuple = heap_copytuple(&row.row);
 		ZLRunKey	key;
 		int64		valid_from,
 					valid_to;
