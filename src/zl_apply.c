@@ -229,6 +229,7 @@ typedef struct ApplyContext
 	/* the batch's key hashes, sorted and distinct, like key directories */
 	uint32	   *hashes;
 	int			nhashes;
+	bool		keys_in_hash_order; /* ac->keys is sorted by hash too */
 
 	/* stored versions found */
 	StoredVersion **stored;
@@ -1231,6 +1232,12 @@ typedef struct CollectArg
 	Datum	   *probe;			/* row-shaped array: key slots filled per row */
 	Datum	   *scratch;		/* a stored row's values, for a look only */
 	bool	   *scratch_null;
+
+	/* the key the merged index named for each position read (or NULL) */
+	const int32 *hint_positions;	/* ascending */
+	KeyState  **hint_keys;
+	int			nhints;
+	int			next_hint;
 } CollectArg;
 
 
@@ -1372,6 +1379,24 @@ snapshot_leaves_row(CollectArg *ca, KeyState *ks, HeapTuple tuple)
 	return values_equal(ac, c->values, c->isnull, ca->scratch, ca->scratch_null);
 }
 
+/*
+ * The batch key the merged index named for the row at position, if the
+ * row's key (in ca->probe) is that key: no hashing and no probe of the
+ * key table for it.  NULL otherwise (no hint, or two keys sharing a hash).
+ */
+static KeyState *
+hinted_key(CollectArg *ca, int32 position)
+{
+	KeyState   *ks;
+
+	while (ca->next_hint < ca->nhints && ca->hint_positions[ca->next_hint] < position)
+		ca->next_hint++;
+	if (ca->next_hint >= ca->nhints || ca->hint_positions[ca->next_hint] != position)
+		return NULL;
+	ks = ca->hint_keys[ca->next_hint];
+	return ks != NULL && zl_keys_equal(ca->ac->hasher, ks->values, ca->probe) ? ks : NULL;
+}
+
 /* a stored row: keep it as a version of its key if that key needs it */
 static void
 collect_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
@@ -1387,7 +1412,9 @@ collect_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 	StoredVersion *stored;
 
 	zl_key_extract(ac->hasher, tuple, ac->tupdesc, ca->probe);
-	ks = key_lookup(ac, ca->probe, NULL, false);
+	ks = hinted_key(ca, position);
+	if (ks == NULL)
+		ks = key_lookup(ac, ca->probe, NULL, false);
 	if (ks == NULL && ca->current && ac->ntable_deletes > 0 && key_in_chunk(ac, ca->probe))
 		ks = add_missing_key_delete(ac, tuple);
 	if (ks == NULL || ks->nchanges == 0)
@@ -1458,6 +1485,8 @@ key_hashes(ApplyContext *ac, bool history_only, int *n)
 			sorted &= nall == 0 || hashes[nall - 1] <= hashes[nall];
 			nall++;
 		}
+	if (!history_only)
+		ac->keys_in_hash_order = sorted && nall == ac->nkeys;
 	if (!sorted)
 		qsort(hashes, nall, sizeof(uint32), zl_key_hash_cmp);
 	for (int k = 0; k < nall; k++)
@@ -1466,29 +1495,39 @@ key_hashes(ApplyContext *ac, bool history_only, int *n)
 	return hashes;
 }
 
+/* a row of a current sub-group the merged key index names for a batch key */
+typedef struct IndexHit
+{
+	int64		at;				/* list index << 32 | position */
+	KeyState   *key;			/* the first batch key of the hash, if known */
+} IndexHit;
+
 /* key index hits in ascending order */
 #define ST_SORT sort_hits
-#define ST_ELEMENT_TYPE int64
-#define ST_COMPARE(a, b) (*(a) < *(b) ? -1 : *(a) > *(b))
+#define ST_ELEMENT_TYPE IndexHit
+#define ST_COMPARE(a, b) ((a)->at < (b)->at ? -1 : (a)->at > (b)->at)
 #define ST_SCOPE static
 #define ST_DECLARE
 #define ST_DEFINE
 #include "lib/sort_template.h"
 
 /*
- * The positions of the chunk's keys in the current sub-groups the merged
- * key index covers, through one probe of it per key (zl_keyindex.c): as
- * (list index << 32 | position), sorted, and their number.  NULL when
- * there is no index to use; then *in_index is NULL too.
+ * The rows of the chunk's keys in the current sub-groups the merged key
+ * index covers, through one probe of it per key (zl_keyindex.c): sorted
+ * by sub-group and position, with the key each was found for when the
+ * chunk's keys are in hash order (they are, read from a batch sorted by
+ * key hash), and their number.  NULL when there is no index to use; then
+ * *in_index is NULL too.
  */
-static int64 *
+static IndexHit *
 current_index_hits(ApplyContext *ac, bool **in_index, int *nhits)
 {
 	uint64		generation;
 	int		   *map;
 	ZLKeyIndex *index;
-	int64	   *hits;
+	IndexHit   *hits;
 	int			maxhits = Max(ac->nhashes, 16);
+	int			k = 0;
 
 	*in_index = NULL;
 	*nhits = 0;
@@ -1498,13 +1537,20 @@ current_index_hits(ApplyContext *ac, bool **in_index, int *nhits)
 							 ac->ncurrent, &generation, &map, in_index);
 	if (index == NULL)
 		return NULL;
-	hits = palloc(sizeof(int64) * maxhits);
+	hits = palloc(sizeof(IndexHit) * maxhits);
 	for (int h = 0; h < ac->nhashes; h++)
 	{
 		int			cursor = -1;
 		int			ordinal;
 		int32		position;
+		KeyState   *key = NULL;
 
+		if (ac->keys_in_hash_order)
+		{
+			while (ac->keys[k]->hash < ac->hashes[h])
+				k++;
+			key = ac->keys[k];
+		}
 		while ((ordinal = zl_key_index_find(index, ac->hashes[h], &cursor, &position)) >= 0)
 		{
 			if (map[ordinal] < 0)
@@ -1512,9 +1558,10 @@ current_index_hits(ApplyContext *ac, bool **in_index, int *nhits)
 			if (*nhits == maxhits)
 			{
 				maxhits *= 2;
-				hits = repalloc(hits, sizeof(int64) * maxhits);
+				hits = repalloc(hits, sizeof(IndexHit) * maxhits);
 			}
-			hits[(*nhits)++] = ((int64) map[ordinal] << 32) | (uint32) position;
+			hits[*nhits].at = ((int64) map[ordinal] << 32) | (uint32) position;
+			hits[(*nhits)++].key = key;
 		}
 	}
 	sort_hits(hits, *nhits);
@@ -1532,7 +1579,7 @@ static void
 find_current_versions(ApplyContext *ac, CollectArg *arg)
 {
 	bool	   *in_index;
-	int64	   *hits;
+	IndexHit   *hits;
 	int			nhits;
 	int			h = 0;
 
@@ -1549,16 +1596,27 @@ find_current_versions(ApplyContext *ac, CollectArg *arg)
 		{
 			int			first = h;
 			int32	   *positions;
+			KeyState  **keys;
 
-			while (h < nhits && (int) (hits[h] >> 32) == i)
+			while (h < nhits && (int) (hits[h].at >> 32) == i)
 				h++;
 			if (h == first || sg->masked_rows >= sg->row_count)
 				continue;
 			positions = palloc(sizeof(int32) * (h - first));
+			keys = palloc(sizeof(KeyState *) * (h - first));
 			for (int k = first; k < h; k++)
-				positions[k - first] = (int32) (uint32) hits[k];
+			{
+				positions[k - first] = (int32) (uint32) hits[k].at;
+				keys[k - first] = hits[k].key;
+			}
+			arg->hint_positions = positions;
+			arg->hint_keys = keys;
+			arg->nhints = h - first;
+			arg->next_hint = 0;
 			zl_read_subgroup_positions(ac->rel, sg, positions, h - first, collect_row, arg);
+			arg->nhints = 0;
 			pfree(positions);
+			pfree(keys);
 		}
 		else if (sg->masked_rows < sg->row_count)
 			read_batch_key_rows(ac, sg, collect_row, arg);
