@@ -18,9 +18,10 @@
  *
  * Placement and the sub-group writer
  * ----------------------------------
- * Rows to place go into a tuplesort (zl_rowsort.c) by (placed, partition
- * of valid_to, window of valid_from, valid_from, arrival), summarized
- * first: see place_order().  The sorted stream
+ * Rows to place go into a sort (zl_rowsort.c's ZLIntSort: each row with
+ * its integer keys in an array while they fit, a tuplesort beyond) by
+ * (placed, partition of valid_to, window of valid_from, valid_from,
+ * arrival), summarized first: see place_order().  The sorted stream
  * is cut into runs of one (partition, window) and each run into
  * sub-groups: consecutive pages (zl_storage.c) — into the blocks of a
  * deleted sub-group if a free extent holds them (zl_freespace.c), else at
