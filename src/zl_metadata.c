@@ -236,9 +236,9 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	},
 	[Q_INSERT_MASK] = {
 		"INSERT INTO zipper_lake.mask (storage_id, subgroup_id, positions)"
-		" SELECT $1, u.subgroup_id, u.positions::int4[]"
-		" FROM unnest($2, $3) AS u(subgroup_id, positions)",
-		3, {INT8OID, INT8ARRAYOID, TEXTARRAYOID}
+		" SELECT $1, u.subgroup_id, $3[u.first:u.last]"
+		" FROM unnest($2, $4, $5) AS u(subgroup_id, first, last)",
+		5, {INT8OID, INT8ARRAYOID, INT4ARRAYOID, INT4ARRAYOID, INT4ARRAYOID}
 	},
 	[Q_TABLE_STORAGES] = {
 		"SELECT storage_id FROM zipper_lake.storage WHERE relid = $1", 1, {OIDOID}
@@ -1137,27 +1137,35 @@ zl_meta_insert_masks(Relation rel, int nmasks, const int64 *subgroup_ids,
 {
 	ZLMetaSession session;
 	Datum	   *ids = palloc(sizeof(Datum) * Max(nmasks, 1));
-	Datum	   *texts = palloc(sizeof(Datum) * Max(nmasks, 1));
-	Datum		values[3];
+	Datum	   *firsts = palloc(sizeof(Datum) * Max(nmasks, 1));
+	Datum	   *lasts = palloc(sizeof(Datum) * Max(nmasks, 1));
+	Datum	   *all;
+	int			nall = 0;
+	Datum		values[5];
 
 	if (nmasks == 0)
 		return;
+	/* every mask's positions in one array; each mask takes a slice of it */
+	for (int i = 0; i < nmasks; i++)
+		nall += npositions[i];
+	all = palloc(sizeof(Datum) * Max(nall, 1));
+	nall = 0;
 	for (int i = 0; i < nmasks; i++)
 	{
-		StringInfoData buf;
-
-		initStringInfo(&buf);
-		appendStringInfoChar(&buf, '{');
-		for (int k = 0; k < npositions[i]; k++)
-			appendStringInfo(&buf, k > 0 ? ",%d" : "%d", positions[i][k]);
-		appendStringInfoChar(&buf, '}');
 		ids[i] = Int64GetDatum(subgroup_ids[i]);
-		texts[i] = CStringGetTextDatum(buf.data);
+		firsts[i] = Int32GetDatum(nall + 1);
+		for (int k = 0; k < npositions[i]; k++)
+			all[nall++] = Int32GetDatum(positions[i][k]);
+		lasts[i] = Int32GetDatum(nall);
 	}
 	values[0] = Int64GetDatum((int64) zl_storage_id(rel));
 	values[1] = PointerGetDatum(construct_array(ids, nmasks, INT8OID, sizeof(int64),
 												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	values[2] = PointerGetDatum(construct_array(texts, nmasks, TEXTOID, -1, false,
+	values[2] = PointerGetDatum(construct_array(all, nall, INT4OID, sizeof(int32), true,
+												TYPALIGN_INT));
+	values[3] = PointerGetDatum(construct_array(firsts, nmasks, INT4OID, sizeof(int32), true,
+												TYPALIGN_INT));
+	values[4] = PointerGetDatum(construct_array(lasts, nmasks, INT4OID, sizeof(int32), true,
 												TYPALIGN_INT));
 	meta_begin(&session);
 	meta_exec(Q_INSERT_MASK, values, NULL, InvalidSnapshot, false);
