@@ -81,6 +81,19 @@ zl_rowsort_perform_pending(Tuplesortstate *sort)
 	CurrentResourceOwner = save;
 }
 
+/* room for size bytes in a payload's buffer (what it held is lost) */
+static void
+payload_reserve(ZLRowPayload *payload, Size size)
+{
+	if (size > payload->size)
+	{
+		if (payload->buffer)
+			pfree(payload->buffer);
+		payload->size = Max(size, 2 * payload->size);
+		payload->buffer = MemoryContextAlloc(payload->context, payload->size);
+	}
+}
+
 /*
  * The row as a bytea for a sort tuple, in the payload's buffer (grown in
  * its memory context), valid until the next call.
@@ -90,13 +103,7 @@ zl_rowsort_payload(ZLRowPayload *payload, HeapTuple tuple)
 {
 	Size		size = VARHDRSZ + tuple->t_len;
 
-	if (size > payload->size)
-	{
-		if (payload->buffer)
-			pfree(payload->buffer);
-		payload->size = Max(size, 2 * payload->size);
-		payload->buffer = MemoryContextAlloc(payload->context, payload->size);
-	}
+	payload_reserve(payload, size);
 	SET_VARSIZE(payload->buffer, size);
 	memcpy(VARDATA(payload->buffer), tuple->t_data, tuple->t_len);
 	return PointerGetDatum(payload->buffer);
@@ -206,6 +213,14 @@ int_sort_item_cmp(const IntSortItem *a, const IntSortItem *b, int *nkeys)
 #define ST_DEFINE
 #include "lib/sort_template.h"
 
+/* the keys of a sort tuple */
+static void
+slot_keys(TupleTableSlot *slot, int nkeys, int64 *keys)
+{
+	for (int k = 0; k < nkeys; k++)
+		keys[k] = zl_rowsort_int8(slot, k + 1);
+}
+
 /* the sort tuple of a row and its keys, in a virtual slot of the descriptor */
 TupleTableSlot *
 zl_sortrow_to_slot(const int64 *keys, int nkeys, HeapTuple row, TupleTableSlot *slot,
@@ -226,18 +241,8 @@ zl_sortrow_to_slot(const int64 *keys, int nkeys, HeapTuple row, TupleTableSlot *
 void
 zl_sortrow_from_slot(TupleTableSlot *slot, int nkeys, ZLSortRow *out, ZLRowPayload *buffer)
 {
-	uint32		length;
-
-	for (int k = 0; k < nkeys; k++)
-		out->keys[k] = zl_rowsort_int8(slot, k + 1);
-	length = zl_rowsort_row_length(slot, nkeys + 1);
-	if (length > buffer->size)
-	{
-		if (buffer->buffer)
-			pfree(buffer->buffer);
-		buffer->size = Max(length, Max(2 * buffer->size, BLCKSZ));
-		buffer->buffer = MemoryContextAlloc(buffer->context, buffer->size);
-	}
+	slot_keys(slot, nkeys, out->keys);
+	payload_reserve(buffer, zl_rowsort_row_length(slot, nkeys + 1));
 	zl_rowsort_row_into(slot, nkeys + 1, &out->row, (char *) buffer->buffer);
 }
 
@@ -298,32 +303,48 @@ spill(ZLIntSort *s)
 	s->row_bytes = 0;
 }
 
+/* are the rows still kept in memory?  They move into a tuplesort once they would not fit */
+static bool
+rows_in_memory(ZLIntSort *s)
+{
+	if (s->spilled == NULL &&
+		s->row_bytes + sizeof(IntSortItem) * s->maxitems > (Size) s->work_mem_kb * 1024)
+		spill(s);
+	return s->spilled == NULL;
+}
+
+/* keep a row (a copy in the item context) with its keys */
+static void
+add_item(ZLIntSort *s, const int64 *keys, HeapTuple row)
+{
+	IntSortItem *item;
+
+	if (s->nitems == s->maxitems)
+	{
+		s->maxitems = Max(1024, s->maxitems * 2);
+		s->items = s->items == NULL ?
+			MemoryContextAlloc(s->item_context, sizeof(IntSortItem) * s->maxitems) :
+			repalloc_huge(s->items, sizeof(IntSortItem) * s->maxitems);
+	}
+	item = &s->items[s->nitems++];
+	memcpy(item->keys, keys, sizeof(int64) * s->nkeys);
+	item->row = row;
+	s->row_bytes += GetMemoryChunkSpace(row);
+}
+
 /* add a row (copied) with its keys */
 void
 zl_intsort_put(ZLIntSort *s, const int64 *keys, HeapTuple row)
 {
 	MemoryContext old;
-	IntSortItem *item;
 
-	if (s->spilled == NULL &&
-		s->row_bytes + sizeof(IntSortItem) * s->maxitems > (Size) s->work_mem_kb * 1024)
-		spill(s);
-	if (s->spilled != NULL)
+	if (!rows_in_memory(s))
 	{
 		put_spilled(s, zl_sortrow_to_slot(keys, s->nkeys, row, s->put_slot, &s->payload));
 		return;
 	}
 	old = MemoryContextSwitchTo(s->item_context);
-	if (s->nitems == s->maxitems)
-	{
-		s->maxitems = Max(1024, s->maxitems * 2);
-		s->items = s->items == NULL ? palloc(sizeof(IntSortItem) * s->maxitems) :
-			repalloc_huge(s->items, sizeof(IntSortItem) * s->maxitems);
-	}
-	item = &s->items[s->nitems++];
-	memcpy(item->keys, keys, sizeof(int64) * s->nkeys);
-	item->row = heap_copytuple(row);
-	s->row_bytes += GetMemoryChunkSpace(item->row);
+	add_item(s, keys, heap_copytuple(row));
 	MemoryContextSwitchTo(old);
 }
 
@@ -331,15 +352,18 @@ zl_intsort_put(ZLIntSort *s, const int64 *keys, HeapTuple row)
 void
 zl_intsort_put_slot(ZLIntSort *s, TupleTableSlot *slot)
 {
-	ZLSortRow	row;
+	int64		keys[ZL_SORTROW_MAX_KEYS];
+	MemoryContext old;
 
-	if (s->spilled != NULL)
+	if (!rows_in_memory(s))
 	{
 		put_spilled(s, slot);
 		return;
 	}
-	zl_sortrow_from_slot(slot, s->nkeys, &row, &s->row_copy);
-	zl_intsort_put(s, row.keys, &row.row);
+	slot_keys(slot, s->nkeys, keys);
+	old = MemoryContextSwitchTo(s->item_context);
+	add_item(s, keys, zl_rowsort_row_copy(slot, s->nkeys + 1));
+	MemoryContextSwitchTo(old);
 }
 
 void
