@@ -164,5 +164,20 @@ SELECT changes, inserted, closed
 SELECT count(DISTINCT chunk_id) AS toasted_values FROM :zt_toast;
 SELECT id, length(pad), length(doc), valid_to FROM zt ORDER BY valid_from;
 
+-- the catalog rows of history sub-groups are inserted several at once
+-- (README "Packing"): one write into 300 windows of one partition inserts
+-- them in two statements, and each window still has one file group of its
+-- own
+CREATE TABLE wide_windows (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+SELECT zipper_lake.register('wide_windows', ARRAY['id']);
+INSERT INTO wide_windows
+SELECT k, k, '2024-06-01'::timestamptz - k * interval '1 day', '2024-06-01 12:00'
+  FROM generate_series(1, 300) k;
+SELECT count(*) AS subgroups, count(DISTINCT window_start) AS windows,
+       count(DISTINCT file_group) AS file_groups
+  FROM zipper_lake.inspect('wide_windows');
+SELECT * FROM zipper_lake.verify('wide_windows');
+
 RESET search_path;
 DROP SCHEMA packing CASCADE;

@@ -482,8 +482,12 @@ extern void zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
 									  int64 *file_group, int32 *rollover_seq);
 extern int64 zl_meta_insert_subgroup(Relation rel, const ZLSubGroup *sg,
 									 int32 rollover_seq, const bytea *key_directory);
-extern int64 zl_meta_insert_history_subgroup(Relation rel, const ZLSubGroup *sg,
-											 const bytea *key_directory);
+typedef struct ZLHistoryInserts ZLHistoryInserts;
+extern ZLHistoryInserts *zl_meta_history_inserts_begin(Relation rel);
+extern void zl_meta_history_insert(ZLHistoryInserts *h, const ZLSubGroup *sg,
+								   bytea *key_directory);
+extern void zl_meta_history_inserts_flush(ZLHistoryInserts *h);
+extern void zl_meta_history_inserts_end(ZLHistoryInserts *h);
 extern void zl_meta_delete_subgroup(Relation rel, int64 subgroup_id);
 extern bool zl_meta_statement_running(void);
 extern void zl_meta_insert_masks(Relation rel, int nmasks,

@@ -72,8 +72,8 @@ typedef enum ZLMetaQuery
 	Q_NEW_ID,
 	Q_INSERT_SUBGROUP,
 	Q_INSERT_COLUMNAR_SUBGROUP,
-	Q_INSERT_HISTORY_SUBGROUP,
-	Q_INSERT_HISTORY_COLUMNAR_SUBGROUP,
+	Q_INSERT_HISTORY_SUBGROUPS,
+	Q_INSERT_HISTORY_COLUMNAR_SUBGROUPS,
 	Q_DELETE_SUBGROUP,
 	Q_FORGET_FREE_EXTENTS,
 	Q_LOAD_FREE_EXTENTS,
@@ -119,22 +119,37 @@ typedef struct ZLMetaQueryDef
 	" VALUES ($1, nextval('zipper_lake.id_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11" \
 	more_values " RETURNING subgroup_id"
 /*
- * The same for a history partition, whose window keeps one file group:
- * the window's, opened (a new id, taken before the sub-group's) if it has
- * none; $2 and $3 are not used.  One statement instead of three for the
- * many small history sub-groups a batch writes.
+ * The sub-groups of history partitions a write made, in one statement
+ * (their many small catalog rows would otherwise cost a statement each).
+ * A history window keeps one file group: each window's, looked up once,
+ * or opened (a new id, taken before the sub-groups' ids) if it has none,
+ * so sub-groups of one window in one statement share it; ids follow the
+ * order of the arrays.
  */
-#define INSERT_HISTORY_SUBGROUP(more_columns, more_values) \
-	"WITH window_group AS (SELECT file_group, rollover_seq FROM zipper_lake.subgroup" \
-	" WHERE storage_id = $1 AND partition_end = $4 AND window_start = $5" \
-	" ORDER BY rollover_seq DESC LIMIT 1)" \
+#define INSERT_HISTORY_SUBGROUPS(more_columns, more_values) \
+	"WITH s AS (SELECT * FROM unnest($2::date[], $3::timestamptz[], $4::timestamptz[]," \
+	" $5::timestamptz[], $6::int8[], $7::int8[], $8::int4[], $9::bytea[]) WITH ORDINALITY" \
+	" AS s(partition_end, window_start, first_start, last_start, row_count, first_block," \
+	" blocks, key_directory, ord))," \
+	" w AS MATERIALIZED (SELECT w.partition_end, w.window_start," \
+	" coalesce(g.file_group, nextval('zipper_lake.id_seq')) AS file_group," \
+	" coalesce(g.rollover_seq, 0) AS rollover_seq" \
+	" FROM (SELECT partition_end, window_start, min(ord) AS ord FROM s" \
+	" GROUP BY partition_end, window_start ORDER BY 3) w" \
+	" LEFT JOIN LATERAL (SELECT file_group, rollover_seq FROM zipper_lake.subgroup x" \
+	" WHERE x.storage_id = $1 AND x.partition_end = w.partition_end" \
+	" AND x.window_start = w.window_start ORDER BY rollover_seq DESC LIMIT 1) g ON true" \
+	" ORDER BY w.ord)" \
 	" INSERT INTO zipper_lake.subgroup (storage_id, file_group, subgroup_id," \
 	" rollover_seq, partition_end, window_start, first_start, last_start," \
 	" row_count, first_block, blocks, key_directory" more_columns \
-	" SELECT $1, coalesce((SELECT file_group FROM window_group)," \
-	" nextval('zipper_lake.id_seq')), nextval('zipper_lake.id_seq')," \
-	" coalesce((SELECT rollover_seq FROM window_group), 0)," \
-	" $4, $5, $6, $7, $8, $9, $10, $11" more_values " RETURNING subgroup_id"
+	" SELECT $1, w.file_group, nextval('zipper_lake.id_seq'), w.rollover_seq," \
+	" s.partition_end, s.window_start, s.first_start, s.last_start, s.row_count," \
+	" s.first_block, s.blocks, s.key_directory" more_values \
+	" FROM s JOIN w USING (partition_end, window_start) ORDER BY s.ord"
+#define INSERT_HISTORY_SUBGROUPS_TYPES \
+	INT8OID, DATEARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, \
+	TIMESTAMPTZARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT4ARRAYOID, BYTEAARRAYOID
 #define INSERT_SUBGROUP_TYPES \
 	INT8OID, INT8OID, INT4OID, DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID, \
 	TIMESTAMPTZOID, INT8OID, INT8OID, INT4OID, BYTEAOID
@@ -190,11 +205,11 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	[Q_INSERT_COLUMNAR_SUBGROUP] = {
 		INSERT_SUBGROUP(", format)", ", 'c')"), 11, {INSERT_SUBGROUP_TYPES}
 	},
-	[Q_INSERT_HISTORY_SUBGROUP] = {
-		INSERT_HISTORY_SUBGROUP(")", ""), 11, {INSERT_SUBGROUP_TYPES}
+	[Q_INSERT_HISTORY_SUBGROUPS] = {
+		INSERT_HISTORY_SUBGROUPS(")", ""), 9, {INSERT_HISTORY_SUBGROUPS_TYPES}
 	},
-	[Q_INSERT_HISTORY_COLUMNAR_SUBGROUP] = {
-		INSERT_HISTORY_SUBGROUP(", format)", ", 'c'"), 11, {INSERT_SUBGROUP_TYPES}
+	[Q_INSERT_HISTORY_COLUMNAR_SUBGROUPS] = {
+		INSERT_HISTORY_SUBGROUPS(", format)", ", 'c'"), 9, {INSERT_HISTORY_SUBGROUPS_TYPES}
 	},
 	[Q_DELETE_SUBGROUP] = {
 		"WITH d AS (DELETE FROM zipper_lake.subgroup"
@@ -907,7 +922,7 @@ zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write)
  * In the current partition a file group holding max_subgroups sub-groups
  * is closed and the next one opened (rollover); max_subgroups = 0 keeps
  * one file group per window, as history partitions do (their sub-groups
- * find it as they are inserted: zl_meta_insert_history_subgroup).
+ * find it as they are inserted: zl_meta_history_insert).
  */
 void
 zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
@@ -945,24 +960,27 @@ zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
 	meta_end(&session);
 }
 
-/*
- * Insert a sub-group's row: into sg->file_group at rollover_seq, or, with
- * window_group, into its history window's file group (opened if the window
- * has none; sg->file_group and rollover_seq are not used).
- */
-static int64
-insert_subgroup(Relation rel, const ZLSubGroup *sg, int32 rollover_seq,
-				const bytea *key_directory, bool window_group)
+/* a sub-group row written: the metapage's change counter and autovacuum's */
+static void
+count_subgroups_written(Relation rel, int64 rows)
+{
+	zl_storage_count_metadata_change(rel);
+	/* autovacuum visits a table after enough rows were written (README "Lifecycle") */
+	pgstat_count_heap_insert(rel, rows);
+}
+
+/* insert a sub-group's row, into sg->file_group at rollover_seq */
+int64
+zl_meta_insert_subgroup(Relation rel, const ZLSubGroup *sg, int32 rollover_seq,
+						const bytea *key_directory)
 {
 	ZLMetaSession session;
-	uint64		storage_id = zl_storage_id(rel);
 	Datum		values[11];
 	char		nulls[11];
 	int64		subgroup_id;
-	ZLMetaQuery query;
 
 	memset(nulls, ' ', sizeof(nulls));
-	values[0] = Int64GetDatum((int64) storage_id);
+	values[0] = Int64GetDatum((int64) zl_storage_id(rel));
 	values[1] = Int64GetDatum(sg->file_group);
 	values[2] = Int32GetDatum(rollover_seq);
 	values[3] = DateADTGetDatum(sg->partition_end);
@@ -977,34 +995,131 @@ insert_subgroup(Relation rel, const ZLSubGroup *sg, int32 rollover_seq,
 		nulls[10] = 'n';
 	if (!sg->placed)
 		nulls[3] = nulls[4] = nulls[5] = nulls[6] = 'n';
-	if (sg->format == ZL_FORMAT_COLUMNAR)
-		query = window_group ? Q_INSERT_HISTORY_COLUMNAR_SUBGROUP : Q_INSERT_COLUMNAR_SUBGROUP;
-	else
-		query = window_group ? Q_INSERT_HISTORY_SUBGROUP : Q_INSERT_SUBGROUP;
 
 	meta_begin(&session);
-	meta_exec(query, values, nulls, InvalidSnapshot, false);
+	meta_exec(sg->format == ZL_FORMAT_COLUMNAR ? Q_INSERT_COLUMNAR_SUBGROUP : Q_INSERT_SUBGROUP,
+			  values, nulls, InvalidSnapshot, false);
 	subgroup_id = result_int64(0, 1);
 	meta_end(&session);
-	zl_storage_count_metadata_change(rel);
-	/* autovacuum visits a table after enough rows were written (README "Lifecycle") */
-	pgstat_count_heap_insert(rel, sg->row_count);
+	count_subgroups_written(rel, sg->row_count);
 	return subgroup_id;
 }
 
-int64
-zl_meta_insert_subgroup(Relation rel, const ZLSubGroup *sg, int32 rollover_seq,
-						const bytea *key_directory)
+/*
+ * The sub-groups of history partitions a write makes wait here and go to
+ * the catalog together (INSERT_HISTORY_SUBGROUPS): up to
+ * HISTORY_INSERTS_MAX at once, fewer when their key directories reach
+ * HISTORY_INSERTS_BYTES, so what waits stays small whatever the write.
+ * They join their windows' file groups as they are inserted.
+ */
+#define HISTORY_INSERTS_MAX		256
+#define HISTORY_INSERTS_BYTES	(256 * 1024)
+
+enum
 {
-	return insert_subgroup(rel, sg, rollover_seq, key_directory, false);
+	H_PARTITION_END,
+	H_WINDOW_START,
+	H_FIRST_START,
+	H_LAST_START,
+	H_ROW_COUNT,
+	H_FIRST_BLOCK,
+	H_BLOCKS,
+	H_DIRECTORY,
+	H_COLUMNS
+};
+
+struct ZLHistoryInserts
+{
+	Relation	rel;
+	char		format;			/* of the sub-groups waiting */
+	int			n;
+	Size		directory_bytes;
+	int64		rows;
+	Datum		columns[H_COLUMNS][HISTORY_INSERTS_MAX];
+};
+
+ZLHistoryInserts *
+zl_meta_history_inserts_begin(Relation rel)
+{
+	ZLHistoryInserts *h = palloc(sizeof(ZLHistoryInserts));
+
+	h->rel = rel;
+	h->n = 0;
+	h->directory_bytes = 0;
+	h->rows = 0;
+	return h;
 }
 
-/* a placed sub-group of a history partition, into its window's file group */
-int64
-zl_meta_insert_history_subgroup(Relation rel, const ZLSubGroup *sg, const bytea *key_directory)
+/* insert the sub-groups waiting */
+void
+zl_meta_history_inserts_flush(ZLHistoryInserts *h)
 {
-	Assert(sg->placed && sg->partition_end != ZL_CURRENT_PARTITION);
-	return insert_subgroup(rel, sg, 0, key_directory, true);
+	static const Oid types[H_COLUMNS] = {
+		DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+		INT8OID, INT8OID, INT4OID, BYTEAOID
+	};
+	ZLMetaSession session;
+	Datum		values[1 + H_COLUMNS];
+
+	if (h->n == 0)
+		return;
+	values[0] = Int64GetDatum((int64) zl_storage_id(h->rel));
+	for (int c = 0; c < H_COLUMNS; c++)
+	{
+		int16		typlen;
+		bool		typbyval;
+		char		typalign;
+
+		get_typlenbyvalalign(types[c], &typlen, &typbyval, &typalign);
+		values[1 + c] = PointerGetDatum(construct_array(h->columns[c], h->n, types[c],
+														typlen, typbyval, typalign));
+	}
+	meta_begin(&session);
+	meta_exec(h->format == ZL_FORMAT_COLUMNAR ?
+			  Q_INSERT_HISTORY_COLUMNAR_SUBGROUPS : Q_INSERT_HISTORY_SUBGROUPS,
+			  values, NULL, InvalidSnapshot, false);
+	meta_end(&session);
+	count_subgroups_written(h->rel, h->rows);
+
+	for (int c = 0; c < H_COLUMNS; c++)
+		pfree(DatumGetPointer(values[1 + c]));
+	for (int i = 0; i < h->n; i++)
+		pfree(DatumGetPointer(h->columns[H_DIRECTORY][i]));
+	h->n = 0;
+	h->directory_bytes = 0;
+	h->rows = 0;
+}
+
+/* a placed sub-group of a history partition, to insert; takes its directory */
+void
+zl_meta_history_insert(ZLHistoryInserts *h, const ZLSubGroup *sg, bytea *key_directory)
+{
+	int			i;
+
+	Assert(sg->placed && sg->partition_end != ZL_CURRENT_PARTITION && key_directory);
+	if (h->n > 0 && (h->n == HISTORY_INSERTS_MAX || h->format != sg->format ||
+					 h->directory_bytes + VARSIZE(key_directory) > HISTORY_INSERTS_BYTES))
+		zl_meta_history_inserts_flush(h);
+	i = h->n++;
+	h->format = sg->format;
+	h->columns[H_PARTITION_END][i] = DateADTGetDatum(sg->partition_end);
+	h->columns[H_WINDOW_START][i] = TimestampTzGetDatum(sg->window_start);
+	h->columns[H_FIRST_START][i] = TimestampTzGetDatum(sg->first_start);
+	h->columns[H_LAST_START][i] = TimestampTzGetDatum(sg->last_start);
+	h->columns[H_ROW_COUNT][i] = Int64GetDatum(sg->row_count);
+	h->columns[H_FIRST_BLOCK][i] = Int64GetDatum((int64) sg->first_block);
+	h->columns[H_BLOCKS][i] = Int32GetDatum(sg->blocks);
+	h->columns[H_DIRECTORY][i] = PointerGetDatum(key_directory);
+	h->directory_bytes += VARSIZE(key_directory);
+	h->rows += sg->row_count;
+}
+
+/* insert what waits, and free */
+void
+zl_meta_history_inserts_end(ZLHistoryInserts *h)
+{
+	zl_meta_history_inserts_flush(h);
+	pfree(h);
 }
 
 /*

@@ -7,7 +7,8 @@
  * and checks what only the storage knows: block ranges inside the file
  * and disjoint, row counts, rows sorted by valid_from, stored first/last
  * start times, each row in the partition of its valid_to and the window
- * of its valid_from, valid_from < valid_to, and in columnar sub-groups
+ * of its valid_from, one file group per window of a history partition,
+ * valid_from < valid_to, and in columnar sub-groups
  * each chunk's min/max and null counts against its values.  The checks across
  * versions of a key (overlaps, several open versions, the change record
  * against the versions) are plain SQL in zipper_lake.verify(), which gets
@@ -170,6 +171,60 @@ verify_subgroup(VerifyOutput *out, Relation rel, const ZLTableOptions *opts,
 	}
 }
 
+static int
+window_cmp(const void *a, const void *b)
+{
+	const ZLSubGroup *x = *(ZLSubGroup *const *) a;
+	const ZLSubGroup *y = *(ZLSubGroup *const *) b;
+
+	if (x->partition_end != y->partition_end)
+		return x->partition_end < y->partition_end ? -1 : 1;
+	if (x->window_start != y->window_start)
+		return x->window_start < y->window_start ? -1 : 1;
+	return x->file_group < y->file_group ? -1 : (x->file_group > y->file_group);
+}
+
+static int
+file_group_cmp(const void *a, const void *b)
+{
+	const ZLSubGroup *x = *(ZLSubGroup *const *) a;
+	const ZLSubGroup *y = *(ZLSubGroup *const *) b;
+
+	if (x->file_group != y->file_group)
+		return x->file_group < y->file_group ? -1 : 1;
+	return window_cmp(a, b);
+}
+
+/* a window of a history partition keeps one file group, holding nothing else */
+static void
+verify_history_windows(VerifyOutput *out, ZLSubGroup *sgs, int nsgs)
+{
+	ZLSubGroup **history = palloc(sizeof(ZLSubGroup *) * Max(nsgs, 1));
+	int			n = 0;
+
+	for (int i = 0; i < nsgs; i++)
+		if (sgs[i].placed && sgs[i].partition_end != ZL_CURRENT_PARTITION)
+			history[n++] = &sgs[i];
+
+	qsort(history, n, sizeof(ZLSubGroup *), window_cmp);
+	for (int i = 1; i < n; i++)
+		if (history[i]->partition_end == history[i - 1]->partition_end &&
+			history[i]->window_start == history[i - 1]->window_start &&
+			history[i]->file_group != history[i - 1]->file_group)
+			report(out, "split history window", "Sub-groups " INT64_FORMAT " and " INT64_FORMAT " of one window of partition %s are in file groups " INT64_FORMAT " and " INT64_FORMAT ".",
+				   history[i - 1]->subgroup_id, history[i]->subgroup_id,
+				   DatumGetCString(DirectFunctionCall1(date_out, DateADTGetDatum(history[i]->partition_end))),
+				   history[i - 1]->file_group, history[i]->file_group);
+
+	qsort(history, n, sizeof(ZLSubGroup *), file_group_cmp);
+	for (int i = 1; i < n; i++)
+		if (history[i]->file_group == history[i - 1]->file_group &&
+			window_cmp(&history[i], &history[i - 1]) != 0)
+			report(out, "wrong file group", "File group " INT64_FORMAT " holds sub-groups " INT64_FORMAT " and " INT64_FORMAT " of different history windows.",
+				   history[i]->file_group, history[i - 1]->subgroup_id, history[i]->subgroup_id);
+	pfree(history);
+}
+
 Datum
 zipper_lake_verify_storage(PG_FUNCTION_ARGS)
 {
@@ -223,6 +278,8 @@ zipper_lake_verify_storage(PG_FUNCTION_ARGS)
 		}
 		verify_subgroup(&out, rel, &opts, sg);
 	}
+
+	verify_history_windows(&out, sgs, nsgs);
 
 	/* free extents lie in the file and outside every visible sub-group */
 	extents = zl_meta_load_free_extents(zl_storage_id(rel), GetActiveSnapshot(), &nextents);

@@ -954,6 +954,7 @@ typedef struct RunReader
 	uint32	   *lengths;		/* their lengths */
 	uint32	   *hashes;			/* key hashes of a sub-group's rows */
 	int32	   *positions;		/* and their positions */
+	ZLHistoryInserts *history_inserts;	/* history sub-groups' catalog rows */
 } RunReader;
 
 /*
@@ -1058,13 +1059,20 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 	sg.partition_end = key->partition_end;
 	sg.window_start = key->window_start;
 
-	/* history sub-groups join their window's file group as they are inserted */
-	if (key->placed && !run_in_history(key))
-		zl_meta_choose_file_group(state->storage_id, key->partition_end,
-								  key->window_start, state->opts.max_subgroups,
-								  &sg.file_group, &rollover_seq);
-	else
-		sg.file_group = 0;
+	/*
+	 * History sub-groups join their window's file group as they are
+	 * inserted, several at once; before any other sub-group takes an id,
+	 * those waiting are inserted, so ids follow the order of writing.
+	 */
+	sg.file_group = 0;
+	if (!run_in_history(key))
+	{
+		zl_meta_history_inserts_flush(rr->history_inserts);
+		if (key->placed)
+			zl_meta_choose_file_group(state->storage_id, key->partition_end,
+									  key->window_start, state->opts.max_subgroups,
+									  &sg.file_group, &rollover_seq);
+	}
 
 	sg.format = run_is_columnar(state, key) ? ZL_FORMAT_COLUMNAR : ZL_FORMAT_ROWS;
 	if (sg.format == ZL_FORMAT_COLUMNAR)
@@ -1133,11 +1141,13 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 	if (key->placed)
 		directory = zl_key_directory_build(rr->hashes, rr->positions, i);
 	if (run_in_history(key))
-		(void) zl_meta_insert_history_subgroup(rel, &sg, directory);
+		zl_meta_history_insert(rr->history_inserts, &sg, directory);
 	else
+	{
 		(void) zl_meta_insert_subgroup(rel, &sg, rollover_seq, directory);
-	if (directory)
-		pfree(directory);
+		if (directory)
+			pfree(directory);
+	}
 }
 
 /*
@@ -1212,6 +1222,7 @@ write_placed(ZLWriteState *state, Relation rel)
 	rr.lengths = palloc(sizeof(uint32) * ZL_MAX_SUBGROUP_ROWS);
 	rr.hashes = palloc(sizeof(uint32) * ZL_MAX_SUBGROUP_ROWS);
 	rr.positions = palloc(sizeof(int32) * ZL_MAX_SUBGROUP_ROWS);
+	rr.history_inserts = zl_meta_history_inserts_begin(rel);
 	read_next(&rr);
 	while (rr.have)
 	{
@@ -1223,6 +1234,7 @@ write_placed(ZLWriteState *state, Relation rel)
 		while (next_in_run(&rr))
 			write_chunk(rel, &rr, free_space);
 	}
+	zl_meta_history_inserts_end(rr.history_inserts);
 	if (rr.buffer)
 		tuplestore_end(rr.buffer);
 	zl_free_space_end(free_space);
