@@ -133,7 +133,51 @@ dir_entry_cmp(const ZLKeyDirEntry *x, const ZLKeyDirEntry *y)
 #define ST_DEFINE
 #include "lib/sort_template.h"
 
-/* the directory of n rows, given their key hashes and row positions */
+/*
+ * Entries given in ascending position order, sorted by hash: a radix sort
+ * of the hash, a byte at a time from the lowest, each pass stable, so
+ * entries of one hash keep their position order.  Four passes, each
+ * counting and then moving, instead of n log n comparisons (the directory
+ * of a batch's current sub-group has an entry for every key of the batch).
+ */
+static void
+radix_sort_dir_entries(ZLKeyDirEntry *entries, int n)
+{
+	ZLKeyDirEntry *from = entries;
+	ZLKeyDirEntry *to = palloc(sizeof(ZLKeyDirEntry) * n);
+
+	for (int shift = 0; shift < 32; shift += 8)
+	{
+		int			starts[256] = {0};
+		ZLKeyDirEntry *swap;
+
+		for (int i = 0; i < n; i++)
+			starts[(from[i].hash >> shift) & 0xFF]++;
+		for (int b = 0, sum = 0; b < 256; b++)
+		{
+			int			count = starts[b];
+
+			starts[b] = sum;
+			sum += count;
+		}
+		for (int i = 0; i < n; i++)
+			to[starts[(from[i].hash >> shift) & 0xFF]++] = from[i];
+		swap = from;
+		from = to;
+		to = swap;
+	}
+	/* an even number of passes: the sorted entries are back in place */
+	Assert(from == entries);
+	pfree(to);
+}
+
+/* below this many entries a comparison sort is quicker than four passes */
+#define DIR_RADIX_MIN_ENTRIES	256
+
+/*
+ * The directory of n rows, given their key hashes and row positions in
+ * ascending position order (the order a sub-group's rows are written in).
+ */
 bytea *
 zl_key_directory_build(const uint32 *hashes, const int32 *positions, int n)
 {
@@ -143,10 +187,14 @@ zl_key_directory_build(const uint32 *hashes, const int32 *positions, int n)
 	SET_VARSIZE(dir, VARHDRSZ + sizeof(ZLKeyDirEntry) * n);
 	for (int i = 0; i < n; i++)
 	{
+		Assert(i == 0 || positions[i - 1] < positions[i]);
 		entries[i].hash = hashes[i];
 		entries[i].position = positions[i];
 	}
-	sort_dir_entries(entries, n);
+	if (n >= DIR_RADIX_MIN_ENTRIES)
+		radix_sort_dir_entries(entries, n);
+	else
+		sort_dir_entries(entries, n);
 	return dir;
 }
 
