@@ -66,6 +66,7 @@
  *-------------------------------------------------------------------------
  */
 #include "zipper_lake.h"
+#include "zl_hashsort.h"
 
 #include "access/detoast.h"
 #include "access/heaptoast.h"
@@ -289,6 +290,7 @@ typedef struct ApplyContext
 	HeldChange *held;
 	int			nheld;
 	int			maxheld;
+	bool		held_in_arrival_order;
 	int			next_held;		/* the next to apply */
 	TupleDesc	sort_desc;
 	Tuplesortstate *sort;
@@ -671,6 +673,7 @@ begin_batch(ApplyContext *ac)
 											 ALLOCSET_DEFAULT_SIZES);
 	ac->held = NULL;
 	ac->nheld = ac->maxheld = ac->next_held = 0;
+	ac->held_in_arrival_order = true;
 	ac->sort = NULL;
 }
 
@@ -738,6 +741,8 @@ hold_change(ApplyContext *ac, Change *c)
 	}
 	old = MemoryContextSwitchTo(ac->held_context);
 	grow_array((void **) &ac->held, &ac->maxheld, ac->nheld + 1, sizeof(HeldChange));
+	if (ac->nheld > 0 && ac->held[ac->nheld - 1].arrival > c->arrival)
+		ac->held_in_arrival_order = false;
 	held = &ac->held[ac->nheld++];
 	held->hash = hash;
 	held->arrival = c->arrival;
@@ -763,7 +768,10 @@ end_batch(ApplyContext *ac)
 {
 	if (ac->held_context != NULL)
 	{
-		if (ac->nheld > 1)
+		/* held in arrival order, a hash sort keeps it among equal hashes */
+		if (ac->nheld >= ZL_HASHSORT_MIN_ELEMENTS && ac->held_in_arrival_order)
+			zl_hashsort(ac->held, ac->nheld, sizeof(HeldChange));
+		else if (ac->nheld > 1)
 			sort_held(ac->held, ac->nheld);
 	}
 	else

@@ -22,6 +22,7 @@
  *-------------------------------------------------------------------------
  */
 #include "zipper_lake.h"
+#include "zl_hashsort.h"
 
 #include "access/htup_details.h"
 #include "common/hashfn.h"
@@ -134,47 +135,6 @@ dir_entry_cmp(const ZLKeyDirEntry *x, const ZLKeyDirEntry *y)
 #include "lib/sort_template.h"
 
 /*
- * Entries given in ascending position order, sorted by hash: a radix sort
- * of the hash, a byte at a time from the lowest, each pass stable, so
- * entries of one hash keep their position order.  Four passes, each
- * counting and then moving, instead of n log n comparisons (the directory
- * of a batch's current sub-group has an entry for every key of the batch).
- */
-static void
-radix_sort_dir_entries(ZLKeyDirEntry *entries, int n)
-{
-	ZLKeyDirEntry *from = entries;
-	ZLKeyDirEntry *to = palloc(sizeof(ZLKeyDirEntry) * n);
-
-	for (int shift = 0; shift < 32; shift += 8)
-	{
-		int			starts[256] = {0};
-		ZLKeyDirEntry *swap;
-
-		for (int i = 0; i < n; i++)
-			starts[(from[i].hash >> shift) & 0xFF]++;
-		for (int b = 0, sum = 0; b < 256; b++)
-		{
-			int			count = starts[b];
-
-			starts[b] = sum;
-			sum += count;
-		}
-		for (int i = 0; i < n; i++)
-			to[starts[(from[i].hash >> shift) & 0xFF]++] = from[i];
-		swap = from;
-		from = to;
-		to = swap;
-	}
-	/* an even number of passes: the sorted entries are back in place */
-	Assert(from == entries);
-	pfree(to);
-}
-
-/* below this many entries a comparison sort is quicker than four passes */
-#define DIR_RADIX_MIN_ENTRIES	256
-
-/*
  * The directory of n rows, given their key hashes and row positions in
  * ascending position order (the order a sub-group's rows are written in).
  */
@@ -191,8 +151,8 @@ zl_key_directory_build(const uint32 *hashes, const int32 *positions, int n)
 		entries[i].hash = hashes[i];
 		entries[i].position = positions[i];
 	}
-	if (n >= DIR_RADIX_MIN_ENTRIES)
-		radix_sort_dir_entries(entries, n);
+	if (n >= ZL_HASHSORT_MIN_ELEMENTS)
+		zl_hashsort(entries, n, sizeof(ZLKeyDirEntry));
 	else
 		sort_dir_entries(entries, n);
 	return dir;
