@@ -66,8 +66,8 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-# PGXS tracks no header dependencies: every object depends on the one header
-$(OBJS): src/zipper_lake.h
+# PGXS tracks no header dependencies: every object depends on every header
+$(OBJS): $(wildcard src/*.h)
 
 # Against the running server of PGHOST / PGPORT (test/run_tests.sh starts one):
 # the batching test of zipper_lake, the fold reference and its Python model

@@ -102,5 +102,25 @@ SELECT * FROM zipper_lake.apply_changes('ki_hash', 'ki_hash_batch');
 SELECT id, v, valid_from, valid_to FROM ki_hash WHERE id IN (4119, 5754, 197615, 209697)
  ORDER BY id, valid_from;
 SELECT * FROM zipper_lake.verify('ki_hash');
-DROP TABLE ki_dir, ki_idx, ki_batches, ki_counts, ki_hash, ki_hash_batch;
+-- index hits are put in (sub-group, position) order by a radix sort of
+-- their 64-bit number, passing over the bytes all hits share: three
+-- current sub-groups of 800 rows make hits differ in three bytes (sub-group,
+-- and the two of positions up to ~1,900), an odd number of passes
+CREATE TABLE ki_three (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+SELECT zipper_lake.register('ki_three', ARRAY['id'], current_group_span => '1 hour');
+INSERT INTO ki_three
+SELECT k, 0, timestamptz '2026-01-01' + (k % 3) * interval '1 hour', 'infinity'
+  FROM generate_series(1, 2400) k;
+CREATE TABLE ki_three_batch AS
+SELECT k AS id, k AS v, timestamptz '2026-01-02' AS change_time FROM generate_series(1, 2400) k;
+\c
+SET timezone = 'UTC';
+SELECT * FROM zipper_lake.apply_changes('ki_three', 'ki_three_batch');
+SELECT count(*) AS versions,
+       count(*) FILTER (WHERE valid_to = 'infinity' AND v = id) AS opened,
+       count(*) FILTER (WHERE valid_to = '2026-01-02' AND v = 0) AS closed
+  FROM ki_three;
+SELECT * FROM zipper_lake.verify('ki_three');
+DROP TABLE ki_dir, ki_idx, ki_batches, ki_counts, ki_hash, ki_hash_batch, ki_three, ki_three_batch;
 DROP FUNCTION ki_apply(text, int, int);

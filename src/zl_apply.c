@@ -66,7 +66,7 @@
  *-------------------------------------------------------------------------
  */
 #include "zipper_lake.h"
-#include "zl_hashsort.h"
+#include "zl_radixsort.h"
 
 #include "access/detoast.h"
 #include "access/heaptoast.h"
@@ -769,8 +769,8 @@ end_batch(ApplyContext *ac)
 	if (ac->held_context != NULL)
 	{
 		/* held in arrival order, a hash sort keeps it among equal hashes */
-		if (ac->nheld >= ZL_HASHSORT_MIN_ELEMENTS && ac->held_in_arrival_order)
-			zl_hashsort(ac->held, ac->nheld, sizeof(HeldChange));
+		if (ac->nheld >= ZL_RADIXSORT_MIN_ELEMENTS && ac->held_in_arrival_order)
+			zl_radix_sort(ac->held, ac->nheld, sizeof(HeldChange), sizeof(uint32));
 		else if (ac->nheld > 1)
 			sort_held(ac->held, ac->nheld);
 	}
@@ -1572,7 +1572,10 @@ current_index_hits(ApplyContext *ac, bool **in_index, int *nhits)
 			hits[(*nhits)++].key = key;
 		}
 	}
-	sort_hits(hits, *nhits);
+	if (*nhits >= ZL_RADIXSORT_MIN_ELEMENTS)
+		zl_radix_sort(hits, *nhits, sizeof(IndexHit), sizeof(int64));	/* at >= 0 */
+	else
+		sort_hits(hits, *nhits);
 	return hits;
 }
 

@@ -22,7 +22,7 @@
  *-------------------------------------------------------------------------
  */
 #include "zipper_lake.h"
-#include "zl_hashsort.h"
+#include "zl_radixsort.h"
 
 #include "access/htup_details.h"
 #include "common/hashfn.h"
@@ -151,8 +151,8 @@ zl_key_directory_build(const uint32 *hashes, const int32 *positions, int n)
 		entries[i].hash = hashes[i];
 		entries[i].position = positions[i];
 	}
-	if (n >= ZL_HASHSORT_MIN_ELEMENTS)
-		zl_hashsort(entries, n, sizeof(ZLKeyDirEntry));
+	if (n >= ZL_RADIXSORT_MIN_ELEMENTS)
+		zl_radix_sort(entries, n, sizeof(ZLKeyDirEntry), sizeof(uint32));
 	else
 		sort_dir_entries(entries, n);
 	return dir;
