@@ -141,8 +141,14 @@ zl_columnar_traits(TupleDesc desc)
 static void
 append_padding(StringInfo buf, Size aligned)
 {
-	while ((Size) buf->len < aligned)
-		appendStringInfoChar(buf, '\0');
+	if ((Size) buf->len < aligned)
+	{
+		int			pad = (int) (aligned - buf->len);
+
+		enlargeStringInfo(buf, pad);
+		memset(buf->data + buf->len, 0, pad + 1);	/* and the terminating zero */
+		buf->len += pad;
+	}
 }
 
 /* append a pass-by-reference value to a PLAIN area, as heap tuples lay them out */
@@ -223,12 +229,16 @@ varint_size(uint64 v)
 static void
 append_varint(StringInfo buf, uint64 v)
 {
+	char		bytes[10];
+	int			n = 0;
+
 	while (v >= 0x80)
 	{
-		appendStringInfoChar(buf, (char) ((v & 0x7F) | 0x80));
+		bytes[n++] = (char) ((v & 0x7F) | 0x80);
 		v >>= 7;
 	}
-	appendStringInfoChar(buf, (char) v);
+	bytes[n++] = (char) v;
+	appendBinaryStringInfo(buf, bytes, n);
 }
 
 /* min/max values: a uint16 length, then the bytes of value_size() */
@@ -647,13 +657,15 @@ encode_column(ZLColumnarWriter *w, int att, ZLChunkColumn *entry)
 			/* the dictionary's bytes, so readers find the codes */
 			counts[1] = (uint32) (raw->len - MAXALIGN(counts_at + sizeof(counts)));
 			memcpy(raw->data + counts_at, counts, sizeof(counts));
-			for (int k = 0; k < n - nulls; k++)
+			if (ndistinct <= 256)
 			{
-				if (ndistinct <= 256)
-					appendStringInfoChar(raw, (char) codes[k]);
-				else
-					appendBinaryStringInfo(raw, (char *) &codes[k], sizeof(uint16));
+				enlargeStringInfo(raw, n - nulls);
+				for (int k = 0; k < n - nulls; k++)
+					raw->data[raw->len++] = (char) codes[k];
+				raw->data[raw->len] = '\0';
 			}
+			else
+				appendBinaryStringInfo(raw, (char *) codes, sizeof(uint16) * (n - nulls));
 		}
 		else
 		{
