@@ -1693,6 +1693,54 @@ zl_read_subgroup_rows(Relation rel, const ZLSubGroup *sg, bool include_masked,
 }
 
 /*
+ * The rows read for positions lie one or two to a page, so each would
+ * make its reader wait for a cache miss on its line pointer and another on
+ * its tuple.  So the pages of the next POSITIONS_AHEAD positions are
+ * pinned ahead and their line pointers asked for, and the tuple of the
+ * next one, whose line pointer has arrived meanwhile.
+ */
+#define POSITIONS_AHEAD 2
+
+typedef struct PinnedRow
+{
+	Buffer		buffer;			/* InvalidBuffer: masked, not read */
+	ItemPointerData tid;
+} PinnedRow;
+
+/* pin the page of a position (sharing the pin of the position before) */
+static void
+pin_position(Relation rel, const ZLSubGroup *sg, int32 position, PinnedRow *row,
+			 const PinnedRow *before)
+{
+	check_position(sg, position);
+	row->buffer = InvalidBuffer;
+	if (ZL_ROW_MASKED(sg, position))
+		return;
+	zl_position_tid(sg, position, &row->tid);
+	if (before != NULL && BufferIsValid(before->buffer) &&
+		ItemPointerGetBlockNumber(&before->tid) == ItemPointerGetBlockNumber(&row->tid))
+	{
+		IncrBufferRefCount(before->buffer);
+		row->buffer = before->buffer;
+	}
+	else
+		row->buffer = ReadBuffer(rel, ItemPointerGetBlockNumber(&row->tid));
+	ZL_PREFETCH(PageGetItemId(BufferGetPage(row->buffer), ItemPointerGetOffsetNumber(&row->tid)));
+}
+
+/* the row a position names, or NULL past its page's rows */
+static inline ItemId
+pinned_item(const PinnedRow *row)
+{
+	Page		page = BufferGetPage(row->buffer);
+	OffsetNumber offset = ItemPointerGetOffsetNumber(&row->tid);
+
+	if (offset > PageGetMaxOffsetNumber(page))
+		return NULL;
+	return PageGetItemId(page, offset);
+}
+
+/*
  * Call back for the rows at the given positions (ascending) of a
  * sub-group, skipping masked ones; each page is read once.
  */
@@ -1701,8 +1749,8 @@ zl_read_subgroup_positions(Relation rel, const ZLSubGroup *sg,
 						   const int32 *positions, int npositions,
 						   ZLRowCallback callback, void *arg)
 {
-	Buffer		buffer = InvalidBuffer;
-	BlockNumber current = InvalidBlockNumber;
+	PinnedRow	ring[POSITIONS_AHEAD + 1];
+	int			pinned = 0;		/* positions pinned so far */
 
 	if (sg->format == ZL_FORMAT_COLUMNAR)
 	{
@@ -1711,40 +1759,43 @@ zl_read_subgroup_positions(Relation rel, const ZLSubGroup *sg,
 	}
 	for (int i = 0; i < npositions; i++)
 	{
-		int32		position = positions[i];
-		BlockNumber block;
-		OffsetNumber offset;
-		Page		page;
+		PinnedRow  *row = &ring[i % (POSITIONS_AHEAD + 1)];
 		ItemId		itemid;
 		HeapTupleData tuple;
 
-		check_position(sg, position);
-		if (ZL_ROW_MASKED(sg, position))
-			continue;
-		zl_position_tid(sg, position, &tuple.t_self);
-		block = ItemPointerGetBlockNumber(&tuple.t_self);
-		offset = ItemPointerGetOffsetNumber(&tuple.t_self);
-		if (block != current)
+		for (; pinned < npositions && pinned <= i + POSITIONS_AHEAD; pinned++)
+			pin_position(rel, sg, positions[pinned], &ring[pinned % (POSITIONS_AHEAD + 1)],
+						 pinned > 0 ? &ring[(pinned - 1) % (POSITIONS_AHEAD + 1)] : NULL);
+		if (i + 1 < pinned)
 		{
-			if (BufferIsValid(buffer))
-				ReleaseBuffer(buffer);
-			buffer = ReadBuffer(rel, block);
-			current = block;
+			PinnedRow  *next = &ring[(i + 1) % (POSITIONS_AHEAD + 1)];
+			ItemId		next_item;
+
+			if (BufferIsValid(next->buffer) && (next_item = pinned_item(next)) != NULL &&
+				ItemIdIsNormal(next_item))
+			{
+				char	   *data = PageGetItem(BufferGetPage(next->buffer), next_item);
+
+				ZL_PREFETCH(data);
+				if (ItemIdGetLength(next_item) > 64)
+					ZL_PREFETCH(data + 64);
+			}
 		}
-		page = BufferGetPage(buffer);
-		if (offset > PageGetMaxOffsetNumber(page) ||
-			!ItemIdIsNormal(itemid = PageGetItemId(page, offset)))
+		if (!BufferIsValid(row->buffer))
+			continue;			/* masked */
+
+		if ((itemid = pinned_item(row)) == NULL || !ItemIdIsNormal(itemid))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("key directory of sub-group " INT64_FORMAT " names a missing row at position %d",
-							sg->subgroup_id, position)));
-		tuple.t_data = (HeapTupleHeader) PageGetItem(page, itemid);
+							sg->subgroup_id, positions[i])));
+		tuple.t_data = (HeapTupleHeader) PageGetItem(BufferGetPage(row->buffer), itemid);
 		tuple.t_len = ItemIdGetLength(itemid);
 		tuple.t_tableOid = RelationGetRelid(rel);
-		callback(arg, sg, position, &tuple);
+		tuple.t_self = row->tid;
+		callback(arg, sg, positions[i], &tuple);
+		ReleaseBuffer(row->buffer);
 	}
-	if (BufferIsValid(buffer))
-		ReleaseBuffer(buffer);
 }
 
 /* orders row positions, or any int32s (qsort, bsearch) */
