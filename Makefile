@@ -3,6 +3,7 @@ EXTENSION  = zipper_lake
 MODULE_big = zipper_lake
 OBJS = \
 	src/zl_mod.o \
+	src/zl_malloc.o \
 	src/zl_tableam.o \
 	src/zl_storage.o \
 	src/zl_columnar_write.o \

@@ -93,6 +93,11 @@ extern int	zipper_lake_columnar_compression;
 #define ZL_KEY_CACHE_KB_DEFAULT		(256 * 1024)
 #define ZL_KEY_CACHE_BYTES			((Size) zipper_lake_key_cache_kb * 1024)
 
+/* zipper_lake.retained_memory (zl_malloc.c) */
+extern int	zipper_lake_retained_memory_kb;
+#define ZL_RETAINED_MEMORY_KB_DEFAULT	(64 * 1024)
+extern void zl_assign_retained_memory(int newval, void *extra);
+
 /* zipper_lake.columnar_compression */
 typedef enum ZLCompression
 {

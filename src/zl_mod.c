@@ -188,6 +188,14 @@ _PG_init(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+	DefineCustomIntVariable("zipper_lake.retained_memory",
+							"Freed memory a backend keeps for reuse instead of giving it back to the operating system.",
+							"Applies take their memory again without page faults; 0 leaves the C library's settings alone.",
+							&zipper_lake_retained_memory_kb,
+							ZL_RETAINED_MEMORY_KB_DEFAULT, 0, INT_MAX / 1024,
+							PGC_USERSET,
+							GUC_UNIT_KB,
+							NULL, zl_assign_retained_memory, NULL);
 	DefineCustomIntVariable("zipper_lake.key_cache_memory",
 							"Memory a backend keeps key directories in, and as much again for merged key indexes.",
 							"Key lookups of a table whose merged key index would need more probe each sub-group's directory.",
