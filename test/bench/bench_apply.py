@@ -20,7 +20,8 @@ times are random within one day, the day after the previous batch's (with
 --per-day K, within a K-th of a day, K batches a day).  Both
 sides apply the very same changes table, one after the other, alternating
 which side goes first, each in its own transaction (client wall time,
-including COMMIT).
+including COMMIT) and its own backend: the heap job's never loads
+zipper_lake, so it runs as plain PostgreSQL does.
 
 At the end of every round the two tables must hold the same rows (EXCEPT ALL
 both ways) and zipper_lake.verify('z_acct') must return nothing; the counts
@@ -443,9 +444,13 @@ def mb(b):
 class Side:
     """One server the job runs on (one build of the extension) and its results."""
 
-    def __init__(self, name, conn, a):
+    def __init__(self, name, conn, heap_conn, a):
         self.name = name
         self.conn = conn
+        # the heap job in a backend of its own that never loads zipper_lake,
+        # so it runs as plain PostgreSQL does (zipper_lake.retained_memory
+        # changes the C library's settings of the backend that loads it)
+        self.heap_conn = heap_conn
         self.z_times = [[] for _ in range(a.batches)]   # per batch index, one per round
         self.h_times = [[] for _ in range(a.batches)]
         self.ratios = []                                # per (round, batch), in order
@@ -475,9 +480,9 @@ def run_round(side, a, rnd, say):
         zipper_first = (b + rnd) % 2 == 0
         if zipper_first:
             tz, cz = run_zipper(conn)
-            th, ch = run_heap(conn)
+            th, ch = run_heap(side.heap_conn)
         else:
-            th, ch = run_heap(conn)
+            th, ch = run_heap(side.heap_conn)
             tz, cz = run_zipper(conn)
         # late changes: the heap job's counts follow its own (classic) semantics
         if not a.late and (cz['inserted'] != ch['inserted'] or cz['closed'] != ch['closed']):
@@ -568,11 +573,12 @@ def main():
     if a.build:
         sides = []
         for name, conninfo in a.build:
-            conn = psycopg2.connect(conninfo)
-            conn.autocommit = False
-            sides.append(Side(name, conn, a))
+            conns = [psycopg2.connect(conninfo) for _ in range(2)]
+            for c in conns:
+                c.autocommit = False
+            sides.append(Side(name, conns[0], conns[1], a))
     else:
-        sides = [Side('', connect(a, autocommit=False), a)]
+        sides = [Side('', connect(a, autocommit=False), connect(a, autocommit=False), a)]
     many = len(sides) > 1
 
     def sayer(side):
