@@ -616,6 +616,7 @@ extern bool zl_key_index_worth_building(uint64 storage_id, ZLKeyIndexScope scope
 										int64 index_rows);
 extern bool zl_key_index_current(uint64 storage_id, ZLKeyIndexScope scope, uint64 generation);
 extern int	zl_key_index_subgroups(const ZLKeyIndex *index, const int64 **subgroup_ids);
+extern void zl_key_index_prefetch(const ZLKeyIndex *index, uint32 hash);
 extern int	zl_key_index_find(const ZLKeyIndex *index, uint32 hash, int *cursor,
 							  int32 *position);
 

@@ -1527,6 +1527,9 @@ typedef struct IndexHit
  * key hash), and their number.  NULL when there is no index to use; then
  * *in_index is NULL too.
  */
+/* keys probed ahead of the one looked up (zl_key_index_prefetch) */
+#define KEY_INDEX_AHEAD		4
+
 static IndexHit *
 current_index_hits(ApplyContext *ac, bool **in_index, int *nhits)
 {
@@ -1559,6 +1562,8 @@ current_index_hits(ApplyContext *ac, bool **in_index, int *nhits)
 				k++;
 			key = ac->keys[k];
 		}
+		if (h + KEY_INDEX_AHEAD < ac->nhashes)
+			zl_key_index_prefetch(index, ac->hashes[h + KEY_INDEX_AHEAD]);
 		while ((ordinal = zl_key_index_find(index, ac->hashes[h], &cursor, &position)) >= 0)
 		{
 			if (map[ordinal] < 0)

@@ -377,6 +377,21 @@ zl_key_index_subgroups(const ZLKeyIndex *index, const int64 **subgroup_ids)
 }
 
 /*
+ * Ask for the entries of a key hash's bucket before probing it: a batch
+ * probes its keys in hash order, a few buckets apart, each probe missing
+ * the cache in the three arrays.
+ */
+void
+zl_key_index_prefetch(const ZLKeyIndex *index, uint32 hash)
+{
+	uint32		e = index->bucket_start[hash >> (32 - BUCKET_BITS)];
+
+	ZL_PREFETCH(&index->hashes[e]);
+	ZL_PREFETCH(&index->ordinals[e]);
+	ZL_PREFETCH(&index->positions[e]);
+}
+
+/*
  * The next row of a key hash: its sub-group's ordinal (into
  * zl_key_index_subgroups) and *position, or -1 when there is none left.
  * *cursor starts at -1.
