@@ -222,23 +222,26 @@ void
 zl_meta_or_mask(ZLSubGroup *sg, const int32 *positions, int npositions,
 				MemoryContext context)
 {
+	int64		limit = zl_subgroup_positions(sg);
+	int64		added = 0;
+
 	if (sg->mask == NULL)
-		sg->mask = MemoryContextAllocZero(context, (zl_subgroup_positions(sg) + 7) / 8);
+		sg->mask = MemoryContextAllocZero(context, (limit + 7) / 8);
 	for (int k = 0; k < npositions; k++)
 	{
 		int32		pos = positions[k];
+		uint8		bit = (uint8) (1 << (pos & 7));
 
-		if (pos < 0 || pos >= zl_subgroup_positions(sg))
+		if (pos < 0 || pos >= limit)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("mask of sub-group " INT64_FORMAT " names position %d outside its %d blocks",
 							sg->subgroup_id, pos, sg->blocks)));
-		if (!ZL_ROW_MASKED(sg, pos))
-		{
-			sg->mask[pos >> 3] |= (1 << (pos & 7));
-			sg->masked_rows++;
-		}
+		/* a position masked twice counts once */
+		added += (sg->mask[pos >> 3] & bit) == 0;
+		sg->mask[pos >> 3] |= bit;
 	}
+	sg->masked_rows += added;
 }
 
 /* the same for a positions array datum */
