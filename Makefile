@@ -6,6 +6,7 @@ OBJS = \
 	src/zl_malloc.o \
 	src/zl_tableam.o \
 	src/zl_storage.o \
+	src/zl_recentbuf.o \
 	src/zl_columnar_write.o \
 	src/zl_columnar_read.o \
 	src/zl_freespace.o \

@@ -342,6 +342,10 @@ extern void zl_storage_init(Relation rel, SMgrRelation srel, ForkNumber fork,
 							uint64 storage_id);
 extern uint64 zl_storage_id(Relation rel);
 extern bool zl_storage_try_id(Relation rel, uint64 *storage_id);
+/* zl_recentbuf.c */
+extern Buffer zl_read_block(Relation rel, BlockNumber block);
+extern void zl_remember_block(Relation rel, BlockNumber block, Buffer buffer);
+
 extern ZLPageWriter *zl_page_writer_begin(Relation rel, BlockNumber first_block,
 										  BlockNumber blocks);
 extern ZLPageWriter *zl_page_counter_begin(void);

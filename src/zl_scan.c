@@ -1724,7 +1724,7 @@ pin_position(Relation rel, const ZLSubGroup *sg, int32 position, PinnedRow *row,
 		row->buffer = before->buffer;
 	}
 	else
-		row->buffer = ReadBuffer(rel, ItemPointerGetBlockNumber(&row->tid));
+		row->buffer = zl_read_block(rel, ItemPointerGetBlockNumber(&row->tid));
 	ZL_PREFETCH(PageGetItemId(BufferGetPage(row->buffer), ItemPointerGetOffsetNumber(&row->tid)));
 }
 

@@ -364,6 +364,7 @@ page_writer_flush_page(ZLPageWriter *writer)
 	{
 		Buffer		buffer = page_writer_next_buffer(writer);
 
+		zl_remember_block(rel, BufferGetBlockNumber(buffer), buffer);
 		START_CRIT_SECTION();
 		memcpy(BufferGetPage(buffer), writer->page.data, BLCKSZ);
 		MarkBufferDirty(buffer);
