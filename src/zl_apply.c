@@ -1519,6 +1519,9 @@ typedef struct IndexHit
 #define ST_DEFINE
 #include "lib/sort_template.h"
 
+/* keys probed ahead of the one looked up (zl_key_index_prefetch) */
+#define KEY_INDEX_AHEAD		4
+
 /*
  * The rows of the chunk's keys in the current sub-groups the merged key
  * index covers, through one probe of it per key (zl_keyindex.c): sorted
@@ -1527,9 +1530,6 @@ typedef struct IndexHit
  * key hash), and their number.  NULL when there is no index to use; then
  * *in_index is NULL too.
  */
-/* keys probed ahead of the one looked up (zl_key_index_prefetch) */
-#define KEY_INDEX_AHEAD		4
-
 static IndexHit *
 current_index_hits(ApplyContext *ac, bool **in_index, int *nhits)
 {

@@ -190,7 +190,7 @@ _PG_init(void)
 							 NULL, NULL, NULL);
 	DefineCustomIntVariable("zipper_lake.retained_memory",
 							"Freed memory a backend keeps for reuse instead of giving it back to the operating system.",
-							"Applies take their memory again without page faults; 0 leaves the C library's settings alone.",
+							"Applies take their memory again without page faults; 0 sets the C library's initial thresholds.",
 							&zipper_lake_retained_memory_kb,
 							ZL_RETAINED_MEMORY_KB_DEFAULT, 0, INT_MAX / 1024,
 							PGC_USERSET,

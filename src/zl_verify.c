@@ -171,6 +171,13 @@ verify_subgroup(VerifyOutput *out, Relation rel, const ZLTableOptions *opts,
 	}
 }
 
+static bool
+same_window(const ZLSubGroup *x, const ZLSubGroup *y)
+{
+	return x->partition_end == y->partition_end && x->window_start == y->window_start;
+}
+
+/* orders sub-groups by window, then file group */
 static int
 window_cmp(const void *a, const void *b)
 {
@@ -184,6 +191,7 @@ window_cmp(const void *a, const void *b)
 	return x->file_group < y->file_group ? -1 : (x->file_group > y->file_group);
 }
 
+/* orders sub-groups by file group, then window */
 static int
 file_group_cmp(const void *a, const void *b)
 {
@@ -208,8 +216,7 @@ verify_history_windows(VerifyOutput *out, ZLSubGroup *sgs, int nsgs)
 
 	qsort(history, n, sizeof(ZLSubGroup *), window_cmp);
 	for (int i = 1; i < n; i++)
-		if (history[i]->partition_end == history[i - 1]->partition_end &&
-			history[i]->window_start == history[i - 1]->window_start &&
+		if (same_window(history[i], history[i - 1]) &&
 			history[i]->file_group != history[i - 1]->file_group)
 			report(out, "split history window", "Sub-groups " INT64_FORMAT " and " INT64_FORMAT " of one window of partition %s are in file groups " INT64_FORMAT " and " INT64_FORMAT ".",
 				   history[i - 1]->subgroup_id, history[i]->subgroup_id,
@@ -219,7 +226,7 @@ verify_history_windows(VerifyOutput *out, ZLSubGroup *sgs, int nsgs)
 	qsort(history, n, sizeof(ZLSubGroup *), file_group_cmp);
 	for (int i = 1; i < n; i++)
 		if (history[i]->file_group == history[i - 1]->file_group &&
-			window_cmp(&history[i], &history[i - 1]) != 0)
+			!same_window(history[i], history[i - 1]))
 			report(out, "wrong file group", "File group " INT64_FORMAT " holds sub-groups " INT64_FORMAT " and " INT64_FORMAT " of different history windows.",
 				   history[i]->file_group, history[i - 1]->subgroup_id, history[i]->subgroup_id);
 	pfree(history);
