@@ -64,12 +64,25 @@ PG_CPPFLAGS = -I$(srcdir)/src
 SHLIB_LINK = -lzstd -llz4
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 
+# Header dependencies file by file: gcc lists the headers each object
+# includes (-MMD) in a .Po file under .deps/, which the next make reads.
+# Makefile.global sets autodepend itself, hence the override.
+override autodepend = yes
+
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-# PGXS tracks no header dependencies: every object depends on every header
-$(OBJS): $(wildcard src/*.h)
+# PGXS names each .Po file after the source's base name alone, which two
+# folders of src/ may share: name it after the whole path instead (this
+# rule replaces the one of Makefile.global)
+%.o: %.c
+	@mkdir -p $(DEPDIR)
+	$(COMPILE.c) -o $@ $< -MMD -MP -MF $(DEPDIR)/$(subst /,_,$*).Po
+
+# the JIT's bitcode of a source is rebuilt with its object, whose header
+# dependencies the .Po files track
+$(foreach obj,$(OBJS),$(eval $(obj:.o=.bc): $(obj)))
 
 # Against the running server of PGHOST / PGPORT (test/run_tests.sh starts one):
 # the batching test of zipper_lake, the fold reference and its Python model
