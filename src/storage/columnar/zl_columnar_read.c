@@ -19,7 +19,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zl_columnar.h"
+#include "storage/columnar/zl_columnar_internal.h"
 
 #include <lz4.h>
 #include <zstd.h>

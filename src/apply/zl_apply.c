@@ -66,7 +66,7 @@
  *-------------------------------------------------------------------------
  */
 #include "zipper_lake.h"
-#include "zl_radixsort.h"
+#include "common/zl_radixsort.h"
 
 #include "access/detoast.h"
 #include "access/heaptoast.h"

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * zl_columnar.h
+ * zl_columnar_internal.h
  *	  The columnar sub-group format, shared by its writer
  *	  (zl_columnar_write.c) and its reader (zl_columnar_read.c).
  *
@@ -8,8 +8,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef ZL_COLUMNAR_H
-#define ZL_COLUMNAR_H
+#ifndef ZL_COLUMNAR_INTERNAL_H
+#define ZL_COLUMNAR_INTERNAL_H
 
 #include "zipper_lake.h"
 
@@ -131,4 +131,4 @@ unzigzag(uint64 v)
 	return (int64) (v >> 1) ^ -(int64) (v & 1);
 }
 
-#endif							/* ZL_COLUMNAR_H */
+#endif							/* ZL_COLUMNAR_INTERNAL_H */

@@ -22,7 +22,7 @@
  *-------------------------------------------------------------------------
  */
 #include "zipper_lake.h"
-#include "zl_radixsort.h"
+#include "common/zl_radixsort.h"
 
 #include "access/htup_details.h"
 #include "common/hashfn.h"
