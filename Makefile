@@ -3,6 +3,7 @@ EXTENSION  = zipper_lake
 MODULE_big = zipper_lake
 OBJS = \
 	src/zl_init.o \
+	src/common/zl_guc.o \
 	src/common/zl_malloc.o \
 	src/common/zl_rowsort.o \
 	src/common/zl_time.o \
@@ -45,7 +46,8 @@ OBJS = \
 	src/api/zl_read.o \
 	src/api/zl_register.o \
 	src/api/zl_verify.o \
-	src/hooks/zl_ddl.o
+	src/hooks/zl_ddl.o \
+	src/hooks/zl_executor.o
 
 DATA = $(wildcard sql/install/zipper_lake--*.sql)
 

@@ -82,35 +82,16 @@
 #define ZL_MAIN_SORT_KB			Max(work_mem / 2, 8192)
 #define ZL_SIDE_KB				1024
 
-/* ---------- GUCs (zl_mod.c) ---------- */
+/* ---------- GUCs (zl_guc.c) ---------- */
 
-extern bool zipper_lake_enable_pruning;
-extern int	zipper_lake_columnar_chunk_rows;
-extern int	zipper_lake_key_cache_kb;	/* zipper_lake.key_cache_memory */
-extern int	zipper_lake_columnar_compression;
+#include "common/zl_guc.h"
 
-/* zipper_lake.key_cache_memory: key directories, and as much for indexes */
-#define ZL_KEY_CACHE_KB_DEFAULT		(256 * 1024)
-#define ZL_KEY_CACHE_BYTES			((Size) zipper_lake_key_cache_kb * 1024)
-
-/* zipper_lake.retained_memory (zl_malloc.c) */
-extern int	zipper_lake_retained_memory_kb;
-#define ZL_RETAINED_MEMORY_KB_DEFAULT	(64 * 1024)
+/* the assign hook of zipper_lake.retained_memory (zl_malloc.c) */
 extern void zl_assign_retained_memory(int newval, void *extra);
 
-/* zipper_lake.columnar_compression */
-typedef enum ZLCompression
-{
-	ZL_COMPRESSION_ZSTD,
-	ZL_COMPRESSION_LZ4
-} ZLCompression;
+/* ---------- hooks (zl_executor.c) ---------- */
 
-/*
- * Rows of a chunk of columnar sub-groups (zl_columnar_write.c): small
- * enough that reading one row (a key probe) decodes little, large enough
- * for zstd and the directory (measured: README "Storage formats").
- */
-#define ZL_CHUNK_ROWS_DEFAULT	1024
+extern void zl_executor_init(void);
 
 /* ---------- registration ---------- */
 
@@ -1069,7 +1050,6 @@ extern bool zl_customscan_next_batch(struct PlanState *node, ZLRowBatch *batch);
 
 /* ---------- zl_aggregate.c ---------- */
 
-extern bool zipper_lake_enable_scan_aggregates;
 extern void zl_aggregate_init(void);
 
 /* ---------- zl_inline.c ---------- */

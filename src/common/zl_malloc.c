@@ -33,8 +33,6 @@
 #define GLIBC_DEFAULT_THRESHOLD		(128 * 1024)
 #define GLIBC_MAX_MMAP_THRESHOLD	(32 * 1024 * 1024)
 
-int			zipper_lake_retained_memory_kb = ZL_RETAINED_MEMORY_KB_DEFAULT;
-
 void
 zl_assign_retained_memory(int newval, void *extra)
 {

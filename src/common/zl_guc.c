@@ -1,0 +1,84 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_guc.c
+ *	  The settings of zipper_lake: every variable, defined at load.
+ *
+ * The README describes each with the feature it tunes.  The variables
+ * are read where they act: pruning and in-scan aggregates by the planner and the scan,
+ * the columnar chunk size and compression by the columnar writer, the key
+ * cache by the key directories and the merged key index, the retained
+ * memory by zl_malloc.c's assign hook.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "zipper_lake.h"
+
+#include "utils/guc.h"
+
+bool		zipper_lake_enable_pruning = true;
+bool		zipper_lake_enable_scan_aggregates = true;
+int			zipper_lake_columnar_chunk_rows = ZL_CHUNK_ROWS_DEFAULT;
+int			zipper_lake_columnar_compression = ZL_COMPRESSION_ZSTD;
+int			zipper_lake_key_cache_memory = ZL_KEY_CACHE_KB_DEFAULT;
+int			zipper_lake_retained_memory = ZL_RETAINED_MEMORY_KB_DEFAULT;
+
+static const struct config_enum_entry compression_options[] = {
+	{"zstd", ZL_COMPRESSION_ZSTD, false},
+	{"lz4", ZL_COMPRESSION_LZ4, false},
+	{NULL, 0, false}
+};
+
+void
+zl_guc_init(void)
+{
+	DefineCustomBoolVariable("zipper_lake.enable_pruning",
+							 "Prunes partitions, file groups and sub-groups of zipper tables by their period metadata.",
+							 "Turn off only to compare results with unpruned scans.",
+							 &zipper_lake_enable_pruning,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("zipper_lake.enable_scan_aggregates",
+							 "Computes count, sum, min, max and avg of a zipper table's rows in its scan.",
+							 "Turn off only to compare results with the executor's Agg node.",
+							 &zipper_lake_enable_scan_aggregates,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("zipper_lake.columnar_chunk_rows",
+							"Rows of a chunk of columnar sub-groups written from now on.",
+							"For tests of chunk skipping on small tables; keep the default otherwise.",
+							&zipper_lake_columnar_chunk_rows,
+							ZL_CHUNK_ROWS_DEFAULT, 16, 65535,
+							PGC_USERSET,
+							GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
+	DefineCustomEnumVariable("zipper_lake.columnar_compression",
+							 "Compression of the chunks of columnar sub-groups written from now on.",
+							 "zstd (the default) stores history smaller; lz4 decompresses faster.",
+							 &zipper_lake_columnar_compression,
+							 ZL_COMPRESSION_ZSTD,
+							 compression_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("zipper_lake.retained_memory",
+							"Freed memory a backend keeps for reuse instead of giving it back to the operating system.",
+							"Applies take their memory again without page faults; 0 sets the C library's initial thresholds.",
+							&zipper_lake_retained_memory,
+							ZL_RETAINED_MEMORY_KB_DEFAULT, 0, INT_MAX / 1024,
+							PGC_USERSET,
+							GUC_UNIT_KB,
+							NULL, zl_assign_retained_memory, NULL);
+	DefineCustomIntVariable("zipper_lake.key_cache_memory",
+							"Memory a backend keeps key directories in, and as much again for merged key indexes.",
+							"Key lookups of a table whose merged key index would need more probe each sub-group's directory.",
+							&zipper_lake_key_cache_memory,
+							ZL_KEY_CACHE_KB_DEFAULT, 64, MAX_KILOBYTES,
+							PGC_USERSET,
+							GUC_UNIT_KB,
+							NULL, NULL, NULL);
+	MarkGUCPrefixReserved("zipper_lake");
+}

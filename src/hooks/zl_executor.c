@@ -1,0 +1,141 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_executor.c
+ *	  Executor hooks: statements zipper tables refuse, flushes of INSERT.
+ *
+ * The ExecutorStart hook refuses UPDATE, DELETE and MERGE on zipper tables
+ * before any row is touched, and INSERT ... ON CONFLICT; the
+ * ExecutorFinish hook flushes the rows an INSERT buffered (zl_write.c)
+ * once the statement has produced them all (not at the end of
+ * zipper_lake's own catalog statements, which run while a writer is
+ * between its changes: zl_meta_statement_running).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "zipper_lake.h"
+
+#include "access/table.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
+#include "commands/defrem.h"
+#include "executor/executor.h"
+#include "nodes/parsenodes.h"
+#include "parser/parsetree.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+static ExecutorStart_hook_type prev_ExecutorStart = NULL;
+static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
+
+static void
+refuse_row_changes(QueryDesc *queryDesc)
+{
+	PlannedStmt *stmt = queryDesc->plannedstmt;
+	ListCell   *lc;
+
+	if (stmt->commandType != CMD_UPDATE && stmt->commandType != CMD_DELETE &&
+		stmt->commandType != CMD_MERGE)
+		return;
+
+	foreach(lc, stmt->resultRelations)
+	{
+		RangeTblEntry *rte = rt_fetch(lfirst_int(lc), stmt->rtable);
+		Relation	rel;
+
+		if (rte->rtekind != RTE_RELATION)
+			continue;
+		rel = table_open(rte->relid, NoLock);
+		if (zl_is_zipper_relation(rel))
+			zl_refuse_row_change(rel, stmt->commandType);
+		table_close(rel, NoLock);
+	}
+}
+
+/*
+ * INSERT ... ON CONFLICT: the executor inserts speculatively only into
+ * tables with indexes, so on a zipper table the clause would be ignored
+ * and its speculative callbacks never run.  Refuse it before the
+ * statement writes anything, on a zipper table or on a partitioned table
+ * with zipper partitions, at the top of the plan or in a WITH query
+ * (by the ExecutorStart hook).
+ */
+static void
+refuse_on_conflict(PlannedStmt *stmt)
+{
+	List	   *plans;
+	ListCell   *lc;
+	Oid			am = InvalidOid;
+
+	if (stmt->commandType != CMD_INSERT && !stmt->hasModifyingCTE)
+		return;
+	plans = lcons(stmt->planTree, list_copy(stmt->subplans));
+	foreach(lc, plans)
+	{
+		ModifyTable *mt = (ModifyTable *) lfirst(lc);
+		ListCell   *lc2;
+
+		if (mt == NULL || !IsA(mt, ModifyTable) || mt->onConflictAction == ONCONFLICT_NONE)
+			continue;
+		if (!OidIsValid(am))
+			am = get_am_oid(ZL_AM_NAME, false);
+		foreach(lc2, mt->resultRelations)
+		{
+			RangeTblEntry *rte = rt_fetch(lfirst_int(lc2), stmt->rtable);
+			List	   *relids = list_make1_oid(rte->relid);
+			ListCell   *lc3;
+
+			if (rte->relkind == RELKIND_PARTITIONED_TABLE)
+				relids = find_all_inheritors(rte->relid, NoLock, NULL);
+			foreach(lc3, relids)
+			{
+				HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(lfirst_oid(lc3)));
+				bool		zipper;
+
+				if (!HeapTupleIsValid(tuple))
+					continue;
+				zipper = ((Form_pg_class) GETSTRUCT(tuple))->relam == am;
+				ReleaseSysCache(tuple);
+				if (zipper)
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("zipper_lake tables do not support INSERT ... ON CONFLICT"),
+							 errdetail("Table \"%s\" has no unique index for the clause to act on.",
+									   get_rel_name(lfirst_oid(lc3))),
+							 errhint("Load versions with a plain INSERT or COPY, which refuses overlapping ones, or apply changes with zipper_lake.apply_changes().")));
+			}
+		}
+	}
+}
+
+static void
+zl_ExecutorStart(QueryDesc *queryDesc, int eflags)
+{
+	refuse_row_changes(queryDesc);
+	refuse_on_conflict(queryDesc->plannedstmt);
+	if (prev_ExecutorStart)
+		prev_ExecutorStart(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+}
+
+static void
+zl_ExecutorFinish(QueryDesc *queryDesc)
+{
+	if (prev_ExecutorFinish)
+		prev_ExecutorFinish(queryDesc);
+	else
+		standard_ExecutorFinish(queryDesc);
+
+	if ((queryDesc->operation != CMD_SELECT ||
+		 queryDesc->plannedstmt->hasModifyingCTE) && !zl_meta_statement_running())
+		zl_write_flush_all();
+}
+
+void
+zl_executor_init(void)
+{
+	prev_ExecutorStart = ExecutorStart_hook;
+	ExecutorStart_hook = zl_ExecutorStart;
+	prev_ExecutorFinish = ExecutorFinish_hook;
+	ExecutorFinish_hook = zl_ExecutorFinish;
+}
