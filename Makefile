@@ -3,6 +3,7 @@ EXTENSION  = zipper_lake
 MODULE_big = zipper_lake
 OBJS = \
 	src/zl_init.o \
+	src/common/zl_describe.o \
 	src/common/zl_guc.o \
 	src/common/zl_malloc.o \
 	src/common/zl_rowsort.o \

@@ -6,10 +6,9 @@
  * Recognizing and opening a relation as a zipper table (for writing, or
  * for reading with the caller's privileges), refusing what a zipper table
  * cannot do to its rows (UPDATE, DELETE, MERGE; row-level security in the
- * functions that read it directly), naming a table, a key or a version in
- * error messages, and reading a catalog row as the running DDL command
- * left it (for the object access hook of zl_ddl.c).  Every layer uses them; they use nothing of
- * the extension but the registration's attribute numbers.
+ * functions that read it directly), and reading a catalog row as the
+ * running DDL command left it (for the object access hook of zl_ddl.c).
+ * Naming a table, a key or a version in messages is common/zl_describe.c's.
  *
  *-------------------------------------------------------------------------
  */
@@ -133,79 +132,6 @@ zl_refuse_row_change(Relation rel, CmdType command)
 			 errhint(ZL_HINT_APPLY)));
 }
 
-/* "public.acct": how messages name the table */
-char *
-zl_qualified_name(Relation rel)
-{
-	return quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-									  RelationGetRelationName(rel));
-}
-
-/* "(id, region)=(7, eu)" for error details */
-char *
-zl_describe_key(const ZLTableOptions *opts, TupleDesc tupdesc, HeapTuple tuple)
-{
-	StringInfoData names;
-	StringInfoData values;
-
-	initStringInfo(&names);
-	initStringInfo(&values);
-	for (int i = 0; i < opts->nkeys; i++)
-	{
-		AttrNumber	attnum = opts->key_attnums[i];
-		Form_pg_attribute att = TupleDescAttr(tupdesc, attnum - 1);
-		bool		isnull;
-		Datum		d = heap_getattr(tuple, attnum, tupdesc, &isnull);
-
-		if (i > 0)
-		{
-			appendStringInfoString(&names, ", ");
-			appendStringInfoString(&values, ", ");
-		}
-		appendStringInfoString(&names, quote_identifier(NameStr(att->attname)));
-		if (isnull)
-			appendStringInfoString(&values, "null");
-		else
-		{
-			Oid			outfunc;
-			bool		varlena;
-
-			getTypeOutputInfo(att->atttypid, &outfunc, &varlena);
-			appendStringInfoString(&values, OidOutputFunctionCall(outfunc, d));
-		}
-	}
-	return psprintf("(%s)=(%s)", names.data, values.data);
-}
-
-/* the name of a column by number */
-const char *
-zl_attname(TupleDesc tupdesc, AttrNumber attnum)
-{
-	return NameStr(TupleDescAttr(tupdesc, attnum - 1)->attname);
-}
-
-/* "key (id)=(7), valid_from ..., valid_to ..." for error details */
-char *
-zl_describe_version(const ZLTableOptions *opts, TupleDesc tupdesc, HeapTuple tuple)
-{
-	AttrNumber	period[2] = {opts->from_attnum, opts->to_attnum};
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	appendStringInfo(&buf, "key %s", zl_describe_key(opts, tupdesc, tuple));
-	for (int i = 0; i < 2; i++)
-	{
-		bool		isnull;
-		Datum		d = heap_getattr(tuple, period[i], tupdesc, &isnull);
-
-		appendStringInfo(&buf, ", %s %s", zl_attname(tupdesc, period[i]),
-						 isnull ? "null" :
-						 zl_instant_to_cstring(zl_datum_to_instant(d, opts->period_type),
-											   opts->period_type));
-	}
-	return buf.data;
-}
-
 /*
  * A catalog row as the running command left it: the object access hook
  * runs before the command's own changes are visible to catalog snapshots,
@@ -225,25 +151,4 @@ zl_catalog_row_as_written(Oid catalog, Oid index, int nkeys, ScanKey keys)
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	return tuple;
-}
-
-/* is attnum one of the registered key's columns? */
-bool
-zl_is_key_column(const ZLTableOptions *opts, AttrNumber attnum)
-{
-	for (int k = 0; k < opts->nkeys; k++)
-		if (opts->key_attnums[k] == attnum)
-			return true;
-	return false;
-}
-
-/*
- * A value column: what changes give and versions compare — not dropped,
- * generated (computed from the others), key or period.
- */
-bool
-zl_is_value_column(const ZLTableOptions *opts, Form_pg_attribute att)
-{
-	return !att->attisdropped && !att->attgenerated && !zl_is_key_column(opts, att->attnum) &&
-		att->attnum != opts->from_attnum && att->attnum != opts->to_attnum;
 }
