@@ -8,6 +8,7 @@ OBJS = \
 	src/common/zl_malloc.o \
 	src/common/zl_rowsort.o \
 	src/common/zl_time.o \
+	src/common/zl_util.o \
 	src/storage/columnar/zl_columnar_read.o \
 	src/storage/columnar/zl_columnar_write.o \
 	src/storage/zl_keys.o \

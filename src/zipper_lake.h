@@ -294,6 +294,7 @@ extern char *zl_instant_to_cstring(int64 instant, Oid typid);
 
 /* ---------- zl_relation.c ---------- */
 
+extern void zl_set_table_am(const struct TableAmRoutine *routine);
 extern bool zl_is_zipper_relation(Relation rel);
 extern Relation zl_open_zipper_table(Oid relid, LOCKMODE lockmode);
 extern Relation zl_open_owned_registered_table(Oid relid, LOCKMODE lockmode,
@@ -1067,8 +1068,8 @@ extern void zl_refuse_after_row_triggers(Relation rel);
 
 /* ---------- zl_tableam.c ---------- */
 
-/* the access method; zl_is_zipper_relation() compares with it */
-extern const struct TableAmRoutine zl_table_am_routine;
+/* gives zl_set_table_am() the access method's routine */
+extern void zl_tableam_init(void);
 
 /* ---------- zl_events_json.c ---------- */
 

@@ -3,7 +3,9 @@
  * zl_init.c
  *	  Module entry point: _PG_init sets up every layer.
  *
- * The settings first (common/zl_guc.c), then the hooks: the executor's
+ * The settings first (common/zl_guc.c), then the table access method
+ * tells the catalog layer its routine (zl_is_zipper_relation), then the
+ * hooks: the executor's
  * (hooks/zl_executor.c: statements zipper tables refuse, flushes of
  * INSERT), the transaction callbacks of the write state
  * (write/zl_write.c), DDL through the object access hook
@@ -25,6 +27,7 @@ void
 _PG_init(void)
 {
 	zl_guc_init();
+	zl_tableam_init();
 	zl_executor_init();
 	zl_write_register_callbacks();
 	zl_ddl_init();

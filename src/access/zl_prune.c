@@ -185,28 +185,6 @@ decide(const ZLTableOptions *opts, const ZLScanBounds *b, const ZLSubGroup *sg)
 	return (from_all && to_all) ? ZL_ALL_MATCH : ZL_CHECK;
 }
 
-static int
-int64_cmp(const void *a, const void *b)
-{
-	int64		x = *(const int64 *) a;
-	int64		y = *(const int64 *) b;
-
-	return x < y ? -1 : (x > y);
-}
-
-/* number of distinct values among the first n of an array (sorted in place) */
-int
-zl_count_distinct(int64 *values, int n)
-{
-	int			distinct = 0;
-
-	qsort(values, n, sizeof(int64), int64_cmp);
-	for (int i = 0; i < n; i++)
-		if (i == 0 || values[i] != values[i - 1])
-			distinct++;
-	return distinct;
-}
-
 /* the decision for one sub-group (prune false: check every row) */
 ZLPruneDecision
 zl_prune_decide(const ZLTableOptions *opts, const ZLScanBounds *bounds, bool prune,

@@ -524,7 +524,7 @@ zl_relation_estimate_size(Relation rel, int32 *attr_widths,
  * ------------------------------------------------------------------------
  */
 
-const TableAmRoutine zl_table_am_routine = {
+static const TableAmRoutine zl_table_am_routine = {
 	.type = T_TableAmRoutine,
 
 	.slot_callbacks = zl_slot_callbacks,
@@ -588,4 +588,11 @@ Datum
 zipper_lake_tableam_handler(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_POINTER(&zl_table_am_routine);
+}
+
+/* tell the catalog layer which relations are ours (zl_is_zipper_relation) */
+void
+zl_tableam_init(void)
+{
+	zl_set_table_am(&zl_table_am_routine);
 }

@@ -25,11 +25,25 @@
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 
+/*
+ * The access method's routine (access/zl_tableam.c), given at load by
+ * zl_tableam_init(): relations whose relcache entry points to it are
+ * zipper tables.  Catalog code compares with it without depending on the
+ * layer that defines it.
+ */
+static const struct TableAmRoutine *zipper_routine = NULL;
+
+void
+zl_set_table_am(const struct TableAmRoutine *routine)
+{
+	zipper_routine = routine;
+}
+
 /* is this relation a zipper_lake table? */
 bool
 zl_is_zipper_relation(Relation rel)
 {
-	return rel->rd_tableam == &zl_table_am_routine;
+	return zipper_routine != NULL && rel->rd_tableam == zipper_routine;
 }
 
 /* open a relation and make sure it is a zipper table */

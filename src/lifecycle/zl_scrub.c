@@ -43,16 +43,6 @@
 #include "storage/procarray.h"
 #include "utils/rel.h"
 
-/* are all these bytes zero? */
-bool
-zl_bytes_are_zero(const char *bytes, Size len)
-{
-	for (Size i = 0; i < len; i++)
-		if (bytes[i] != 0)
-			return false;
-	return true;
-}
-
 /* does the page still hold a row deleted but not removed (by VACUUM)? */
 static bool
 holds_dead_rows(Relation rel, Buffer buffer, Page page, TransactionId oldest_xmin)
