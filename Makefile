@@ -14,6 +14,7 @@ OBJS = \
 	src/storage/zl_keys.o \
 	src/storage/zl_recentbuf.o \
 	src/storage/zl_storage.o \
+	src/storage/zl_subgroup_read.o \
 	src/catalog/zl_keyindex.o \
 	src/catalog/zl_metacache.o \
 	src/catalog/zl_metadata.o \

@@ -174,7 +174,7 @@ typedef struct ZLSubGroup
 } ZLSubGroup;
 
 /*
- * Positions (zl_scan.c, "Row positions"): in a row sub-group
+ * Positions (zl_subgroup_read.c, "Row positions"): in a row sub-group
  * (block - first_block) * MaxHeapTuplesPerPage + (offset - 1); in a
  * columnar one the row's ordinal, its TID spreading the ordinals evenly
  * over the blocks.  zl_subgroup_positions() bounds them (mask bits).
@@ -795,8 +795,11 @@ typedef struct ZLRowBatch
 } ZLRowBatch;
 extern bool zl_scan_next_batch(TableScanDesc scan, ZLRowBatch *batch);
 
+/* ---------- zl_subgroup_read.c ---------- */
+
 typedef void (*ZLRowCallback) (void *arg, const ZLSubGroup *sg, int32 position,
 							   HeapTuple tuple);
+extern void zl_check_position(const ZLSubGroup *sg, int64 position);
 extern ZLSubGroup **zl_subgroups_by_block(ZLSubGroup *sgs, int n);
 extern int	zl_position_cmp(const void *a, const void *b);
 extern void zl_read_subgroup_positions(Relation rel, const ZLSubGroup *sg,

@@ -484,7 +484,7 @@ load_subgroups(uint64 storage_id, Snapshot snapshot, const ZLSubGroupFilter *fil
  * The sub-groups of a storage visible to the snapshot whose partition is
  * min_partition or later (DATEVAL_NOBEGIN: all), and the unplaced ones, in
  * creation order, with their masks ORed together.  Masks hold row
- * positions (zl_scan.c).
+ * positions (zl_subgroup_read.c).
  */
 ZLSubGroup *
 zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot, DateADT min_partition,

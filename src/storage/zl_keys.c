@@ -10,8 +10,8 @@
  * stores, in its metadata row, a key directory: the (key hash, row
  * position) pairs of its rows sorted by hash — 8 bytes a row, immutable
  * like the sub-group.  Readers keep the positions whose hash is one of
- * theirs and fetch just those rows (zl_scan.c), comparing the real key to
- * weed out collisions.
+ * theirs and fetch just those rows (zl_scan.c, zl_subgroup_read.c),
+ * comparing the real key to weed out collisions.
  *
  * Hashes use the key columns' default hash functions and collations,
  * combined in key order, so writer and reader agree.  Directories are

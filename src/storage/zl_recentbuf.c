@@ -4,7 +4,7 @@
  *	  Reading a block through the buffer this backend last found it in.
  *
  * An apply reads the open versions of its keys by position, one or two to
- * a page of the current partition (zl_scan.c): ReadBuffer's look-up of
+ * a page of the current partition (zl_subgroup_read.c): ReadBuffer's look-up of
  * each page in the shared buffer mapping table is two cache misses of a
  * table as large as shared_buffers, a twentieth of an apply's time.  The
  * next apply reads mostly the same pages, or pages the apply before

@@ -379,7 +379,7 @@ page_writer_flush_page(ZLPageWriter *writer)
 	PageInit((Page) writer->page.data, BLCKSZ, 0);
 }
 
-/* add a row; returns its position in the run (see zl_scan.c) */
+/* add a row; returns its position in the run (see zl_subgroup_read.c) */
 int32
 zl_page_writer_add(ZLPageWriter *writer, HeapTuple tuple)
 {
