@@ -30,6 +30,7 @@ OBJS = \
 	src/lifecycle/zl_reclaim.o \
 	src/lifecycle/zl_retention.o \
 	src/lifecycle/zl_scrub.o \
+	src/access/zl_chunkfilter_exec.o \
 	src/access/zl_prune.o \
 	src/access/zl_scan.o \
 	src/access/zl_tableam.o \

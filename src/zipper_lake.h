@@ -374,6 +374,20 @@ typedef struct ZLChunkFilter ZLChunkFilter;
 struct PlanState;
 struct ExprContext;
 
+/* what a chunk predicate tests; kept in the plan as an int list */
+enum
+{
+	PRED_ATTNUM,
+	PRED_STRATEGY,				/* BT*StrategyNumber, or 0: IS NULL, -1: IS NOT NULL */
+	PRED_COMPARE_PROC,			/* btree support proc 1 for (column type, value type) */
+	PRED_COLLATION,
+	PRED_VALUE_ARG,				/* the argument holding the value */
+	PRED_FIELDS
+};
+
+#define PRED_IS_NULL		0
+#define PRED_IS_NOT_NULL	(-1)
+
 extern List *zl_chunkfilter_extract(List *clauses, Index rti, TupleDesc desc, List **info);
 extern ZLChunkFilter *zl_chunkfilter_init(List *clauses, List *info, struct PlanState *parent);
 extern void zl_chunkfilter_evaluate(ZLChunkFilter *filter, struct ExprContext *econtext,
