@@ -105,34 +105,6 @@ return_bounded_rows(FunctionCallInfo fcinfo, Relation rel, const ZLTableOptions 
 	return (Datum) 0;
 }
 
-/*
- * What each helper selects, written once: the function form turns it into
- * pruning bounds (below), the planner into the quals of the subquery it
- * inlines (zl_inline.c).
- */
-static const ZLReadHelper read_helpers[] = {
-	{"as_of", 1, {"as_of time"}, false, 2, {
-			{true, BTLessEqualStrategyNumber, 1},
-			{false, BTGreaterStrategyNumber, 1}}},
-	{"current", 0, {NULL}, false, 1, {
-			{false, BTEqualStrategyNumber, ZL_TERM_OPEN_END}}},
-	{"changes", 2, {"start of the window", "end of the window"}, true, 5, {
-			{true, BTGreaterEqualStrategyNumber, 1},
-			{true, BTLessStrategyNumber, 2},
-			{false, BTGreaterEqualStrategyNumber, 1},
-			{false, BTLessStrategyNumber, 2},
-			{false, BTLessStrategyNumber, ZL_TERM_OPEN_END}}},	/* open versions have not ended */
-};
-
-const ZLReadHelper *
-zl_read_helper(const char *name)
-{
-	for (int i = 0; i < lengthof(read_helpers); i++)
-		if (strcmp(read_helpers[i].name, name) == 0)
-			return &read_helpers[i];
-	return NULL;
-}
-
 /* the function form: its time arguments (1-based) read, bounds built, rows returned */
 static Datum
 read_helper_rows(FunctionCallInfo fcinfo, const char *name)
