@@ -42,6 +42,7 @@ OBJS = \
 	src/apply/zl_fold.o \
 	src/planner/zl_aggregate.o \
 	src/planner/zl_chunkfilter.o \
+	src/planner/zl_clauses.o \
 	src/planner/zl_customscan.o \
 	src/planner/zl_inline.o \
 	src/planner/zl_keyprobe.o \
