@@ -15,7 +15,11 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_guc.h"
+#include "write/zl_write.h"
+#include "access/zl_access.h"
+#include "planner/zl_planner.h"
+#include "hooks/zl_hooks.h"
 
 #include "fmgr.h"
 

@@ -15,7 +15,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "storage/zl_storage.h"
+#include "access/zl_access_internal.h"
 
 #include "access/stratnum.h"
 #include "executor/executor.h"

@@ -24,7 +24,10 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "storage/zl_storage.h"
+#include "catalog/zl_catalog.h"
+#include "access/zl_access_internal.h"
 
 #include "access/stratnum.h"
 

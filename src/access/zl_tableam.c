@@ -10,7 +10,12 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "storage/zl_storage.h"
+#include "catalog/zl_catalog.h"
+#include "write/zl_write.h"
+#include "lifecycle/zl_lifecycle.h"
+#include "access/zl_access_internal.h"
 
 #include "access/heapam.h"
 #include "access/heaptoast.h"

@@ -30,7 +30,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "catalog/zl_catalog.h"
+#include "access/zl_access_internal.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"

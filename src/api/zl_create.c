@@ -17,7 +17,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
 
 #include "access/genam.h"
 #include "access/relation.h"

@@ -14,7 +14,10 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "storage/zl_storage.h"
+#include "catalog/zl_catalog.h"
+#include "write/zl_write.h"
 
 #include "access/table.h"
 #include "fmgr.h"

@@ -16,7 +16,9 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "catalog/zl_catalog.h"
+#include "access/zl_access.h"
 
 #include "access/stratnum.h"
 #include "access/table.h"

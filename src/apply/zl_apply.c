@@ -65,7 +65,11 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "storage/zl_storage.h"
+#include "catalog/zl_catalog.h"
+#include "write/zl_write.h"
+#include "apply/zl_apply_internal.h"
 #include "common/zl_radixsort.h"
 
 #include "access/detoast.h"

@@ -45,7 +45,10 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "storage/zl_storage.h"
+#include "catalog/zl_catalog.h"
+#include "apply/zl_apply_internal.h"
 
 /* what was applied at an instant, or the state after it */
 typedef struct Effect

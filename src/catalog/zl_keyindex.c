@@ -34,7 +34,10 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "common/zl_guc.h"
+#include "storage/zl_storage.h"
+#include "catalog/zl_catalog_internal.h"
 
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -112,7 +115,7 @@ find_entry(uint64 storage_id, ZLKeyIndexScope scope)
 }
 
 /* the storage's index of a scope and its generation, if there is one */
-ZLKeyIndex *
+static ZLKeyIndex *
 zl_key_index_get(uint64 storage_id, ZLKeyIndexScope scope, uint64 *generation)
 {
 	IndexEntry *entry = find_entry(storage_id, scope);
@@ -368,14 +371,6 @@ zl_key_index_worth_building(uint64 storage_id, ZLKeyIndexScope scope, int probed
 	return true;
 }
 
-/* the ids of the sub-groups an index covers, ascending; their number */
-int
-zl_key_index_subgroups(const ZLKeyIndex *index, const int64 **subgroup_ids)
-{
-	*subgroup_ids = index->subgroup_ids;
-	return index->nsubgroups;
-}
-
 /*
  * Ask for the entries of a key hash's bucket before probing it: a batch
  * probes its keys in hash order, a few buckets apart, each probe missing
@@ -392,8 +387,8 @@ zl_key_index_prefetch(const ZLKeyIndex *index, uint32 hash)
 }
 
 /*
- * The next row of a key hash: its sub-group's ordinal (into
- * zl_key_index_subgroups) and *position, or -1 when there is none left.
+ * The next row of a key hash: its sub-group's ordinal (into the index's
+ * subgroup_ids) and *position, or -1 when there is none left.
  * *cursor starts at -1.
  */
 int

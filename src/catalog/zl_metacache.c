@@ -52,7 +52,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "storage/zl_storage.h"
+#include "catalog/zl_catalog_internal.h"
 
 #include "access/genam.h"
 #include "access/heapam.h"

@@ -37,7 +37,9 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "storage/zl_storage.h"
+#include "catalog/zl_catalog_internal.h"
 
 #include "access/htup_details.h"
 #include "access/transam.h"

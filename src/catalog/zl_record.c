@@ -58,7 +58,9 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "storage/zl_storage.h"
+#include "catalog/zl_catalog_internal.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"

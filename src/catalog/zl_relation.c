@@ -12,7 +12,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "catalog/zl_catalog.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"

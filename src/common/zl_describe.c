@@ -10,7 +10,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
 
 #include "access/htup_details.h"
 #include "utils/builtins.h"

@@ -11,7 +11,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_guc.h"
+#include "common/zl_common_internal.h"
 
 #include "utils/guc.h"
 

@@ -11,6 +11,10 @@
 #ifndef ZL_GUC_H
 #define ZL_GUC_H
 
+#include "common/zl_common.h"
+
+#include "common/zl_common.h"
+
 extern bool zipper_lake_enable_pruning;
 extern bool zipper_lake_enable_scan_aggregates;
 extern int	zipper_lake_columnar_chunk_rows;

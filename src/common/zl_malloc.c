@@ -24,7 +24,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common_internal.h"
 
 #ifdef __GLIBC__
 #include <malloc.h>

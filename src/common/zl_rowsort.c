@@ -19,7 +19,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
 
 #include "catalog/pg_operator_d.h"
 #include "catalog/pg_type.h"
@@ -118,7 +118,7 @@ zl_rowsort_int8(TupleTableSlot *slot, AttrNumber attnum)
 }
 
 /* length of the row a sort tuple carries */
-uint32
+static uint32
 zl_rowsort_row_length(TupleTableSlot *slot, AttrNumber attnum)
 {
 	bool		isnull;
@@ -127,7 +127,7 @@ zl_rowsort_row_length(TupleTableSlot *slot, AttrNumber attnum)
 }
 
 /* the row a sort tuple carries, copied to aligned memory at buffer */
-void
+static void
 zl_rowsort_row_into(TupleTableSlot *slot, AttrNumber attnum, HeapTuple tuple, char *buffer)
 {
 	bool		isnull;

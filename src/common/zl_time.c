@@ -17,7 +17,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
 
 #include "catalog/pg_type.h"
 #include "fmgr.h"

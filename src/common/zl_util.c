@@ -5,7 +5,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
 
 /* are all these bytes zero? */
 bool

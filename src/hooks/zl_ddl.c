@@ -44,7 +44,12 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "storage/zl_storage.h"
+#include "catalog/zl_catalog.h"
+#include "write/zl_write.h"
+#include "access/zl_access.h"
+#include "hooks/zl_hooks.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"

@@ -12,7 +12,10 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "catalog/zl_catalog.h"
+#include "write/zl_write.h"
+#include "hooks/zl_hooks.h"
 
 #include "access/table.h"
 #include "catalog/pg_class.h"

@@ -11,7 +11,9 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "storage/zl_storage.h"
+#include "catalog/zl_catalog.h"
+#include "write/zl_write.h"
 
 #include "access/table.h"
 #include "fmgr.h"

@@ -43,7 +43,11 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "storage/zl_storage.h"
+#include "catalog/zl_catalog.h"
+#include "write/zl_write.h"
+#include "lifecycle/zl_lifecycle_internal.h"
 
 #include "access/relation.h"
 #include "access/table.h"

@@ -29,7 +29,10 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "storage/zl_storage.h"
+#include "write/zl_write.h"
+#include "lifecycle/zl_lifecycle.h"
 
 #include "access/heapam.h"
 #include "access/table.h"

@@ -48,7 +48,10 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_guc.h"
+#include "storage/zl_storage.h"
+#include "access/zl_access.h"
+#include "planner/zl_planner_internal.h"
 
 #include "catalog/objectaccess.h"
 #include "catalog/pg_aggregate.h"

@@ -18,7 +18,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "access/zl_access.h"
+#include "planner/zl_planner_internal.h"
 
 #include "access/nbtree.h"
 #include "access/stratnum.h"

@@ -9,7 +9,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "planner/zl_planner_internal.h"
 
 #include "nodes/nodeFuncs.h"
 #include "optimizer/clauses.h"

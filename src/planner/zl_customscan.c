@@ -45,7 +45,12 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "common/zl_guc.h"
+#include "storage/zl_storage.h"
+#include "catalog/zl_catalog.h"
+#include "access/zl_access.h"
+#include "planner/zl_planner_internal.h"
 
 #include "access/stratnum.h"
 #include "access/table.h"

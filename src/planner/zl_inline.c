@@ -34,7 +34,11 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "common/zl_guc.h"
+#include "catalog/zl_catalog.h"
+#include "access/zl_access.h"
+#include "planner/zl_planner.h"
 
 #include "access/stratnum.h"
 #include "access/table.h"

@@ -36,7 +36,9 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "storage/zl_storage.h"
+#include "planner/zl_planner_internal.h"
 
 #include "access/hash.h"
 #include "catalog/pg_am.h"

@@ -21,7 +21,9 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "common/zl_guc.h"
+#include "storage/zl_storage_internal.h"
 #include "common/zl_radixsort.h"
 
 #include "access/htup_details.h"

@@ -18,7 +18,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "storage/zl_storage_internal.h"
 
 #include "storage/bufmgr.h"
 #include "utils/memutils.h"

@@ -42,7 +42,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "storage/zl_storage_internal.h"
 
 #include "storage/lmgr.h"
 #include "storage/lock.h"

@@ -20,7 +20,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "storage/zl_storage_internal.h"
 
 #include "miscadmin.h"
 #include "storage/bufmgr.h"

@@ -44,7 +44,10 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "storage/zl_storage.h"
+#include "catalog/zl_catalog.h"
+#include "write/zl_write_internal.h"
 
 #include "access/xact.h"
 #include "miscadmin.h"

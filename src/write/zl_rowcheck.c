@@ -32,7 +32,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "write/zl_write.h"
 
 #include "access/htup_details.h"
 #include "executor/executor.h"

@@ -81,7 +81,10 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "storage/zl_storage.h"
+#include "catalog/zl_catalog.h"
+#include "write/zl_write_internal.h"
 
 #include "access/heapam.h"
 #include "access/heaptoast.h"

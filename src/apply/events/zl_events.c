@@ -57,7 +57,9 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "catalog/zl_catalog.h"
+#include "apply/events/zl_events_internal.h"
 
 #include "access/htup_details.h"
 #include "access/table.h"

@@ -32,7 +32,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "common/zl_common.h"
+#include "apply/events/zl_events_internal.h"
 
 #include "fmgr.h"
 #include "funcapi.h"

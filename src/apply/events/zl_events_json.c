@@ -27,7 +27,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "zipper_lake.h"
+#include "apply/events/zl_events_internal.h"
 
 #include "fmgr.h"
 #include "mb/pg_wchar.h"

@@ -11,7 +11,7 @@
 #ifndef ZL_COLUMNAR_INTERNAL_H
 #define ZL_COLUMNAR_INTERNAL_H
 
-#include "zipper_lake.h"
+#include "storage/zl_storage_internal.h"
 
 #include "access/tupmacs.h"
 #include "lib/stringinfo.h"

@@ -74,6 +74,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "common/zl_guc.h"
 #include "storage/columnar/zl_columnar_internal.h"
 
 #include <lz4.h>

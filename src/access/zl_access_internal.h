@@ -1,0 +1,56 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_access_internal.h
+ *	  What stays inside access/.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZL_ACCESS_INTERNAL_H
+#define ZL_ACCESS_INTERNAL_H
+
+#include "access/zl_access.h"
+
+/* ---------- zl_prune.c ---------- */
+
+extern bool zl_bounds_match(const ZLScanBounds *bounds, int64 from, int64 to);
+extern void zl_bounds_filter(const ZLTableOptions *opts, const ZLScanBounds *bounds,
+							 ZLSubGroupFilter *filter);
+extern void zl_prune(const ZLTableOptions *opts, const ZLScanBounds *bounds,
+					 bool prune, const ZLSubGroup *sgs, int n, uint8 *decisions,
+					 ZLPruneStats *stats);
+extern ZLPruneDecision zl_prune_decide(const ZLTableOptions *opts, const ZLScanBounds *bounds,
+									   bool prune, const ZLSubGroup *sg);
+extern void zl_prune_count_groups(const ZLSubGroup *sgs, int n, const uint8 *decisions,
+								  ZLPruneStats *stats);
+
+/* ---------- zl_scan.c: the table access method's callbacks ---------- */
+
+extern TableScanDesc zl_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
+								   struct ScanKeyData *key,
+								   ParallelTableScanDesc pscan, uint32 flags);
+extern void zl_scan_end(TableScanDesc scan);
+extern void zl_scan_rescan(TableScanDesc scan, struct ScanKeyData *key,
+						   bool set_params, bool allow_strat,
+						   bool allow_sync, bool allow_pagemode);
+extern bool zl_scan_getnextslot(TableScanDesc scan, ScanDirection direction,
+								TupleTableSlot *slot);
+extern Size zl_parallelscan_estimate(Relation rel);
+extern Size zl_parallelscan_initialize(Relation rel, ParallelTableScanDesc pscan);
+extern void zl_parallelscan_reinitialize(Relation rel, ParallelTableScanDesc pscan);
+extern bool zl_scan_analyze_next_block(TableScanDesc scan, BlockNumber blockno,
+									   BufferAccessStrategy bstrategy);
+extern bool zl_scan_analyze_next_tuple(TableScanDesc scan,
+									   TransactionId OldestXmin,
+									   double *liverows, double *deadrows,
+									   TupleTableSlot *slot);
+
+/* ---------- zl_chunkfilter_exec.c ---------- */
+
+extern bool zl_chunkfilter_may_match(ZLChunkFilter *filter, const ZLColumnarReader *r,
+									 int chunk);
+
+/* ---------- zl_triggers.c ---------- */
+
+extern void zl_refuse_after_row_triggers(Relation rel);
+
+#endif							/* ZL_ACCESS_INTERNAL_H */

@@ -1,0 +1,23 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_lifecycle.h
+ *	  The lifecycle layer: retention, erase, scrub, reclaim.
+ *
+ * What the table access method's VACUUM uses: maintenance of retention
+ * and compaction (zl_retention.c) and scrubbing freed pages (zl_scrub.c).
+ * The rest of the layer is called from SQL.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZL_LIFECYCLE_H
+#define ZL_LIFECYCLE_H
+
+#include "storage/zl_storage.h"
+
+struct VacuumParams;
+
+extern void zl_scrub_vacuum(Relation rel, struct VacuumParams *params,
+							BufferAccessStrategy bstrategy, int elevel);
+extern void zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs, int *nsgs, int elevel);
+
+#endif							/* ZL_LIFECYCLE_H */

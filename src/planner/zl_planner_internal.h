@@ -1,0 +1,48 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_planner_internal.h
+ *	  What stays inside planner/.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZL_PLANNER_INTERNAL_H
+#define ZL_PLANNER_INTERNAL_H
+
+#include "access/zl_access.h"
+#include "planner/zl_planner.h"
+
+/* ---------- zl_clauses.c ---------- */
+
+extern bool zl_is_scan_constant(Node *expr, Index rti);
+
+/* ---------- zl_chunkfilter.c ---------- */
+
+extern List *zl_chunkfilter_extract(List *clauses, Index rti, TupleDesc desc, List **info);
+
+/* ---------- zl_keyprobe.c ---------- */
+
+typedef struct ZLKeyProbe ZLKeyProbe;
+struct PlanState;
+struct PlannerInfo;
+struct RelOptInfo;
+struct ExprContext;
+
+extern List *zl_keyprobe_extract(List *clauses, Index rti, const ZLTableOptions *opts,
+								 TupleDesc tupdesc, List **info, Bitmapset **outer);
+extern List *zl_keyprobe_join_clauses(struct PlannerInfo *root, struct RelOptInfo *rel,
+									  const ZLTableOptions *opts);
+extern ZLKeyProbe *zl_keyprobe_init(List *terms, List *info, const ZLTableOptions *opts,
+									TupleDesc tupdesc, struct PlanState *parent);
+extern uint32 *zl_keyprobe_hashes(ZLKeyProbe *probe, struct ExprContext *econtext,
+								  int *nhashes);
+
+/* ---------- zl_customscan.c ---------- */
+
+struct Path;
+
+extern struct Path *zl_unfiltered_scan_path(struct PlannerInfo *root, struct RelOptInfo *rel,
+											 bool partial, bool *columnar_history);
+extern TupleTableSlot *zl_customscan_next_row(struct PlanState *node);
+extern bool zl_customscan_next_batch(struct PlanState *node, ZLRowBatch *batch);
+
+#endif							/* ZL_PLANNER_INTERNAL_H */

@@ -1,0 +1,63 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_write.h
+ *	  The write layer: the write state, compaction, free space, row checks.
+ *
+ * What the layers above use of the write state of a table (zl_write.c),
+ * compaction (zl_compact.c), free space (zl_freespace.c) and the checks
+ * of rows against the table's constraints (zl_rowcheck.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZL_WRITE_H
+#define ZL_WRITE_H
+
+#include "storage/zl_storage.h"
+
+/* ---------- zl_write.c ---------- */
+
+typedef struct ZLWriteState ZLWriteState;
+
+extern ZLWriteState *zl_write_state_get(Relation rel);
+extern void zl_write_load(ZLWriteState *state, HeapTuple tuple);
+extern void zl_write_place(ZLWriteState *state, HeapTuple tuple, int64 valid_from,
+						   int64 valid_to);
+extern HeapTuple zl_toast_version(Relation rel, HeapTuple tuple);
+extern void zl_write_hold_packing(Oid relid, bool hold);
+extern void zl_write_flush_relation(Oid relid);
+extern void zl_write_flush_all(void);
+extern void zl_write_discard_relation(Oid relid);
+extern void zl_write_place_unplaced(Relation rel);
+extern void zl_write_register_callbacks(void);
+
+/* ---------- zl_compact.c ---------- */
+
+extern bool zl_compaction_due(int64 row_count, int64 masked_rows, int64 ndropped);
+extern bool zl_compact_subgroup(Relation rel, ZLWriteState *state, const ZLSubGroup *sg,
+								const int32 *dropped, int ndropped);
+extern void zl_rewrite_subgroup(Relation rel, ZLWriteState *state, const ZLSubGroup *sg,
+								const int32 *dropped, int ndropped);
+
+/* ---------- zl_freespace.c ---------- */
+
+extern int64 zl_free_space_truncate(Relation rel);
+extern int64 zl_free_space_reclaim(Relation rel);
+extern int64 zl_free_space_wipe(Relation rel, BufferAccessStrategy strategy, bool *complete);
+
+/* ---------- zl_rowcheck.c ---------- */
+
+typedef struct ZLAssignment ZLAssignment;
+typedef struct ZLRowCheck ZLRowCheck;
+
+extern ZLAssignment *zl_assignment_create(int ncols);
+extern bool zl_assignment_add(ZLAssignment *a, int col, Oid source_type,
+							  int32 source_typmod, Oid target_type, int32 target_typmod);
+extern void zl_assignment_apply(ZLAssignment *a, Datum *values, bool *isnull,
+								MemoryContext memory_context);
+extern void zl_assignment_end(ZLAssignment *a);
+extern ZLRowCheck *zl_row_check_begin(Relation rel, const ZLTableOptions *opts);
+extern HeapTuple zl_row_check(ZLRowCheck *rc, HeapTuple tuple, const Datum *values,
+							  const bool *isnull);
+extern void zl_row_check_end(ZLRowCheck *rc);
+
+#endif							/* ZL_WRITE_H */
