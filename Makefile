@@ -125,9 +125,15 @@ bench-smoke:
 	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_snapshot.py --smoke
 	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_retention.py --smoke
 
+# The includes of src/ follow its layers (test/check_layers.py): first
+# the checker's own test on trees made to break each rule, then src/.
+check-layers:
+	$(PYTHON) $(srcdir)/test/check_layers.py --self-test
+	$(PYTHON) $(srcdir)/test/check_layers.py $(srcdir)/src
+
 # Build the released v0.1 into a private copy of the server installation,
 # write tables with it, upgrade to this tree and check (test/upgrade/).
 upgrade-check:
 	$(srcdir)/test/upgrade/upgrade_check.sh
 
-.PHONY: random-check random-batching-check bench-smoke upgrade-check
+.PHONY: random-check random-batching-check bench-smoke upgrade-check check-layers

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what it needs, builds and installs the
+# The whole test suite: installs what it needs, checks that the includes
+# of src/ follow its layers (make check-layers), builds and installs the
 # extension, starts a throwaway cluster, then runs the PGXS targets:
 #   make installcheck   pg_regress, isolation and TAP (as the unprivileged
 #                       cluster user, from a copy of the tree it owns: TAP
@@ -20,6 +21,7 @@ step() {
 }
 
 zl_install_packages || exit 1
+step "layers of src/" make -C "$ZL_ROOT" -s check-layers
 zl_build || exit 1
 # expected outputs must not depend on when autovacuum visits a table (its
 # VACUUM truncates and compacts): off here; TAP 010 tests it on its own server
