@@ -33,6 +33,8 @@ OBJS = \
 	src/access/zl_chunkfilter_exec.o \
 	src/access/zl_prune.o \
 	src/access/zl_scan.o \
+	src/access/zl_scan_columnar.o \
+	src/access/zl_scan_probe.o \
 	src/access/zl_tableam.o \
 	src/access/zl_triggers.o \
 	src/apply/events/zl_events.o \

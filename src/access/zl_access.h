@@ -4,7 +4,7 @@
  *	  The access layer: pruning bounds, scans, chunk filters, triggers.
  *
  * What the planner and the SQL functions use of pruning bounds and the
- * read helpers' terms (zl_prune.c), of scans (zl_scan.c) and chunk
+ * read helpers' terms (zl_prune.c), of scans (zl_scan*.c) and chunk
  * filters (zl_chunkfilter_exec.c); what the hooks use of the trigger
  * checks (zl_triggers.c); _PG_init's zl_tableam_init (zl_tableam.c).
  *
@@ -65,7 +65,7 @@ typedef struct ZLReadHelper
 
 extern const ZLReadHelper *zl_read_helper(const char *name);
 
-/* ---------- zl_scan.c ---------- */
+/* ---------- zl_scan.c, zl_scan_probe.c, zl_scan_columnar.c ---------- */
 
 typedef struct ZLChunkFilter ZLChunkFilter;
 

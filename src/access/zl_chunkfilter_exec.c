@@ -6,10 +6,11 @@
  *
  * The planner turns restriction clauses into chunk predicates
  * (planner/zl_chunkfilter.c), kept in the plan as int lists.  Their
- * expressions are evaluated when the scan starts, and the scan core asks
- * zl_chunkfilter_may_match() as it enters each chunk (zl_scan.c): a chunk
- * is skipped when one predicate cannot hold for any of its rows, by its
- * min/max and null counts (zl_columnar_read.c).  Comparing with NULL holds
+ * expressions are evaluated when the scan starts, and the scan asks
+ * zl_chunkfilter_may_match() as it enters each chunk
+ * (zl_scan_columnar.c): a chunk is skipped when one predicate cannot hold
+ * for any of its rows, by its min/max and null counts
+ * (zl_columnar_read.c).  Comparing with NULL holds
  * for no row; a chunk whose min/max was not kept (wide values, types
  * without an ordering) is read.
  *

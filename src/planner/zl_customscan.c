@@ -699,7 +699,7 @@ chunk_clauses(ZipperScanState *state, CustomScan *cscan)
  * The attributes the plan reads (its target list and filter, which holds
  * the key terms and chunk predicates too): columnar sub-groups decode only
  * those, and the period columns where the scan checks its bounds
- * (zl_scan.c).  NULL: all.
+ * (zl_scan_columnar.c).  NULL: all.
  */
 static bool *
 columns_read(CustomScan *cscan, int natts)
