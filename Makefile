@@ -18,6 +18,10 @@ OBJS = \
 	src/catalog/zl_keyindex.o \
 	src/catalog/zl_metacache.o \
 	src/catalog/zl_metadata.o \
+	src/catalog/zl_meta_freespace.o \
+	src/catalog/zl_meta_record.o \
+	src/catalog/zl_meta_registration.o \
+	src/catalog/zl_meta_subgroup.o \
 	src/catalog/zl_metaread.o \
 	src/catalog/zl_record.o \
 	src/catalog/zl_relation.o \

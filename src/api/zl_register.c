@@ -457,7 +457,7 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 	if (PG_NARGS() > 12 && !PG_ARGISNULL(12))
 		zl_meta_set_history_format(RelationGetRelid(rel),
 								   checked_history_format(PG_GETARG_TEXT_PP(12)));
-	/* cached registrations (zl_metadata.c) follow a commit or rollback */
+	/* cached registrations (zl_meta_registration.c) follow a commit or rollback */
 	CacheInvalidateRelcache(rel);
 	table_close(rel, NoLock);
 	PG_RETURN_VOID();
@@ -487,7 +487,7 @@ open_for_option(FunctionCallInfo fcinfo, const char *option, const char *null_me
 	return rel;
 }
 
-/* cached registrations (zl_metadata.c) follow a commit or rollback */
+/* cached registrations (zl_meta_registration.c) follow a commit or rollback */
 static void
 option_changed(Relation rel)
 {

@@ -4,9 +4,9 @@
  *	  The catalog layer: metadata, caches, the change record, opening tables.
  *
  * What the layers above use of the extension's metadata tables
- * (zl_metadata.c, zl_metaread.c, zl_metacache.c), the merged key index
- * (zl_keyindex.c), the change record (zl_record.c) and opening a relation
- * as a zipper table (zl_relation.c).
+ * (zl_metadata.c, zl_meta_*.c, zl_metaread.c, zl_metacache.c), the
+ * merged key index (zl_keyindex.c), the change record (zl_record.c) and
+ * opening a relation as a zipper table (zl_relation.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -109,6 +109,10 @@ extern void zl_meta_cache_forget(uint64 storage_id);
 
 /* ---------- zl_metadata.c ---------- */
 
+extern bool zl_meta_statement_running(void);
+
+/* ---------- zl_meta_registration.c ---------- */
+
 extern uint64 zl_meta_new_storage(Oid relid);
 extern void zl_meta_forget_storage(uint64 storage_id);
 extern bool zl_meta_forget_table(Oid relid);
@@ -119,10 +123,13 @@ extern void zl_meta_set_track_columns(Oid relid, ArrayType *names);
 extern void zl_meta_set_history_format(Oid relid, text *format);
 extern void zl_meta_set_retention(Oid relid, Interval *keep);
 extern void zl_meta_raise_history_cut(Oid relid, int64 cut);
-extern int64 zl_meta_drop_partitions(Relation rel, DateADT last_partition);
-extern bool zl_meta_has_subgroups(uint64 storage_id);
 extern bool zl_meta_time_zone_exists(const char *name);
 extern bool zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write);
+
+/* ---------- zl_meta_subgroup.c ---------- */
+
+extern int64 zl_meta_drop_partitions(Relation rel, DateADT last_partition);
+extern bool zl_meta_has_subgroups(uint64 storage_id);
 extern void zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
 									  int64 window_start, int max_subgroups,
 									  int64 *file_group, int32 *rollover_seq);
@@ -135,10 +142,11 @@ extern void zl_meta_history_insert(ZLHistoryInserts *h, const ZLSubGroup *sg,
 extern void zl_meta_history_inserts_flush(ZLHistoryInserts *h);
 extern void zl_meta_history_inserts_end(ZLHistoryInserts *h);
 extern void zl_meta_delete_subgroup(Relation rel, int64 subgroup_id);
-extern bool zl_meta_statement_running(void);
 extern void zl_meta_insert_masks(Relation rel, int nmasks,
 								 const int64 *subgroup_ids, int32 *const *positions,
 								 const int *npositions);
+
+/* ---------- zl_meta_freespace.c ---------- */
 
 /* blocks of deleted sub-groups, free once freed_by is old enough */
 typedef struct ZLFreeExtent
@@ -156,6 +164,8 @@ extern void zl_meta_take_free_extents(uint64 storage_id, int n, const BlockNumbe
 									  const BlockNumber *blocks);
 extern void zl_meta_insert_free_extents(uint64 storage_id, const ZLFreeExtent *extents,
 										int nextents, FullTransactionId freed_by);
+
+/* ---------- zl_meta_record.c ---------- */
 
 /*
  * An instant of every key (README "Change semantics"): apply_snapshot with

@@ -53,7 +53,7 @@ extern void zl_meta_row_subgroup(ZLMetaRowReader *reader, ZLSubGroup *sg);
 extern void zl_meta_row_mask(ZLMetaRowReader *reader, int64 *subgroup_id, int32 **positions,
 							 int *npositions);
 
-/* ---------- the change record's rows (zl_metadata.c) ---------- */
+/* ---------- zl_meta_record.c ---------- */
 
 /* a segment of the change record, or (zl_meta_record_pieces) a piece */
 typedef struct ZLRecordSegment
@@ -74,5 +74,66 @@ extern void zl_meta_record_insert(Oid relid, int64 piece, int32 segment, uint32 
 								  uint32 hash_hi, int64 newest, int64 instants,
 								  bytea *entries);
 extern void zl_meta_record_delete_piece(Oid relid, int64 piece);
+
+/* ---------- zl_metadata.c: the catalog's statements ---------- */
+
+typedef enum ZLMetaQuery
+{
+	Q_NEW_STORAGE,
+	Q_FORGET_MASKS,
+	Q_FORGET_SUBGROUPS,
+	Q_FORGET_STORAGE,
+	Q_INSERT_REGISTRATION,
+	Q_LOAD_OPTIONS,
+	Q_CURRENT_FILE_GROUP,
+	Q_NEW_ID,
+	Q_INSERT_SUBGROUP,
+	Q_INSERT_COLUMNAR_SUBGROUP,
+	Q_INSERT_HISTORY_SUBGROUPS,
+	Q_INSERT_HISTORY_COLUMNAR_SUBGROUPS,
+	Q_DELETE_SUBGROUP,
+	Q_FORGET_FREE_EXTENTS,
+	Q_LOAD_FREE_EXTENTS,
+	Q_INSERT_FREE_EXTENTS,
+	Q_TAKE_FREE_EXTENTS,
+	Q_DELETE_SUBGROUP_MASKS,
+	Q_INSERT_MASK,
+	Q_TIME_ZONE_EXISTS,
+	Q_TABLE_STORAGES,
+	Q_STORAGE_OWNER,
+	Q_FORGET_REGISTRATION,
+	Q_SET_LATE_HORIZON,
+	Q_SET_TRACK_COLUMNS,
+	Q_SET_HISTORY_FORMAT,
+	Q_SET_RETENTION,
+	Q_RAISE_HISTORY_CUT,
+	Q_DROP_PARTITIONS,
+	Q_HAS_SUBGROUPS,
+	Q_RECORD_SEGMENTS,
+	Q_RECORD_ENTRIES,
+	Q_RECORD_PIECES,
+	Q_RECORD_INSERT,
+	Q_RECORD_DELETE_PIECE,
+	Q_RECORD_HEAD,
+	Q_RECORD_SAVE_HEAD,
+	Q_RECORD_FORGET,
+	Q_RECORD_SIZE,
+	Q_COUNT
+} ZLMetaQuery;
+
+/* state saved across one privileged SPI session */
+typedef struct ZLMetaSession
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			guc_nest_level;
+	MemoryContext caller_context;
+} ZLMetaSession;
+
+extern void zl_meta_begin(ZLMetaSession *session);
+extern void zl_meta_end(ZLMetaSession *session);
+extern int	zl_meta_exec(ZLMetaQuery query, Datum *values, const char *nulls,
+						 Snapshot snapshot, bool read_only);
+extern int64 zl_meta_result_int64(int row, int col);
 
 #endif							/* ZL_CATALOG_INTERNAL_H */

@@ -54,7 +54,7 @@
  *
  * The table-wide part of the record (the newest change time applied, and
  * the instants of apply_snapshot with deletes) is one row of
- * zipper_lake.record_head (zl_metadata.c).
+ * zipper_lake.record_head (zl_meta_record.c).
  *
  *-------------------------------------------------------------------------
  */

@@ -1,0 +1,272 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_meta_record.c
+ *	  The catalog's change record tables: record_segment, record_head.
+ *
+ * Rows of the change record (zl_record.c encodes and decodes them):
+ * segments of each piece by key hash range, and the head holding the
+ * table's newest change and its instants of every key.  0.1's catalog has
+ * neither table (zl_meta_record_exists).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "common/zl_common.h"
+#include "storage/zl_storage.h"
+#include "catalog/zl_catalog_internal.h"
+
+#include "catalog/namespace.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+/* false while the extension's catalog is 0.1's, which has no change record */
+bool
+zl_meta_record_exists(void)
+{
+	Oid			nspid = get_namespace_oid(ZL_SCHEMA, false);
+
+	return OidIsValid(get_relname_relid("record_head", nspid));
+}
+
+/*
+ * The segments of a table's record that hold entries of key hashes in
+ * [hash_lo, hash_hi] and an instant at or after newest_from, oldest piece
+ * first.
+ */
+ZLRecordSegment *
+zl_meta_record_segments(Oid relid, Snapshot snapshot, uint32 hash_lo, uint32 hash_hi,
+						int64 newest_from, int *nsegments)
+{
+	ZLMetaSession session;
+	Datum		values[4];
+	ZLRecordSegment *segments = NULL;
+
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = Int64GetDatum((int64) hash_lo);
+	values[2] = Int64GetDatum((int64) hash_hi);
+	values[3] = Int64GetDatum(newest_from);
+	zl_meta_begin(&session);
+	zl_meta_exec(Q_RECORD_SEGMENTS, values, NULL, snapshot, true);
+	*nsegments = (int) SPI_processed;
+	if (*nsegments > 0)
+		segments = MemoryContextAlloc(session.caller_context,
+									  sizeof(ZLRecordSegment) * *nsegments);
+	for (int i = 0; i < *nsegments; i++)
+	{
+		bool		isnull;
+
+		segments[i].piece = zl_meta_result_int64(i, 1);
+		segments[i].segment = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
+														  SPI_tuptable->tupdesc, 2, &isnull));
+		segments[i].bytes = 0;
+	}
+	zl_meta_end(&session);
+	return segments;
+}
+
+/* the entries of one segment, detoasted into the caller's memory */
+bytea *
+zl_meta_record_entries(Oid relid, Snapshot snapshot, int64 piece, int32 segment)
+{
+	ZLMetaSession session;
+	Datum		values[3];
+	bytea	   *entries = NULL;
+
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = Int64GetDatum(piece);
+	values[2] = Int32GetDatum(segment);
+	zl_meta_begin(&session);
+	zl_meta_exec(Q_RECORD_ENTRIES, values, NULL, snapshot, true);
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		MemoryContext old = MemoryContextSwitchTo(session.caller_context);
+
+		entries = DatumGetByteaPCopy(d);
+		MemoryContextSwitchTo(old);
+	}
+	zl_meta_end(&session);
+	if (entries == NULL)
+		elog(ERROR, "change record segment " INT64_FORMAT "/%d of relation %u is missing",
+			 piece, segment, relid);
+	return entries;
+}
+
+/* the pieces of a table's record, oldest first, with their bytes (latest snapshot) */
+ZLRecordSegment *
+zl_meta_record_pieces(Oid relid, int *npieces)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	ZLRecordSegment *pieces = NULL;
+
+	zl_meta_begin(&session);
+	zl_meta_exec(Q_RECORD_PIECES, values, NULL, GetLatestSnapshot(), true);
+	*npieces = (int) SPI_processed;
+	if (*npieces > 0)
+		pieces = MemoryContextAlloc(session.caller_context, sizeof(ZLRecordSegment) * *npieces);
+	for (int i = 0; i < *npieces; i++)
+	{
+		pieces[i].piece = zl_meta_result_int64(i, 1);
+		pieces[i].segment = 0;
+		pieces[i].bytes = zl_meta_result_int64(i, 2);
+	}
+	zl_meta_end(&session);
+	return pieces;
+}
+
+int64
+zl_meta_new_id(void)
+{
+	ZLMetaSession session;
+	int64		id;
+
+	zl_meta_begin(&session);
+	zl_meta_exec(Q_NEW_ID, NULL, NULL, InvalidSnapshot, false);
+	id = zl_meta_result_int64(0, 1);
+	zl_meta_end(&session);
+	return id;
+}
+
+void
+zl_meta_record_insert(Oid relid, int64 piece, int32 segment, uint32 hash_lo, uint32 hash_hi,
+					  int64 newest, int64 instants, bytea *entries)
+{
+	ZLMetaSession session;
+	Datum		values[8];
+
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = Int64GetDatum(piece);
+	values[2] = Int32GetDatum(segment);
+	values[3] = Int64GetDatum((int64) hash_lo);
+	values[4] = Int64GetDatum((int64) hash_hi);
+	values[5] = Int64GetDatum(newest);
+	values[6] = Int64GetDatum(instants);
+	values[7] = PointerGetDatum(entries);
+	zl_meta_begin(&session);
+	zl_meta_exec(Q_RECORD_INSERT, values, NULL, InvalidSnapshot, false);
+	zl_meta_end(&session);
+}
+
+void
+zl_meta_record_delete_piece(Oid relid, int64 piece)
+{
+	ZLMetaSession session;
+	Datum		values[2] = {ObjectIdGetDatum(relid), Int64GetDatum(piece)};
+
+	zl_meta_begin(&session);
+	zl_meta_exec(Q_RECORD_DELETE_PIECE, values, NULL, InvalidSnapshot, false);
+	zl_meta_end(&session);
+}
+
+/* the newest change time applied and the table's instants; false if none */
+bool
+zl_meta_record_head(Oid relid, Snapshot snapshot, int64 *newest_change,
+					ZLTableInstant **instants, int *ninstants)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		found;
+
+	*newest_change = PG_INT64_MIN;
+	*instants = NULL;
+	*ninstants = 0;
+	zl_meta_begin(&session);
+	zl_meta_exec(Q_RECORD_HEAD, values, NULL, snapshot, true);
+	found = SPI_processed == 1;
+	if (found)
+	{
+		bool		isnull;
+		Datum	   *times;
+		Datum	   *seqs;
+		bool	   *seq_nulls;
+		int			ntimes,
+					nseqs;
+
+		*newest_change = zl_meta_result_int64(0, 1);
+		deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[0],
+														   SPI_tuptable->tupdesc, 2, &isnull)),
+						  TIMESTAMPTZOID, sizeof(int64), true, TYPALIGN_DOUBLE,
+						  &times, NULL, &ntimes);
+		deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[0],
+														   SPI_tuptable->tupdesc, 3, &isnull)),
+						  INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE,
+						  &seqs, &seq_nulls, &nseqs);
+		if (nseqs != ntimes)
+			elog(ERROR, "zipper_lake.record_head of relation %u is damaged", relid);
+		*instants = MemoryContextAlloc(session.caller_context, sizeof(ZLTableInstant) * Max(1, ntimes));
+		for (int i = 0; i < ntimes; i++)
+		{
+			(*instants)[i].time = DatumGetInt64(times[i]);
+			(*instants)[i].has_seq = !seq_nulls[i];
+			(*instants)[i].seq = seq_nulls[i] ? 0 : DatumGetInt64(seqs[i]);
+		}
+		*ninstants = ntimes;
+	}
+	zl_meta_end(&session);
+	return found;
+}
+
+/* the newest change time (only ever grows) and the table's instants, sorted */
+void
+zl_meta_record_save_head(Oid relid, int64 newest_change, const ZLTableInstant *instants,
+						 int ninstants)
+{
+	ZLMetaSession session;
+	Datum		values[4];
+	Datum	   *times = palloc(sizeof(Datum) * Max(1, ninstants));
+	Datum	   *seqs = palloc(sizeof(Datum) * Max(1, ninstants));
+	bool	   *seq_nulls = palloc(sizeof(bool) * Max(1, ninstants));
+	int			dims[1] = {ninstants};
+	int			lbs[1] = {1};
+
+	for (int i = 0; i < ninstants; i++)
+	{
+		times[i] = Int64GetDatum(instants[i].time);
+		seqs[i] = Int64GetDatum(instants[i].seq);
+		seq_nulls[i] = !instants[i].has_seq;
+	}
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = Int64GetDatum(newest_change);
+	values[2] = PointerGetDatum(construct_md_array(times, NULL, 1, dims, lbs, TIMESTAMPTZOID,
+												   sizeof(int64), true, TYPALIGN_DOUBLE));
+	values[3] = PointerGetDatum(construct_md_array(seqs, seq_nulls, 1, dims, lbs, INT8OID,
+												   sizeof(int64), true, TYPALIGN_DOUBLE));
+	zl_meta_begin(&session);
+	zl_meta_exec(Q_RECORD_SAVE_HEAD, values, NULL, InvalidSnapshot, false);
+	zl_meta_end(&session);
+}
+
+/* TRUNCATE, DROP, SET ACCESS METHOD: the record goes with the rows */
+void
+zl_meta_record_forget(Oid relid)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+
+	if (!zl_meta_record_exists())
+		return;
+	zl_meta_begin(&session);
+	zl_meta_exec(Q_RECORD_FORGET, values, NULL, InvalidSnapshot, false);
+	zl_meta_end(&session);
+}
+
+/* VACUUM VERBOSE: the size of a table's record */
+void
+zl_meta_record_size(Oid relid, int64 *pieces, int64 *instants, int64 *bytes)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+
+	zl_meta_begin(&session);
+	zl_meta_exec(Q_RECORD_SIZE, values, NULL, GetTransactionSnapshot(), true);
+	*pieces = zl_meta_result_int64(0, 1);
+	*instants = zl_meta_result_int64(0, 2);
+	*bytes = zl_meta_result_int64(0, 3);
+	zl_meta_end(&session);
+}

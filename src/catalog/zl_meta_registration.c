@@ -1,0 +1,420 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_meta_registration.c
+ *	  The catalog's storage and registration tables.
+ *
+ * A zipper table's storages (one per relfilenode it had: the ids its
+ * metadata is keyed by), forgetting them with the table, and its
+ * registration: written by register() and the option setters, read back
+ * as ZLTableOptions (cached per backend for readers).  Statements and
+ * their privileged session: zl_metadata.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "common/zl_common.h"
+#include "storage/zl_storage.h"
+#include "catalog/zl_catalog_internal.h"
+
+#include "executor/spi.h"
+#include "pgtime.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+/* ---------- storages ---------- */
+
+uint64
+zl_meta_new_storage(Oid relid)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	uint64		storage_id;
+
+	zl_meta_begin(&session);
+	zl_meta_exec(Q_NEW_STORAGE, values, NULL, InvalidSnapshot, false);
+	storage_id = (uint64) zl_meta_result_int64(0, 1);
+	zl_meta_end(&session);
+	return storage_id;
+}
+
+void
+zl_meta_forget_storage(uint64 storage_id)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {Int64GetDatum((int64) storage_id)};
+
+	zl_meta_begin(&session);
+	zl_meta_exec(Q_FORGET_MASKS, values, NULL, InvalidSnapshot, false);
+	zl_meta_exec(Q_FORGET_SUBGROUPS, values, NULL, InvalidSnapshot, false);
+	zl_meta_exec(Q_FORGET_FREE_EXTENTS, values, NULL, InvalidSnapshot, false);
+	zl_meta_exec(Q_FORGET_STORAGE, values, NULL, InvalidSnapshot, false);
+	zl_meta_end(&session);
+}
+
+/*
+ * Forget a table that is dropped or stopped being a zipper table (SET
+ * ACCESS METHOD): the metadata of all its storages and its registration.
+ * False if it had no storage.
+ */
+bool
+zl_meta_forget_table(Oid relid)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	uint64		nstorages;
+	int64	   *storages;
+
+	zl_meta_begin(&session);
+	zl_meta_exec(Q_TABLE_STORAGES, values, NULL, InvalidSnapshot, true);
+	nstorages = SPI_processed;
+	storages = palloc(sizeof(int64) * Max(nstorages, 1));
+	for (uint64 i = 0; i < nstorages; i++)
+	{
+		bool		isnull;
+
+		storages[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+												  SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	zl_meta_exec(Q_FORGET_REGISTRATION, values, NULL, InvalidSnapshot, false);
+	zl_meta_end(&session);
+	zl_meta_record_forget(relid);
+	for (uint64 i = 0; i < nstorages; i++)
+		zl_meta_forget_storage((uint64) storages[i]);
+	return nstorages > 0;
+}
+
+/* the table a storage was created for, InvalidOid if none */
+Oid
+zl_meta_storage_owner(uint64 storage_id)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {Int64GetDatum((int64) storage_id)};
+	Oid			owner = InvalidOid;
+
+	zl_meta_begin(&session);
+	zl_meta_exec(Q_STORAGE_OWNER, values, NULL, InvalidSnapshot, true);
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+
+		owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+											   SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	zl_meta_end(&session);
+	return owner;
+}
+
+/* ---------- registration ---------- */
+
+/* values in the column order of zipper_lake.registration */
+void
+zl_meta_insert_registration(Datum *values)
+{
+	ZLMetaSession session;
+
+	zl_meta_begin(&session);
+	zl_meta_exec(Q_INSERT_REGISTRATION, values, NULL, InvalidSnapshot, false);
+	zl_meta_end(&session);
+}
+
+/* a registration option (Q_SET_*) of a table; value NULL: none */
+static void
+set_registration_option(ZLMetaQuery query, Oid relid, Pointer value)
+{
+	ZLMetaSession session;
+	Datum		values[2] = {ObjectIdGetDatum(relid), PointerGetDatum(value)};
+	char		nulls[2] = {' ', value == NULL ? 'n' : ' '};
+
+	zl_meta_begin(&session);
+	zl_meta_exec(query, values, nulls, InvalidSnapshot, false);
+	zl_meta_end(&session);
+}
+
+/* README "Late data": NULL horizon = none */
+void
+zl_meta_set_late_horizon(Oid relid, Interval *horizon)
+{
+	set_registration_option(Q_SET_LATE_HORIZON, relid, (Pointer) horizon);
+}
+
+/* README "Tracked columns": names (name[]), NULL = all */
+void
+zl_meta_set_track_columns(Oid relid, ArrayType *names)
+{
+	set_registration_option(Q_SET_TRACK_COLUMNS, relid, (Pointer) names);
+}
+
+/* README "Storage formats": 'columnar' or 'rows' */
+void
+zl_meta_set_history_format(Oid relid, text *format)
+{
+	set_registration_option(Q_SET_HISTORY_FORMAT, relid, (Pointer) format);
+}
+
+/* README "Lifecycle": NULL keep = forever */
+void
+zl_meta_set_retention(Oid relid, Interval *keep)
+{
+	set_registration_option(Q_SET_RETENTION, relid, (Pointer) keep);
+}
+
+/* README "Lifecycle": history dropped up to cut (an instant); never lowered */
+void
+zl_meta_raise_history_cut(Oid relid, int64 cut)
+{
+	ZLMetaSession session;
+	Datum		values[2] = {ObjectIdGetDatum(relid), TimestampTzGetDatum(cut)};
+
+	zl_meta_begin(&session);
+	zl_meta_exec(Q_RAISE_HISTORY_CUT, values, NULL, InvalidSnapshot, false);
+	zl_meta_end(&session);
+}
+
+
+
+/* is name a zone of pg_timezone_names (not an abbreviation or POSIX rule)? */
+bool
+zl_meta_time_zone_exists(const char *name)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {CStringGetTextDatum(name)};
+	bool		exists;
+
+	zl_meta_begin(&session);
+	zl_meta_exec(Q_TIME_ZONE_EXISTS, values, NULL, InvalidSnapshot, true);
+	exists = SPI_processed > 0;
+	zl_meta_end(&session);
+	return exists;
+}
+
+static AttrNumber
+resolve_column(Relation rel, const char *name, const char *role)
+{
+	AttrNumber	attnum = InvalidAttrNumber;
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+
+	for (int i = 0; i < tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+			attnum = att->attnum;
+	}
+	if (attnum == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("%s column \"%s\" of zipper table \"%s\" does not exist",
+						role, name, RelationGetRelationName(rel)),
+				 errhint("Register the table again with existing columns.")));
+	return attnum;
+}
+
+/*
+ * Registrations read by readers, cached per backend.  Only registered
+ * tables are cached: a registration never changes (re-registering is
+ * refused, registered columns cannot be renamed or dropped) until the
+ * table is dropped, and then its relcache invalidation clears the entry.
+ * "Not registered" is never cached: a reader with an old snapshot would
+ * keep believing it after the registration's invalidation has passed.
+ */
+typedef struct OptionsCacheEntry
+{
+	Oid			relid;			/* hash key */
+	ZLTableOptions opts;
+} OptionsCacheEntry;
+
+static HTAB *options_cache = NULL;
+
+static void
+options_cache_invalidate(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	OptionsCacheEntry *entry;
+
+	if (options_cache == NULL)
+		return;
+	hash_seq_init(&status, options_cache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (OidIsValid(relid) && entry->relid != relid)
+			continue;
+		pfree(entry->opts.time_zone);
+		(void) hash_search(options_cache, &entry->relid, HASH_REMOVE, NULL);
+	}
+}
+
+static void
+options_cache_store(const ZLTableOptions *opts)
+{
+	static bool callback_registered = false;
+	OptionsCacheEntry *entry;
+
+	if (options_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(OptionsCacheEntry);
+		ctl.hcxt = CacheMemoryContext;
+		options_cache = hash_create("zipper_lake registrations", 64, &ctl,
+									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	if (!callback_registered)
+	{
+		CacheRegisterRelcacheCallback(options_cache_invalidate, (Datum) 0);
+		callback_registered = true;
+	}
+	entry = hash_search(options_cache, &opts->relid, HASH_ENTER, NULL);
+	entry->opts = *opts;
+	entry->opts.time_zone = MemoryContextStrdup(CacheMemoryContext, opts->time_zone);
+}
+
+/* a copy of the cached registration of relid, if there is one */
+static bool
+options_cache_fetch(Oid relid, ZLTableOptions *opts)
+{
+	OptionsCacheEntry *entry;
+
+	if (options_cache == NULL ||
+		(entry = hash_search(options_cache, &relid, HASH_FIND, NULL)) == NULL)
+		return false;
+	/* the entry may go at any invalidation: callers get their own copy */
+	*opts = entry->opts;
+	opts->time_zone = pstrdup(entry->opts.time_zone);
+	return true;
+}
+
+/*
+ * A registration row resolved against the table: column names to
+ * attribute numbers, the option values to their in-memory forms.
+ * time_zone is allocated in result_context (SPI memory goes at
+ * zl_meta_end).
+ */
+static void
+options_from_row(Relation rel, HeapTuple tuple, TupleDesc tupdesc, ZLTableOptions *opts,
+				 MemoryContext result_context)
+{
+	bool		isnull;
+	ArrayType  *keys;
+	Datum	   *key_names;
+	int			nkeys;
+	char	   *unit;
+	MemoryContext old;
+
+	keys = DatumGetArrayTypeP(SPI_getbinval(tuple, tupdesc, 1, &isnull));
+	deconstruct_array(keys, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR,
+					  &key_names, NULL, &nkeys);
+	if (nkeys < 1 || nkeys > INDEX_MAX_KEYS)
+		elog(ERROR, "invalid key in registration of \"%s\"",
+			 RelationGetRelationName(rel));
+	opts->nkeys = nkeys;
+	for (int i = 0; i < nkeys; i++)
+		opts->key_attnums[i] = resolve_column(rel,
+											  NameStr(*DatumGetName(key_names[i])),
+											  "key");
+	opts->from_attnum = resolve_column(rel, SPI_getvalue(tuple, tupdesc, 2),
+									   "valid_from");
+	opts->to_attnum = resolve_column(rel, SPI_getvalue(tuple, tupdesc, 3),
+									 "valid_to");
+	opts->period_type = TupleDescAttr(RelationGetDescr(rel),
+									  opts->from_attnum - 1)->atttypid;
+	opts->period_typmod = TupleDescAttr(RelationGetDescr(rel),
+										opts->from_attnum - 1)->atttypmod;
+	unit = SPI_getvalue(tuple, tupdesc, 4);
+	opts->unit = strcmp(unit, "year") == 0 ? ZL_UNIT_YEAR :
+		strcmp(unit, "month") == 0 ? ZL_UNIT_MONTH : ZL_UNIT_DAY;
+	opts->history_span = zl_span_from_interval(DatumGetIntervalP(SPI_getbinval(tuple, tupdesc, 5, &isnull)));
+	opts->current_span = zl_span_from_interval(DatumGetIntervalP(SPI_getbinval(tuple, tupdesc, 6, &isnull)));
+	opts->max_subgroups = DatumGetInt32(SPI_getbinval(tuple, tupdesc, 7, &isnull));
+
+	/*
+	 * register() stores the open end of timestamp and date tables as the
+	 * wall-clock value at UTC, so it reads the same in every session.
+	 */
+	opts->open_end = DatumGetTimestampTz(SPI_getbinval(tuple, tupdesc, 8, &isnull));
+	old = MemoryContextSwitchTo(result_context);
+	opts->time_zone = pstrdup(SPI_getvalue(tuple, tupdesc, 9));
+	MemoryContextSwitchTo(old);
+	opts->zone_is_utc = (pg_strcasecmp(opts->time_zone, "UTC") == 0);
+	{
+		Datum		horizon = SPI_getbinval(tuple, tupdesc, 10, &isnull);
+
+		opts->late_horizon = isnull ? 0 : zl_span_from_interval(DatumGetIntervalP(horizon)).usecs;
+	}
+	{
+		Datum		tracked = SPI_getbinval(tuple, tupdesc, 11, &isnull);
+		Datum	   *names;
+		int			nnames;
+
+		memset(opts->tracked, 0, sizeof(opts->tracked));
+		deconstruct_array(DatumGetArrayTypeP(tracked), TEXTOID, -1, false, TYPALIGN_INT,
+						  &names, NULL, &nnames);
+		opts->some_untracked = nnames > 0;
+		for (int i = 0; i < nnames; i++)
+		{
+			AttrNumber	attnum = resolve_column(rel, TextDatumGetCString(names[i]), "tracked");
+
+			opts->tracked[(attnum - 1) >> 3] |= 1 << ((attnum - 1) & 7);
+		}
+	}
+	opts->history_format = strcmp(SPI_getvalue(tuple, tupdesc, 12), "columnar") == 0 ?
+		ZL_FORMAT_COLUMNAR : ZL_FORMAT_ROWS;
+	{
+		Datum		cut = SPI_getbinval(tuple, tupdesc, 13, &isnull);
+
+		opts->history_cut = isnull ? ZL_NO_HISTORY_CUT : DatumGetTimestampTz(cut);
+	}
+	{
+		Datum		keep = SPI_getbinval(tuple, tupdesc, 14, &isnull);
+
+		opts->has_retention = !isnull;
+		if (!isnull)
+			opts->retention = *DatumGetIntervalP(keep);
+	}
+	if (pg_tzset(opts->time_zone) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("zipper table \"%s\" has an unknown time zone \"%s\"",
+						RelationGetRelationName(rel), opts->time_zone),
+				 errhint("Time zones of zipper tables are full names from pg_timezone_names.")));
+}
+
+/*
+ * The registration of a table, false if it has none.  Readers take it from
+ * the per-backend cache (invalidated with the table's relcache entry);
+ * writers read the catalog with the latest snapshot.
+ */
+bool
+zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {ObjectIdGetDatum(RelationGetRelid(rel))};
+	bool		found;
+
+	if (!for_write && options_cache_fetch(RelationGetRelid(rel), opts))
+		return true;
+
+	memset(opts, 0, sizeof(*opts));
+	opts->relid = RelationGetRelid(rel);
+	zl_meta_begin(&session);
+
+	/*
+	 * Writers hold the table's writer lock, which register() takes too:
+	 * with the latest snapshot they see a registration committed after
+	 * their transaction began, so no row of theirs goes unplaced.
+	 */
+	zl_meta_exec(Q_LOAD_OPTIONS, values, NULL,
+			  for_write ? GetLatestSnapshot() : InvalidSnapshot, true);
+	found = (SPI_processed == 1);
+	if (found)
+		options_from_row(rel, SPI_tuptable->vals[0], SPI_tuptable->tupdesc, opts,
+						 session.caller_context);
+	zl_meta_end(&session);
+	if (found)
+		options_cache_store(opts);
+	return found;
+}
