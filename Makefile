@@ -29,6 +29,8 @@ OBJS = \
 	src/write/zl_freespace.o \
 	src/write/zl_load.o \
 	src/write/zl_rowcheck.o \
+	src/write/zl_place.o \
+	src/write/zl_subgroup_write.o \
 	src/write/zl_write.o \
 	src/lifecycle/zl_erase.o \
 	src/lifecycle/zl_reclaim.o \

@@ -131,7 +131,7 @@ first_partition_from(const ZLTableOptions *opts, int64 to_lo)
 void
 zl_bounds_filter(const ZLTableOptions *opts, const ZLScanBounds *b, ZLSubGroupFilter *f)
 {
-	/* placed versions end after they begin (zl_write.c checks it) */
+	/* placed versions end after they begin (zl_place.c checks it) */
 	int64		to_lo_of_from = (b->from_lo != ZL_UNBOUNDED_LO && b->from_lo < PG_INT64_MAX) ?
 		b->from_lo + 1 : ZL_UNBOUNDED_LO;
 	int64		to_lo = b->either ? b->to_lo : Max(b->to_lo, to_lo_of_from);

@@ -5,7 +5,7 @@
  *
  * A flush sorts rows by values computed from them: loaded rows by key
  * hash and start (zl_load.c), rows to place by partition, window and start
- * (zl_write.c).  A sort tuple holds those integer columns, which the sort
+ * (zl_place.c).  A sort tuple holds those integer columns, which the sort
  * compares, and the row itself as a bytea column, which it only carries.
  * The sorts spill to temporary files beyond their memory (zl_write.c,
  * "Memory").

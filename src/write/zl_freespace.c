@@ -29,7 +29,7 @@
  *
  * How extents are taken
  * ---------------------
- * A flush (zl_write.c) loads the table's reusable extents once.  Each
+ * A flush (zl_subgroup_write.c) loads the table's reusable extents once.  Each
  * sub-group it writes knows its size in pages before writing (a page
  * counter runs the page writer's packing over the rows' lengths), and
  * takes the smallest free extent that holds it — extents that touch count
