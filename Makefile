@@ -47,6 +47,10 @@ OBJS = \
 	src/apply/events/zl_events_apply.o \
 	src/apply/events/zl_events_json.o \
 	src/apply/zl_apply.o \
+	src/apply/zl_apply_batch.o \
+	src/apply/zl_apply_conflict.o \
+	src/apply/zl_apply_lookup.o \
+	src/apply/zl_apply_record.o \
 	src/apply/zl_fold.o \
 	src/planner/zl_aggregate.o \
 	src/planner/zl_chunkfilter.o \
