@@ -163,13 +163,6 @@ check_span(const Interval *span)
 }
 
 /*
- * zipper_lake.register(tbl, key, valid_from, valid_to, partition_unit,
- * history_group_span, current_group_span, max_subgroups, open_end,
- * time_zone): every check of a registration, then the registration row
- * (written with the metadata owner's rights, zl_metadata.c).  Only the
- * table's owner registers it.
- */
-/*
  * README "Tracked columns": names of value columns (not key, period or
  * generated ones), each once, at least one; as name[].
  */
@@ -253,36 +246,15 @@ checked_horizon(Interval *horizon)
 	return horizon;
 }
 
-static Datum
-register_table(FunctionCallInfo fcinfo, bool open_end_converted)
+/*
+ * The table to register, opened: the owner's, a zipper table, not yet
+ * registered, and its writers locked out until the registration commits
+ * (they then see it, zl_write.c).
+ */
+static Relation
+open_table_to_register(FunctionCallInfo fcinfo)
 {
-	static const char *const argnames[] = {"tbl", "key", "valid_from", "valid_to",
-		"partition_unit", "history_group_span", "current_group_span",
-	"max_subgroups", "open_end", "time_zone"};
 	Relation	rel;
-	Datum		values[10];
-	ArrayType  *key_array;
-	char	   *key_text;
-	Datum	   *key_elems;
-	bool	   *key_nulls;
-	int16		elem_len;
-	bool		elem_byval;
-	char		elem_align;
-	char	   *key_name;
-	int			nkeys;
-	Datum	   *key_names;
-	AttrNumber	key_attnums[INDEX_MAX_KEYS];
-	const char *from_name,
-			   *to_name;
-	AttrNumber	from_attnum,
-				to_attnum;
-	Oid			from_type,
-				to_type;
-	int32		from_typmod,
-				to_typmod;
-	char	   *unit;
-	TimestampTz open_end;
-	char	   *time_zone;
 	ZLTableOptions existing;
 
 	if (PG_ARGISNULL(0))
@@ -306,8 +278,29 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("table %s is already registered", zl_qualified_name(rel)),
 				 errhint("A table is registered once, when it is created.")));
+	return rel;
+}
 
-	/* the key: distinct existing columns, none null */
+/*
+ * The key (argument 1): distinct existing columns, none null.  Fills
+ * key_attnums and *key_names (name[] of the columns) and *key_text (the
+ * argument as given, for messages); returns the number of columns.
+ */
+static int
+resolve_key_columns(FunctionCallInfo fcinfo, Relation rel, AttrNumber *key_attnums,
+					ArrayType **key_names_out, char **key_text_out)
+{
+	ArrayType  *key_array;
+	char	   *key_text;
+	Datum	   *key_elems;
+	bool	   *key_nulls;
+	int16		elem_len;
+	bool		elem_byval;
+	char		elem_align;
+	char	   *key_name;
+	int			nkeys;
+	Datum	   *key_names;
+
 	if (PG_ARGISNULL(1) ||
 		ArrayGetNItems(ARR_NDIM(PG_GETARG_ARRAYTYPE_P(1)), ARR_DIMS(PG_GETARG_ARRAYTYPE_P(1))) == 0)
 		ereport(ERROR,
@@ -346,16 +339,32 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 						 errdetail("Key is %s.", key_text),
 						 errhint("List each key column once.")));
 	}
+	*key_names_out = construct_array(key_names, nkeys, NAMEOID, NAMEDATALEN, false,
+									 TYPALIGN_CHAR);
+	*key_text_out = key_text;
+	return nkeys;
+}
 
-	/* every other option must be given (defaults come from the SQL signature) */
-	for (int i = 2; i < 10; i++)
-		if (PG_ARGISNULL(i))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("registration option %s must not be null", argnames[i]),
-					 errhint("Pass a value or leave the option at its default.")));
+/*
+ * The period (arguments 2 and 3): two columns outside the key, both
+ * timestamptz, timestamp or date of one precision, neither generated nor
+ * (with the key columns) a partition key of an ancestor.  Returns their
+ * type.
+ */
+static Oid
+resolve_period_columns(FunctionCallInfo fcinfo, Relation rel, const AttrNumber *key_attnums,
+					   int nkeys, const char *key_text, AttrNumber *from_out,
+					   AttrNumber *to_out)
+{
+	const char *from_name,
+			   *to_name;
+	AttrNumber	from_attnum,
+				to_attnum;
+	Oid			from_type,
+				to_type;
+	int32		from_typmod,
+				to_typmod;
 
-	/* the period: two columns outside the key, both timestamptz, timestamp or date */
 	from_name = NameStr(*PG_GETARG_NAME(2));
 	to_name = NameStr(*PG_GETARG_NAME(3));
 	from_attnum = registered_column(rel, from_name);
@@ -395,8 +404,22 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 	for (int i = 0; i < nkeys; i++)
 		refuse_generated_column(rel, key_attnums[i], "key");
 	refuse_period_partition_key(rel, from_attnum, to_attnum);
+	*from_out = from_attnum;
+	*to_out = to_attnum;
+	return from_type;
+}
 
-	/* layout options */
+/*
+ * The layout options (arguments 4 to 9): partition unit, group spans,
+ * max_subgroups, open end and time zone.  Returns the open end.
+ */
+static TimestampTz
+check_layout_options(FunctionCallInfo fcinfo)
+{
+	char	   *unit;
+	TimestampTz open_end;
+	char	   *time_zone;
+
 	unit = text_to_cstring(PG_GETARG_TEXT_PP(4));
 	if (strcmp(unit, "day") != 0 && strcmp(unit, "month") != 0 && strcmp(unit, "year") != 0)
 		refuse_option(psprintf("invalid partition unit \"%s\"", unit),
@@ -418,27 +441,72 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 				 errdetail("%s is not in pg_timezone_names (abbreviations such as CEST are not time zones).",
 						   time_zone),
 				 errhint("Use a name from pg_timezone_names, such as 'UTC' or 'Asia/Shanghai'.")));
+	return open_end;
+}
 
-	/*
-	 * timestamp and date tables keep the open end as its wall-clock value
-	 * (in the session's zone) at UTC, so it reads the same in every session
-	 */
-	if (from_type != TIMESTAMPTZOID && !TIMESTAMP_NOT_FINITE(open_end) &&
+/*
+ * timestamp and date tables keep the open end as its wall-clock value
+ * (in the session's zone) at UTC, so it reads the same in every session
+ */
+static TimestampTz
+stored_open_end(TimestampTz open_end, Oid period_type, bool open_end_converted)
+{
+	if (period_type != TIMESTAMPTZOID && !TIMESTAMP_NOT_FINITE(open_end) &&
 		!open_end_converted)
 	{
 		Timestamp	local = DatumGetTimestamp(DirectFunctionCall1(timestamptz_timestamp,
 																  TimestampTzGetDatum(open_end)));
 
-		if (from_type == DATEOID)
+		if (period_type == DATEOID)
 			local = DatumGetTimestamp(DirectFunctionCall1(date_timestamp,
 														  DirectFunctionCall1(timestamp_date,
 																			  TimestampGetDatum(local))));
 		open_end = (TimestampTz) local;
 	}
+	return open_end;
+}
+
+/*
+ * zipper_lake.register(tbl, key, valid_from, valid_to, partition_unit,
+ * history_group_span, current_group_span, max_subgroups, open_end,
+ * time_zone): every check of a registration, then the registration row
+ * (written with the metadata owner's rights, zl_metadata.c).  Only the
+ * table's owner registers it.
+ */
+static Datum
+register_table(FunctionCallInfo fcinfo, bool open_end_converted)
+{
+	static const char *const argnames[] = {"tbl", "key", "valid_from", "valid_to",
+		"partition_unit", "history_group_span", "current_group_span",
+	"max_subgroups", "open_end", "time_zone"};
+	Relation	rel;
+	Datum		values[10];
+	ArrayType  *key_names;
+	char	   *key_text;
+	int			nkeys;
+	AttrNumber	key_attnums[INDEX_MAX_KEYS];
+	AttrNumber	from_attnum,
+				to_attnum;
+	Oid			period_type;
+	TimestampTz open_end;
+
+	rel = open_table_to_register(fcinfo);
+	nkeys = resolve_key_columns(fcinfo, rel, key_attnums, &key_names, &key_text);
+
+	/* every other option must be given (defaults come from the SQL signature) */
+	for (int i = 2; i < 10; i++)
+		if (PG_ARGISNULL(i))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("registration option %s must not be null", argnames[i]),
+					 errhint("Pass a value or leave the option at its default.")));
+
+	period_type = resolve_period_columns(fcinfo, rel, key_attnums, nkeys, key_text,
+										 &from_attnum, &to_attnum);
+	open_end = stored_open_end(check_layout_options(fcinfo), period_type, open_end_converted);
 
 	values[0] = ObjectIdGetDatum(RelationGetRelid(rel));
-	values[1] = PointerGetDatum(construct_array(key_names, nkeys, NAMEOID, NAMEDATALEN,
-												false, TYPALIGN_CHAR));
+	values[1] = PointerGetDatum(key_names);
 	values[2] = PG_GETARG_DATUM(2);
 	values[3] = PG_GETARG_DATUM(3);
 	values[4] = PG_GETARG_DATUM(4);
