@@ -134,6 +134,7 @@ extern void zl_meta_begin(ZLMetaSession *session);
 extern void zl_meta_end(ZLMetaSession *session);
 extern int	zl_meta_exec(ZLMetaQuery query, Datum *values, const char *nulls,
 						 Snapshot snapshot, bool read_only);
+extern void zl_meta_run(ZLMetaQuery query, Datum *values, const char *nulls);
 extern int64 zl_meta_result_int64(int row, int col);
 
 #endif							/* ZL_CATALOG_INTERNAL_H */

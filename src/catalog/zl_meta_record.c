@@ -137,7 +137,6 @@ void
 zl_meta_record_insert(Oid relid, int64 piece, int32 segment, uint32 hash_lo, uint32 hash_hi,
 					  int64 newest, int64 instants, bytea *entries)
 {
-	ZLMetaSession session;
 	Datum		values[8];
 
 	values[0] = ObjectIdGetDatum(relid);
@@ -148,20 +147,15 @@ zl_meta_record_insert(Oid relid, int64 piece, int32 segment, uint32 hash_lo, uin
 	values[5] = Int64GetDatum(newest);
 	values[6] = Int64GetDatum(instants);
 	values[7] = PointerGetDatum(entries);
-	zl_meta_begin(&session);
-	zl_meta_exec(Q_RECORD_INSERT, values, NULL, InvalidSnapshot, false);
-	zl_meta_end(&session);
+	zl_meta_run(Q_RECORD_INSERT, values, NULL);
 }
 
 void
 zl_meta_record_delete_piece(Oid relid, int64 piece)
 {
-	ZLMetaSession session;
 	Datum		values[2] = {ObjectIdGetDatum(relid), Int64GetDatum(piece)};
 
-	zl_meta_begin(&session);
-	zl_meta_exec(Q_RECORD_DELETE_PIECE, values, NULL, InvalidSnapshot, false);
-	zl_meta_end(&session);
+	zl_meta_run(Q_RECORD_DELETE_PIECE, values, NULL);
 }
 
 /* the newest change time applied and the table's instants; false if none */
@@ -217,7 +211,6 @@ void
 zl_meta_record_save_head(Oid relid, int64 newest_change, const ZLTableInstant *instants,
 						 int ninstants)
 {
-	ZLMetaSession session;
 	Datum		values[4];
 	Datum	   *times = palloc(sizeof(Datum) * Max(1, ninstants));
 	Datum	   *seqs = palloc(sizeof(Datum) * Max(1, ninstants));
@@ -237,23 +230,18 @@ zl_meta_record_save_head(Oid relid, int64 newest_change, const ZLTableInstant *i
 												   sizeof(int64), true, TYPALIGN_DOUBLE));
 	values[3] = PointerGetDatum(construct_md_array(seqs, seq_nulls, 1, dims, lbs, INT8OID,
 												   sizeof(int64), true, TYPALIGN_DOUBLE));
-	zl_meta_begin(&session);
-	zl_meta_exec(Q_RECORD_SAVE_HEAD, values, NULL, InvalidSnapshot, false);
-	zl_meta_end(&session);
+	zl_meta_run(Q_RECORD_SAVE_HEAD, values, NULL);
 }
 
 /* TRUNCATE, DROP, SET ACCESS METHOD: the record goes with the rows */
 void
 zl_meta_record_forget(Oid relid)
 {
-	ZLMetaSession session;
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
 
 	if (!zl_meta_record_exists())
 		return;
-	zl_meta_begin(&session);
-	zl_meta_exec(Q_RECORD_FORGET, values, NULL, InvalidSnapshot, false);
-	zl_meta_end(&session);
+	zl_meta_run(Q_RECORD_FORGET, values, NULL);
 }
 
 /* VACUUM VERBOSE: the size of a table's record */

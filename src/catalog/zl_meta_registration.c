@@ -114,24 +114,17 @@ zl_meta_storage_owner(uint64 storage_id)
 void
 zl_meta_insert_registration(Datum *values)
 {
-	ZLMetaSession session;
-
-	zl_meta_begin(&session);
-	zl_meta_exec(Q_INSERT_REGISTRATION, values, NULL, InvalidSnapshot, false);
-	zl_meta_end(&session);
+	zl_meta_run(Q_INSERT_REGISTRATION, values, NULL);
 }
 
 /* a registration option (Q_SET_*) of a table; value NULL: none */
 static void
 set_registration_option(ZLMetaQuery query, Oid relid, Pointer value)
 {
-	ZLMetaSession session;
 	Datum		values[2] = {ObjectIdGetDatum(relid), PointerGetDatum(value)};
 	char		nulls[2] = {' ', value == NULL ? 'n' : ' '};
 
-	zl_meta_begin(&session);
-	zl_meta_exec(query, values, nulls, InvalidSnapshot, false);
-	zl_meta_end(&session);
+	zl_meta_run(query, values, nulls);
 }
 
 /* README "Late data": NULL horizon = none */
@@ -166,15 +159,10 @@ zl_meta_set_retention(Oid relid, Interval *keep)
 void
 zl_meta_raise_history_cut(Oid relid, int64 cut)
 {
-	ZLMetaSession session;
 	Datum		values[2] = {ObjectIdGetDatum(relid), TimestampTzGetDatum(cut)};
 
-	zl_meta_begin(&session);
-	zl_meta_exec(Q_RAISE_HISTORY_CUT, values, NULL, InvalidSnapshot, false);
-	zl_meta_end(&session);
+	zl_meta_run(Q_RAISE_HISTORY_CUT, values, NULL);
 }
-
-
 
 /* is name a zone of pg_timezone_names (not an abbreviation or POSIX rule)? */
 bool

@@ -203,7 +203,6 @@ zl_meta_history_inserts_flush(ZLHistoryInserts *h)
 		DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
 		INT8OID, INT8OID, INT4OID, BYTEAOID
 	};
-	ZLMetaSession session;
 	Datum		values[1 + H_COLUMNS];
 
 	if (h->n == 0)
@@ -219,11 +218,9 @@ zl_meta_history_inserts_flush(ZLHistoryInserts *h)
 		values[1 + c] = PointerGetDatum(construct_array(h->columns[c], h->n, types[c],
 														typlen, typbyval, typalign));
 	}
-	zl_meta_begin(&session);
-	zl_meta_exec(h->format == ZL_FORMAT_COLUMNAR ?
-			  Q_INSERT_HISTORY_COLUMNAR_SUBGROUPS : Q_INSERT_HISTORY_SUBGROUPS,
-			  values, NULL, InvalidSnapshot, false);
-	zl_meta_end(&session);
+	zl_meta_run(h->format == ZL_FORMAT_COLUMNAR ?
+				Q_INSERT_HISTORY_COLUMNAR_SUBGROUPS : Q_INSERT_HISTORY_SUBGROUPS,
+				values, NULL);
 	count_subgroups_written(h->rel, h->rows);
 
 	for (int c = 0; c < H_COLUMNS; c++)
@@ -292,7 +289,6 @@ void
 zl_meta_insert_masks(Relation rel, int nmasks, const int64 *subgroup_ids,
 					 int32 *const *positions, const int *npositions)
 {
-	ZLMetaSession session;
 	Datum	   *ids = palloc(sizeof(Datum) * Max(nmasks, 1));
 	Datum	   *firsts = palloc(sizeof(Datum) * Max(nmasks, 1));
 	Datum	   *lasts = palloc(sizeof(Datum) * Max(nmasks, 1));
@@ -324,8 +320,6 @@ zl_meta_insert_masks(Relation rel, int nmasks, const int64 *subgroup_ids,
 												TYPALIGN_INT));
 	values[4] = PointerGetDatum(construct_array(lasts, nmasks, INT4OID, sizeof(int32), true,
 												TYPALIGN_INT));
-	zl_meta_begin(&session);
-	zl_meta_exec(Q_INSERT_MASK, values, NULL, InvalidSnapshot, false);
-	zl_meta_end(&session);
+	zl_meta_run(Q_INSERT_MASK, values, NULL);
 	zl_storage_count_metadata_change(rel);
 }

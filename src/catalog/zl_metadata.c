@@ -430,6 +430,17 @@ zl_meta_exec(ZLMetaQuery query, Datum *values, const char *nulls,
 	return rc;
 }
 
+/* one statement that writes, in a session of its own, as any statement would */
+void
+zl_meta_run(ZLMetaQuery query, Datum *values, const char *nulls)
+{
+	ZLMetaSession session;
+
+	zl_meta_begin(&session);
+	zl_meta_exec(query, values, nulls, InvalidSnapshot, false);
+	zl_meta_end(&session);
+}
+
 /* an int8 column of a result row (1-based col); NULL reads as 0 */
 int64
 zl_meta_result_int64(int row, int col)
