@@ -1,4 +1,4 @@
--- One C path for DDL (src/zl_ddl.c): every route that drops or converts a
+-- One C path for DDL (src/hooks/zl_ddl.c): every route that drops or converts a
 -- zipper table forgets its metadata, also under session_replication_role =
 -- replica, with the extension's event trigger disabled, and in a fresh
 -- session; registered columns cannot be dropped, renamed or retyped by any

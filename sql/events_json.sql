@@ -1,5 +1,5 @@
 -- JSON text of events is read without converting it to jsonb
--- (src/zl_events_json.c): it decodes as the same event as jsonb does, and
+-- (src/apply/events/zl_events_json.c): it decodes as the same event as jsonb does, and
 -- what is not JSON is refused as jsonb input refuses it
 SET timezone = 'UTC';
 

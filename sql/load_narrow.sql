@@ -1,6 +1,6 @@
--- Loads into an empty table are checked narrowly (src/zl_load.c, "Narrow
+-- Loads into an empty table are checked narrowly (src/write/zl_load.c, "Narrow
 -- loads"): rows in start order per key go straight to placement (in start
--- order over all rows, to their runs unsorted: zl_write.c), checked by
+-- order over all rows, to their runs unsorted: zl_place.c), checked by
 -- 64-bit hashes of key and values; anything else falls back to the full
 -- check, with the same results as loads into a non-empty table.
 SET timezone = 'UTC';

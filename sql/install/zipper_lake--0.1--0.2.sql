@@ -3,7 +3,7 @@
 \echo Use "ALTER EXTENSION zipper_lake UPDATE TO '0.2'" to load this file. \quit
 
 -- ---------------------------------------------------------------------------
--- register(): every check in C (src/zl_register.c), one place; the 0.1
+-- register(): every check in C (src/api/zl_register.c), one place; the 0.1
 -- PL/pgSQL validator and its internal _register() go.
 -- ---------------------------------------------------------------------------
 
@@ -31,7 +31,7 @@ LANGUAGE C;
 DROP FUNCTION zipper_lake._register(regclass, name[], name, name, text, interval,
     interval, int, timestamptz, text);
 
--- create_table(): in C too (src/zl_create.c).  A NULL option means
+-- create_table(): in C too (src/api/zl_create.c).  A NULL option means
 -- register()'s default, and only the options given are passed on, so
 -- register()'s signature is the one place defaults are written.  It names
 -- everything qualified: 0.1's SQL version let an operator a user put in
@@ -193,7 +193,7 @@ END
 $$;
 
 -- ---------------------------------------------------------------------------
--- DDL: one C path (src/zl_ddl.c, an object access hook) forgets the metadata
+-- DDL: one C path (src/hooks/zl_ddl.c, an object access hook) forgets the metadata
 -- of dropped or converted tables and guards registered columns, whatever the
 -- route (also under session_replication_role = replica).  The event trigger
 -- below only makes sure the library, and with it the hook, is loaded before
@@ -295,7 +295,7 @@ COMMENT ON FUNCTION zipper_lake._load_hooks() IS
     'internal: loads the library, and with it the DDL hook, before DDL commands';
 
 -- ---------------------------------------------------------------------------
--- The change record (README "Change semantics", src/zl_record.c): what a
+-- The change record (README "Change semantics", src/catalog/zl_record.c): what a
 -- zipper table's versions do not show, so that its history is the fold of
 -- every change ever applied whatever the batching.  Both tables are
 -- extension configuration: pg_dump dumps them with the table.
@@ -319,7 +319,7 @@ CREATE TABLE zipper_lake.record_segment (
     segment   int NOT NULL,
     hash_lo   bigint NOT NULL,       -- key hashes of its entries (uint32)
     hash_hi   bigint NOT NULL,
-    newest    timestamptz NOT NULL,  -- its newest instant (an instant, see src/zl_time.c)
+    newest    timestamptz NOT NULL,  -- its newest instant (an instant, see src/common/zl_time.c)
     instants  bigint NOT NULL,
     entries   bytea NOT NULL,
     PRIMARY KEY (tbl, piece, segment)
@@ -398,7 +398,7 @@ COMMENT ON FUNCTION zipper_lake.inspect_record(regclass) IS
     'The change record of a zipper table: its pieces, instants and bytes (README "Change semantics").';
 
 -- ---------------------------------------------------------------------------
--- Change events (src/zl_events.c): Debezium, Canal, Maxwell, GoldenGate and
+-- Change events (src/apply/events/zl_events.c): Debezium, Canal, Maxwell, GoldenGate and
 -- wal2json events decoded into the changes of a zipper table, one row a
 -- change (op u, d, t, or s for an event skipped).  Internal: apply_events
 -- applies them.  The events are read as the caller (SELECT on them).
@@ -420,7 +420,7 @@ COMMENT ON FUNCTION zipper_lake._decode_events(regclass, regclass, text, name, n
     'Internal: the changes of a relation of change events (debezium, canal, maxwell, ogg, wal2json) for a zipper table.';
 
 -- apply_events(): the decoded changes applied like apply_changes' (README
--- "Loading CDC events"; src/zl_events_apply.c)
+-- "Loading CDC events"; src/apply/events/zl_events_apply.c)
 CREATE FUNCTION zipper_lake.apply_events(
     tbl regclass,
     events regclass,
@@ -439,7 +439,7 @@ COMMENT ON FUNCTION zipper_lake.apply_events(regclass, regclass, text, name, nam
     'applies a batch of CDC events (debezium, canal, maxwell, ogg, wal2json) to a zipper table, each at its own time';
 
 -- ---------------------------------------------------------------------------
--- Lifecycle (README "Lifecycle"; src/zl_retention.c, src/zl_erase.c):
+-- Lifecycle (README "Lifecycle"; src/lifecycle/zl_retention.c, src/lifecycle/zl_erase.c):
 -- history dropped by end date, kept for a retention period, keys erased.
 -- ---------------------------------------------------------------------------
 

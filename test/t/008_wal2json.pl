@@ -4,7 +4,7 @@
 #
 # A source table is changed under a logical replication slot of wal2json
 # (format-version 2, include-timestamp, include-lsn); the slot's output is
-# stored as it comes (lsn, xid, data) and decoded (src/zl_events.c): one
+# stored as it comes (lsn, xid, data) and decoded (src/apply/events/zl_events.c): one
 # change a row, the key change of an update as a delete of the old key and
 # an upsert of the new one, an unchanged TOAST value left out (kept), the
 # truncate, begin, commit and message rows skipped, every change at its
