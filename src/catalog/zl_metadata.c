@@ -352,7 +352,7 @@ zl_meta_end(ZLMetaSession *session)
 
 /*
  * Is one of the catalog statements of this file running?  The end of
- * such a statement does not flush the rows writers left pending (zl_mod.c):
+ * such a statement does not flush the rows writers left pending (zl_executor.c):
  * writers flush where they are ready to (zl_write.c, "When flushes
  * happen"), so a flush never runs between a writer's catalog changes, e.g.
  * before apply_changes has masked every row it replaced.

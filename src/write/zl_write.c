@@ -58,7 +58,7 @@
  * When flushes happen
  * -------------------
  * INSERT flushes at the end of the statement (ExecutorFinish hook in
- * zl_mod.c; not at the end of zipper_lake's own catalog statements, so a
+ * zl_executor.c; not at the end of zipper_lake's own catalog statements, so a
  * flush never runs between a writer's catalog changes: packing,
  * zl_compact.c, reads what the writer masked), COPY at finish_bulk_insert,
  * apply_changes, erase and compaction when they are done, and any scan of

@@ -51,7 +51,7 @@
  * value of the chunk under the column type's default btree ordering and
  * the column's collation (values up to ZL_MINMAX_MAX_BYTES; the btree
  * orderings put NaN above every number, as their operators do), so scans
- * skip chunks by predicates on any column (zl_chunkskip.c) and by their
+ * skip chunks by predicates on any column (zl_chunkfilter*.c) and by their
  * valid_from range.  The min/max stay with the sub-group, in its pages,
  * rather than in the catalog row every scan loads: only a scan that reads
  * the sub-group pays for them, and they are immutable with it.
