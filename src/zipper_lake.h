@@ -308,6 +308,8 @@ extern ZLSpan zl_span_from_interval(const Interval *span);
 extern void zl_partition_range(const ZLTableOptions *opts, DateADT partition_end,
 							   int64 *valid_to_lo, int64 *valid_to_hi);
 extern int64 zl_timestamptz_to_instant(const ZLTableOptions *opts, TimestampTz ts);
+extern bool zl_timestamptz_minus_interval(TimestampTz t, const Interval *span,
+										  TimestampTz *result);
 extern int64 zl_instant_to_precision(const ZLTableOptions *opts, int64 instant);
 extern char *zl_instant_to_cstring(int64 instant, Oid typid);
 
@@ -746,6 +748,7 @@ extern void zl_pack_small_subgroups(Relation rel, ZLWriteState *state,
 
 extern int64 zl_drop_history(Relation rel, const ZLTableOptions *opts, int64 cut);
 extern void zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs, int *nsgs, int elevel);
+extern bool zl_retention_cut_time(TimestampTz now, const Interval *keep, TimestampTz *cut);
 
 /* ---------- zl_load.c ---------- */
 

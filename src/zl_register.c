@@ -612,6 +612,7 @@ zipper_lake_set_retention(PG_FUNCTION_ARGS)
 	ZLTableOptions opts;
 	Relation	rel = open_for_option(fcinfo, "keep", "keeps history forever", &opts);
 	Interval   *keep = PG_ARGISNULL(1) ? NULL : PG_GETARG_INTERVAL_P(1);
+	TimestampTz cut;
 
 	if (keep != NULL &&
 		(keep->month < 0 || keep->day < 0 || keep->time < 0 ||
@@ -622,6 +623,14 @@ zipper_lake_set_retention(PG_FUNCTION_ARGS)
 						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(keep)))),
 				 errdetail("Table \"%s\" would keep no history.", RelationGetRelationName(rel)),
 				 errhint("Pass a positive period, e.g. interval '7 years', or NULL to keep history forever.")));
+	if (keep != NULL && !zl_retention_cut_time(GetCurrentTimestamp(), keep, &cut))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("retention %s reaches beyond the earliest time",
+						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(keep)))),
+				 errdetail("Table \"%s\" would drop history that ended before a time earlier than timestamps can hold.",
+						   RelationGetRelationName(rel)),
+				 errhint("Pass a shorter period, or NULL to keep history forever.")));
 	zl_meta_set_retention(RelationGetRelid(rel), keep);
 	option_changed(rel);
 	PG_RETURN_VOID();

@@ -20,6 +20,7 @@
 #include "zipper_lake.h"
 
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "fmgr.h"
 #include "pgtime.h"
 #include "utils/builtins.h"
@@ -271,6 +272,59 @@ zl_timestamptz_to_instant(const ZLTableOptions *opts, TimestampTz ts)
 												   timestamptz_date : timestamptz_timestamp,
 												   TimestampTzGetDatum(ts)),
 							   opts->period_type);
+}
+
+/*
+ * *result = t - span, as timestamptz_mi_interval computes it (the months
+ * first, then the days, both in the session's time zone, then the time),
+ * or false where timestamptz_mi_interval would fail: a step or the result
+ * outside the range of timestamptz.  Never an error, for VACUUM's
+ * retention (zl_retention.c), which must not fail on any stored period.
+ */
+bool
+zl_timestamptz_minus_interval(TimestampTz t, const Interval *span, TimestampTz *result)
+{
+	struct pg_tm tm;
+	fsec_t		fsec;
+	int			tz;
+
+	if (TIMESTAMP_NOT_FINITE(t))
+		return false;
+	if (span->month != 0)
+	{
+		int64		months;
+
+		if (timestamp2tm(t, &tz, &tm, &fsec, NULL, NULL) != 0)
+			return false;
+		months = (int64) tm.tm_year * MONTHS_PER_YEAR + (tm.tm_mon - 1) - span->month;
+		if (months < (int64) (JULIAN_MINYEAR - 1) * MONTHS_PER_YEAR ||
+			months > (int64) (JULIAN_MAXYEAR + 1) * MONTHS_PER_YEAR)
+			return false;
+		tm.tm_year = (int) floor_div(months, MONTHS_PER_YEAR);
+		tm.tm_mon = (int) (months - (int64) tm.tm_year * MONTHS_PER_YEAR) + 1;
+		tm.tm_mday = Min(tm.tm_mday, day_tab[isleap(tm.tm_year)][tm.tm_mon - 1]);
+		tz = DetermineTimeZoneOffset(&tm, session_timezone);
+		if (tm2timestamp(&tm, fsec, &tz, &t) != 0)
+			return false;
+	}
+	if (span->day != 0)
+	{
+		int64		julian;
+
+		if (timestamp2tm(t, &tz, &tm, &fsec, NULL, NULL) != 0)
+			return false;
+		julian = (int64) date2j(tm.tm_year, tm.tm_mon, tm.tm_mday) - span->day;
+		if (julian < 0 || julian > TIMESTAMP_END_JULIAN)
+			return false;
+		j2date((int) julian, &tm.tm_year, &tm.tm_mon, &tm.tm_mday);
+		tz = DetermineTimeZoneOffset(&tm, session_timezone);
+		if (tm2timestamp(&tm, fsec, &tz, &t) != 0)
+			return false;
+	}
+	if (pg_sub_s64_overflow(t, span->time, &t) || !IS_VALID_TIMESTAMP(t))
+		return false;
+	*result = t;
+	return true;
 }
 
 /*
