@@ -316,6 +316,7 @@ extern char *zl_instant_to_cstring(int64 instant, Oid typid);
 /* ---------- zl_relation.c ---------- */
 
 extern bool zl_is_zipper_relation(Relation rel);
+extern char *zl_relation_arg_name(Oid relid, const char *argument);
 extern Relation zl_open_zipper_table(Oid relid, LOCKMODE lockmode);
 extern Relation zl_open_owned_registered_table(Oid relid, LOCKMODE lockmode,
 											   ZLTableOptions *opts,
@@ -535,6 +536,8 @@ extern void zl_meta_record_save_head(Oid relid, int64 newest_change,
 									  const ZLTableInstant *instants, int ninstants);
 extern void zl_meta_record_forget(Oid relid);
 extern void zl_meta_record_size(Oid relid, int64 *pieces, int64 *instants, int64 *bytes);
+struct ReturnSetInfo;
+extern void zl_meta_record_inspect(Oid relid, struct ReturnSetInfo *rsinfo);
 
 typedef struct ZLFreeExtent
 {
@@ -1035,7 +1038,8 @@ typedef struct ZLBatchChange
 	const uint8 *given;			/* a bit per column it gives; NULL: all */
 } ZLBatchChange;
 
-extern ZLApplyBatch *zl_apply_batch_begin(Oid relid, Oid source_relid, bool ignore_nulls,
+extern ZLApplyBatch *zl_apply_batch_begin(Oid relid, Oid source_relid,
+										  const char *source_argument, bool ignore_nulls,
 										  const char *missing_columns);
 extern Relation zl_apply_batch_relation(ZLApplyBatch *batch, const ZLTableOptions **opts);
 extern bool zl_apply_batch_keeps_missing(ZLApplyBatch *batch, const char *column,

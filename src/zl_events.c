@@ -1859,9 +1859,7 @@ zl_events_decode(Relation rel, const ZLTableOptions *opts, Oid events_relid,
 	d.format = parse_format(format);
 	d.rel = rel;
 	d.opts = opts;
-	d.events_name = get_rel_name(events_relid);
-	if (d.events_name == NULL)
-		elog(ERROR, "cache lookup failed for relation %u", events_relid);
+	d.events_name = zl_relation_arg_name(events_relid, "events");
 	d.source_table = source_table;
 	d.zone = pg_tzset(opts->time_zone);
 	if (d.zone == NULL)

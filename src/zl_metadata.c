@@ -46,6 +46,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "access/xact.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "utils/array.h"
@@ -59,6 +60,7 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 
 typedef enum ZLMetaQuery
 {
@@ -101,6 +103,7 @@ typedef enum ZLMetaQuery
 	Q_RECORD_SAVE_HEAD,
 	Q_RECORD_FORGET,
 	Q_RECORD_SIZE,
+	Q_RECORD_INSPECT,
 	Q_COUNT
 } ZLMetaQuery;
 
@@ -348,6 +351,12 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		"SELECT count(DISTINCT piece), coalesce(sum(instants), 0)::int8,"
 		" coalesce(sum(pg_column_size(entries)), 0)::int8"
 		" FROM zipper_lake.record_segment WHERE tbl = $1",
+		1, {OIDOID}
+	},
+	[Q_RECORD_INSPECT] = {
+		"SELECT piece, count(*), min(hash_lo), max(hash_hi), max(newest),"
+		" sum(instants)::int8, sum(pg_column_size(entries))::int8"
+		" FROM zipper_lake.record_segment WHERE tbl = $1 GROUP BY piece ORDER BY piece",
 		1, {OIDOID}
 	},
 	[Q_TIME_ZONE_EXISTS] = {
@@ -1535,5 +1544,30 @@ zl_meta_record_size(Oid relid, int64 *pieces, int64 *instants, int64 *bytes)
 	*pieces = result_int64(0, 1);
 	*instants = result_int64(0, 2);
 	*bytes = result_int64(0, 3);
+	meta_end(&session);
+}
+
+/*
+ * inspect_record(): a row per piece of a table's record (piece, segments,
+ * hash range, newest instant, instants, bytes) into the result of a
+ * materialized set-returning function; the caller checked SELECT on the
+ * table.
+ */
+void
+zl_meta_record_inspect(Oid relid, ReturnSetInfo *rsinfo)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+
+	meta_begin(&session);
+	meta_exec(Q_RECORD_INSPECT, values, NULL, GetActiveSnapshot(), true);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum		row[7];
+		bool		nulls[7];
+
+		heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, row, nulls);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
+	}
 	meta_end(&session);
 }

@@ -257,6 +257,7 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 		"partition_unit", "history_group_span", "current_group_span",
 	"max_subgroups", "open_end", "time_zone"};
 	Relation	rel;
+	char	   *table_name;
 	Datum		values[10];
 	ArrayType  *key_array;
 	char	   *key_text;
@@ -287,13 +288,14 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("table to register must not be null"),
 				 errhint("Pass the zipper table, e.g. zipper_lake.register('account', key => ARRAY['id']).")));
+	table_name = zl_relation_arg_name(PG_GETARG_OID(0), "tbl");
 	/* the owner first: nobody else may even queue for the table's lock */
 	if (!pg_class_ownercheck(PG_GETARG_OID(0), GetUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be owner of table %s",
 						quote_qualified_identifier(get_namespace_name(get_rel_namespace(PG_GETARG_OID(0))),
-												   get_rel_name(PG_GETARG_OID(0)))),
+												   table_name)),
 				 errhint("Only the owner of a table registers it.")));
 	rel = zl_open_zipper_table(PG_GETARG_OID(0), ShareUpdateExclusiveLock);
 	/* writers of the table wait, then see the registration (zl_write.c) */
