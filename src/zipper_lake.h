@@ -310,6 +310,8 @@ extern void zl_partition_range(const ZLTableOptions *opts, DateADT partition_end
 extern int64 zl_timestamptz_to_instant(const ZLTableOptions *opts, TimestampTz ts);
 extern int64 zl_instant_to_precision(const ZLTableOptions *opts, int64 instant);
 extern char *zl_instant_to_cstring(int64 instant, Oid typid);
+extern bool zl_time_text_reads_clock(const char *str);
+extern bool zl_type_reads_time_text(Oid type);
 
 /* ---------- zl_relation.c ---------- */
 
@@ -1040,6 +1042,8 @@ extern bool zl_apply_batch_keeps_missing(ZLApplyBatch *batch, const char *column
 extern void zl_apply_batch_add(ZLApplyBatch *batch, const ZLBatchChange *change);
 extern Datum zl_apply_batch_finish(ZLApplyBatch *batch, FunctionCallInfo fcinfo,
 								   int64 skipped);
+struct NumericData;
+extern bool zl_numeric_is_integer(struct NumericData *n);
 
 /* ---------- zl_keyprobe.c ---------- */
 
