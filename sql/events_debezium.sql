@@ -358,6 +358,9 @@ SELECT ev_debezium_try(ev_debezium_enveloped('{"after": {"id": 101, "balance": "
 \echo :SQLSTATE
 SELECT ev_debezium_try(ev_debezium_enveloped('{"after": {"id": 101, "amount": {"scale": 2, "value": ""}}, "source": {"ts_ms": 1704290000000, "lsn": 2}, "op": "c"}'));
 \echo :SQLSTATE
+-- (a VariableScaleDecimal without its scale was refused before)
+SELECT ev_debezium_try(ev_debezium_enveloped('{"after": {"id": 101, "amount": {"value": "AQ=="}}, "source": {"ts_ms": 1704290000000, "lsn": 2}, "op": "c"}'));
+\echo :SQLSTATE
 -- now, today, tomorrow, yesterday (any case) for a timestamptz, date,
 -- time or timestamp column
 SELECT ev_debezium_try('{"after": {"id": 101, "seen": "now"}, "source": {"ts_ms": 1704290000000, "lsn": 2}, "op": "c"}');
