@@ -312,6 +312,8 @@ extern bool zl_timestamptz_minus_interval(TimestampTz t, const Interval *span,
 										  TimestampTz *result);
 extern int64 zl_instant_to_precision(const ZLTableOptions *opts, int64 instant);
 extern char *zl_instant_to_cstring(int64 instant, Oid typid);
+extern bool zl_time_text_reads_clock(const char *str);
+extern bool zl_type_reads_time_text(Oid type);
 
 /* ---------- zl_relation.c ---------- */
 
@@ -1047,6 +1049,8 @@ extern bool zl_apply_batch_keeps_missing(ZLApplyBatch *batch, const char *column
 extern void zl_apply_batch_add(ZLApplyBatch *batch, const ZLBatchChange *change);
 extern Datum zl_apply_batch_finish(ZLApplyBatch *batch, FunctionCallInfo fcinfo,
 								   int64 skipped);
+struct NumericData;
+extern bool zl_numeric_is_integer(struct NumericData *n);
 
 /* ---------- zl_keyprobe.c ---------- */
 

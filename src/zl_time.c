@@ -15,6 +15,11 @@
  * span, in local time: whole months counted from year 0, or fixed lengths
  * counted from Monday 2000-01-03 00:00 (so 7-day windows are ISO weeks).
  *
+ * Date and time text that depends on the clock (zl_time_text_reads_clock)
+ * is refused wherever the extension converts text to a date or time
+ * (README "Loading CDC events"): a batch must mean the same whenever it is
+ * applied.
+ *
  *-------------------------------------------------------------------------
  */
 #include "zipper_lake.h"
@@ -25,6 +30,7 @@
 #include "pgtime.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 /* origin of fixed-length windows: Monday 2000-01-03 00:00 local time */
@@ -344,4 +350,68 @@ zl_instant_to_precision(const ZLTableOptions *opts, int64 instant)
 								zl_instant_to_datum(instant, opts->period_type),
 								Int32GetDatum(opts->period_typmod));
 	return zl_datum_to_instant(value, opts->period_type);
+}
+
+/*
+ * Does date or time text depend on the clock?  PostgreSQL's date and time
+ * input reads the words now, today, tomorrow and yesterday, in any case,
+ * as the current transaction's time or date (also next to a time, as in
+ * "today 10:00"), so the same text gives another value each time it is
+ * converted.  A word is a run of letters, as the date/time parser cuts
+ * its fields (ParseDateTime, which skips other punctuation: "now()" is
+ * now), classified by the parser's own table of special words
+ * (DecodeSpecial); so every spelling the parser reads as one of them is
+ * found, and fixed special values (epoch, infinity, allballs) are not.
+ * Such a word where the parser would refuse the text anyway
+ * ("01-today-2024") counts too, and it is found inside array and range
+ * literals alike.
+ */
+bool
+zl_time_text_reads_clock(const char *str)
+{
+	const unsigned char *p = (const unsigned char *) str;
+
+	while (*p != '\0')
+	{
+		char		word[TOKMAXLEN + 2];
+		int			len = 0;
+		int			val;
+
+		if (!isalpha(*p))
+		{
+			p++;
+			continue;
+		}
+		for (; isalpha(*p); p++)
+			if (len <= TOKMAXLEN)
+				word[len++] = pg_tolower(*p);
+		word[len] = '\0';
+		/* (a word longer than the parser's tokens is none of them) */
+		if (len <= TOKMAXLEN && DecodeSpecial(0, word, &val) == RESERV &&
+			(val == DTK_NOW || val == DTK_TODAY || val == DTK_TOMORROW ||
+			 val == DTK_YESTERDAY))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Does the input function of a type read date or time text: date, time,
+ * timetz, timestamp, timestamptz, and domains, arrays, ranges and
+ * multiranges of them?
+ */
+bool
+zl_type_reads_time_text(Oid type)
+{
+	Oid			inner;
+
+	type = getBaseType(type);
+	if (type == DATEOID || type == TIMEOID || type == TIMETZOID ||
+		type == TIMESTAMPOID || type == TIMESTAMPTZOID)
+		return true;
+	if (OidIsValid(inner = get_element_type(type)) ||
+		OidIsValid(inner = get_range_subtype(type)) ||
+		OidIsValid(inner = get_multirange_range(type)))
+		return zl_type_reads_time_text(inner);
+	return false;
 }
