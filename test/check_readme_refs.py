@@ -102,7 +102,7 @@ def files():
             yield p
             continue
         for d, dirs, fs in os.walk(p):
-            dirs[:] = sorted(x for x in dirs if x not in SKIP_DIRS)
+            dirs[:] = sorted(x for x in dirs if x not in SKIP_DIRS and not x.startswith('.'))
             for f in sorted(fs):
                 if not f.endswith(SKIP_SUFFIXES) and os.path.join(d, f) != me:
                     yield os.path.join(d, f)
