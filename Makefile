@@ -104,6 +104,8 @@ bench-smoke:
 	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_history.py --smoke
 	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_snapshot.py --smoke
 	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_retention.py --smoke
+	PGDATABASE=zl_bench_smoke PATH="$(shell $(PG_CONFIG) --bindir):$$PATH" \
+		$(PYTHON) $(srcdir)/test/bench/report.py --smoke
 
 # Build the released v0.1 into a private copy of the server installation,
 # write tables with it, upgrade to this tree and check (test/upgrade/).

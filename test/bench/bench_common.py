@@ -1,8 +1,10 @@
 """
 test/bench/bench_common.py -- what the benchmarks share: connection
-options, connecting, running a query, comparing two tables, and the size
-facts of a zipper table.
+options, connecting, running a query, comparing two tables, the size
+facts of a zipper table, and results as JSON for report.py.
 """
+import json
+
 import psycopg2
 
 
@@ -74,3 +76,33 @@ def describe_zipper(r):
             f"{r['subgroups']} sub-groups, "
             f"{r['masked_rows']} masked rows; visible sub-groups use {r['live_blocks']} of "
             f"{r['file_blocks']} blocks ({dead:.0%} of the file is space of replaced sub-groups)")
+
+
+def add_json_arg(p):
+    """--json FILE: the results also as JSON (report.py reads them)."""
+    p.add_argument('--json', metavar='FILE',
+                   help='also write the results as JSON to FILE (for report.py)')
+
+
+def result(key, what, zipper, baseline, unit, ratio=None, **extra):
+    """One measurement: zipper_lake against its baseline (the heap table and
+    its job, unless `what` says otherwise).  ratio is baseline / zipper
+    (> 1: zipper_lake faster, or smaller for sizes) unless given."""
+    zipper, baseline = (None if x is None else float(x) for x in (zipper, baseline))
+    if ratio is None:
+        ratio = baseline / zipper if zipper and baseline is not None else None
+    r = {'key': key, 'what': what, 'zipper': zipper, 'baseline': baseline, 'unit': unit, 'ratio': ratio}
+    r.update(extra)
+    return r
+
+
+def write_json(a, bench, size, results, **extra):
+    """Write the results of one run to a.json, if given: bench is the
+    script's short name, size says what was measured (keys, batches)."""
+    if not getattr(a, 'json', None):
+        return
+    doc = {'bench': bench, 'size': size, 'smoke': bool(getattr(a, 'smoke', False)), 'results': results}
+    doc.update(extra)
+    with open(a.json, 'w') as f:
+        json.dump(doc, f, indent=1)
+        f.write('\n')

@@ -28,7 +28,7 @@ import statistics
 import sys
 import time
 
-from bench_common import add_connection_args, connect, q, rows_differ
+from bench_common import add_connection_args, add_json_arg, connect, q, result, rows_differ, write_json
 
 
 def parse_args():
@@ -43,6 +43,7 @@ def parse_args():
     p.add_argument('--new', type=float, default=0.005, help='new keys in an image, as a share (default 0.005)')
     p.add_argument('--smoke', action='store_true', help='tiny sizes, to check that the script runs')
     add_connection_args(p)
+    add_json_arg(p)
     a = p.parse_args()
     if a.smoke:
         a.keys, a.history, a.days = 3000, 2, 2
@@ -137,6 +138,10 @@ def main():
     print(f"per image: zipper {statistics.median(zt):.2f} s, heap {statistics.median(ht):.2f} s, "
           f"ratio heap/zipper {statistics.median(ht) / statistics.median(zt):.2f}  "
           f"(each: zipper {', '.join(f'{x:.2f}' for x in zt)}; heap {', '.join(f'{x:.2f}' for x in ht)})")
+    write_json(a, 'snapshot', {'keys': a.keys, 'days': a.days, 'changed': a.changed, 'gone': a.gone, 'new': a.new,
+                               'work_mem': settings},
+               [result('snapshot', 'end-of-day snapshot of every key', statistics.median(zt),
+                       statistics.median(ht), 's')])
     if diff:
         print(f"the zipper and heap tables differ in {diff} rows")
         sys.exit(1)
