@@ -49,11 +49,8 @@ def zipper_stats(conn, tbl):
     try:
         if tx:
             cur.execute('SAVEPOINT zl_meta')
-        r['meta'] = q(cur, f"""
-            SELECT coalesce((SELECT sum(pg_column_size(s.*)) FROM zipper_lake.subgroup s
-                              WHERE storage_id = zipper_lake._storage_id('{tbl}')), 0)
-                 + coalesce((SELECT sum(pg_column_size(m.*)) FROM zipper_lake.mask m
-                              WHERE storage_id = zipper_lake._storage_id('{tbl}')), 0)""")[0][0]
+        cat = catalog_bytes(cur, tbl)
+        r['meta'] = cat.get('subgroup', 0) + cat.get('mask', 0)
     except psycopg2.Error:
         if tx:
             cur.execute('ROLLBACK TO SAVEPOINT zl_meta')
@@ -67,6 +64,33 @@ def zipper_stats(conn, tbl):
         conn.commit()
     r['all_bytes'] = r['total'] + (r['meta'] or 0) + r['record']
     return r
+
+
+def catalog_bytes(cur, tbl):
+    """Bytes of the rows zipper_lake's catalog (every table of schema
+    zipper_lake) holds for one zipper table, by catalog table: the sum of
+    pg_column_size of its rows (tuple header and out-of-line values such as
+    key directories included; the catalog's indexes not).  A catalog table
+    is matched by its column storage_id (the table's storages), tbl or
+    relid; one with none of them maps to None.  Needs read access to the
+    catalog (raises psycopg2.Error otherwise)."""
+    cats = q(cur, """
+        SELECT c.relname::text, array_agg(a.attname::text)
+          FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+         WHERE n.nspname = 'zipper_lake' AND c.relkind = 'r'
+         GROUP BY 1 ORDER BY 1""")
+    out = {}
+    for rel, cols in cats:
+        if 'storage_id' in cols:
+            where = f"storage_id IN (SELECT storage_id FROM zipper_lake.storage WHERE relid = '{tbl}'::regclass)"
+        elif 'tbl' in cols or 'relid' in cols:
+            where = f"{'tbl' if 'tbl' in cols else 'relid'} = '{tbl}'::regclass"
+        else:
+            out[rel] = None
+            continue
+        out[rel] = q(cur, f'SELECT coalesce(sum(pg_column_size(x.*)), 0) FROM zipper_lake.{rel} x WHERE {where}')[0][0]
+    return out
 
 
 def describe_zipper(r):

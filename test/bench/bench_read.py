@@ -129,7 +129,13 @@ def day(d, hours=0):
 
 def params_key(a):
     return (f'keys={a.keys} days={a.days} change_rate={a.change_rate} zipper_load={a.zipper_load} '
-            f'rows={not a.no_rows}')
+            f'rows={not a.no_rows}' + ''.join(f' index={c}' for c in extra_indexes(a)))
+
+
+def extra_indexes(a):
+    """Column lists of the heap tables' indexes besides the three below
+    (another script that builds these tables may ask for more)."""
+    return getattr(a, 'extra_indexes', ())
 
 
 def zipper_tables(a):
@@ -255,6 +261,8 @@ def build(conn, a):
     cur.execute('ALTER TABLE h_hist ADD PRIMARY KEY (id, valid_from)')
     cur.execute('CREATE INDEX ON h_hist (valid_to)')
     cur.execute('CREATE INDEX ON h_hist (valid_from)')
+    for cols in extra_indexes(a):
+        cur.execute(f'CREATE INDEX ON h_hist {cols}')
     h_build = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -271,6 +279,8 @@ def build(conn, a):
     cur.execute('CREATE INDEX ON p_hist (id, valid_from)')
     cur.execute('CREATE INDEX ON p_hist (valid_to)')
     cur.execute('CREATE INDEX ON p_hist (valid_from)')
+    for cols in extra_indexes(a):
+        cur.execute(f'CREATE INDEX ON p_hist {cols}')
     p_build = time.perf_counter() - t
 
     t = time.perf_counter()
