@@ -104,6 +104,7 @@ bench-smoke:
 	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_history.py --smoke
 	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_snapshot.py --smoke
 	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_retention.py --smoke
+	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_users.py --smoke
 	PGDATABASE=zl_bench_smoke PATH="$(shell $(PG_CONFIG) --bindir):$$PATH" \
 		$(PYTHON) $(srcdir)/test/bench/report.py --smoke
 

@@ -58,11 +58,13 @@ BENCHES = {
     'history': ('bench_history.py', [], ['--smoke']),
     'events': ('bench_events.py', [], ['--smoke']),
     'retention': ('bench_retention.py', [], ['--smoke']),
+    'users': ('bench_users.py', [], ['--smoke']),
 }
 
 # the results the README's table shows, in this order (latest.md shows all)
-README_ROWS = ['apply', 'read_size', 'read_asof_recent', 'read_changes', 'read_current', 'keys_history',
-               'keys_join_outer', 'snapshot', 'events_jsonb', 'retention_100']
+README_ROWS = ['apply', 'users_asof_old', 'users_asof_recent', 'users_changes', 'users_current',
+               'users_asof_recent_new', 'users_history', 'users_point', 'users_snapshot', 'users_size',
+               'keys_join_outer', 'events_jsonb', 'retention_100']
 
 
 def parse_args():
@@ -170,7 +172,7 @@ def size_text(doc, key=None):
         return f"{count(s['keys'])} open versions"
     if b in ('apply', 'history'):
         return f"{count(s['keys'])} keys, {count(s['batch'])} a batch"
-    if b in ('read', 'keys'):
+    if b in ('read', 'keys', 'users'):
         return f"{count(s['keys'])} keys x {s['days']} days"
     if b == 'snapshot':
         return f"{count(s['keys'])} keys"
@@ -203,6 +205,15 @@ LABELS = {
     'retention_1': 'drop_history, {rows} versions a day',
     'retention_10': 'drop_history, {rows_10} versions a day',
     'retention_100': 'drop_history, {rows_100} versions a day',
+    'users_asof_old': 'as of an old day, plain SQL',
+    'users_asof_recent': 'as of a recent day, plain SQL',
+    'users_asof_recent_new': 'as of a recent day, new connection',
+    'users_changes': "one day's changes, plain SQL",
+    'users_current': 'current rows, plain SQL',
+    'users_history': 'history of a key (WHERE id = $1)',
+    'users_point': 'point lookup (key + time)',
+    'users_snapshot': 'end-of-day apply_snapshot vs UPDATE + INSERT',
+    'users_size': 'bytes: table + catalog rows vs heap table',
 }
 
 
