@@ -136,6 +136,9 @@ bench-smoke:
 	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_history.py --smoke
 	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_snapshot.py --smoke
 	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_retention.py --smoke
+	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_users.py --smoke
+	PGDATABASE=zl_bench_smoke PATH="$(shell $(PG_CONFIG) --bindir):$$PATH" \
+		$(PYTHON) $(srcdir)/test/bench/report.py --smoke
 
 # The includes of src/ follow its layers (test/check_layers.py): first
 # the checker's own test on trees made to break each rule, then src/.

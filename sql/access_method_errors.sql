@@ -124,3 +124,60 @@ ALTER TABLE acct RENAME COLUMN name TO label;
 ALTER TABLE acct ADD COLUMN note text;
 SELECT key, valid_from, valid_to FROM zipper_lake.registration WHERE tbl = 'acct'::regclass;
 SELECT id, label, note FROM acct ORDER BY id;
+
+-- a regclass argument given as a number that names no relation: a clear
+-- error naming the argument, from every function that takes one, whoever
+-- calls it
+SELECT * FROM zipper_lake.verify(0);
+\echo :SQLSTATE
+CREATE FUNCTION oid0_errors() RETURNS TABLE (call text, state text, detail text)
+LANGUAGE plpgsql AS $$
+BEGIN
+    FOREACH call IN ARRAY ARRAY[
+        'zipper_lake.register(0, ARRAY[''id''])',
+        'zipper_lake.set_late_horizon(0, NULL)',
+        'zipper_lake.set_track_columns(0, NULL)',
+        'zipper_lake.set_history_format(0, ''rows'')',
+        'zipper_lake.set_retention(0, NULL)',
+        'zipper_lake.drop_history(0, ''2026-01-01'')',
+        'zipper_lake.reclaim(0)',
+        'zipper_lake.erase(0, ''heap_t'')',
+        'zipper_lake.erase(''acct'', 0)',
+        'zipper_lake.create_table(''acct_new'', 0)',
+        'zipper_lake.apply_changes(0, ''heap_t'')',
+        'zipper_lake.apply_changes(''acct'', 0)',
+        'zipper_lake.apply_snapshot(0, ''heap_t'', ''2026-01-01'')',
+        'zipper_lake.apply_snapshot(''acct'', 0, ''2026-01-01'')',
+        'zipper_lake.apply_events(0, ''heap_t'', ''debezium'')',
+        'zipper_lake.apply_events(''acct'', 0, ''debezium'')',
+        'zipper_lake.inspect(0)',
+        'zipper_lake.inspect_record(0)',
+        'zipper_lake._verify_storage(0)',
+        'zipper_lake._record_instants(0)',
+        'zipper_lake._storage_id(0)',
+        'zipper_lake._decode_events(0, ''heap_t'', ''debezium'')',
+        'zipper_lake._decode_events(''acct'', 0, ''debezium'')'] LOOP
+        BEGIN
+            EXECUTE 'SELECT * FROM ' || call;
+            state := '00000';
+            detail := NULL;
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, detail = PG_EXCEPTION_DETAIL;
+        END;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+CREATE TEMP TABLE oid0_as_superuser AS SELECT * FROM oid0_errors();
+SELECT * FROM oid0_as_superuser;
+-- an ordinary role gets the same, except where a privilege it lacks is
+-- checked first (ownership of acct, EXECUTE on the internal _storage_id)
+CREATE ROLE zl_nobody;
+GRANT SELECT ON oid0_as_superuser TO zl_nobody;
+SET ROLE zl_nobody;
+SELECT call, state, detail FROM oid0_errors()
+EXCEPT SELECT * FROM oid0_as_superuser ORDER BY call;
+RESET ROLE;
+DROP TABLE oid0_as_superuser;
+DROP FUNCTION oid0_errors();
+DROP ROLE zl_nobody;

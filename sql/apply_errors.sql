@@ -39,6 +39,27 @@ SELECT try($$(3, 'eu', 1, '2026-01-02', 'U', 0), (3, 'eu', 1, '2026-01-02', 'D',
 SELECT try($$(3, 'eu', 1, '2026-01-02', 'U', 1), (3, 'eu', 2, '2026-01-02', 'U', 1)$$, 'n');
 \echo :SQLSTATE
 
+-- seq must be an integer: a numeric or floating-point seq with a fraction
+-- (or NaN) is refused, never rounded
+CREATE TABLE bad_numeric_seq (id int, region text, amount int, change_time timestamptz, op text, n numeric);
+INSERT INTO bad_numeric_seq VALUES (2, 'us', 20, '2026-01-01', 'I', 0), (3, 'eu', 1, '2026-01-02', 'U', 1.5);
+SELECT * FROM zipper_lake.apply_changes('z', 'bad_numeric_seq', seq => 'n');
+\echo :SQLSTATE
+CREATE TABLE bad_float_seq (id int, region text, amount int, change_time timestamptz, op text, n float8);
+INSERT INTO bad_float_seq VALUES (2, 'us', 20, '2026-01-01', 'I', 0), (3, 'eu', 1, '2026-01-02', 'U', 2.5);
+SELECT * FROM zipper_lake.apply_changes('z', 'bad_float_seq', seq => 'n');
+\echo :SQLSTATE
+UPDATE bad_float_seq SET n = 'NaN' WHERE id = 3;
+SELECT * FROM zipper_lake.apply_changes('z', 'bad_float_seq', seq => 'n');
+\echo :SQLSTATE
+-- an integral value is its integer: 5.000 follows 4 (in another table)
+CREATE TABLE zn (id int, amount int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('zn', ARRAY['id']);
+CREATE TABLE numeric_seq (id int, amount int, change_time timestamptz, n numeric);
+INSERT INTO numeric_seq VALUES (1, 5, '2026-01-01', 5.000), (1, 4, '2026-01-01', 4);
+SELECT * FROM zipper_lake.apply_changes('zn', 'numeric_seq', seq => 'n');
+SELECT id, amount, valid_from FROM zn;
+
 -- open end other than infinity: a change at or after it is refused
 CREATE TABLE z9 (id int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
 SELECT zipper_lake.register('z9', ARRAY['id'], open_end => '9999-12-31');

@@ -116,3 +116,45 @@ INSERT INTO ev_canal_bad VALUES
 (8, '{"data": [{"id": "1"}], "es": 1704189600000, "table": "product", "type": "INSERT"');
 SELECT * FROM zipper_lake._decode_events('ev_canal_t', 'ev_canal_bad', 'canal', seq => 'kafka_offset');
 \echo :SQLSTATE
+
+-- Refused without a change (README "Loading CDC events"): isDdl that is no
+-- boolean, an old array of more rows than data, a date or time value that
+-- depends on the clock.  Each batch also holds a valid event (id 100),
+-- which must not land either
+SELECT changes FROM zipper_lake.apply_events('ev_canal_t', 'ev_canal_events', 'canal', source_table => 'product',
+                                             missing_columns => 'keep');
+CREATE TABLE ev_canal_before AS SELECT * FROM ev_canal_t;
+CREATE TABLE ev_canal_try_events (event jsonb);
+CREATE FUNCTION ev_canal_try(bad jsonb) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    n bigint;
+BEGIN
+    TRUNCATE ev_canal_try_events;
+    INSERT INTO ev_canal_try_events VALUES
+    ('{"data": [{"id": "100", "name": "new"}], "database": "shop", "table": "product",
+       "es": 1704290000000, "isDdl": false, "type": "INSERT"}'),
+    (bad);
+    SELECT changes INTO n FROM zipper_lake.apply_events('ev_canal_t', 'ev_canal_try_events', 'canal',
+                                                        missing_columns => 'keep');
+    RETURN n;
+END $$;
+\set SHOW_CONTEXT never
+SELECT ev_canal_try('{"data": [{"id": "101"}], "table": "product", "es": 1704290000000, "isDdl": "yes", "type": "INSERT"}');
+\echo :SQLSTATE
+SELECT ev_canal_try('{"data": [{"id": "101"}], "table": "product", "es": 1704290000000, "isDdl": 0, "type": "INSERT"}');
+\echo :SQLSTATE
+SELECT ev_canal_try('{"data": [{"id": "1", "name": "x"}], "table": "product", "es": 1704290000000, "isDdl": false,
+                      "type": "UPDATE", "old": [{"name": "ann"}, {"id": "2"}]}');
+\echo :SQLSTATE
+SELECT ev_canal_try('{"data": [{"id": "101", "made": "now"}], "table": "product", "es": 1704290000000, "isDdl": false, "type": "INSERT"}');
+\echo :SQLSTATE
+SELECT ev_canal_try('{"data": [{"id": "101", "seen": "Yesterday 10:00"}], "table": "product", "es": 1704290000000, "isDdl": false, "type": "INSERT"}');
+\echo :SQLSTATE
+SELECT count(*) AS differences
+  FROM ((TABLE ev_canal_t EXCEPT ALL TABLE ev_canal_before) UNION ALL (TABLE ev_canal_before EXCEPT ALL TABLE ev_canal_t)) d;
+\set SHOW_CONTEXT errors
+-- accepted: isDdl null (as absent); old of fewer rows than data (Canal
+-- leaves out the old values of a row whose update changed no column)
+SELECT ev_canal_try('{"data": [{"id": "101", "name": "a"}, {"id": "102", "name": "b"}], "table": "product",
+                      "es": 1704290000000, "isDdl": null, "type": "UPDATE", "old": [{"name": "z"}]}');
+SELECT id, name FROM ev_canal_t WHERE id > 100 ORDER BY id;

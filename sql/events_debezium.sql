@@ -317,6 +317,69 @@ CREATE TABLE ev_debezium_bad_seq AS SELECT 42 AS s, event FROM ev_debezium_bad;
 SELECT * FROM zipper_lake._decode_events('ev_debezium_t', 'ev_debezium_bad_seq', 'debezium', seq => 's');
 \echo :SQLSTATE
 
+-- Refused without a change (README "Loading CDC events"): positions that
+-- are no integers or no positions of their connector, a Decimal of no
+-- bytes, a date or time value that depends on the clock.  Each batch also
+-- holds a valid event (id 100), which must not land either
+SELECT changes FROM zipper_lake.apply_events('ev_debezium_t', 'ev_debezium_kafka', 'debezium', event => 'value',
+                                             seq => 'kafka_offset', missing_columns => 'keep');
+CREATE TABLE ev_debezium_before AS SELECT * FROM ev_debezium_t;
+CREATE TABLE ev_debezium_try_events (s numeric, event jsonb);
+CREATE FUNCTION ev_debezium_try(bad jsonb, bad_seq numeric DEFAULT NULL) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    n bigint;
+BEGIN
+    TRUNCATE ev_debezium_try_events;
+    INSERT INTO ev_debezium_try_events VALUES
+    (NULL, '{"after": {"id": 100}, "source": {"ts_ms": 1704290000000, "lsn": 1}, "op": "c"}'),
+    (bad_seq, bad);
+    SELECT changes INTO n FROM zipper_lake.apply_events('ev_debezium_t', 'ev_debezium_try_events', 'debezium',
+                                                        seq => 's', missing_columns => 'keep');
+    RETURN n;
+END $$;
+\set SHOW_CONTEXT never
+-- positions: a fraction (in lsn or in the seq column), a binlog file without
+-- its number, a row beyond the 63 bits of a MySQL position, a malformed SQL
+-- Server LSN, an SCN of other than digits
+SELECT ev_debezium_try('{"after": {"id": 101}, "source": {"ts_ms": 1704290000000, "lsn": 1.5}, "op": "c"}');
+\echo :SQLSTATE
+SELECT ev_debezium_try('{"after": {"id": 101}, "source": {"ts_ms": 1704290000000}, "op": "c"}', 2.5);
+\echo :SQLSTATE
+SELECT ev_debezium_try('{"after": {"id": 101}, "source": {"ts_ms": 1704290000000, "file": "mysql-bin", "pos": 4}, "op": "c"}');
+\echo :SQLSTATE
+SELECT ev_debezium_try('{"after": {"id": 101}, "source": {"ts_ms": 1704290000000, "file": "mysql-bin.000003", "pos": 4, "row": 2048}, "op": "c"}');
+\echo :SQLSTATE
+SELECT ev_debezium_try('{"after": {"id": 101}, "source": {"ts_ms": 1704290000000, "change_lsn": "27:758:3"}, "op": "c"}');
+\echo :SQLSTATE
+SELECT ev_debezium_try('{"after": {"id": 101}, "source": {"ts_ms": 1704290000000, "scn": "9000.5"}, "op": "c"}');
+\echo :SQLSTATE
+-- Decimals of no bytes (a Decimal, a VariableScaleDecimal)
+SELECT ev_debezium_try(ev_debezium_enveloped('{"after": {"id": 101, "balance": ""}, "source": {"ts_ms": 1704290000000, "lsn": 2}, "op": "c"}'));
+\echo :SQLSTATE
+SELECT ev_debezium_try(ev_debezium_enveloped('{"after": {"id": 101, "amount": {"scale": 2, "value": ""}}, "source": {"ts_ms": 1704290000000, "lsn": 2}, "op": "c"}'));
+\echo :SQLSTATE
+-- (a VariableScaleDecimal without its scale was refused before)
+SELECT ev_debezium_try(ev_debezium_enveloped('{"after": {"id": 101, "amount": {"value": "AQ=="}}, "source": {"ts_ms": 1704290000000, "lsn": 2}, "op": "c"}'));
+\echo :SQLSTATE
+-- now, today, tomorrow, yesterday (any case) for a timestamptz, date,
+-- time or timestamp column
+SELECT ev_debezium_try('{"after": {"id": 101, "seen": "now"}, "source": {"ts_ms": 1704290000000, "lsn": 2}, "op": "c"}');
+\echo :SQLSTATE
+SELECT ev_debezium_try('{"after": {"id": 101, "opened": "Today"}, "source": {"ts_ms": 1704290000000, "lsn": 2}, "op": "c"}');
+\echo :SQLSTATE
+SELECT ev_debezium_try('{"after": {"id": 101, "alarm": "NOW"}, "source": {"ts_ms": 1704290000000, "lsn": 2}, "op": "c"}');
+\echo :SQLSTATE
+SELECT ev_debezium_try('{"after": {"id": 101, "updated": " tomorrow 10:00 "}, "source": {"ts_ms": 1704290000000, "lsn": 2}, "op": "c"}');
+\echo :SQLSTATE
+SELECT count(*) AS differences
+  FROM ((TABLE ev_debezium_t EXCEPT ALL TABLE ev_debezium_before) UNION ALL (TABLE ev_debezium_before EXCEPT ALL TABLE ev_debezium_t)) d;
+\set SHOW_CONTEXT errors
+-- accepted: positions of integral value (5.0 is 5), fixed special values
+SELECT ev_debezium_try('{"after": {"id": 101, "alarm": "allballs", "seen": "infinity"},
+                         "source": {"ts_ms": 1704290000000, "lsn": 2.0}, "op": "c"}');
+SELECT ev_debezium_try('{"after": {"id": 102}, "source": {"ts_ms": 1704290000000}, "op": "c"}', 7.00);
+SELECT id, alarm, seen FROM ev_debezium_t WHERE id > 100 ORDER BY id;
+
 -- Arguments
 SELECT * FROM zipper_lake._decode_events('ev_debezium_t', 'ev_debezium_events', 'protobuf');
 \echo :SQLSTATE

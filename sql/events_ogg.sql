@@ -91,3 +91,58 @@ INSERT INTO ev_ogg_bad VALUES
 ('{"table": "Q.T", "op_type": "U", "op_ts": "2024-01-02 05:00:00", "before": {"CUST_CODE": "A"}, "after": ["A"]}');
 SELECT * FROM zipper_lake._decode_events('ev_ogg_t', 'ev_ogg_bad', 'ogg');
 \echo :SQLSTATE
+
+-- Times and values that depend on the clock are refused (README "Loading
+-- CDC events"): now, today, tomorrow and yesterday, in any case, also with
+-- a time or a zone, as op_ts or as the value of a date or time column,
+-- would give the batch another meaning each time it is applied.  Each
+-- batch also holds a valid event (CUST_CODE NEW), which must not land
+-- either: nothing changes
+SELECT changes FROM zipper_lake.apply_events('ev_ogg_t', 'ev_ogg_events', 'ogg', source_table => 'TCUSTMER',
+                                             missing_columns => 'keep');
+CREATE TABLE ev_ogg_before AS SELECT * FROM ev_ogg_t;
+CREATE TABLE ev_ogg_try_events (event jsonb);
+CREATE FUNCTION ev_ogg_try(bad jsonb) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    n bigint;
+BEGIN
+    TRUNCATE ev_ogg_try_events;
+    INSERT INTO ev_ogg_try_events VALUES
+    ('{"table": "Q.T", "op_type": "I", "op_ts": "2024-03-01 00:00:00", "pos": "1", "after": {"CUST_CODE": "NEW"}}'),
+    (bad);
+    SELECT changes INTO n FROM zipper_lake.apply_events('ev_ogg_t', 'ev_ogg_try_events', 'ogg',
+                                                        missing_columns => 'keep');
+    RETURN n;
+END $$;
+\set SHOW_CONTEXT never
+SELECT ev_ogg_try('{"table": "Q.T", "op_type": "I", "op_ts": "now", "pos": "2", "after": {"CUST_CODE": "A"}}');
+\echo :SQLSTATE
+SELECT ev_ogg_try('{"table": "Q.T", "op_type": "I", "op_ts": " NOW ", "pos": "2", "after": {"CUST_CODE": "A"}}');
+\echo :SQLSTATE
+SELECT ev_ogg_try('{"table": "Q.T", "op_type": "I", "op_ts": "Today 10:00", "pos": "2", "after": {"CUST_CODE": "A"}}');
+\echo :SQLSTATE
+SELECT ev_ogg_try('{"table": "Q.T", "op_type": "I", "op_ts": "yesterday 23:00 +02", "pos": "2", "after": {"CUST_CODE": "A"}}');
+\echo :SQLSTATE
+SELECT ev_ogg_try('{"table": "Q.T", "op_type": "I", "op_ts": "tomorrow America/New_York", "pos": "2", "after": {"CUST_CODE": "A"}}');
+\echo :SQLSTATE
+SELECT ev_ogg_try('{"table": "Q.T", "op_type": "I", "op_ts": "2024-03-01 00:00:00", "pos": "2", "after": {"CUST_CODE": "A", "SINCE": "now"}}');
+\echo :SQLSTATE
+SELECT ev_ogg_try('{"table": "Q.T", "op_type": "U", "op_ts": "2024-03-01 00:00:00", "pos": "2", "after": {"CUST_CODE": "A", "SINCE": "Tomorrow 08:00"}}');
+\echo :SQLSTATE
+-- (date/time input skips punctuation: "now()" is now)
+SELECT ev_ogg_try('{"table": "Q.T", "op_type": "I", "op_ts": "now()", "pos": "2", "after": {"CUST_CODE": "A"}}');
+\echo :SQLSTATE
+-- what is no finite date and time stays refused as such
+SELECT ev_ogg_try('{"table": "Q.T", "op_type": "I", "op_ts": "infinity", "pos": "2", "after": {"CUST_CODE": "A"}}');
+\echo :SQLSTATE
+SELECT ev_ogg_try('{"table": "Q.T", "op_type": "I", "op_ts": "epoch", "pos": "2", "after": {"CUST_CODE": "A"}}');
+\echo :SQLSTATE
+SELECT count(*) AS differences
+  FROM ((TABLE ev_ogg_t EXCEPT ALL TABLE ev_ogg_before) UNION ALL (TABLE ev_ogg_before EXCEPT ALL TABLE ev_ogg_t)) d;
+\set SHOW_CONTEXT errors
+-- fixed times are accepted: ISO 8601, and fixed special values of a column
+SELECT ev_ogg_try('{"table": "Q.T", "op_type": "I", "op_ts": "2024-03-01T00:00:00Z", "pos": "2",
+                    "after": {"CUST_CODE": "B", "SINCE": "epoch"}}');
+SELECT ev_ogg_try('{"table": "Q.T", "op_type": "I", "op_ts": "2024-03-01T00:00:00Z", "pos": "2",
+                    "after": {"CUST_CODE": "B", "SINCE": "infinity"}}');
+SELECT cust_code, since, valid_from, valid_to FROM ev_ogg_t WHERE cust_code IN ('NEW', 'B') ORDER BY 1, 3;

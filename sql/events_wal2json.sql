@@ -93,3 +93,47 @@ INSERT INTO ev_wal2json_bad VALUES
 ('0/70', '{"change":[{"kind":"insert","schema":"public","table":"acct","columnnames":["id"],"columntypes":["integer"],"columnvalues":[1]}]}');
 SELECT * FROM zipper_lake._decode_events('ev_wal2json_t', 'ev_wal2json_bad', 'wal2json', event => 'data');
 \echo :SQLSTATE
+
+-- Refused without a change (README "Loading CDC events"): a timestamp or a
+-- date or time value that depends on the clock (now, today, tomorrow,
+-- yesterday in any case, also with a time), and a columns or identity list
+-- naming a column twice.  Each batch also holds a valid row (id 100), which
+-- must not land either
+SELECT changes FROM zipper_lake.apply_events('ev_wal2json_t', 'ev_wal2json_events', 'wal2json',
+                                             event => 'data', source_table => 'public.acct');
+CREATE TABLE ev_wal2json_before AS SELECT * FROM ev_wal2json_t;
+CREATE TABLE ev_wal2json_try_events (data jsonb);
+CREATE FUNCTION ev_wal2json_try(bad jsonb) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    n bigint;
+BEGIN
+    TRUNCATE ev_wal2json_try_events;
+    INSERT INTO ev_wal2json_try_events VALUES
+    ('{"action":"I","timestamp":"2024-03-01 10:00:00+00","lsn":"0/2000000","schema":"public","table":"acct","columns":[{"name":"id","type":"integer","value":100}]}'),
+    (bad);
+    SELECT changes INTO n FROM zipper_lake.apply_events('ev_wal2json_t', 'ev_wal2json_try_events', 'wal2json',
+                                                        event => 'data');
+    RETURN n;
+END $$;
+\set SHOW_CONTEXT never
+SELECT ev_wal2json_try('{"action":"I","timestamp":"now","lsn":"0/2000100","schema":"public","table":"acct","columns":[{"name":"id","type":"integer","value":101}]}');
+\echo :SQLSTATE
+SELECT ev_wal2json_try('{"action":"I","timestamp":"TOMORROW 10:00+00","lsn":"0/2000100","schema":"public","table":"acct","columns":[{"name":"id","type":"integer","value":101}]}');
+\echo :SQLSTATE
+SELECT ev_wal2json_try('{"action":"I","timestamp":"2024-03-01 10:00:00+00","lsn":"0/2000100","schema":"public","table":"acct","columns":[{"name":"id","type":"integer","value":101},{"name":"tstz","type":"timestamp with time zone","value":"today"}]}');
+\echo :SQLSTATE
+SELECT ev_wal2json_try('{"action":"I","timestamp":"2024-03-01 10:00:00+00","lsn":"0/2000100","schema":"public","table":"acct","columns":[{"name":"id","type":"integer","value":101},{"name":"ts","type":"timestamp without time zone","value":" Now"}]}');
+\echo :SQLSTATE
+SELECT ev_wal2json_try('{"action":"I","timestamp":"2024-03-01 10:00:00+00","lsn":"0/2000100","schema":"public","table":"acct","columns":[{"name":"id","type":"integer","value":101},{"name":"id","type":"integer","value":102}]}');
+\echo :SQLSTATE
+SELECT ev_wal2json_try('{"action":"I","timestamp":"2024-03-01 10:00:00+00","lsn":"0/2000100","schema":"public","table":"acct","columns":[{"name":"id","type":"integer","value":101},{"name":"name","type":"text","value":"a"},{"name":"name","type":"text","value":"b"}]}');
+\echo :SQLSTATE
+SELECT ev_wal2json_try('{"action":"D","timestamp":"2024-03-01 10:00:00+00","lsn":"0/2000100","schema":"public","table":"acct","identity":[{"name":"id","type":"integer","value":1},{"name":"id","type":"integer","value":5}]}');
+\echo :SQLSTATE
+SELECT count(*) AS differences
+  FROM ((TABLE ev_wal2json_t EXCEPT ALL TABLE ev_wal2json_before) UNION ALL (TABLE ev_wal2json_before EXCEPT ALL TABLE ev_wal2json_t)) d;
+\set SHOW_CONTEXT errors
+-- accepted: fixed special values; names that differ only in case are no
+-- duplicates (the exact match wins)
+SELECT ev_wal2json_try('{"action":"I","timestamp":"2024-03-01 10:00:00+00","lsn":"0/2000100","schema":"public","table":"acct","columns":[{"name":"id","type":"integer","value":101},{"name":"ID","type":"integer","value":102},{"name":"ts","type":"timestamp without time zone","value":"epoch"},{"name":"tstz","type":"timestamp with time zone","value":"infinity"}]}');
+SELECT id, ts, tstz FROM ev_wal2json_t WHERE id > 100 ORDER BY id;

@@ -127,6 +127,40 @@ SELECT count(*) FROM recent;
 SELECT zipper_lake.set_retention('recent', NULL);
 SELECT retention FROM zipper_lake.registration WHERE tbl = 'recent'::regclass;
 
+-- a retention whose cut now() - keep no timestamp can hold is refused (it
+-- made every VACUUM of the table fail); one that reaches back to 4713 BC
+-- is fine
+SELECT zipper_lake.set_retention('recent', '100000000 years');
+\echo :SQLSTATE
+SELECT zipper_lake.set_retention('recent', '2000000000 days');
+\echo :SQLSTATE
+SELECT zipper_lake.set_retention('recent', '2562047788 hours');
+\echo :SQLSTATE
+SELECT zipper_lake.set_retention('recent', '6000 years');
+SELECT zipper_lake.set_retention('recent', NULL);
+-- VACUUM never fails on a stored period, whatever it is (one written by
+-- hand, or restored): such a period drops nothing, and the table is
+-- vacuumed and frozen (a new connection: registrations are cached)
+UPDATE zipper_lake.registration SET retention = '100000000 years' WHERE tbl = 'recent'::regclass;
+\c
+SET timezone = 'UTC';
+SET search_path = lifecycle, public;
+VACUUM recent;
+VACUUM (FREEZE) recent, zc;
+SELECT count(*) AS versions_kept FROM recent;
+-- mixed signs (the CHECK passes): the cut would lie after year 294276
+UPDATE zipper_lake.registration SET retention = '-300000 years 110000000 days'
+ WHERE tbl = 'recent'::regclass;
+\c
+SET timezone = 'UTC';
+SET search_path = lifecycle, public;
+VACUUM recent;
+SELECT count(*) AS versions_kept FROM recent;
+UPDATE zipper_lake.registration SET retention = NULL WHERE tbl = 'recent'::regclass;
+\c
+SET timezone = 'UTC';
+SET search_path = lifecycle, public;
+
 -- erase: every version and change record of keys 7 and 3 (and 99, absent)
 INSERT INTO ch VALUES (3, NULL, NULL, '2024-01-25 03:30', 'D');	-- a no-op: in the record
 CREATE VIEW noop AS SELECT * FROM ch WHERE change_time = '2024-01-25 03:30';

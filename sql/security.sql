@@ -45,8 +45,14 @@ SELECT count(*) FROM owned;
 RESET ROLE;
 CREATE TABLE hidden (id int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
 SELECT zipper_lake.register('hidden', ARRAY['id']);
+CREATE TABLE hidden_ch (id int, change_time timestamptz);
+INSERT INTO hidden_ch VALUES (1, '2026-01-03');
+SELECT changes FROM zipper_lake.apply_changes('hidden', 'hidden_ch');
 SET ROLE zl_reader;
 SELECT * FROM zipper_lake.inspect('hidden');
+\echo :SQLSTATE
+-- the change record too: its pieces, hash ranges, instants and newest time
+SELECT * FROM zipper_lake.inspect_record('hidden');
 \echo :SQLSTATE
 SELECT * FROM zipper_lake.verify('hidden');
 \echo :SQLSTATE
@@ -58,7 +64,7 @@ CREATE TRIGGER t_trig AFTER INSERT ON t_trig FOR EACH ROW EXECUTE FUNCTION zippe
 \echo :SQLSTATE
 DROP TABLE t_trig;
 RESET ROLE;
-DROP TABLE hidden;
+DROP TABLE hidden, hidden_ch;
 
 -- a writer needs INSERT and UPDATE on the table and SELECT on the changes
 SET ROLE zl_writer;
@@ -78,6 +84,50 @@ SELECT * FROM zipper_lake.apply_changes('owned', 'secret_ch');
 \echo :SQLSTATE
 RESET ROLE;
 
+-- applying needs SELECT on the table too: its counts would confirm a
+-- guessed value (unchanged: the key holds it), a column at a time with
+-- ignore_nulls, at any instant with a late change, as heap's UPDATE never
+-- lets a role compare what it may not read
+CREATE ROLE zl_blind;
+GRANT INSERT, UPDATE ON owned TO zl_blind;
+CREATE TABLE guess (id int, v text, change_time timestamptz);
+INSERT INTO guess VALUES (1, 'b', '2026-01-05');
+CREATE TABLE guess_img (id int, v text);
+INSERT INTO guess_img VALUES (1, 'b'), (2, 'x');
+CREATE TABLE guess_ev (event jsonb);
+INSERT INTO guess_ev VALUES
+('{"before": null, "after": {"id": 1, "v": "b"},
+  "source": {"ts_ms": 1767571200000, "lsn": 10, "db": "shop", "schema": "public", "table": "owned"},
+  "op": "u", "ts_ms": 1767571200000}');
+GRANT SELECT ON guess, guess_img, guess_ev TO zl_blind;
+CREATE TEMP TABLE owned_before AS SELECT * FROM owned;
+SET ROLE zl_blind;
+SELECT * FROM zipper_lake.apply_changes('owned', 'guess', ignore_nulls => true);
+\echo :SQLSTATE
+SELECT * FROM zipper_lake.apply_snapshot('owned', 'guess_img', '2026-01-05');
+\echo :SQLSTATE
+SELECT * FROM zipper_lake.apply_events('owned', 'guess_ev', 'debezium');
+\echo :SQLSTATE
+RESET ROLE;
+-- nothing changed
+SELECT count(*) AS versions_changed
+  FROM ((TABLE owned EXCEPT ALL TABLE owned_before) UNION ALL
+        (TABLE owned_before EXCEPT ALL TABLE owned)) d;
+-- SELECT on every column serves as well as on the table; on all but one
+-- it does not
+GRANT SELECT (id, valid_from, valid_to) ON owned TO zl_blind;
+SET ROLE zl_blind;
+SELECT * FROM zipper_lake.apply_changes('owned', 'guess');
+\echo :SQLSTATE
+RESET ROLE;
+GRANT SELECT (v) ON owned TO zl_blind;
+SET ROLE zl_blind;
+SELECT changes, inserted, unchanged FROM zipper_lake.apply_changes('owned', 'guess');
+RESET ROLE;
+DROP TABLE guess, guess_img, guess_ev, owned_before;
+REVOKE ALL ON owned FROM zl_blind;
+DROP ROLE zl_blind;
+
 -- row-level security: plain SQL applies the policies; the functions, which
 -- would bypass them, refuse such tables
 CREATE TABLE guarded (id int, owner name, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
@@ -94,6 +144,8 @@ SELECT id, owner FROM guarded WHERE valid_to = 'infinity';
 SELECT id, owner FROM zipper_lake.current(NULL::guarded);
 \echo :SQLSTATE
 SELECT id, owner FROM zipper_lake.as_of(NULL::guarded, '2026-01-05');
+\echo :SQLSTATE
+SELECT * FROM zipper_lake.inspect_record('guarded');
 \echo :SQLSTATE
 SELECT * FROM zipper_lake.apply_changes('guarded', 'guarded_ch');
 \echo :SQLSTATE

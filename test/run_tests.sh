@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what it needs, checks that the includes
 # of src/ follow its layers (make check-layers), builds and installs the
-# extension, starts a throwaway cluster, then runs the PGXS targets:
+# extension, checks that the README sections the tree cites exist
+# (test/check_readme_refs.py), starts a throwaway cluster, then runs the
+# PGXS targets:
 #   make installcheck   pg_regress, isolation and TAP (as the unprivileged
 #                       cluster user, from a copy of the tree it owns: TAP
 #                       tests start servers, which refuse to run as root)
@@ -23,6 +25,7 @@ step() {
 zl_install_packages || exit 1
 step "layers of src/" make -C "$ZL_ROOT" -s check-layers
 zl_build || exit 1
+step "README references" python3 "$ZL_ROOT/test/check_readme_refs.py"
 # expected outputs must not depend on when autovacuum visits a table (its
 # VACUUM truncates and compacts): off here; TAP 010 tests it on its own server
 export ZL_SERVER_OPTS="-c autovacuum=off"

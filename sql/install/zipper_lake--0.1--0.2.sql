@@ -371,29 +371,15 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION zipper_lake.set_history_format(regclass, text) IS
     'Set the format of history written from now on: columnar or rows (README "Storage formats").';
 
--- the record's size, piece by piece, for whoever may read the table
+-- the record's size, piece by piece, for whoever may read the table: in C
+-- (src/zl_inspect.c), which checks the caller's SELECT and row-level
+-- security like inspect() before reading the record as the extension's
+-- owner; no SECURITY DEFINER function, whose checks would test its owner
 CREATE FUNCTION zipper_lake.inspect_record(tbl regclass)
 RETURNS TABLE (piece bigint, segments bigint, hash_lo bigint, hash_hi bigint,
                newest timestamptz, instants bigint, bytes bigint)
-LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF NOT has_table_privilege(tbl, 'SELECT') THEN
-        RAISE EXCEPTION 'permission denied for table %', tbl
-            USING ERRCODE = '42501',
-                  HINT = 'inspect_record() needs SELECT on the zipper table.';
-    END IF;
-    RETURN QUERY
-        SELECT s.piece, count(*), min(s.hash_lo), max(s.hash_hi), max(s.newest),
-               sum(s.instants)::bigint, sum(pg_column_size(s.entries))::bigint
-          FROM zipper_lake.record_segment s
-         WHERE s.tbl = inspect_record.tbl
-         GROUP BY s.piece ORDER BY s.piece;
-END
-$$;
-REVOKE ALL ON FUNCTION zipper_lake.inspect_record(regclass) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION zipper_lake.inspect_record(regclass) TO PUBLIC;
+AS 'MODULE_PATHNAME', 'zipper_lake_inspect_record'
+LANGUAGE C STRICT STABLE PARALLEL UNSAFE;
 COMMENT ON FUNCTION zipper_lake.inspect_record(regclass) IS
     'The change record of a zipper table: its pieces, instants and bytes (README "Change semantics").';
 

@@ -18,6 +18,7 @@
  *-------------------------------------------------------------------------
  */
 #include "common/zl_common.h"
+#include "catalog/zl_catalog.h"
 
 #include "access/genam.h"
 #include "access/relation.h"
@@ -106,6 +107,7 @@ zipper_lake_create_table(PG_FUNCTION_ARGS)
 	target = makeRangeVarFromNameList(textToQualifiedNameList(PG_GETARG_TEXT_PP(0)));
 	namespace = RangeVarGetCreationNamespace(target);
 
+	(void) zl_relation_arg_name(PG_GETARG_OID(1), "source");
 	source = relation_open(PG_GETARG_OID(1), AccessShareLock);
 	source_name = zl_qualified_name(source);
 	key = primary_key_of(source);

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * zl_inspect.c
- *	  zipper_lake.inspect(): one row per sub-group.
+ *	  zipper_lake.inspect(): one row per sub-group; inspect_record(): one
+ *	  row per piece of the change record.
  *
  * Lists every visible sub-group of a table — partition, file group,
  * window, first and last start, rows, masked rows, blocks, format, and for
@@ -11,6 +12,12 @@
  * group and sub-group.  It reads the metadata on the caller's behalf
  * after checking SELECT on the table (zl_open_readable_zipper_table), and
  * flushes the transaction's pending rows first so it shows them.
+ *
+ * inspect_record() shows the change record (README "Change semantics")
+ * piece by piece: segments, key-hash range, newest instant, instants and
+ * bytes.  The same check first — by the caller, in C: a SECURITY DEFINER
+ * function would check its owner instead — then the record is read as the
+ * extension's owner like every catalog statement (zl_metadata.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -28,6 +35,7 @@
 #include "utils/tuplestore.h"
 
 PG_FUNCTION_INFO_V1(zipper_lake_inspect);
+PG_FUNCTION_INFO_V1(zipper_lake_inspect_record);
 
 static int
 inspect_order(const void *a, const void *b)
@@ -100,6 +108,18 @@ zipper_lake_inspect(PG_FUNCTION_ARGS)
 			nulls[0] = nulls[3] = nulls[4] = nulls[5] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
+	table_close(rel, AccessShareLock);
+	return (Datum) 0;
+}
+
+Datum
+zipper_lake_inspect_record(PG_FUNCTION_ARGS)
+{
+	Relation	rel;
+
+	InitMaterializedSRF(fcinfo, 0);
+	rel = zl_open_readable_zipper_table(PG_GETARG_OID(0));
+	zl_meta_record_inspect(RelationGetRelid(rel), (ReturnSetInfo *) fcinfo->resultinfo);
 	table_close(rel, AccessShareLock);
 	return (Datum) 0;
 }

@@ -16,6 +16,7 @@
 #include "storage/zl_storage.h"
 #include "catalog/zl_catalog.h"
 #include "write/zl_write.h"
+#include "lifecycle/zl_lifecycle.h"
 
 #include "access/relation.h"
 #include "access/table.h"
@@ -255,6 +256,7 @@ static Relation
 open_table_to_register(FunctionCallInfo fcinfo)
 {
 	Relation	rel;
+	char	   *table_name;
 	ZLTableOptions existing;
 
 	if (PG_ARGISNULL(0))
@@ -262,13 +264,14 @@ open_table_to_register(FunctionCallInfo fcinfo)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("table to register must not be null"),
 				 errhint("Pass the zipper table, e.g. zipper_lake.register('account', key => ARRAY['id']).")));
+	table_name = zl_relation_arg_name(PG_GETARG_OID(0), "tbl");
 	/* the owner first: nobody else may even queue for the table's lock */
 	if (!pg_class_ownercheck(PG_GETARG_OID(0), GetUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be owner of table %s",
 						quote_qualified_identifier(get_namespace_name(get_rel_namespace(PG_GETARG_OID(0))),
-												   get_rel_name(PG_GETARG_OID(0)))),
+												   table_name)),
 				 errhint("Only the owner of a table registers it.")));
 	rel = zl_open_zipper_table(PG_GETARG_OID(0), ShareUpdateExclusiveLock);
 	/* writers of the table wait, then see the registration (zl_write.c) */
@@ -683,6 +686,7 @@ zipper_lake_set_retention(PG_FUNCTION_ARGS)
 	ZLTableOptions opts;
 	Relation	rel = open_for_option(fcinfo, "keep", "keeps history forever", &opts);
 	Interval   *keep = PG_ARGISNULL(1) ? NULL : PG_GETARG_INTERVAL_P(1);
+	TimestampTz cut;
 
 	if (keep != NULL &&
 		(keep->month < 0 || keep->day < 0 || keep->time < 0 ||
@@ -693,6 +697,14 @@ zipper_lake_set_retention(PG_FUNCTION_ARGS)
 						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(keep)))),
 				 errdetail("Table \"%s\" would keep no history.", RelationGetRelationName(rel)),
 				 errhint("Pass a positive period, e.g. interval '7 years', or NULL to keep history forever.")));
+	if (keep != NULL && !zl_retention_cut_time(GetCurrentTimestamp(), keep, &cut))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("retention %s reaches beyond the earliest time",
+						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(keep)))),
+				 errdetail("Table \"%s\" would drop history that ended before a time earlier than timestamps can hold.",
+						   RelationGetRelationName(rel)),
+				 errhint("Pass a shorter period, or NULL to keep history forever.")));
 	zl_meta_set_retention(RelationGetRelid(rel), keep);
 	option_changed(rel);
 	PG_RETURN_VOID();

@@ -597,30 +597,57 @@ apply_chunks(ApplyContext *ac)
 
 /* ---------- SQL entry points ---------- */
 
+/*
+ * The privileges applying needs on the zipper table: INSERT and UPDATE,
+ * and SELECT (on the table, or on every column of it), since the counts
+ * tell whether a change equals what a key holds — at any instant with a
+ * late change, a column at a time with ignore_nulls — and heap's UPDATE
+ * never lets a role compare a value it may not read.
+ */
 static void
-apply_begin(ApplyContext *ac, Oid relid, Oid source_relid)
+check_apply_privileges(Relation rel)
 {
-	AclResult	aclresult;
+	static const struct
+	{
+		AclMode		mode;
+		const char *name;
+	}			privileges[] = {{ACL_SELECT, "SELECT"}, {ACL_INSERT, "INSERT"}, {ACL_UPDATE, "UPDATE"}};
+	Oid			relid = RelationGetRelid(rel);
+	Oid			userid = GetUserId();
+	AclMode		needed = ACL_SELECT | ACL_INSERT | ACL_UPDATE;
+	AclMode		missing = needed & ~pg_class_aclmask(relid, userid, needed, ACLMASK_ALL);
+	StringInfoData lacks;
 
+	if ((missing & ACL_SELECT) &&
+		pg_attribute_aclcheck_all(relid, userid, ACL_SELECT, ACLMASK_ALL) == ACLCHECK_OK)
+		missing &= ~ACL_SELECT;
+	if (missing == 0)
+		return;
+	initStringInfo(&lacks);
+	for (int i = 0; i < lengthof(privileges); i++)
+		if (missing & privileges[i].mode)
+			appendStringInfo(&lacks, "%s%s", lacks.len > 0 ? ", " : "", privileges[i].name);
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to apply changes to table \"%s\"",
+					RelationGetRelationName(rel)),
+			 errdetail("Role \"%s\" lacks %s on table %s.",
+					   GetUserNameFromId(userid, false), lacks.data, zl_qualified_name(rel)),
+			 errhint("Applying changes needs SELECT (on the table or every column), INSERT and UPDATE on the zipper table: the counts tell whether a change equals what the table holds.")));
+}
+
+/*
+ * Open the zipper table and the relation of changes (its argument named
+ * source_argument) for applying.
+ */
+static void
+apply_begin(ApplyContext *ac, Oid relid, Oid source_relid, const char *source_argument)
+{
 	memset(ac, 0, sizeof(*ac));
 	ac->rel = zl_open_zipper_table(relid, RowExclusiveLock);
 	ac->tupdesc = RelationGetDescr(ac->rel);
-	ac->source_name = get_rel_name(source_relid);
-	if (ac->source_name == NULL)
-		elog(ERROR, "cache lookup failed for relation %u", source_relid);
-
-	aclresult = pg_class_aclcheck(relid, GetUserId(), ACL_INSERT | ACL_UPDATE);
-	if (aclresult == ACLCHECK_OK &&
-		pg_class_aclmask(relid, GetUserId(), ACL_INSERT | ACL_UPDATE, ACLMASK_ALL) !=
-		(ACL_INSERT | ACL_UPDATE))
-		aclresult = ACLCHECK_NO_PRIV;
-	if (aclresult != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to apply changes to table \"%s\"",
-						RelationGetRelationName(ac->rel)),
-				 errhint("Applying changes needs INSERT and UPDATE privileges on the zipper table.")));
-
+	ac->source_name = zl_relation_arg_name(source_relid, source_argument);
+	check_apply_privileges(ac->rel);
 	zl_refuse_row_security(ac->rel);
 	zl_load_registration(ac->rel, &ac->opts, true,
 						 "Changes are placed by the key and period columns named at registration.",
@@ -713,7 +740,7 @@ apply_changes(FunctionCallInfo fcinfo, bool op_defaults_to_op)
 				 errhint("Pass the zipper table, the relation holding the changes and its change-time column.")));
 	if (op_defaults_to_op && op_column != NULL && strcmp(op_column, "op") == 0)
 		op_column = NULL;
-	apply_begin(&ac, PG_GETARG_OID(0), PG_GETARG_OID(1));
+	apply_begin(&ac, PG_GETARG_OID(0), PG_GETARG_OID(1), "changes");
 	partial_options(fcinfo, &ac, 5);
 	read_batch(&ac, PG_GETARG_OID(1), time_column, op_column, name_arg(fcinfo, 4), 0);
 	apply_chunks(&ac);
@@ -733,7 +760,7 @@ apply_snapshot(FunctionCallInfo fcinfo, bool allow_empty)
 				 errdetail("Argument %s is null.", PG_ARGISNULL(0) ? "tbl" : PG_ARGISNULL(1) ? "snapshot" :
 						   PG_ARGISNULL(2) ? "snapshot_time" : "deletes"),
 				 errhint("Pass the zipper table, the relation holding the image and the time it was taken.")));
-	apply_begin(&ac, PG_GETARG_OID(0), PG_GETARG_OID(1));
+	apply_begin(&ac, PG_GETARG_OID(0), PG_GETARG_OID(1), "snapshot");
 
 	/* snapshot_time arrives as timestamptz: take it in the column's terms */
 	snapshot_time = zl_instant_to_precision(&ac.opts,
@@ -794,12 +821,12 @@ zipper_lake_apply_snapshot_v2(PG_FUNCTION_ARGS)
  * all), and zl_apply_batch_finish() applies them and returns the counts.
  */
 ZLApplyBatch *
-zl_apply_batch_begin(Oid relid, Oid source_relid, bool ignore_nulls,
-					 const char *missing_columns)
+zl_apply_batch_begin(Oid relid, Oid source_relid, const char *source_argument,
+					 bool ignore_nulls, const char *missing_columns)
 {
 	ApplyContext *ac = palloc(sizeof(ApplyContext));
 
-	apply_begin(ac, relid, source_relid);
+	apply_begin(ac, relid, source_relid, source_argument);
 	ac->ignore_nulls = ignore_nulls;
 	ac->missing_columns = parse_missing_columns(missing_columns);
 	ac->batch_context = CurrentMemoryContext;

@@ -27,6 +27,7 @@
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/numeric.h"
 
 /* ---------- reading and validating the batch ---------- */
 
@@ -545,6 +546,8 @@ typedef struct BatchReceiver
 	ApplyContext *ac;
 	const char *time_column;	/* NULL: apply_snapshot */
 	bool		has_seq;
+	const char *seq_column;
+	bool		seq_numeric;	/* read as numeric: may have a fraction */
 	int64		snapshot_time;
 	MemoryContext row_memory;
 	MemoryContext batch_memory;
@@ -559,6 +562,38 @@ batch_row_error_context(void *arg)
 
 	errcontext("row " UINT64_FORMAT " of changes \"%s\" applied to zipper table \"%s\"",
 			   br->row + 1, br->ac->source_name, RelationGetRelationName(br->ac->rel));
+}
+
+/* a finite numeric without a fraction (5.0 is 5) */
+bool
+zl_numeric_is_integer(Numeric n)
+{
+	return !numeric_is_nan(n) && !numeric_is_inf(n) &&
+		DatumGetInt32(DirectFunctionCall1(numeric_min_scale, NumericGetDatum(n))) == 0;
+}
+
+/*
+ * The seq of a change from a numeric or floating-point column: an
+ * integer, never rounded (README "Change semantics"); out of bigint's
+ * range is numeric_int8's error, as a cast to bigint would give.
+ */
+static int64
+numeric_seq(BatchReceiver *br, Change *c, Datum value)
+{
+	if (!zl_numeric_is_integer(DatumGetNumeric(value)))
+	{
+		char	   *text = DatumGetCString(DirectFunctionCall1(numeric_out, value));
+
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("seq %s is not an integer", text),
+				 errdetail("Change for key %s at %s has seq %s in column \"%s\" of changes \"%s\".",
+						   describe_key_values(br->ac, c->values, c->isnull),
+						   time_text(br->ac, c->time), text, br->seq_column,
+						   br->ac->source_name),
+				 errhint("Seq orders the changes of a key at one time and must be an integer; nothing was applied.")));
+	}
+	return DatumGetInt64(DirectFunctionCall1(numeric_int8, value));
 }
 
 /*
@@ -603,7 +638,9 @@ batch_receive(TupleTableSlot *slot, DestReceiver *self)
 						 TextDatumGetCString(c->values[ncols + 1]), c);
 		zl_apply_check_change(ac, c, time_null, br->time_column);
 		c->has_seq = br->has_seq && !c->isnull[ncols + 2];
-		c->seq = c->has_seq ? DatumGetInt64(c->values[ncols + 2]) : 0;
+		if (c->has_seq)
+			c->seq = br->seq_numeric ? numeric_seq(br, c, c->values[ncols + 2]) :
+				DatumGetInt64(c->values[ncols + 2]);
 	}
 	else
 	{
@@ -659,6 +696,7 @@ zl_apply_read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 	int			ncols = tupdesc->natts;
 	AttrNumber	op_attnum = InvalidAttrNumber;
 	bool		has_seq = seq_column != NULL;
+	bool		seq_numeric = false;
 	MemoryContext row_memory = AllocSetContextCreate(CurrentMemoryContext,
 													 "zipper_lake batch row",
 													 ALLOCSET_DEFAULT_SIZES);
@@ -711,9 +749,14 @@ zl_apply_read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 			appendStringInfoString(&sql, ", NULL");
 		if (has_seq)
 		{
-			if (!select_assigned(ac, &sql, source_relid,
-								 source_column(ac, source_relid, seq_column, "seq", true),
-								 ncols + 2, INT8OID, -1))
+			AttrNumber	seq_attnum = source_column(ac, source_relid, seq_column, "seq", true);
+			Oid			seq_type = getBaseType(get_atttype(source_relid, seq_attnum));
+
+			/* numbers that may have a fraction are checked, not rounded */
+			seq_numeric = (seq_type == NUMERICOID || seq_type == FLOAT4OID ||
+						   seq_type == FLOAT8OID);
+			if (!select_assigned(ac, &sql, source_relid, seq_attnum, ncols + 2,
+								 seq_numeric ? NUMERICOID : INT8OID, -1))
 				refuse_column_type(ac, source_relid, seq_column, "seq", INT8OID);
 		}
 		else
@@ -733,6 +776,8 @@ zl_apply_read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 	receiver.ac = ac;
 	receiver.time_column = time_column;
 	receiver.has_seq = has_seq;
+	receiver.seq_column = seq_column;
+	receiver.seq_numeric = seq_numeric;
 	receiver.snapshot_time = snapshot_time;
 	receiver.row_memory = row_memory;
 	receiver.batch_memory = CurrentMemoryContext;

@@ -116,7 +116,8 @@ typedef struct ZLBatchChange
 	const uint8 *given;			/* a bit per column it gives; NULL: all */
 } ZLBatchChange;
 
-extern ZLApplyBatch *zl_apply_batch_begin(Oid relid, Oid source_relid, bool ignore_nulls,
+extern ZLApplyBatch *zl_apply_batch_begin(Oid relid, Oid source_relid,
+										  const char *source_argument, bool ignore_nulls,
 										  const char *missing_columns);
 extern Relation zl_apply_batch_relation(ZLApplyBatch *batch, const ZLTableOptions **opts);
 extern bool zl_apply_batch_keeps_missing(ZLApplyBatch *batch, const char *column,
@@ -124,6 +125,8 @@ extern bool zl_apply_batch_keeps_missing(ZLApplyBatch *batch, const char *column
 extern void zl_apply_batch_add(ZLApplyBatch *batch, const ZLBatchChange *change);
 extern Datum zl_apply_batch_finish(ZLApplyBatch *batch, FunctionCallInfo fcinfo,
 								   int64 skipped);
+struct NumericData;
+extern bool zl_numeric_is_integer(struct NumericData *n);
 
 /* ---------- an application of a batch (zl_apply*.c) ---------- */
 

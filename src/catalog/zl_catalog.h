@@ -71,6 +71,7 @@ typedef struct ZLPruneStats
 
 extern void zl_set_table_am(const struct TableAmRoutine *routine);
 extern bool zl_is_zipper_relation(Relation rel);
+extern char *zl_relation_arg_name(Oid relid, const char *argument);
 extern Relation zl_open_zipper_table(Oid relid, LOCKMODE lockmode);
 extern Relation zl_open_owned_registered_table(Oid relid, LOCKMODE lockmode,
 											   ZLTableOptions *opts,
@@ -185,6 +186,8 @@ extern void zl_meta_record_save_head(Oid relid, int64 newest_change,
 									  const ZLTableInstant *instants, int ninstants);
 extern void zl_meta_record_forget(Oid relid);
 extern void zl_meta_record_size(Oid relid, int64 *pieces, int64 *instants, int64 *bytes);
+struct ReturnSetInfo;
+extern void zl_meta_record_inspect(Oid relid, struct ReturnSetInfo *rsinfo);
 
 /* ---------- zl_keyindex.c ---------- */
 

@@ -118,6 +118,7 @@ typedef enum ZLMetaQuery
 	Q_RECORD_SAVE_HEAD,
 	Q_RECORD_FORGET,
 	Q_RECORD_SIZE,
+	Q_RECORD_INSPECT,
 	Q_COUNT
 } ZLMetaQuery;
 

@@ -16,12 +16,14 @@
 
 #include "catalog/namespace.h"
 #include "executor/spi.h"
+#include "funcapi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 
 /* false while the extension's catalog is 0.1's, which has no change record */
 bool
@@ -256,5 +258,30 @@ zl_meta_record_size(Oid relid, int64 *pieces, int64 *instants, int64 *bytes)
 	*pieces = zl_meta_result_int64(0, 1);
 	*instants = zl_meta_result_int64(0, 2);
 	*bytes = zl_meta_result_int64(0, 3);
+	zl_meta_end(&session);
+}
+
+/*
+ * inspect_record(): a row per piece of a table's record (piece, segments,
+ * hash range, newest instant, instants, bytes) into the result of a
+ * materialized set-returning function; the caller checked SELECT on the
+ * table.
+ */
+void
+zl_meta_record_inspect(Oid relid, ReturnSetInfo *rsinfo)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+
+	zl_meta_begin(&session);
+	zl_meta_exec(Q_RECORD_INSPECT, values, NULL, GetActiveSnapshot(), true);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum		row[7];
+		bool		nulls[7];
+
+		heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, row, nulls);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
+	}
 	zl_meta_end(&session);
 }

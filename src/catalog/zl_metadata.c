@@ -315,6 +315,12 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		" FROM zipper_lake.record_segment WHERE tbl = $1",
 		1, {OIDOID}
 	},
+	[Q_RECORD_INSPECT] = {
+		"SELECT piece, count(*), min(hash_lo), max(hash_hi), max(newest),"
+		" sum(instants)::int8, sum(pg_column_size(entries))::int8"
+		" FROM zipper_lake.record_segment WHERE tbl = $1 GROUP BY piece ORDER BY piece",
+		1, {OIDOID}
+	},
 	[Q_TIME_ZONE_EXISTS] = {
 		"SELECT 1 FROM pg_timezone_names WHERE name = $1", 1, {TEXTOID}
 	},

@@ -47,11 +47,34 @@ zl_is_zipper_relation(Relation rel)
 	return zipper_routine != NULL && rel->rd_tableam == zipper_routine;
 }
 
-/* open a relation and make sure it is a zipper table */
+/*
+ * The name of a relation passed to a function as its regclass argument
+ * (argument: the argument's name), or a clear error: a regclass written
+ * as a number (0, or the OID of a dropped relation) names nothing, and
+ * opening it would fail with an internal error.
+ */
+char *
+zl_relation_arg_name(Oid relid, const char *argument)
+{
+	char	   *name = get_rel_name(relid);
+
+	if (name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid),
+				 errdetail("Argument %s names no relation.", argument),
+				 errhint("Pass the relation by name, e.g. 'public.account'; a number is taken as the OID of a relation.")));
+	return name;
+}
+
+/* open the tbl argument of a function and make sure it is a zipper table */
 Relation
 zl_open_zipper_table(Oid relid, LOCKMODE lockmode)
 {
-	Relation	rel = table_open(relid, lockmode);
+	Relation	rel;
+
+	(void) zl_relation_arg_name(relid, "tbl");
+	rel = table_open(relid, lockmode);
 
 	if (!zl_is_zipper_relation(rel))
 		ereport(ERROR,
@@ -75,9 +98,10 @@ zl_open_owned_registered_table(Oid relid, LOCKMODE lockmode, ZLTableOptions *opt
 							   const char *unregistered_hint)
 {
 	Relation	rel;
+	char	   *name = zl_relation_arg_name(relid, "tbl");
 
 	if (!pg_class_ownercheck(relid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, name);
 	rel = zl_open_zipper_table(relid, lockmode);
 	zl_load_registration(rel, opts, true, NULL, unregistered_hint);
 	return rel;
@@ -102,18 +126,25 @@ zl_load_registration(Relation rel, ZLTableOptions *opts, bool for_write, const c
 }
 
 /*
- * A zipper table the caller may read (inspect, verify): with SELECT on
- * it, and no row-level security hiding rows whose counts and times the
- * metadata would show.
+ * A zipper table the caller may read (inspect, inspect_record, verify, the
+ * read helpers): with SELECT on it, and no row-level security hiding rows
+ * whose counts and times the metadata would show.  GetUserId() is the
+ * caller here: these functions are not SECURITY DEFINER, and run as the
+ * extension's owner only inside the catalog statements (zl_metadata.c),
+ * after this check.
  */
 Relation
 zl_open_readable_zipper_table(Oid relid)
 {
 	Relation	rel = zl_open_zipper_table(relid, AccessShareLock);
-	AclResult	aclresult = pg_class_aclcheck(relid, GetUserId(), ACL_SELECT);
 
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, OBJECT_TABLE, RelationGetRelationName(rel));
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", RelationGetRelationName(rel)),
+				 errdetail("Role \"%s\" lacks SELECT on table %s.",
+						   GetUserNameFromId(GetUserId(), false), zl_qualified_name(rel)),
+				 errhint("The functions that show a zipper table's rows, metadata or change record need SELECT on the table itself.")));
 	zl_refuse_row_security(rel);
 	return rel;
 }

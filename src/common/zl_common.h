@@ -131,8 +131,12 @@ extern ZLSpan zl_span_from_interval(const Interval *span);
 extern void zl_partition_range(const ZLTableOptions *opts, DateADT partition_end,
 							   int64 *valid_to_lo, int64 *valid_to_hi);
 extern int64 zl_timestamptz_to_instant(const ZLTableOptions *opts, TimestampTz ts);
+extern bool zl_timestamptz_minus_interval(TimestampTz t, const Interval *span,
+										  TimestampTz *result);
 extern int64 zl_instant_to_precision(const ZLTableOptions *opts, int64 instant);
 extern char *zl_instant_to_cstring(int64 instant, Oid typid);
+extern bool zl_time_text_reads_clock(const char *str);
+extern bool zl_type_reads_time_text(Oid type);
 
 /* ---------- zl_describe.c ---------- */
 

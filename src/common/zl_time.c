@@ -15,15 +15,22 @@
  * span, in local time: whole months counted from year 0, or fixed lengths
  * counted from Monday 2000-01-03 00:00 (so 7-day windows are ISO weeks).
  *
+ * Date and time text that depends on the clock (zl_time_text_reads_clock)
+ * is refused wherever the extension converts text to a date or time
+ * (README "Loading CDC events"): a batch must mean the same whenever it is
+ * applied.
+ *
  *-------------------------------------------------------------------------
  */
 #include "common/zl_common.h"
 
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "fmgr.h"
 #include "pgtime.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 /* origin of fixed-length windows: Monday 2000-01-03 00:00 local time */
@@ -274,6 +281,59 @@ zl_timestamptz_to_instant(const ZLTableOptions *opts, TimestampTz ts)
 }
 
 /*
+ * *result = t - span, as timestamptz_mi_interval computes it (the months
+ * first, then the days, both in the session's time zone, then the time),
+ * or false where timestamptz_mi_interval would fail: a step or the result
+ * outside the range of timestamptz.  Never an error, for VACUUM's
+ * retention (zl_retention.c), which must not fail on any stored period.
+ */
+bool
+zl_timestamptz_minus_interval(TimestampTz t, const Interval *span, TimestampTz *result)
+{
+	struct pg_tm tm;
+	fsec_t		fsec;
+	int			tz;
+
+	if (TIMESTAMP_NOT_FINITE(t))
+		return false;
+	if (span->month != 0)
+	{
+		int64		months;
+
+		if (timestamp2tm(t, &tz, &tm, &fsec, NULL, NULL) != 0)
+			return false;
+		months = (int64) tm.tm_year * MONTHS_PER_YEAR + (tm.tm_mon - 1) - span->month;
+		if (months < (int64) (JULIAN_MINYEAR - 1) * MONTHS_PER_YEAR ||
+			months > (int64) (JULIAN_MAXYEAR + 1) * MONTHS_PER_YEAR)
+			return false;
+		tm.tm_year = (int) floor_div(months, MONTHS_PER_YEAR);
+		tm.tm_mon = (int) (months - (int64) tm.tm_year * MONTHS_PER_YEAR) + 1;
+		tm.tm_mday = Min(tm.tm_mday, day_tab[isleap(tm.tm_year)][tm.tm_mon - 1]);
+		tz = DetermineTimeZoneOffset(&tm, session_timezone);
+		if (tm2timestamp(&tm, fsec, &tz, &t) != 0)
+			return false;
+	}
+	if (span->day != 0)
+	{
+		int64		julian;
+
+		if (timestamp2tm(t, &tz, &tm, &fsec, NULL, NULL) != 0)
+			return false;
+		julian = (int64) date2j(tm.tm_year, tm.tm_mon, tm.tm_mday) - span->day;
+		if (julian < 0 || julian > TIMESTAMP_END_JULIAN)
+			return false;
+		j2date((int) julian, &tm.tm_year, &tm.tm_mon, &tm.tm_mday);
+		tz = DetermineTimeZoneOffset(&tm, session_timezone);
+		if (tm2timestamp(&tm, fsec, &tz, &t) != 0)
+			return false;
+	}
+	if (pg_sub_s64_overflow(t, span->time, &t) || !IS_VALID_TIMESTAMP(t))
+		return false;
+	*result = t;
+	return true;
+}
+
+/*
  * An instant to be stored in the period columns, rounded to their
  * precision (timestamp(p), timestamptz(p)) as assigning it would round it.
  */
@@ -290,4 +350,68 @@ zl_instant_to_precision(const ZLTableOptions *opts, int64 instant)
 								zl_instant_to_datum(instant, opts->period_type),
 								Int32GetDatum(opts->period_typmod));
 	return zl_datum_to_instant(value, opts->period_type);
+}
+
+/*
+ * Does date or time text depend on the clock?  PostgreSQL's date and time
+ * input reads the words now, today, tomorrow and yesterday, in any case,
+ * as the current transaction's time or date (also next to a time, as in
+ * "today 10:00"), so the same text gives another value each time it is
+ * converted.  A word is a run of letters, as the date/time parser cuts
+ * its fields (ParseDateTime, which skips other punctuation: "now()" is
+ * now), classified by the parser's own table of special words
+ * (DecodeSpecial); so every spelling the parser reads as one of them is
+ * found, and fixed special values (epoch, infinity, allballs) are not.
+ * Such a word where the parser would refuse the text anyway
+ * ("01-today-2024") counts too, and it is found inside array and range
+ * literals alike.
+ */
+bool
+zl_time_text_reads_clock(const char *str)
+{
+	const unsigned char *p = (const unsigned char *) str;
+
+	while (*p != '\0')
+	{
+		char		word[TOKMAXLEN + 2];
+		int			len = 0;
+		int			val;
+
+		if (!isalpha(*p))
+		{
+			p++;
+			continue;
+		}
+		for (; isalpha(*p); p++)
+			if (len <= TOKMAXLEN)
+				word[len++] = pg_tolower(*p);
+		word[len] = '\0';
+		/* (a word longer than the parser's tokens is none of them) */
+		if (len <= TOKMAXLEN && DecodeSpecial(0, word, &val) == RESERV &&
+			(val == DTK_NOW || val == DTK_TODAY || val == DTK_TOMORROW ||
+			 val == DTK_YESTERDAY))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Does the input function of a type read date or time text: date, time,
+ * timetz, timestamp, timestamptz, and domains, arrays, ranges and
+ * multiranges of them?
+ */
+bool
+zl_type_reads_time_text(Oid type)
+{
+	Oid			inner;
+
+	type = getBaseType(type);
+	if (type == DATEOID || type == TIMEOID || type == TIMETZOID ||
+		type == TIMESTAMPOID || type == TIMESTAMPTZOID)
+		return true;
+	if (OidIsValid(inner = get_element_type(type)) ||
+		OidIsValid(inner = get_range_subtype(type)) ||
+		OidIsValid(inner = get_multirange_range(type)))
+		return zl_type_reads_time_text(inner);
+	return false;
 }

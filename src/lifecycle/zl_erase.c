@@ -97,6 +97,7 @@ read_keys(EraseContext *ec, Oid keys_relid)
 	Portal		portal;
 	int			maxkeys = 1024;
 	Size		limit = (Size) work_mem * 1024;
+	char	   *keys_name = zl_relation_arg_name(keys_relid, "keys");
 
 	initStringInfo(&query);
 	appendStringInfoString(&query, "SELECT ");
@@ -109,7 +110,7 @@ read_keys(EraseContext *ec, Oid keys_relid)
 					(errcode(ERRCODE_UNDEFINED_COLUMN),
 					 errmsg("keys to erase lack key column \"%s\"", NameStr(att->attname)),
 					 errdetail("Relation \"%s\" has no such column; zipper table \"%s\" is keyed by it.",
-							   get_rel_name(keys_relid), RelationGetRelationName(ec->rel)),
+							   keys_name, RelationGetRelationName(ec->rel)),
 					 errhint("Pass a table or view with the key columns of the keys to erase.")));
 		appendStringInfo(&query, "%s%s::%s", i > 0 ? ", " : "",
 						 quote_identifier(NameStr(att->attname)),
@@ -117,7 +118,7 @@ read_keys(EraseContext *ec, Oid keys_relid)
 	}
 	appendStringInfo(&query, " FROM %s",
 					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(keys_relid)),
-												get_rel_name(keys_relid)));
+												keys_name));
 
 	ec->keys = MemoryContextAlloc(ec->keys_context, sizeof(ErasedKey) * maxkeys);
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -147,7 +148,7 @@ read_keys(EraseContext *ec, Oid keys_relid)
 							 errmsg("null key column \"%s\" in the keys to erase",
 									NameStr(att->attname)),
 							 errdetail("Relation \"%s\", row %d, has no value for it.",
-									   get_rel_name(keys_relid), ec->nkeys + 1),
+									   keys_name, ec->nkeys + 1),
 							 errhint("List complete keys; nothing was erased.")));
 				key[attnum - 1] = datumCopy(value, att->attbyval, att->attlen);
 			}
@@ -167,7 +168,7 @@ read_keys(EraseContext *ec, Oid keys_relid)
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("too many keys to erase at once"),
 					 errdetail("The keys of relation \"%s\" take more than work_mem (%d kB).",
-							   get_rel_name(keys_relid), work_mem),
+							   keys_name, work_mem),
 					 errhint("Erase them in several calls, or raise work_mem; nothing was erased.")));
 	}
 	SPI_cursor_close(portal);

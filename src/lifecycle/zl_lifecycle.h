@@ -19,5 +19,6 @@ struct VacuumParams;
 extern void zl_scrub_vacuum(Relation rel, struct VacuumParams *params,
 							BufferAccessStrategy bstrategy, int elevel);
 extern void zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs, int *nsgs, int elevel);
+extern bool zl_retention_cut_time(TimestampTz now, const Interval *keep, TimestampTz *cut);
 
 #endif							/* ZL_LIFECYCLE_H */

@@ -235,17 +235,44 @@ typedef struct MaintenanceTask
 	bool		compact;		/* compact sub-groups with many masked rows */
 } MaintenanceTask;
 
-/* the cut retention asks for now (an instant), or false without retention */
+/*
+ * The time a retention of keep cuts at when it is now: now - keep, or
+ * false where that is no usable cut: outside the range of timestamptz or
+ * within a day of its start (where converting it into the table's time
+ * zone could fail), or after now (keep is positive, but a period of mixed
+ * signs stored by hand might reach forward).  set_retention refuses such
+ * a period; VACUUM, which must never fail on a stored one, drops nothing.
+ */
+bool
+zl_retention_cut_time(TimestampTz now, const Interval *keep, TimestampTz *cut)
+{
+	return zl_timestamptz_minus_interval(now, keep, cut) &&
+		*cut >= MIN_TIMESTAMP + USECS_PER_DAY && *cut <= now;
+}
+
+/*
+ * The cut the table's retention asks for now (an instant), or false
+ * without one; a stored period that gives no usable cut is reported and
+ * drops nothing.
+ */
 static bool
-retention_cut(const ZLTableOptions *opts, int64 *cut)
+retention_cut(Relation rel, const ZLTableOptions *opts, int elevel, int64 *cut)
 {
 	TimestampTz cut_time;
 
 	if (!opts->has_retention)
 		return false;
-	cut_time = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_mi_interval,
-													   TimestampTzGetDatum(GetCurrentTimestamp()),
-													   IntervalPGetDatum(&opts->retention)));
+	if (!zl_retention_cut_time(GetCurrentTimestamp(), &opts->retention, &cut_time))
+	{
+		ereport(elevel == INFO ? WARNING : LOG,
+				(errmsg("zipper_lake table \"%s\": retention %s gives no time to cut at",
+						RelationGetRelationName(rel),
+						DatumGetCString(DirectFunctionCall1(interval_out,
+															IntervalPGetDatum(&opts->retention)))),
+				 errdetail("Now minus the period is outside the range of timestamps; no history is dropped."),
+				 errhint("Set a shorter period with zipper_lake.set_retention().")));
+		return false;
+	}
 	*cut = Min(zl_timestamptz_to_instant(opts, cut_time), opts->open_end - 1);
 	return true;
 }
@@ -334,7 +361,7 @@ zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs_inout, int *nsgs_inout, int
 
 	if (!zl_meta_load_options(rel, &opts, false))
 		return;
-	task.drop = retention_cut(&opts, &task.cut) && history_due(&opts, sgs, nsgs, task.cut);
+	task.drop = retention_cut(rel, &opts, elevel, &task.cut) && history_due(&opts, sgs, nsgs, task.cut);
 	for (int i = 0; i < nsgs && !task.compact; i++)
 		task.compact = worth_compacting(&sgs[i]);
 	if (!task.drop && !task.compact)

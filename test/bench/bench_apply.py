@@ -62,7 +62,8 @@ import time
 
 import psycopg2
 
-from bench_common import add_connection_args, connect, describe_zipper, q, zipper_stats
+from bench_common import (add_connection_args, add_json_arg, connect, describe_zipper, q, result,
+                          write_json, zipper_stats)
 
 T0 = '2024-01-01 00:00:00+00'      # first batch day; the initial load lies before it
 INIT_SPREAD_DAYS = 30              # initial valid_from spread over the 30 days before T0
@@ -93,6 +94,7 @@ def parse_args():
                    help='skip zipper_lake.verify() after each round (the tables are still compared)')
     p.add_argument('--build', action='append', default=[], metavar='NAME=CONNINFO',
                    help='run on this server too (repeat); rounds alternate between the servers given')
+    add_json_arg(p)
     a = p.parse_args()
     if a.smoke:
         a.keys, a.batch, a.batches, a.rounds = 2000, 200, 3, 1
@@ -456,6 +458,7 @@ class Side:
         self.ratios = []                                # per (round, batch), in order
         self.round_ratios = []                          # median ratio of each round
         self.load_ratios = []
+        self.load_times = []                            # (zipper, heap) per round
         self.z_growth, self.h_growth = [], []
         self.counts = {}                                # zipper counts summed over the last round
         self.late_info = None
@@ -467,6 +470,7 @@ def run_round(side, a, rnd, say):
     conn = side.conn
     heap_load, zip_load = setup(conn, a)
     side.load_ratios.append(heap_load / zip_load)
+    side.load_times.append((zip_load, heap_load))
     say(f'\nround {rnd + 1}: initial load of {a.keys} keys: heap {heap_load:.2f}s (incl. indexes), '
         f'zipper {zip_load:.2f}s, ratio {heap_load / zip_load:.2f}')
     if not a.quiet:
@@ -568,6 +572,20 @@ def summary(side, a, say):
     say(f'  size ratio heap/zipper (zipper: table + metadata + change record): {s["heap_total"] / zbytes:.2f}')
 
 
+def json_results(side, a):
+    """The side's medians for --json: a batch, and the initial load."""
+    build = {'build': side.name} if side.name else {}
+    late = f', {a.late:.0%} late' if a.late else ''
+    return [
+        result('apply', f'apply a batch of changes{late}',
+               median([t for ts in side.z_times for t in ts]), median([t for ts in side.h_times for t in ts]),
+               's', median(side.ratios), **build),
+        result('apply_load', 'initial load of the open versions (heap: with its indexes)',
+               median([z for z, _ in side.load_times]), median([h for _, h in side.load_times]),
+               's', median(side.load_ratios), **build),
+    ]
+
+
 def main():
     a = parse_args()
     if a.build:
@@ -629,6 +647,9 @@ def main():
                   f'{median(side.ratios) / median(base.ratios):.2f}  (median of the per-batch quotients, '
                   f'same round and batch: {median(paired):.2f})')
 
+    write_json(a, 'apply', {'keys': a.keys, 'batch': a.batch, 'batches': a.batches, 'rounds': a.rounds,
+                            'late': a.late, 'per_day': a.per_day},
+               [r for side in sides for r in json_results(side, a)])
     failures = [f'{s.name + ": " if many else ""}{f}' for s in sides for f in s.failures]
     for side in sides:
         if not a.keep:

@@ -1,8 +1,10 @@
 """
 test/bench/bench_common.py -- what the benchmarks share: connection
-options, connecting, running a query, comparing two tables, and the size
-facts of a zipper table.
+options, connecting, running a query, comparing two tables, the size
+facts of a zipper table, and results as JSON for report.py.
 """
+import json
+
 import psycopg2
 
 
@@ -47,11 +49,8 @@ def zipper_stats(conn, tbl):
     try:
         if tx:
             cur.execute('SAVEPOINT zl_meta')
-        r['meta'] = q(cur, f"""
-            SELECT coalesce((SELECT sum(pg_column_size(s.*)) FROM zipper_lake.subgroup s
-                              WHERE storage_id = zipper_lake._storage_id('{tbl}')), 0)
-                 + coalesce((SELECT sum(pg_column_size(m.*)) FROM zipper_lake.mask m
-                              WHERE storage_id = zipper_lake._storage_id('{tbl}')), 0)""")[0][0]
+        cat = catalog_bytes(cur, tbl)
+        r['meta'] = cat.get('subgroup', 0) + cat.get('mask', 0)
     except psycopg2.Error:
         if tx:
             cur.execute('ROLLBACK TO SAVEPOINT zl_meta')
@@ -67,6 +66,33 @@ def zipper_stats(conn, tbl):
     return r
 
 
+def catalog_bytes(cur, tbl):
+    """Bytes of the rows zipper_lake's catalog (every table of schema
+    zipper_lake) holds for one zipper table, by catalog table: the sum of
+    pg_column_size of its rows (tuple header and out-of-line values such as
+    key directories included; the catalog's indexes not).  A catalog table
+    is matched by its column storage_id (the table's storages), tbl or
+    relid; one with none of them maps to None.  Needs read access to the
+    catalog (raises psycopg2.Error otherwise)."""
+    cats = q(cur, """
+        SELECT c.relname::text, array_agg(a.attname::text)
+          FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+         WHERE n.nspname = 'zipper_lake' AND c.relkind = 'r'
+         GROUP BY 1 ORDER BY 1""")
+    out = {}
+    for rel, cols in cats:
+        if 'storage_id' in cols:
+            where = f"storage_id IN (SELECT storage_id FROM zipper_lake.storage WHERE relid = '{tbl}'::regclass)"
+        elif 'tbl' in cols or 'relid' in cols:
+            where = f"{'tbl' if 'tbl' in cols else 'relid'} = '{tbl}'::regclass"
+        else:
+            out[rel] = None
+            continue
+        out[rel] = q(cur, f'SELECT coalesce(sum(pg_column_size(x.*)), 0) FROM zipper_lake.{rel} x WHERE {where}')[0][0]
+    return out
+
+
 def describe_zipper(r):
     meta = 'n/a' if r['meta'] is None else f"~{r['meta'] / 2**20:.1f} MB"
     dead = 1 - r['live_blocks'] / r['file_blocks'] if r['file_blocks'] else 0
@@ -74,3 +100,33 @@ def describe_zipper(r):
             f"{r['subgroups']} sub-groups, "
             f"{r['masked_rows']} masked rows; visible sub-groups use {r['live_blocks']} of "
             f"{r['file_blocks']} blocks ({dead:.0%} of the file is space of replaced sub-groups)")
+
+
+def add_json_arg(p):
+    """--json FILE: the results also as JSON (report.py reads them)."""
+    p.add_argument('--json', metavar='FILE',
+                   help='also write the results as JSON to FILE (for report.py)')
+
+
+def result(key, what, zipper, baseline, unit, ratio=None, **extra):
+    """One measurement: zipper_lake against its baseline (the heap table and
+    its job, unless `what` says otherwise).  ratio is baseline / zipper
+    (> 1: zipper_lake faster, or smaller for sizes) unless given."""
+    zipper, baseline = (None if x is None else float(x) for x in (zipper, baseline))
+    if ratio is None:
+        ratio = baseline / zipper if zipper and baseline is not None else None
+    r = {'key': key, 'what': what, 'zipper': zipper, 'baseline': baseline, 'unit': unit, 'ratio': ratio}
+    r.update(extra)
+    return r
+
+
+def write_json(a, bench, size, results, **extra):
+    """Write the results of one run to a.json, if given: bench is the
+    script's short name, size says what was measured (keys, batches)."""
+    if not getattr(a, 'json', None):
+        return
+    doc = {'bench': bench, 'size': size, 'smoke': bool(getattr(a, 'smoke', False)), 'results': results}
+    doc.update(extra)
+    with open(a.json, 'w') as f:
+        json.dump(doc, f, indent=1)
+        f.write('\n')

@@ -24,7 +24,7 @@ import statistics
 import sys
 import time
 
-from bench_common import add_connection_args, connect, q, rows_differ
+from bench_common import add_connection_args, add_json_arg, connect, q, result, rows_differ, write_json
 
 
 def parse_args():
@@ -37,6 +37,7 @@ def parse_args():
     p.add_argument('--batches', type=int, default=10, help='batches per table (default 10)')
     p.add_argument('--smoke', action='store_true', help='tiny sizes, to check that the script runs')
     add_connection_args(p)
+    add_json_arg(p)
     a = p.parse_args()
     if a.smoke:
         a.keys, a.depth, a.scale, a.batch, a.batches = 2000, 2, 3, 200, 2
@@ -120,6 +121,13 @@ def main():
         print(f"{t:<12} {med[t]:>9.3f}")
     print(f"growth big/small: zipper {med['z_big'] / med['z_small']:.2f}, heap {med['h_big'] / med['h_small']:.2f}  (1.0 = flat)")
     print(f"ratio heap/zipper: small {med['h_small'] / med['z_small']:.2f}, big {med['h_big'] / med['z_big']:.2f}")
+    write_json(a, 'history', {'keys': a.keys, 'depth': a.depth, 'scale': a.scale, 'batch': a.batch,
+                              'batches': a.batches},
+               [result('history_small', f'apply a batch, {a.depth} closed versions a key',
+                       med['z_small'], med['h_small'], 's'),
+                result('history_big', f'apply a batch, {a.depth * a.scale} closed versions a key',
+                       med['z_big'], med['h_big'], 's',
+                       zipper_growth=med['z_big'] / med['z_small'], heap_growth=med['h_big'] / med['h_small'])])
     if failed:
         sys.exit(1)
 

@@ -43,7 +43,8 @@ import subprocess
 import sys
 import tempfile
 
-from bench_common import add_connection_args, connect, describe_zipper, q, zipper_stats
+from bench_common import (add_connection_args, add_json_arg, connect, describe_zipper, q, result,
+                          write_json, zipper_stats)
 
 
 def parse_args():
@@ -60,6 +61,7 @@ def parse_args():
     p.add_argument('--reuse', action='store_true', help='reuse the tables of an earlier run with the same sizes')
     p.add_argument('--smoke', action='store_true', help='tiny sizes, to check that the script runs')
     add_connection_args(p)
+    add_json_arg(p)
     a = p.parse_args()
     if a.smoke:
         a.keys, a.days, a.facts, a.outer_rows, a.seconds, a.reps = 2000, 3, 500, 50, 1, 1
@@ -173,18 +175,23 @@ def main():
     print()
     print(f"{'query':<22} {'zipper ms':>10} {'heap ms':>10} {'heap/zipper':>12}")
     failed = False
+    found = []
+    what = {'history': 'history of one key', 'as-of': 'one key as of a time',
+            'point': 'one key and its valid_from'}
     for name, script in key_queries(a):
         for t in ('z_keys', 'h_keys'):
             pgbench(a, script.format(t=t), 1)           # warm-up
         z = pgbench(a, script.format(t='z_keys'), a.seconds)
         h = pgbench(a, script.format(t='h_keys'), a.seconds)
         print(f"{name:<22} {z:>10.3f} {h:>10.3f} {h / z:>11.2f}x", flush=True)
+        found.append(result('keys_' + name.replace('-', ''), what[name], z / 1000, h / 1000, 's'))
 
     join = ("SELECT count(*), sum(d.v) FROM {f} f JOIN {t} d ON d.id = f.cust_id"
             " AND f.ts >= d.valid_from AND f.ts < d.valid_to")
     cur.execute(f"CREATE TEMP TABLE small_facts AS SELECT * FROM facts LIMIT {a.outer_rows}")
     cur.execute("ANALYZE small_facts")
-    for name, f in (('join (facts)', 'facts'), (f'join ({a.outer_rows} outer)', 'small_facts')):
+    for key, name, f in (('keys_join', 'join (facts)', 'facts'),
+                         ('keys_join_outer', f'join ({a.outer_rows} outer)', 'small_facts')):
         z_sql, h_sql = join.format(f=f, t='z_keys'), join.format(f=f, t='h_keys')
         zr, hr = q(cur, z_sql), q(cur, h_sql)
         if zr != hr:
@@ -193,6 +200,10 @@ def main():
         zt = statistics.median(explain_ms(cur, z_sql) for _ in range(a.reps))
         ht = statistics.median(explain_ms(cur, h_sql) for _ in range(a.reps))
         print(f"{name:<22} {zt:>10.3f} {ht:>10.3f} {ht / zt:>11.2f}x", flush=True)
+        found.append(result(key, f'as-of join of {a.facts if f == "facts" else a.outer_rows} facts',
+                            zt / 1000, ht / 1000, 's'))
+    write_json(a, 'keys', {'keys': a.keys, 'days': a.days, 'change_rate': a.change_rate, 'versions': versions,
+                           'facts': a.facts, 'outer_rows': a.outer_rows}, found)
     if failed:
         sys.exit(1)
 

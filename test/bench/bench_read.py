@@ -79,7 +79,8 @@ import time
 
 import psycopg2
 
-from bench_common import add_connection_args, connect, describe_zipper, q, zipper_stats
+from bench_common import (add_connection_args, add_json_arg, connect, describe_zipper, q, result,
+                          write_json, zipper_stats)
 
 T0 = '2024-01-01 00:00:00+00'      # day 0; the initial load lies on the day before
 
@@ -108,6 +109,7 @@ def parse_args():
     add_connection_args(p)
     p.add_argument('--smoke', action='store_true',
                    help='CI size: 2,000 keys, 5 days, 1 repetition; exit 1 on any disagreement')
+    add_json_arg(p)
     a = p.parse_args()
     if a.smoke:
         a.keys, a.days, a.reps = 2000, 5, 1
@@ -127,7 +129,13 @@ def day(d, hours=0):
 
 def params_key(a):
     return (f'keys={a.keys} days={a.days} change_rate={a.change_rate} zipper_load={a.zipper_load} '
-            f'rows={not a.no_rows}')
+            f'rows={not a.no_rows}' + ''.join(f' index={c}' for c in extra_indexes(a)))
+
+
+def extra_indexes(a):
+    """Column lists of the heap tables' indexes besides the three below
+    (another script that builds these tables may ask for more)."""
+    return getattr(a, 'extra_indexes', ())
 
 
 def zipper_tables(a):
@@ -253,6 +261,8 @@ def build(conn, a):
     cur.execute('ALTER TABLE h_hist ADD PRIMARY KEY (id, valid_from)')
     cur.execute('CREATE INDEX ON h_hist (valid_to)')
     cur.execute('CREATE INDEX ON h_hist (valid_from)')
+    for cols in extra_indexes(a):
+        cur.execute(f'CREATE INDEX ON h_hist {cols}')
     h_build = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -269,6 +279,8 @@ def build(conn, a):
     cur.execute('CREATE INDEX ON p_hist (id, valid_from)')
     cur.execute('CREATE INDEX ON p_hist (valid_to)')
     cur.execute('CREATE INDEX ON p_hist (valid_from)')
+    for cols in extra_indexes(a):
+        cur.execute(f'CREATE INDEX ON p_hist {cols}')
     p_build = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -544,6 +556,15 @@ def main():
         return statistics.median(r) if isinstance(r, list) else None
 
     chart = []
+    cold = ' (cold)' if a.restart_cmd else ''
+    found = [result('read_size', 'bytes of the history (zipper: file, TOAST, metadata, record; heap: indexes)',
+                    zs['z_hist']['all_bytes'], sz['h_hist'], 'bytes')]
+    json_keys = {'current': 'read_current', 'as-of yesterday noon': 'read_asof_recent',
+                 'as-of day 2 noon': 'read_asof_old', f'changes of day {a.days // 2}': 'read_changes',
+                 'point lookup': 'read_point'}
+    json_what = {'read_current': 'current versions', 'read_asof_recent': 'as of yesterday noon',
+                 'read_asof_old': 'as of day 2 noon', 'read_changes': "one day's changes",
+                 'read_point': 'one key and its valid_from'}
     for fam, _, extra in fams:
         hm, pm, rm, fm = (median_of(fam, l) for l in ('heap', 'partitioned', 'rows', 'floor'))
         for label in ['zipper SQL'] + ['zipper ' + l for l, _ in extra]:
@@ -555,8 +576,13 @@ def main():
                   f'{fmt_ratio(fm, zm):>7} {fmt_ratio(hm, fm):>10}  {ans}{note}')
             if label == 'zipper SQL' and hm and zm:
                 chart.append((fam, hm / zm, rm / zm if rm else None))
+                if fam in json_keys:
+                    k = json_keys[fam]
+                    found.append(result(k + ('_cold' if cold else ''), json_what[k] + cold, zm, hm, 's'))
     if a.chart:
         draw_chart(a, mode, chart, sizes)
+    write_json(a, 'read', {'keys': a.keys, 'days': a.days, 'change_rate': a.change_rate, 'versions': nrows,
+                           'reps': a.reps}, found)
 
     if a.restart_cmd:                   # the first connection did not survive the restarts
         conn = connect(a, autocommit=True)

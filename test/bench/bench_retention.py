@@ -16,7 +16,7 @@ stays flat while DELETE grows with the rows.
 import argparse
 import time
 
-from bench_common import add_connection_args, connect, q
+from bench_common import add_connection_args, add_json_arg, connect, q, result, write_json
 
 
 def build(cur, scale, rows, partitions):
@@ -57,6 +57,7 @@ def main():
     p.add_argument('--partitions', type=int, default=20)
     p.add_argument('--repeat', type=int, default=3)
     p.add_argument('--smoke', action='store_true', help='tiny sizes, checks only')
+    add_json_arg(p)
     a = p.parse_args()
     if a.smoke:
         a.rows, a.partitions, a.repeat = 20, 4, 1
@@ -67,6 +68,7 @@ def main():
     cut = f"'2024-01-01'::timestamptz + {a.partitions // 2 + 1} * interval '1 day' - interval '1 microsecond'"
     print(f"drop_history of {a.partitions // 2} of {a.partitions} daily partitions, best of {a.repeat}")
     print(f"{'rows/day':>10} {'versions':>10} {'drop_history ms':>16} {'heap DELETE ms':>15} {'ratio':>7}")
+    found = []
     for scale in (1, 10, 100):
         build(cur, scale, a.rows, a.partitions)
         dropped = q(cur, f"SELECT count(*) FROM h_{scale} WHERE valid_to <= {cut}")[0][0]
@@ -80,8 +82,11 @@ def main():
         z = timed(cur, f"SELECT zipper_lake.drop_history('z_{scale}', {cut})", a.repeat)
         h = timed(cur, f"DELETE FROM h_{scale} WHERE valid_to <= {cut}", a.repeat)
         print(f"{a.rows * scale:>10} {dropped:>10} {z * 1000:>16.1f} {h * 1000:>15.1f} {z / h:>7.3f}")
+        found.append(result(f'retention_{scale}', f'drop {dropped:,} versions ({a.rows * scale:,} a day)', z, h, 's',
+                            versions_a_day=a.rows * scale))
         if a.smoke:
             cur.execute(f"DROP TABLE z_{scale}, h_{scale}")
+    write_json(a, 'retention', {'rows': a.rows, 'partitions': a.partitions, 'repeat': a.repeat}, found)
 
 
 if __name__ == '__main__':

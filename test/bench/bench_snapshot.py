@@ -28,7 +28,7 @@ import statistics
 import sys
 import time
 
-from bench_common import add_connection_args, connect, q, rows_differ
+from bench_common import add_connection_args, add_json_arg, connect, q, result, rows_differ, write_json
 
 
 def parse_args():
@@ -43,6 +43,7 @@ def parse_args():
     p.add_argument('--new', type=float, default=0.005, help='new keys in an image, as a share (default 0.005)')
     p.add_argument('--smoke', action='store_true', help='tiny sizes, to check that the script runs')
     add_connection_args(p)
+    add_json_arg(p)
     a = p.parse_args()
     if a.smoke:
         a.keys, a.history, a.days = 3000, 2, 2
@@ -56,30 +57,32 @@ def day_time(d):
     return f"{T0} + {d} * interval '1 day'"
 
 
-def build_image(cur, a, d):
-    """snap_image: the open versions of the heap table, changed as the day says."""
+def build_image(cur, a, heap='h_snap'):
+    """snap_image: the open versions of the heap table (id, name, balance,
+    branch), a.changed of them changed, a.gone missing, a.keys * a.new new."""
     cur.execute("DROP TABLE IF EXISTS snap_image")
     cur.execute(f"""CREATE TABLE snap_image AS
         SELECT id, CASE WHEN random() < %s THEN name || '+' ELSE name END AS name,
                balance, branch
-          FROM h_snap WHERE valid_to = 'infinity' AND random() >= %s""", (a.changed, a.gone))
+          FROM {heap} WHERE valid_to = 'infinity' AND random() >= %s""", (a.changed, a.gone))
     cur.execute(f"""INSERT INTO snap_image
         SELECT n, 'new ' || n, 0, n %% 100
-          FROM generate_series((SELECT max(id) FROM h_snap) + 1,
-                               (SELECT max(id) FROM h_snap) + (%s * %s)::int) n""", (a.keys, a.new))
+          FROM generate_series((SELECT max(id) FROM {heap}) + 1,
+                               (SELECT max(id) FROM {heap}) + (%s * %s)::int) n""", (a.keys, a.new))
     cur.execute("ANALYZE snap_image")
 
 
+# {h}: the heap table (h_snap here; bench_users.py runs it on its tables)
 HEAP_JOB = """
-UPDATE h_snap h SET valid_to = {t}
-  FROM (SELECT h.id FROM h_snap h LEFT JOIN snap_image i ON i.id = h.id
+UPDATE {h} h SET valid_to = {t}
+  FROM (SELECT h.id FROM {h} h LEFT JOIN snap_image i ON i.id = h.id
          WHERE h.valid_to = 'infinity'
            AND (i.id IS NULL OR (h.name, h.balance, h.branch) IS DISTINCT FROM (i.name, i.balance, i.branch))) x
  WHERE h.id = x.id AND h.valid_to = 'infinity';
-INSERT INTO h_snap
+INSERT INTO {h}
 SELECT i.id, i.name, i.balance, i.branch, {t}, 'infinity'
   FROM snap_image i
- WHERE NOT EXISTS (SELECT 1 FROM h_snap h WHERE h.id = i.id AND h.valid_to = 'infinity');
+ WHERE NOT EXISTS (SELECT 1 FROM {h} h WHERE h.id = i.id AND h.valid_to = 'infinity');
 """
 
 
@@ -118,10 +121,10 @@ def main():
     zt, ht = [], []
     for d in range(a.days):
         t_sql = day_time(a.history + 1 + d)
-        build_image(cur, a, a.history + 1 + d)
+        build_image(cur, a)
         conn.commit()
         sides = [('z', f"SELECT * FROM zipper_lake.apply_snapshot('z_snap', 'snap_image', {t_sql})"),
-                 ('h', HEAP_JOB.format(t=t_sql))]
+                 ('h', HEAP_JOB.format(t=t_sql, h='h_snap'))]
         if d % 2:
             sides.reverse()
         for side, sql in sides:
@@ -137,6 +140,10 @@ def main():
     print(f"per image: zipper {statistics.median(zt):.2f} s, heap {statistics.median(ht):.2f} s, "
           f"ratio heap/zipper {statistics.median(ht) / statistics.median(zt):.2f}  "
           f"(each: zipper {', '.join(f'{x:.2f}' for x in zt)}; heap {', '.join(f'{x:.2f}' for x in ht)})")
+    write_json(a, 'snapshot', {'keys': a.keys, 'days': a.days, 'changed': a.changed, 'gone': a.gone, 'new': a.new,
+                               'work_mem': settings},
+               [result('snapshot', 'end-of-day snapshot of every key', statistics.median(zt),
+                       statistics.median(ht), 's')])
     if diff:
         print(f"the zipper and heap tables differ in {diff} rows")
         sys.exit(1)

@@ -40,6 +40,8 @@
  * arrays and objects as JSON text, null as SQL NULL.  A string for a
  * timestamptz column that has no zone is taken in the table's time_zone
  * (every string for such a column is rewritten with an explicit offset).
+ * Text for a column of a date or time type (also in arrays and ranges)
+ * and event times must not depend on the clock (zl_time_text_reads_clock).
  * Debezium events with the schema envelope are decoded by the schema's
  * logical types (Decimal, VariableScaleDecimal, Date, Time, MicroTime,
  * NanoTime, Timestamp, MicroTimestamp, NanoTimestamp, bytes); the decoded
@@ -149,6 +151,7 @@ typedef struct EventColumn
 	bool		is_key;
 	bool		is_timestamptz; /* strings without a zone: the table's zone */
 	bool		is_array;		/* JSON arrays become array literals */
+	bool		reads_time;		/* date/time input: no text that reads the clock */
 } EventColumn;
 
 /* how a field matched its column: folded matches yield to exact ones */
@@ -181,6 +184,7 @@ typedef struct EventDecoder
 	const ZLTableOptions *opts;
 	const char *events_name;
 	const char *source_table;	/* NULL: every table */
+	const char *seq_column;		/* NULL: the format's own positions */
 	pg_tz	   *zone;
 	int			ncolumns;
 	EventColumn *columns;
@@ -236,6 +240,23 @@ missing_time(EventDecoder *d, const char *fields, const char *hint)
 			 errmsg("%s event without a time", format_names[d->format]),
 			 errdetail("Event %s has no %s.", d->ref, fields),
 			 errhint("%s", hint)));
+	pg_unreachable();
+}
+
+/*
+ * A date or time text that depends on the clock (zl_time_text_reads_clock):
+ * the event's "time" or a "value"; "has <what>", e.g. op_ts "now" or
+ * "today" for column "since".
+ */
+static void pg_attribute_noreturn()
+refuse_clock(EventDecoder *d, const char *noun, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_DATETIME_FORMAT),
+			 errmsg("%s event %s depends on the clock", format_names[d->format], noun),
+			 errdetail("Event %s has %s; PostgreSQL reads now, today, tomorrow and yesterday from the clock.",
+					   d->ref, what),
+			 errhint("Events must give fixed dates and times, so that a batch means the same whenever it is applied.")));
 	pg_unreachable();
 }
 
@@ -319,6 +340,12 @@ numeric_text(Numeric n)
 	return DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(n)));
 }
 
+static void pg_attribute_noreturn()
+not_an_integer(EventDecoder *d, ZLJson *v, const char *what)
+{
+	malformed(d, psprintf("has %s %s; an integer was expected.", what, zl_json_number_text(v)));
+}
+
 /* an integral number (times, positions) */
 static int64
 number_int64(EventDecoder *d, ZLJson *v, const char *what)
@@ -326,7 +353,7 @@ number_int64(EventDecoder *d, ZLJson *v, const char *what)
 	int64		result;
 
 	if (!zl_json_int64(v, &result))
-		malformed(d, psprintf("has %s %s; an integer was expected.", what, zl_json_number_text(v)));
+		not_an_integer(d, v, what);
 	return result;
 }
 
@@ -369,6 +396,7 @@ prepare_columns(EventDecoder *d)
 		base = getBaseType(att->atttypid);
 		col->is_timestamptz = (base == TIMESTAMPTZOID);
 		col->is_array = OidIsValid(get_element_type(base));
+		col->reads_time = zl_type_reads_time_text(att->atttypid);
 		for (h = name_hash(col->name, col->name_len); d->names[h & d->names_mask] != 0; h++)
 			;
 		d->names[h & d->names_mask] = ++d->ncolumns;
@@ -524,7 +552,10 @@ parse_local_time(EventDecoder *d, const char *str, ParsedTime *pt)
 	return pt->dterr == 0 && pt->dtype == DTK_DATE;
 }
 
-/* a time string of an event (GoldenGate's op_ts, wal2json's timestamp) */
+/*
+ * A time string of an event (GoldenGate's op_ts, wal2json's timestamp): a
+ * finite date and time, not one read from the clock ("now", "today 10:00").
+ */
 static TimestampTz
 event_time_string(EventDecoder *d, const char *str, const char *field)
 {
@@ -537,6 +568,8 @@ event_time_string(EventDecoder *d, const char *str, const char *field)
 				 errmsg("malformed %s event time", format_names[d->format]),
 				 errdetail("Event %s has %s \"%s\", which is not a date and time.", d->ref, field, str),
 				 errhint("%s", format_hints[d->format])));
+	if (zl_time_text_reads_clock(str))
+		refuse_clock(d, "time", psprintf("%s \"%s\"", field, str));
 	if (tm2timestamp(&pt.tm, pt.fsec, &pt.tz, &result) != 0 || !IS_VALID_TIMESTAMP(result))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
@@ -642,6 +675,15 @@ append_array_literal(StringInfo out, ZLJson *array)
 	appendStringInfoChar(out, '}');
 }
 
+/* text for a column whose type reads dates or times: not one of the clock */
+static char *
+fixed_time_text(EventDecoder *d, const EventColumn *col, char *str)
+{
+	if (col->reads_time && zl_time_text_reads_clock(str))
+		refuse_clock(d, "value", psprintf("\"%s\" for column \"%s\"", str, col->name));
+	return str;
+}
+
 /* a JSON value as it is, as text for a column; NULL for JSON null */
 static char *
 plain_text(EventDecoder *d, const EventColumn *col, ZLJson *v)
@@ -652,7 +694,7 @@ plain_text(EventDecoder *d, const EventColumn *col, ZLJson *v)
 			return NULL;
 		case ZL_JSON_STRING:
 			{
-				char	   *s = pnstrdup(v->str, v->len);
+				char	   *s = fixed_time_text(d, col, pnstrdup(v->str, v->len));
 
 				return col->is_timestamptz ? timestamptz_text(d, s) : s;
 			}
@@ -667,7 +709,7 @@ plain_text(EventDecoder *d, const EventColumn *col, ZLJson *v)
 
 				initStringInfo(&buf);
 				append_array_literal(&buf, v);
-				return buf.data;
+				return fixed_time_text(d, col, buf.data);
 			}
 			return zl_json_text(v);
 		case ZL_JSON_OBJECT:
@@ -791,6 +833,25 @@ value_string(EventDecoder *d, const EventColumn *col, ZLJson *v, int *len)
 	return v->str;
 }
 
+/*
+ * A Decimal's unscaled value (a base64 big-endian two's-complement
+ * integer) scaled down by 10^scale, as numeric text.  It has at least one
+ * byte (Kafka Connect writes BigInteger.toByteArray()): no bytes at all is
+ * a malformed event, not zero.
+ */
+static char *
+decimal_text(EventDecoder *d, const EventColumn *col, ZLJson *v, int scale)
+{
+	int			len;
+	const char *s = value_string(d, col, v, &len);
+	uint8	   *bytes = base64_bytes(d, col, s, len, &len);
+
+	if (len <= 0)				/* (base64_bytes refused negative ones) */
+		malformed(d, psprintf("has a Decimal of no bytes for column \"%s\"; its unscaled value has at least one.",
+							  col->name));
+	return unscaled_text(bytes, len, scale);
+}
+
 /* a value of a Debezium logical type (schema envelope) as text */
 static char *
 decoded_text(EventDecoder *d, const EventColumn *col, const ValueType *type, ZLJson *v)
@@ -821,9 +882,7 @@ decoded_text(EventDecoder *d, const EventColumn *col, const ValueType *type, ZLJ
 				return out.data;
 			}
 		case KIND_DECIMAL:
-			s = value_string(d, col, v, &len);
-			bytes = base64_bytes(d, col, s, len, &len);
-			return unscaled_text(bytes, len, type->scale);
+			return decimal_text(d, col, v, type->scale);
 		case KIND_VARIABLE_DECIMAL:
 			{
 				ZLJson	   *scale = is_container(v, true) ? member(v, "scale") : NULL;
@@ -836,9 +895,7 @@ decoded_text(EventDecoder *d, const EventColumn *col, const ValueType *type, ZLJ
 				sc = value_int64(d, col, scale);
 				if (sc < -1000 || sc > 1000)
 					malformed(d, psprintf("has scale " INT64_FORMAT " for column \"%s\".", sc, col->name));
-				s = value_string(d, col, value, &len);
-				bytes = base64_bytes(d, col, s, len, &len);
-				return unscaled_text(bytes, len, (int) sc);
+				return decimal_text(d, col, value, (int) sc);
 			}
 		case KIND_DATE:
 			n = value_int64(d, col, v);
@@ -960,7 +1017,11 @@ fill_from_object(EventDecoder *d, RowImage *row, ZLJson *object, const ValueType
 	d->types = NULL;
 }
 
-/* wal2json's [{"name": ..., "value": ...}, ...] */
+/*
+ * wal2json's [{"name": ..., "value": ...}, ...]: a list, not an object, so
+ * an element for a column given before is a malformed event (an object's
+ * duplicate keys are jsonb's: the last counts).
+ */
 static void
 fill_from_wal2json(EventDecoder *d, RowImage *row, ZLJson *array, const char *what)
 {
@@ -972,9 +1033,15 @@ fill_from_wal2json(EventDecoder *d, RowImage *row, ZLJson *array, const char *wh
 		ZLJson	   *e = zl_json_item(array, i);
 		ZLJson	   *name = is_container(e, true) ? zl_json_member(e, "name") : NULL;
 		ZLJson	   *value = is_container(e, true) ? zl_json_member(e, "value") : NULL;
+		int			column;
+		int			match;
 
 		if (name == NULL || name->type != ZL_JSON_STRING || value == NULL)
 			malformed(d, psprintf("has an element of \"%s\" without a \"name\" string and a \"value\".", what));
+		match = column_of_field(d, name->str, name->len, &column);
+		if (match != MATCH_NONE && row->given[column] == match)
+			malformed(d, psprintf("has two elements of \"%s\" for column \"%s\".", what,
+								  d->columns[column].name));
 		set_field(d, row, name->str, name->len, value);
 	}
 }
@@ -1208,12 +1275,24 @@ uint64_numeric(uint64 value)
 	return digits_numeric(buf);
 }
 
+/* is s exactly n hexadecimal digits? */
+static bool
+hex_digits(const char *s, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!isxdigit((unsigned char) s[i]))
+			return false;
+	return true;
+}
+
 /*
  * Debezium's position of a change in its source, by connector:
  * PostgreSQL's lsn; MySQL's binlog file number, pos and row as
  * file * 2^43 + pos * 2^11 + row (one 63-bit number); SQL Server's change_lsn
  * ("xxxxxxxx:xxxxxxxx:xxxx", hex) as one number; Oracle's scn.  NULL if
- * the source has none of them.
+ * the source has none of them; one that is not a position (a fraction,
+ * a malformed string, a binlog position beyond 63 bits) is an error, never
+ * left out: a change without a position would win its instant.
  */
 static Numeric
 debezium_position(EventDecoder *d, ZLJson *source)
@@ -1222,7 +1301,11 @@ debezium_position(EventDecoder *d, ZLJson *source)
 	char	   *s;
 
 	if ((n = get_number(d, source, "lsn")) != NULL)
+	{
+		if (!zl_numeric_is_integer(zl_json_number(n)))
+			not_an_integer(d, n, "source.lsn");
 		return zl_json_number(n);
+	}
 	if ((n = get_number(d, source, "pos")) != NULL)
 	{
 		char	   *file = get_string(d, source, "file", false);
@@ -1230,16 +1313,21 @@ debezium_position(EventDecoder *d, ZLJson *source)
 		ZLJson	   *row = get_number(d, source, "row");
 		int64		pos = number_int64(d, n, "source.pos");
 		int64		r = row != NULL ? number_int64(d, row, "source.row") : 0;
-
 		int64		f;
 
 		if (dot == NULL || !all_digits(dot + 1, 7))
-			return NULL;
+			malformed(d, psprintf("has source.pos but source.file %s%s%s; a binlog file name ending in its number (mysql-bin.000003) was expected.",
+								  file ? "\"" : "", file ? file : "null", file ? "\"" : ""));
 		f = strtol(dot + 1, NULL, 10);
 		/* one 63-bit number: file (20 bits), pos (32), row (11) */
-		if (f < 0 || f >= (1 << 20) || pos < 0 || pos >= (INT64CONST(1) << 32) ||
+		if (f >= (1 << 20) || pos < 0 || pos >= (INT64CONST(1) << 32) ||
 			r < 0 || r >= (1 << 11))
-			return NULL;
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("event position out of range"),
+					 errdetail("Event %s has source.file \"%s\", pos " INT64_FORMAT " and row " INT64_FORMAT "; their position is file number (below 2^20) * 2^43 + pos (below 2^32) * 2^11 + row (below 2^11).",
+							   d->ref, file, pos, r),
+					 errhint("Pass seq => a column that orders the events; nothing was applied.")));
 		return uint64_numeric(((uint64) f << 43) | ((uint64) pos << 11) | (uint64) r);
 	}
 	if ((s = get_string(d, source, "change_lsn", false)) != NULL)
@@ -1247,14 +1335,19 @@ debezium_position(EventDecoder *d, ZLJson *source)
 		unsigned int a,
 					b,
 					c;
-		char		tail;
 
-		if (sscanf(s, "%8x:%8x:%4x%c", &a, &b, &c, &tail) != 3)
-			return NULL;
+		if (strlen(s) != 22 || s[8] != ':' || s[17] != ':' ||
+			!hex_digits(s, 8) || !hex_digits(s + 9, 8) || !hex_digits(s + 18, 4) ||
+			sscanf(s, "%8x:%8x:%4x", &a, &b, &c) != 3)
+			malformed(d, psprintf("has source.change_lsn \"%s\"; a SQL Server LSN (xxxxxxxx:xxxxxxxx:xxxx, hexadecimal) was expected.", s));
 		return digits_numeric(psprintf("%u%010u%05u", a, b, c));
 	}
-	if ((s = get_string(d, source, "scn", false)) != NULL && all_digits(s, 40))
+	if ((s = get_string(d, source, "scn", false)) != NULL)
+	{
+		if (!all_digits(s, 40))
+			malformed(d, psprintf("has source.scn \"%s\"; a string of digits was expected.", s));
 		return digits_numeric(s);
+	}
 	return NULL;
 }
 
@@ -1471,8 +1564,11 @@ canal_ddl_type(const char *type)
 /*
  * Canal flat messages: several rows an event in "data" (and their changed
  * columns' old values in "old"), kept in array order; values are strings;
- * the time is es (milliseconds).  DDL events are skipped.  Canal has no
- * position: seq is NULL unless a seq column gives it.
+ * the time is es (milliseconds).  DDL events (isDdl true, or a DDL type)
+ * are skipped; isDdl is a boolean.  "old" has no more rows than "data"
+ * (it may have fewer: Canal leaves out a row whose update changed no
+ * column).  Canal has no position: seq is NULL unless a seq column gives
+ * it.
  */
 static void
 decode_canal(EventDecoder *d, ZLJson *root)
@@ -1486,8 +1582,10 @@ decode_canal(EventDecoder *d, ZLJson *root)
 	int			nrows;
 
 	type = get_string(d, root, "type", true);
-	if (((v = member(root, "isDdl")) != NULL && v->type == ZL_JSON_BOOL && v->boolean) ||
-		canal_ddl_type(type))
+	if ((v = member(root, "isDdl")) != NULL && v->type != ZL_JSON_BOOL)
+		malformed(d, psprintf("has \"isDdl\" of type %s; a boolean was expected.",
+							  zl_json_type_name(v)));
+	if ((v != NULL && v->boolean) || canal_ddl_type(type))
 	{
 		emit_skipped(d);
 		return;
@@ -1508,6 +1606,9 @@ decode_canal(EventDecoder *d, ZLJson *root)
 	if (nrows == 0)
 		malformed(d, "has an empty \"data\" array.");
 	old = pg_strcasecmp(type, "UPDATE") == 0 ? get_container(d, root, "old", false, false) : NULL;
+	if (old != NULL && zl_json_size(old) > nrows)
+		malformed(d, psprintf("has %d rows in \"old\" but %d in \"data\"; \"old\" holds the old values of rows of \"data\".",
+							  zl_json_size(old), nrows));
 	for (int i = 0; i < nrows; i++)
 	{
 		ZLJson	   *row = zl_json_item(data, i);
@@ -1861,10 +1962,9 @@ zl_events_decode(Relation rel, const ZLTableOptions *opts, Oid events_relid,
 	d.format = parse_format(format);
 	d.rel = rel;
 	d.opts = opts;
-	d.events_name = get_rel_name(events_relid);
-	if (d.events_name == NULL)
-		elog(ERROR, "cache lookup failed for relation %u", events_relid);
+	d.events_name = zl_relation_arg_name(events_relid, "events");
 	d.source_table = source_table;
+	d.seq_column = seq_column;
 	d.zone = pg_tzset(opts->time_zone);
 	if (d.zone == NULL)
 		elog(ERROR, "unknown time zone \"%s\"", opts->time_zone);
@@ -1909,7 +2009,16 @@ zl_events_decode(Relation rel, const ZLTableOptions *opts, Oid events_relid,
 			old = MemoryContextSwitchTo(event_context);
 			d.seq = seq_null ? NULL : DatumGetNumeric(seq);
 			if (!seq_null)
+			{
 				snprintf(d.ref, sizeof(d.ref), "seq %s", numeric_text(d.seq));
+				if (!zl_numeric_is_integer(d.seq))
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							 errmsg("event position %s is not an integer", numeric_text(d.seq)),
+							 errdetail("Event %s has %s in seq column \"%s\".", d.ref,
+									   numeric_text(d.seq), d.seq_column),
+							 errhint("Positions order the changes of one time and are integers (5.0 is 5); nothing was applied.")));
+			}
 			else if (!ctid_null)
 			{
 				ItemPointer tid = (ItemPointer) DatumGetPointer(ctid);

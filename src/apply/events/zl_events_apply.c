@@ -170,7 +170,7 @@ zipper_lake_apply_events(PG_FUNCTION_ARGS)
 	ea.multi_row = pg_strcasecmp(format, "canal") == 0;
 	event_column = NameStr(*PG_GETARG_NAME(3));
 
-	ea.batch = zl_apply_batch_begin(PG_GETARG_OID(0), PG_GETARG_OID(1),
+	ea.batch = zl_apply_batch_begin(PG_GETARG_OID(0), PG_GETARG_OID(1), "events",
 									!PG_ARGISNULL(6) && PG_GETARG_BOOL(6),
 									PG_ARGISNULL(7) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(7)));
 	ea.rel = zl_apply_batch_relation(ea.batch, &ea.opts);
