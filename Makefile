@@ -125,18 +125,12 @@ random-batching-check:
 	PGDATABASE=zl_random $(PYTHON) $(srcdir)/test/random/random_compare.py --mode batching --check-zipper \
 		$(RANDOM_BATCHING_FLAGS)
 
+# smoke runs of every benchmark (report.py --smoke runs each at its smallest
+# size and prints the README table), plus the variants it does not run
 bench-smoke:
 	dropdb --if-exists zl_bench_smoke >/dev/null && createdb zl_bench_smoke
-	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_apply.py --smoke --quiet
 	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_apply.py --smoke --quiet --late 0.1
 	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_read.py --smoke
-	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_events.py --smoke
-	PGDATABASE=zl_bench_smoke PATH="$(shell $(PG_CONFIG) --bindir):$$PATH" \
-		$(PYTHON) $(srcdir)/test/bench/bench_keys.py --smoke
-	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_history.py --smoke
-	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_snapshot.py --smoke
-	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_retention.py --smoke
-	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_users.py --smoke
 	PGDATABASE=zl_bench_smoke PATH="$(shell $(PG_CONFIG) --bindir):$$PATH" \
 		$(PYTHON) $(srcdir)/test/bench/report.py --smoke
 
