@@ -45,7 +45,13 @@ OBJS = \
 	src/access/zl_triggers.o \
 	src/apply/events/zl_events.o \
 	src/apply/events/zl_events_apply.o \
+	src/apply/events/zl_events_canal.o \
+	src/apply/events/zl_events_debezium.o \
 	src/apply/events/zl_events_json.o \
+	src/apply/events/zl_events_maxwell.o \
+	src/apply/events/zl_events_ogg.o \
+	src/apply/events/zl_events_values.o \
+	src/apply/events/zl_events_wal2json.o \
 	src/apply/zl_apply.o \
 	src/apply/zl_apply_batch.o \
 	src/apply/zl_apply_conflict.o \
