@@ -30,22 +30,15 @@ import re
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_layers import run, self_test_case, sources  # noqa: E402
+
 MAX_LINES = 150
 MARKER = 'Long because'
 
 # the line of a declarator that names the function: "name(" at column 0,
 # or "type name(" (one-line definitions)
 NAME = re.compile(r'^(?:[A-Za-z_][\w \t*()]*?[\s*])?([A-Za-z_]\w*)\s*\(')
-
-
-def sources(src):
-    """every .c and .h below src, relative to it, sorted"""
-    found = []
-    for dirpath, _, files in os.walk(src):
-        for name in files:
-            if name.endswith(('.c', '.h')):
-                found.append(os.path.relpath(os.path.join(dirpath, name), src))
-    return sorted(found)
 
 
 def header_start(lines, brace):
@@ -151,25 +144,14 @@ def self_test():
         with tempfile.TemporaryDirectory(prefix='check_functions.') as root:
             with open(os.path.join(root, 'zl_x.c'), 'w', encoding='utf-8') as f:
                 f.write(text)
-            problems = check(root)
-        ok = not problems if expect is None else any(expect in p for p in problems)
-        print('%s: %s%s' % ('ok' if ok else 'FAILED', name,
-                            '' if ok else ' -- got: %s' % (problems or 'nothing')))
-        failed += not ok
+            failed += self_test_case(name, check(root), expect)
     return 1 if failed else 0
 
 
 def main(argv):
-    if argv[1:] == ['--self-test']:
-        return self_test()
-    src = argv[1] if len(argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'src')
-    problems = check(os.path.normpath(src))
-    for p in problems:
-        print(p)
-    if problems:
-        return 1
-    print('no function of src/ is over %d lines without a reason' % MAX_LINES)
-    return 0
+    return run(argv, check, self_test,
+               'no function of src/ is over %d lines without a reason' % MAX_LINES,
+               'function', 'over %d lines without a reason' % MAX_LINES)
 
 
 if __name__ == '__main__':
