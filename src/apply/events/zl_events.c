@@ -180,19 +180,26 @@ zl_ev_is_container(const ZLJson *v, bool object)
 	return v->type == (object ? ZL_JSON_OBJECT : ZL_JSON_ARRAY);
 }
 
+/* a member; NULL if absent or null and not required, else an error */
+static ZLJson *
+wanted_member(EventDecoder *d, ZLJson *object, const char *name, bool required)
+{
+	ZLJson	   *v = zl_ev_member(object, name);
+
+	if (v == NULL && required)
+		zl_ev_malformed(d, psprintf("has no \"%s\".", name));
+	return v;
+}
+
 /* an object or array member; NULL if absent or null and not required */
 ZLJson *
 zl_ev_get_container(EventDecoder *d, ZLJson *object, const char *name, bool want_object,
 			  bool required)
 {
-	ZLJson	   *v = zl_ev_member(object, name);
+	ZLJson	   *v = wanted_member(d, object, name, required);
 
 	if (v == NULL)
-	{
-		if (required)
-			zl_ev_malformed(d, psprintf("has no \"%s\".", name));
 		return NULL;
-	}
 	if (!zl_ev_is_container(v, want_object))
 		zl_ev_malformed(d, psprintf("has \"%s\" of type %s; an %s was expected.", name,
 							  zl_json_type_name(v), want_object ? "object" : "array"));
@@ -203,14 +210,10 @@ zl_ev_get_container(EventDecoder *d, ZLJson *object, const char *name, bool want
 char *
 zl_ev_get_string(EventDecoder *d, ZLJson *object, const char *name, bool required)
 {
-	ZLJson	   *v = zl_ev_member(object, name);
+	ZLJson	   *v = wanted_member(d, object, name, required);
 
 	if (v == NULL)
-	{
-		if (required)
-			zl_ev_malformed(d, psprintf("has no \"%s\".", name));
 		return NULL;
-	}
 	if (v->type != ZL_JSON_STRING)
 		zl_ev_malformed(d, psprintf("has \"%s\" of type %s; a string was expected.", name,
 							  zl_json_type_name(v)));
@@ -912,6 +915,23 @@ name_arg(FunctionCallInfo fcinfo, int argno)
 }
 
 /*
+ * The arguments tbl, events, format and event (the first four) of
+ * _decode_events and apply_events: none may be null.
+ */
+void
+zl_events_check_arguments(FunctionCallInfo fcinfo)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("table, events, format and event must not be null"),
+				 errdetail("Argument %s is null.",
+						   PG_ARGISNULL(0) ? "tbl" : PG_ARGISNULL(1) ? "events" :
+						   PG_ARGISNULL(2) ? "format" : "event"),
+				 errhint("Pass the zipper table, the relation holding the events, their format and their column.")));
+}
+
+/*
  * _decode_events(tbl, events, format, event, seq, source_table): the
  * changes of the events for a zipper table, as rows (see the top of the
  * file).  It needs SELECT on the events only: they are read as the caller.
@@ -924,14 +944,7 @@ zipper_lake_decode_events(PG_FUNCTION_ARGS)
 	ZLTableOptions opts;
 	TupleDesc	tupdesc;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("table, events, format and event must not be null"),
-				 errdetail("Argument %s is null.",
-						   PG_ARGISNULL(0) ? "tbl" : PG_ARGISNULL(1) ? "events" :
-						   PG_ARGISNULL(2) ? "format" : "event"),
-				 errhint("Pass the zipper table, the relation holding the events, their format and their column.")));
+	zl_events_check_arguments(fcinfo);
 	InitMaterializedSRF(fcinfo, 0);
 	rel = zl_open_zipper_table(PG_GETARG_OID(0), AccessShareLock);
 	zl_load_registration(rel, &opts, false,

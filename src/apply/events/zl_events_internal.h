@@ -92,6 +92,7 @@ typedef struct ZLEventChange
 
 typedef void (*ZLEventCallback) (void *arg, const ZLEventChange *change);
 
+extern void zl_events_check_arguments(FunctionCallInfo fcinfo);
 extern void zl_events_decode(Relation rel, const ZLTableOptions *opts, Oid events_relid,
 							 const char *format, const char *event_column,
 							 const char *seq_column, const char *source_table,
