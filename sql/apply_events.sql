@@ -61,6 +61,9 @@ INSERT INTO ae_dbz VALUES
 SELECT * FROM zipper_lake.apply_events('ae', 'ae_dbz', 'debezium');
 \echo :SQLSTATE
 SELECT * FROM zipper_lake.apply_events('ae', 'ae_dbz', 'debezium', missing_columns => 'null');
+-- a null event column is refused as _decode_events refuses it (shared check)
+SELECT * FROM zipper_lake.apply_events('ae', 'ae_dbz', 'debezium', event => NULL);
+\echo :SQLSTATE
 SELECT * FROM ae_show() WHERE id = 5;
 
 -- Canal: several rows in one event (array order), a DDL event skipped; es in ms

@@ -1,5 +1,5 @@
 -- Canal flat messages decoded into changes of a zipper table
--- (zipper_lake._decode_events; src/apply/events/zl_events.c)
+-- (zipper_lake._decode_events; src/apply/events/zl_events_canal.c)
 SET timezone = 'UTC';
 
 CREATE TABLE ev_canal_t (id bigint, name text, price numeric(10,2), made timestamp, seen timestamptz,

@@ -1,5 +1,5 @@
 -- Debezium events decoded into changes of a zipper table
--- (zipper_lake._decode_events; src/apply/events/zl_events.c)
+-- (zipper_lake._decode_events; src/apply/events/zl_events_debezium.c)
 SET timezone = 'UTC';
 
 CREATE TABLE ev_debezium_t (id int, name text, balance numeric, opened date,

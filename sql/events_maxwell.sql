@@ -1,5 +1,5 @@
 -- Maxwell events decoded into changes of a zipper table
--- (zipper_lake._decode_events; src/apply/events/zl_events.c)
+-- (zipper_lake._decode_events; src/apply/events/zl_events_maxwell.c)
 SET timezone = 'UTC';
 
 CREATE TABLE ev_maxwell_t (id int, name text, qty int, sizes text[], born date,

@@ -1,5 +1,5 @@
 -- Oracle GoldenGate JSON events decoded into changes of a zipper table
--- (zipper_lake._decode_events; src/apply/events/zl_events.c)
+-- (zipper_lake._decode_events; src/apply/events/zl_events_ogg.c)
 SET timezone = 'UTC';
 
 CREATE TABLE ev_ogg_t (cust_code text, name text, city text, credit numeric, since timestamptz,

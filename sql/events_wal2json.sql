@@ -1,5 +1,5 @@
 -- wal2json (format-version 2) rows decoded into changes of a zipper table
--- (zipper_lake._decode_events; src/apply/events/zl_events.c)
+-- (zipper_lake._decode_events; src/apply/events/zl_events_wal2json.c)
 SET timezone = 'UTC';
 
 CREATE TABLE ev_wal2json_t (id int, name text, big text, amount numeric, ts timestamp,

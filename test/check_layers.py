@@ -150,6 +150,15 @@ def check(src):
     return problems
 
 
+def self_test_case(name, problems, expect):
+    """print how a case of a self-test went; 1 if it failed.  expect is a
+    piece of the problem the case must give, or None: it must give none"""
+    ok = not problems if expect is None else any(expect in p for p in problems)
+    print('%s: %s%s' % ('ok' if ok else 'FAILED', name,
+                        '' if ok else ' -- got: %s' % (problems or 'nothing')))
+    return 0 if ok else 1
+
+
 def self_test():
     """each rule on a tree made to break it, and a tree that keeps them all"""
     def check_tree(files):
@@ -197,14 +206,7 @@ def self_test():
     for name, extra, expect in cases:
         files = dict(good)
         files.update(extra)
-        problems = check_tree(files)
-        if expect is None:
-            ok = not problems
-        else:
-            ok = any(expect in p for p in problems)
-        print('%s: %s%s' % ('ok' if ok else 'FAILED', name,
-                            '' if ok else ' -- got: %s' % (problems or 'nothing')))
-        failed += not ok
+        failed += self_test_case(name, check_tree(files), expect)
     # a cycle of folders needs a rank broken first: check the search itself
     cycle = find_cycle({'write': {'catalog'}, 'catalog': {'write'}})
     ok = cycle is not None and cycle[0] == cycle[-1]
@@ -213,7 +215,10 @@ def self_test():
     return 1 if failed else 0
 
 
-def main(argv):
+def run(argv, check, self_test, holds, noun, of):
+    """a checker's main: --self-test, or check the tree (argv[1], default
+    src/ here) and print its problems and how many ("<n> <noun>s <of>"),
+    or what holds"""
     if argv[1:] == ['--self-test']:
         return self_test()
     src = argv[1] if len(argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'src')
@@ -221,10 +226,15 @@ def main(argv):
     for p in problems:
         print(p)
     if problems:
-        print('%d violation%s of the layers of src/' % (len(problems), '' if len(problems) == 1 else 's'))
+        print('%d %s%s %s' % (len(problems), noun, '' if len(problems) == 1 else 's', of))
         return 1
-    print('the includes of src/ follow its layers')
+    print(holds)
     return 0
+
+
+def main(argv):
+    return run(argv, check, self_test, 'the includes of src/ follow its layers',
+               'violation', 'of the layers of src/')
 
 
 if __name__ == '__main__':

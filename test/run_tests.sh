@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what it needs, checks that the includes
-# of src/ follow its layers (make check-layers), builds and installs the
+# of src/ follow its layers and its long functions say why (make
+# check-layers), builds and installs the
 # extension, checks that the README sections the tree cites exist
 # (test/check_readme_refs.py), starts a throwaway cluster, then runs the
 # PGXS targets:

@@ -372,7 +372,7 @@ COMMENT ON FUNCTION zipper_lake.set_history_format(regclass, text) IS
     'Set the format of history written from now on: columnar or rows (README "Storage formats").';
 
 -- the record's size, piece by piece, for whoever may read the table: in C
--- (src/zl_inspect.c), which checks the caller's SELECT and row-level
+-- (src/api/zl_inspect.c), which checks the caller's SELECT and row-level
 -- security like inspect() before reading the record as the extension's
 -- owner; no SECURITY DEFINER function, whose checks would test its owner
 CREATE FUNCTION zipper_lake.inspect_record(tbl regclass)

@@ -742,7 +742,7 @@ apply_changes(FunctionCallInfo fcinfo, bool op_defaults_to_op)
 		op_column = NULL;
 	apply_begin(&ac, PG_GETARG_OID(0), PG_GETARG_OID(1), "changes");
 	partial_options(fcinfo, &ac, 5);
-	read_batch(&ac, PG_GETARG_OID(1), time_column, op_column, name_arg(fcinfo, 4), 0);
+	zl_apply_read_batch(&ac, PG_GETARG_OID(1), time_column, op_column, name_arg(fcinfo, 4), 0);
 	apply_chunks(&ac);
 	return apply_result(fcinfo, &ac, -1);
 }
@@ -768,7 +768,7 @@ apply_snapshot(FunctionCallInfo fcinfo, bool allow_empty)
 	ac.delete_missing = PG_GETARG_BOOL(3);
 	ac.delete_time = snapshot_time;
 	partial_options(fcinfo, &ac, 5);
-	read_batch(&ac, PG_GETARG_OID(1), NULL, NULL, NULL, snapshot_time);
+	zl_apply_read_batch(&ac, PG_GETARG_OID(1), NULL, NULL, NULL, snapshot_time);
 	if (ac.counts.changes == 0 && !allow_empty)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

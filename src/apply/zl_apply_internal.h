@@ -410,9 +410,6 @@ extern void zl_apply_read_batch(ApplyContext *ac, Oid source_relid, const char *
 								int64 snapshot_time);
 extern void zl_apply_order_changes(ApplyContext *ac);
 
-/* the SQL entry points (zl_apply.c) read their batch as read_batch */
-#define read_batch zl_apply_read_batch
-
 /* zl_apply_lookup.c */
 extern int	zl_apply_table_instant_cmp(const void *a, const void *b);
 extern void zl_apply_add_truncates_to_batch_keys(ApplyContext *ac);

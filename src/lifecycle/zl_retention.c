@@ -47,7 +47,7 @@
 #include "storage/zl_storage.h"
 #include "catalog/zl_catalog.h"
 #include "write/zl_write.h"
-#include "lifecycle/zl_lifecycle_internal.h"
+#include "lifecycle/zl_lifecycle.h"
 
 #include "access/relation.h"
 #include "access/table.h"
@@ -135,7 +135,7 @@ cut_reach(const ZLTableOptions *opts, const ZLSubGroup *sg, int64 cut)
  * instant before the open end) and remember the cut; returns how many
  * versions went.  The caller holds the writer lock.
  */
-int64
+static int64
 zl_drop_history(Relation rel, const ZLTableOptions *opts, int64 cut)
 {
 	uint64		storage_id = zl_storage_id(rel);

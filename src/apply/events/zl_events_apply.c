@@ -159,13 +159,7 @@ zipper_lake_apply_events(PG_FUNCTION_ARGS)
 	char	   *format;
 	char	   *event_column;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("table, events, format and event must not be null"),
-				 errdetail("Argument %s is null.", PG_ARGISNULL(0) ? "tbl" : PG_ARGISNULL(1) ? "events" :
-						   PG_ARGISNULL(2) ? "format" : "event"),
-				 errhint("Pass the zipper table, the relation holding the events, their format and the column holding them.")));
+	zl_events_check_arguments(fcinfo);
 	format = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	ea.multi_row = pg_strcasecmp(format, "canal") == 0;
 	event_column = NameStr(*PG_GETARG_NAME(3));
