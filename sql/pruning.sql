@@ -172,7 +172,7 @@ SELECT count(*), sum(v) FROM hist_heap;
 -- a parallel ZipperScan reading two columns and skipping chunks by v
 EXPLAIN (COSTS OFF) SELECT count(*), sum(v) FROM hist WHERE v >= 0;
 SELECT count(*), sum(v) FROM hist WHERE v >= 0;
--- and so does a parallel ZipperScan, each participant pruning alike
+-- and so does a parallel ZipperScan, the leader pruning for all (parallel.sql)
 EXPLAIN (COSTS OFF) SELECT count(*), sum(v) FROM hist WHERE valid_from <= '2026-03-20' AND valid_to > '2026-03-20';
 SELECT count(*), sum(v) FROM hist WHERE valid_from <= '2026-03-20' AND valid_to > '2026-03-20';
 SELECT count(*), sum(v) FROM hist_heap WHERE valid_from <= '2026-03-20' AND valid_to > '2026-03-20';

@@ -77,6 +77,12 @@ extern void zl_scan_set_columns(TableScanDesc scan, const bool *needed);
 extern void zl_scan_set_chunk_filter(TableScanDesc scan, ZLChunkFilter *filter);
 extern const ZLPruneStats *zl_scan_stats(TableScanDesc scan);
 
+/* a parallel ZipperScan's leader prunes once for all participants */
+extern Size zl_scan_shared_size(TableScanDesc scan);
+extern void zl_scan_share(TableScanDesc scan, ParallelTableScanDesc pscan, Size offset);
+extern bool zl_scan_shared_options(ParallelTableScanDesc pscan, ZLTableOptions *opts);
+extern bool zl_scan_shared_counts(ParallelTableScanDesc pscan, int *subgroups_read, int64 *rows_masked);
+
 /* rows of one columnar chunk a scan returns, for in-scan aggregates */
 typedef struct ZLRowBatch
 {

@@ -32,8 +32,11 @@
  * heads of the next ones itself (scan_prefetch_next_heads).
  *
  * Parallel scans share out whole sub-groups through an atomic counter in
- * shared memory; every participant loads the same list and takes the same
- * pruning decisions because they all use the leader's snapshot.
+ * shared memory.  A parallel ZipperScan's leader prunes once and shares
+ * the sub-groups it keeps (zl_scan_share, "Shared list" below); other
+ * parallel scans (a Parallel Seq Scan) have every participant load the
+ * same list and take the same pruning decisions from the leader's
+ * snapshot.
  *
  * Direction
  * ---------
@@ -71,7 +74,58 @@ typedef struct ZLParallelScanDescData
 {
 	ParallelTableScanDescData base;
 	pg_atomic_uint32 next_subgroup;
+	Size		shared_off;		/* from this struct to a ZLSharedList, 0: none */
 } ZLParallelScanDescData;
+
+/*
+ * Shared list
+ * -----------
+ * What a parallel ZipperScan's leader shares with its workers, after the
+ * table access method's parallel scan descriptor in the custom scan's
+ * dynamic shared memory: the sub-groups its bounds kept, each with its
+ * pruning decision and the offset of its mask, then the masks.  Workers
+ * read sub-groups from it and never the catalog.  Masks beyond
+ * ZL_SHARED_MASK_BYTES in all are not copied: nothing is shared then, and
+ * every participant loads its own list (zl_scan_shared_size returns 0).
+ * The table's options travel with it, so that a worker's ZipperScan
+ * need not read the registration either.  Participants count the
+ * sub-groups they read and the masked rows they step over in it, for the
+ * leader's EXPLAIN ANALYZE.
+ */
+#define ZL_SHARED_MASK_BYTES	((Size) 16 * 1024 * 1024)
+
+typedef struct ZLSharedSubGroup
+{
+	ZLSubGroup	sg;				/* key_directory, key_filter, mask: NULL */
+	Size		mask_off;		/* from the ZLSharedList, 0: none masked */
+	uint8		decision;
+} ZLSharedSubGroup;
+
+typedef struct ZLSharedList
+{
+	ZLTableOptions opts;		/* time_zone: NULL */
+	ZLScanBounds bounds;
+	int			nsubgroups;
+	pg_atomic_uint32 subgroups_read;
+	pg_atomic_uint64 rows_masked;
+	ZLSharedSubGroup subgroups[FLEXIBLE_ARRAY_MEMBER];
+} ZLSharedList;
+
+static ZLSharedList *
+shared_list_of(ParallelTableScanDesc pscan)
+{
+	ZLParallelScanDescData *zpscan = (ZLParallelScanDescData *) pscan;
+
+	if (zpscan == NULL || zpscan->shared_off == 0)
+		return NULL;
+	return (ZLSharedList *) ((char *) zpscan + zpscan->shared_off);
+}
+
+static ZLSharedList *
+shared_list(ZLScanDesc scan)
+{
+	return shared_list_of(scan->base.rs_parallel);
+}
 
 /*
  * Metadata must be read with an MVCC snapshot.  Scans with another kind
@@ -114,6 +168,7 @@ static void
 scan_load_subgroups(ZLScanDesc scan, const ZLSubGroupFilter *filter)
 {
 	MemoryContext old;
+	uint64		catalog_reads = zl_meta_cache_catalog_reads();
 
 	scan_release(scan);
 	MemoryContextReset(scan->metadata_context);
@@ -134,10 +189,39 @@ scan_load_subgroups(ZLScanDesc scan, const ZLSubGroupFilter *filter)
 											   !(scan->keyed && filter != NULL),
 											   &scan->nsubgroups);
 	MemoryContextSwitchTo(old);
+	scan->metadata_from_catalog = zl_meta_cache_catalog_reads() != catalog_reads;
 	scan->loaded = true;
 	scan->strategy_chosen = false;
 	scan->filtered = filter != NULL;
 	scan->totals_pending = filter != NULL;
+}
+
+/*
+ * A participant of a parallel ZipperScan takes the leader's list: the
+ * sub-groups kept, their decisions, masks in shared memory (read only).
+ */
+static void
+scan_attach_shared(ZLScanDesc scan, ZLSharedList *shared)
+{
+	MemoryContext old = MemoryContextSwitchTo(scan->metadata_context);
+
+	scan->nsubgroups = shared->nsubgroups;
+	scan->subgroups = palloc(sizeof(ZLSubGroup) * Max(shared->nsubgroups, 1));
+	scan->decisions = palloc(Max(shared->nsubgroups, 1));
+	for (int i = 0; i < shared->nsubgroups; i++)
+	{
+		ZLSharedSubGroup *s = &shared->subgroups[i];
+
+		scan->subgroups[i] = s->sg;
+		scan->subgroups[i].mask = s->mask_off == 0 ? NULL :
+			(uint8 *) ((char *) shared + s->mask_off);
+		scan->decisions[i] = s->decision;
+	}
+	MemoryContextSwitchTo(old);
+	scan->loaded = true;
+	scan->attached = true;
+	scan->current_index = -1;
+	scan->prefetched_index = -1;
 }
 
 /* an unbounded scan reads every visible sub-group */
@@ -184,6 +268,8 @@ zl_scan_begin(Relation rel, Snapshot snapshot, int nkeys, struct ScanKeyData *ke
 	}
 
 	scan->allow_strategy = (flags & SO_ALLOW_STRAT) != 0;
+	if (shared_list(scan) != NULL)
+		scan_attach_shared(scan, shared_list(scan));
 
 	return (TableScanDesc) scan;
 }
@@ -237,6 +323,13 @@ zl_scan_set_bounds(TableScanDesc sscan, const ZLTableOptions *opts,
 	scan->bounded = true;
 	scan->bounds = *bounds;
 	scan->opts = *opts;
+	if (scan->attached)
+	{
+		/* the leader's decisions, for its bounds: the same */
+		scan->bounds = shared_list(scan)->bounds;
+		scan->strategy_chosen = false;
+		return;
+	}
 	if (zipper_lake_enable_pruning && !scan->keep_loaded)
 	{
 		ZLSubGroupFilter filter;
@@ -318,6 +411,7 @@ zl_scan_stats(TableScanDesc sscan)
 								&scan->stats);
 		scan->totals_pending = false;
 	}
+	scan->stats.metadata_from_catalog = scan->metadata_from_catalog;
 	return &scan->stats;
 }
 
@@ -424,6 +518,13 @@ scan_next_subgroup(ZLScanDesc scan, bool forward)
 			scan_release(scan);
 		if (index < 0 || index >= scan->nsubgroups)
 		{
+			if (scan->attached)
+			{
+				/* this participant is done: its masked rows, for EXPLAIN */
+				pg_atomic_fetch_add_u64(&shared_list(scan)->rows_masked,
+										scan->stats.rows_masked - scan->masked_reported);
+				scan->masked_reported = scan->stats.rows_masked;
+			}
 			scan->current = NULL;
 			scan->current_index = -1;
 			return false;
@@ -431,6 +532,8 @@ scan_next_subgroup(ZLScanDesc scan, bool forward)
 		scan->current_index = index;
 		if (subgroup_has_rows(scan, index))
 		{
+			if (scan->attached)
+				pg_atomic_fetch_add_u32(&shared_list(scan)->subgroups_read, 1);
 			scan->current = &scan->subgroups[index];
 			scan->row = forward ? -1 : scan->current->row_count;
 			scan->current_decision = scan->bounded ? scan->decisions[index] : ZL_ALL_MATCH;
@@ -695,6 +798,7 @@ zl_parallelscan_initialize(Relation rel, ParallelTableScanDesc pscan)
 	zpscan->base.phs_relid = RelationGetRelid(rel);
 	zpscan->base.phs_syncscan = false;
 	pg_atomic_init_u32(&zpscan->next_subgroup, 0);
+	zpscan->shared_off = 0;
 	return sizeof(ZLParallelScanDescData);
 }
 
@@ -704,6 +808,110 @@ zl_parallelscan_reinitialize(Relation rel, ParallelTableScanDesc pscan)
 	ZLParallelScanDescData *zpscan = (ZLParallelScanDescData *) pscan;
 
 	pg_atomic_write_u32(&zpscan->next_subgroup, 0);
+}
+
+/*
+ * The bytes of the shared list (see above) of what a scan's bounds kept
+ * (zl_scan_set_bounds first), or 0 when it is not to be shared: no bounds
+ * set, or masks too large.
+ */
+Size
+zl_scan_shared_size(TableScanDesc sscan)
+{
+	ZLScanDesc	scan = (ZLScanDesc) sscan;
+	Size		size = offsetof(ZLSharedList, subgroups);
+	Size		masks = 0;
+
+	if (!scan->bounded || scan->keyed || scan->attached)
+		return 0;
+	for (int i = 0; i < scan->nsubgroups; i++)
+	{
+		const ZLSubGroup *sg = &scan->subgroups[i];
+
+		if (!subgroup_has_rows(scan, i))
+			continue;
+		size += sizeof(ZLSharedSubGroup);
+		if (sg->mask != NULL)
+			masks += MAXALIGN((zl_subgroup_positions(sg) + 7) / 8);
+	}
+	return masks > ZL_SHARED_MASK_BYTES ? 0 : MAXALIGN(size) + masks;
+}
+
+/*
+ * Write the shared list of a scan into space of zl_scan_shared_size bytes
+ * at offset from a parallel scan descriptor (in the same shared memory),
+ * for the participants that begin a scan with that descriptor.
+ */
+void
+zl_scan_share(TableScanDesc sscan, ParallelTableScanDesc pscan, Size offset)
+{
+	ZLScanDesc	scan = (ZLScanDesc) sscan;
+	ZLSharedList *shared = (ZLSharedList *) ((char *) pscan + offset);
+	Size		mask_off;
+	int			n = 0;
+
+	for (int i = 0; i < scan->nsubgroups; i++)
+		n += subgroup_has_rows(scan, i) ? 1 : 0;
+	shared->opts = scan->opts;
+	shared->opts.time_zone = NULL;
+	shared->bounds = scan->bounds;
+	shared->nsubgroups = n;
+	pg_atomic_init_u32(&shared->subgroups_read, 0);
+	pg_atomic_init_u64(&shared->rows_masked, 0);
+	mask_off = MAXALIGN(offsetof(ZLSharedList, subgroups) + sizeof(ZLSharedSubGroup) * n);
+	n = 0;
+	for (int i = 0; i < scan->nsubgroups; i++)
+	{
+		const ZLSubGroup *sg = &scan->subgroups[i];
+		ZLSharedSubGroup *s = &shared->subgroups[n];
+
+		if (!subgroup_has_rows(scan, i))
+			continue;
+		n++;
+		s->sg = *sg;
+		s->sg.key_directory = NULL;
+		s->sg.key_filter = NULL;
+		s->sg.mask = NULL;
+		s->decision = scan->decisions[i];
+		s->mask_off = 0;
+		if (sg->mask != NULL)
+		{
+			Size		bytes = (zl_subgroup_positions(sg) + 7) / 8;
+
+			memcpy((char *) shared + mask_off, sg->mask, bytes);
+			s->mask_off = mask_off;
+			mask_off += MAXALIGN(bytes);
+		}
+	}
+	((ZLParallelScanDescData *) pscan)->shared_off = offset;
+}
+
+/* the table's options in a shared list: false when there is none */
+bool
+zl_scan_shared_options(ParallelTableScanDesc pscan, ZLTableOptions *opts)
+{
+	ZLSharedList *shared = shared_list_of(pscan);
+
+	if (shared == NULL)
+		return false;
+	*opts = shared->opts;
+	return true;
+}
+
+/*
+ * What the participants of a parallel scan with a shared list read of it,
+ * so far: false for other parallel scans.
+ */
+bool
+zl_scan_shared_counts(ParallelTableScanDesc pscan, int *subgroups_read, int64 *rows_masked)
+{
+	ZLSharedList *shared = shared_list_of(pscan);
+
+	if (shared == NULL)
+		return false;
+	*subgroups_read = (int) pg_atomic_read_u32(&shared->subgroups_read);
+	*rows_masked = (int64) pg_atomic_read_u64(&shared->rows_masked);
+	return true;
 }
 
 /* ---------- ANALYZE ---------- */

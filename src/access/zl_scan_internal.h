@@ -26,6 +26,9 @@ typedef struct ZLScanDescData
 	MemoryContext metadata_context;	/* the loaded list; reset on reload */
 	MemoryContext probe_context;	/* a key probe's finds; reset per probe */
 	bool		loaded;
+	bool		metadata_from_catalog;	/* the list, not from the cache */
+	bool		attached;		/* the list is a parallel leader's (zl_scan.c) */
+	int64		masked_reported;	/* rows_masked added to it so far */
 	bool		filtered;		/* only what some bounds can keep */
 	bool		totals_pending; /* filtered load: stats totals not counted */
 	ZLSubGroup *subgroups;

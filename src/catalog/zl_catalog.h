@@ -65,6 +65,8 @@ typedef struct ZLPruneStats
 	int64		rows_masked;	/* masked rows stepped over while reading */
 	int64		chunks_total;	/* chunks of columnar sub-groups entered */
 	int64		chunks_skipped; /* of those, skipped by their min/max */
+	bool		metadata_from_catalog;	/* the list was read from the catalog, not
+										 * the backend's cache */
 } ZLPruneStats;
 
 /* ---------- zl_relation.c ---------- */
@@ -107,6 +109,7 @@ extern ZLSubGroup *zl_meta_cached_subgroups(Relation rel, Snapshot snapshot,
 											int *nsubgroups);
 extern void zl_meta_cached_masks(Relation rel, Snapshot snapshot, ZLSubGroup *sgs, int n);
 extern void zl_meta_cache_forget(uint64 storage_id);
+extern uint64 zl_meta_cache_catalog_reads(void);
 
 /* ---------- zl_metadata.c ---------- */
 

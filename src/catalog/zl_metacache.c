@@ -69,6 +69,9 @@
 
 #define ZL_METACACHE_BYTES		((Size) 64 * 1024 * 1024)
 
+/* lists of sub-groups read from the catalog, not the cache (EXPLAIN) */
+static uint64 catalog_reads = 0;
+
 /*
  * Transaction ids compare within 2^31 of each other: an entry is read
  * again long before the ids it holds could wrap around (a table nobody
@@ -438,6 +441,7 @@ current_entry(Relation rel)
 	entry->context = AllocSetContextCreate(cache_context, "zipper_lake storage metadata",
 										   ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(entry->context);
+	catalog_reads++;
 	PG_TRY();
 	{
 		complete = read_rows(entry);
@@ -543,6 +547,7 @@ zl_meta_cached_subgroups(Relation rel, Snapshot snapshot, const ZLSubGroupFilter
 	{
 		uint64		storage_id = zl_storage_id(rel);
 
+		catalog_reads++;
 		return filter != NULL ?
 			zl_meta_load_filtered_subgroups(storage_id, snapshot, filter, nsubgroups) :
 			zl_meta_load_subgroups(storage_id, snapshot, min_partition, nsubgroups);
@@ -562,6 +567,18 @@ zl_meta_cached_subgroups(Relation rel, Snapshot snapshot, const ZLSubGroupFilter
 	}
 	*nsubgroups = n;
 	return sgs;
+}
+
+/*
+ * How many times this backend read sub-group rows from the catalog for
+ * zl_meta_cached_subgroups (to fill the cache, or past it): a reader
+ * compares the count before and after its call to tell where its list
+ * came from.
+ */
+uint64
+zl_meta_cache_catalog_reads(void)
+{
+	return catalog_reads;
 }
 
 /*

@@ -28,9 +28,15 @@
  * them per row, or not at all in sub-groups that match entirely.  Every
  * other clause stays in the plan's qual.
  *
- * Parallel ZipperScans use the table access method's parallel scan: every
- * participant evaluates the same bounds over the same snapshot, so all
- * take the same pruning decisions, and they share out the sub-groups.
+ * Parallel ZipperScans prune once: the leader loads and decides the
+ * sub-groups its bounds keep when the Gather sizes the dynamic shared
+ * memory, and puts them (with their masks) after the table access
+ * method's parallel scan descriptor (zl_scan_share); every participant
+ * begins its scan on that list and claims sub-groups from the shared
+ * counter, and no worker reads the catalog.  Bounds that use PARAM_EXEC
+ * values, or masks too large to copy, fall back to every participant
+ * loading and pruning the list itself.  They cost a worker's start-up
+ * (worker_start_cost) and get workers only for the pages pruning keeps.
  *
  * Executor
  * --------
@@ -41,7 +47,11 @@
  * node above them.  EXPLAIN shows the bounds and how many partitions, file
  * groups and sub-groups were kept; EXPLAIN ANALYZE adds the masked rows
  * stepped over, EXPLAIN VERBOSE how many sub-groups' catalog rows the scan
- * loaded (only those its bounds can keep: zl_bounds_filter).
+ * loaded (only those its bounds can keep: zl_bounds_filter).  A parallel
+ * one with a shared list shows where the leader's list came from (cache
+ * or catalog) and, with ANALYZE, the sub-groups read and masked rows
+ * stepped over by all participants, saved before the Gather detaches the
+ * shared memory (zl_shutdown).
  *
  *-------------------------------------------------------------------------
  */
@@ -52,6 +62,7 @@
 #include "access/zl_access.h"
 #include "planner/zl_planner_internal.h"
 
+#include "access/parallel.h"
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
@@ -102,6 +113,10 @@ typedef struct ZipperScanState
 	bool	   *columns;		/* attributes the plan reads */
 	TableScanDesc scan;
 	ParallelTableScanDesc pscan;	/* shared scan state when parallel */
+	TableScanDesc prune_scan;	/* parallel leader: the scan that pruned for all */
+	bool		shared_counted; /* parallel, shared list: the counts below */
+	int			shared_read;	/* sub-groups read by all participants */
+	int64		shared_masked;	/* masked rows they stepped over */
 	bool		exec_params;	/* bounds use PARAM_EXEC: unknown before running */
 	bool		restart;		/* rescanned: bounds and keys to evaluate again */
 } ZipperScanState;
@@ -118,6 +133,7 @@ static Size zl_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);
 static void zl_initialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate);
 static void zl_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate);
 static void zl_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinate);
+static void zl_shutdown(CustomScanState *node);
 
 static const CustomPathMethods zl_path_methods = {
 	.CustomName = ZIPPER_SCAN_NAME,
@@ -140,6 +156,7 @@ static const CustomExecMethods zl_exec_methods = {
 	.InitializeDSMCustomScan = zl_initialize_dsm,
 	.ReInitializeDSMCustomScan = zl_reinitialize_dsm,
 	.InitializeWorkerCustomScan = zl_initialize_worker,
+	.ShutdownCustomScan = zl_shutdown,
 };
 
 /* ---------- planner ---------- */
@@ -291,10 +308,27 @@ plain_seqscan_path(RelOptInfo *rel)
 }
 
 /*
+ * What starting one parallel worker costs a ZipperScan, on top of the
+ * Gather's parallel_setup_cost: a new process that loads the library,
+ * opens the relation and attaches to the shared list of sub-groups the
+ * leader pruned (the worker reads no catalog).  Measured at 5-20 ms per
+ * worker, against 2-8 ms for the whole scan of a recent day of a deep
+ * history, which a Gather then waits for; counted as parallel_setup_cost
+ * again per worker, so that settings forcing parallel plans
+ * (parallel_setup_cost = 0) force them here too.
+ */
+static Cost
+worker_start_cost(int workers)
+{
+	return workers * parallel_setup_cost;
+}
+
+/*
  * A ZipperScan path: the sequential scan's cost scaled by the selectivity
  * of the bound clauses (pruning reads about that fraction; never more than
- * a sequential scan), split among the participants of a parallel scan.  A
- * key probe costs less when it reads fewer rows (keyed_run_cost, below).
+ * a sequential scan), split among the participants of a parallel scan,
+ * whose start-up adds the workers' (worker_start_cost).  A key probe costs
+ * less when it reads fewer rows (keyed_run_cost, below).
  */
 static Path *
 make_zipper_path(PlannerInfo *root, RelOptInfo *rel, Relids required_outer,
@@ -320,8 +354,9 @@ make_zipper_path(PlannerInfo *root, RelOptInfo *rel, Relids required_outer,
 	cpath->path.parallel_workers = workers;
 	cpath->path.rows = workers > 0 ? clamp_row_est(rel->rows / participants) :
 		cpath->path.param_info ? cpath->path.param_info->ppi_rows : rel->rows;
-	cpath->path.startup_cost = seq_startup;
-	cpath->path.total_cost = seq_startup + (workers > 0 ? run_cost / participants : run_cost);
+	cpath->path.startup_cost = seq_startup + (workers > 0 ? worker_start_cost(workers) : 0);
+	cpath->path.total_cost = cpath->path.startup_cost +
+		(workers > 0 ? run_cost / participants : run_cost);
 	/* the scan core walks backward too (SCROLL cursors), serially only */
 	cpath->flags = workers > 0 ? 0 : CUSTOMPATH_SUPPORT_BACKWARD_SCAN;
 	cpath->custom_private = private;
@@ -554,13 +589,16 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 								   key_cost, private, 0));
 
 	/*
-	 * A parallel ZipperScan: participants share out the kept sub-groups.  A
-	 * key probe reads too little to share.
+	 * A parallel ZipperScan: participants share out the kept sub-groups.
+	 * Workers are counted from the pages pruning keeps, not the table's: a
+	 * read of a day of a deep history is a small scan (below
+	 * min_parallel_table_scan_size, none).  A key probe reads too little to
+	 * share.
 	 */
 	if (rel->consider_parallel && rel->lateral_relids == NULL && key_terms == NIL)
 	{
-		int			workers = compute_parallel_worker(rel, rel->pages, -1,
-													  max_parallel_workers_per_gather);
+		int			workers = compute_parallel_worker(rel, rel->pages * Min(selectivity, 1.0),
+													  -1, max_parallel_workers_per_gather);
 
 		if (workers > 0)
 			add_partial_path(rel, make_zipper_path(root, rel, NULL, seq_startup, seq_total,
@@ -712,6 +750,13 @@ columns_read(CustomScan *cscan, int natts)
 }
 
 static void
+load_registration(ZipperScanState *state)
+{
+	zl_load_registration(state->css.ss.ss_currentRelation, &state->opts, false, NULL,
+						 "The query was planned while the table was registered; plan it again.");
+}
+
+static void
 zl_begin(CustomScanState *node, EState *estate, int eflags)
 {
 	ZipperScanState *state = (ZipperScanState *) node;
@@ -719,8 +764,9 @@ zl_begin(CustomScanState *node, EState *estate, int eflags)
 	ListCell   *lc;
 	int			i = 0;
 
-	zl_load_registration(node->ss.ss_currentRelation, &state->opts, false, NULL,
-						 "The query was planned while the table was registered; plan it again.");
+	/* a parallel worker takes them from the leader (zl_initialize_worker) */
+	if (!IsParallelWorker())
+		load_registration(state);
 
 	/*
 	 * PostgreSQL 15 gives a custom scan a virtual scan slot.  Replace it by
@@ -893,13 +939,22 @@ zl_exec(CustomScanState *node)
 }
 
 static void
+end_scan(ZipperScanState *state)
+{
+	if (state->scan != NULL)
+		table_endscan(state->scan);
+	state->scan = NULL;
+}
+
+static void
 zl_end(CustomScanState *node)
 {
 	ZipperScanState *state = (ZipperScanState *) node;
 
-	if (state->scan != NULL)
-		table_endscan(state->scan);
-	state->scan = NULL;
+	end_scan(state);
+	if (state->prune_scan != NULL)
+		table_endscan(state->prune_scan);
+	state->prune_scan = NULL;
 }
 
 static void
@@ -918,7 +973,7 @@ zl_rescan(CustomScanState *node)
 		state->restart = true;
 	}
 	else
-		zl_end(node);
+		end_scan(state);	/* a parallel leader's shared list stays */
 	ExecScanReScan(&node->ss);
 }
 
@@ -978,9 +1033,10 @@ zl_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		state->pscan = NULL;
 		start_scan(state);
 	}
-	if (state->scan == NULL)
+	if (state->scan == NULL && state->prune_scan == NULL)
 		return;
-	stats = zl_scan_stats(state->scan);
+	/* a parallel leader: what it pruned for all participants */
+	stats = zl_scan_stats(state->prune_scan != NULL ? state->prune_scan : state->scan);
 	ExplainPropertyText("Partitions", psprintf("%d of %d", stats->partitions_kept,
 											   stats->partitions_total), es);
 	ExplainPropertyText("File Groups", psprintf("%d of %d", stats->file_groups_kept,
@@ -1001,8 +1057,17 @@ zl_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	if (es->verbose && state->key_info != NIL)
 		ExplainPropertyInteger("Sub-groups in Merged Key Index", NULL,
 							   stats->subgroups_key_merged, es);
+	if (state->prune_scan != NULL)
+		ExplainPropertyText("Metadata",
+							stats->metadata_from_catalog ?
+							"catalog (leader), shared with workers" :
+							"cache (leader), shared with workers", es);
+	if (es->analyze && state->shared_counted)
+		ExplainPropertyInteger("Sub-groups Read", NULL, state->shared_read, es);
 	if (es->analyze)
-		ExplainPropertyInteger("Rows Masked", NULL, stats->rows_masked, es);
+		ExplainPropertyInteger("Rows Masked", NULL,
+							   state->shared_counted ? state->shared_masked :
+							   stats->rows_masked, es);
 	if (es->analyze && stats->chunks_total > 0)
 		ExplainPropertyText("Chunks",
 							psprintf(INT64_FORMAT " read, " INT64_FORMAT " skipped by min/max",
@@ -1011,23 +1076,70 @@ zl_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 							es);
 }
 
-/* ---------- parallel execution: the table AM's parallel scan ---------- */
+/* ---------- parallel execution: the leader's shared list ---------- */
 
+/*
+ * The shared memory of a parallel ZipperScan: the table access method's
+ * parallel scan descriptor, then (at a MAXALIGNed offset) the list of
+ * sub-groups the leader kept, which it loads and prunes now: parameters
+ * other than PARAM_EXEC ones are known.  Without a shared list (bounds
+ * that use PARAM_EXEC values, which a rescan may change; masks too large)
+ * every participant loads its own, as before.
+ */
 static Size
 zl_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 {
-	return table_parallelscan_estimate(node->ss.ss_currentRelation,
-									   node->ss.ps.state->es_snapshot);
+	ZipperScanState *state = (ZipperScanState *) node;
+	Relation	rel = node->ss.ss_currentRelation;
+	Snapshot	snapshot = node->ss.ps.state->es_snapshot;
+	Size		size = table_parallelscan_estimate(rel, snapshot);
+	Size		shared;
+
+	if (state->exec_params)
+		return size;
+	if (state->prune_scan == NULL)
+	{
+		ZLScanBounds bounds = evaluate_bounds(state);
+
+		state->prune_scan = table_beginscan(rel, snapshot, 0, NULL);
+		zl_scan_set_bounds(state->prune_scan, &state->opts, &bounds);
+	}
+	shared = zl_scan_shared_size(state->prune_scan);
+	if (shared == 0)
+	{
+		table_endscan(state->prune_scan);
+		state->prune_scan = NULL;
+		return size;
+	}
+	return add_size(MAXALIGN(size), shared);
 }
 
 static void
 zl_initialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
 	ZipperScanState *state = (ZipperScanState *) node;
+	Relation	rel = node->ss.ss_currentRelation;
+	Snapshot	snapshot = node->ss.ps.state->es_snapshot;
 
 	state->pscan = coordinate;
-	table_parallelscan_initialize(node->ss.ss_currentRelation, state->pscan,
-								  node->ss.ps.state->es_snapshot);
+	table_parallelscan_initialize(rel, state->pscan, snapshot);
+	if (state->prune_scan != NULL)
+		zl_scan_share(state->prune_scan, state->pscan,
+					  MAXALIGN(table_parallelscan_estimate(rel, snapshot)));
+}
+
+/*
+ * Before the Gather detaches the shared memory: what all participants
+ * read, for EXPLAIN ANALYZE.
+ */
+static void
+zl_shutdown(CustomScanState *node)
+{
+	ZipperScanState *state = (ZipperScanState *) node;
+
+	if (state->pscan != NULL)
+		state->shared_counted = zl_scan_shared_counts(state->pscan, &state->shared_read,
+													  &state->shared_masked);
 }
 
 static void
@@ -1039,7 +1151,11 @@ zl_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordina
 static void
 zl_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
 {
-	((ZipperScanState *) node)->pscan = coordinate;
+	ZipperScanState *state = (ZipperScanState *) node;
+
+	state->pscan = coordinate;
+	if (!zl_scan_shared_options(state->pscan, &state->opts))
+		load_registration(state);
 }
 
 void
