@@ -63,8 +63,7 @@ BENCHES = {
 
 # the results the README's table shows, in this order (latest.md shows all)
 README_ROWS = ['apply', 'users_asof_old', 'users_asof_recent', 'users_changes', 'users_current',
-               'users_asof_recent_new', 'users_history', 'users_point', 'users_snapshot', 'users_size',
-               'keys_join_outer', 'events_jsonb', 'retention_100']
+               'users_history', 'users_point', 'users_snapshot', 'users_size', 'retention_100']
 
 
 def parse_args():
