@@ -100,6 +100,16 @@ INSERT INTO ev_maxwell_try VALUES
 SELECT * FROM zipper_lake.apply_events('ev_maxwell_t', 'ev_maxwell_try', 'maxwell', missing_columns => 'keep');
 \echo :SQLSTATE
 SELECT count(*) FROM ev_maxwell_t;
+-- the same word inside a JSON array or object (the date/time parser skips
+-- punctuation, so ["today"] and {"on": "today"} read as today)
+UPDATE ev_maxwell_try SET event = replace(event, '"today"', '["today"]');
+SELECT * FROM zipper_lake.apply_events('ev_maxwell_t', 'ev_maxwell_try', 'maxwell', missing_columns => 'keep');
+\echo :SQLSTATE
+UPDATE ev_maxwell_try SET event = replace(event, '["today"]', '{"on": "today"}');
+SELECT * FROM zipper_lake.apply_events('ev_maxwell_t', 'ev_maxwell_try', 'maxwell', missing_columns => 'keep');
+\echo :SQLSTATE
+SELECT count(*) FROM ev_maxwell_t;
+UPDATE ev_maxwell_try SET event = replace(event, '{"on": "today"}', '"today"');
 UPDATE ev_maxwell_try SET event = replace(event, '"today"', '"-infinity"');
 SELECT * FROM zipper_lake.apply_events('ev_maxwell_t', 'ev_maxwell_try', 'maxwell', missing_columns => 'keep');
 SELECT id, born FROM ev_maxwell_t ORDER BY id;

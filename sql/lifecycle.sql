@@ -160,6 +160,30 @@ UPDATE zipper_lake.registration SET retention = NULL WHERE tbl = 'recent'::regcl
 \c
 SET timezone = 'UTC';
 SET search_path = lifecycle, public;
+-- nor on a version that ended in the calendar's last local day (a zone
+-- off UTC: its partition's range reaches past the last timestamp), nor on
+-- a registration whose time zone the server does not know (every read of
+-- the table refuses it; VACUUM skips retention and compaction)
+CREATE TABLE far (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+SELECT zipper_lake.register('far', ARRAY['id'], time_zone => 'America/New_York');
+INSERT INTO far VALUES (1, 1, '2020-01-01', '294276-12-31 12:00:00-05'),
+                       (1, 2, '294276-12-31 12:00:00-05', 'infinity');
+SELECT zipper_lake.set_retention('far', '1 year');
+VACUUM far;
+SELECT count(*) AS far_versions FROM far WHERE valid_to > '294276-12-01';
+SELECT count(*) AS far_problems FROM zipper_lake.verify('far');
+UPDATE zipper_lake.registration SET time_zone = 'Mars/Olympus_Mons' WHERE tbl = 'far'::regclass;
+\c
+SET timezone = 'UTC';
+SET search_path = lifecycle, public;
+VACUUM far;
+SELECT count(*) FROM far WHERE valid_to > '2020-01-01';
+UPDATE zipper_lake.registration SET time_zone = 'America/New_York' WHERE tbl = 'far'::regclass;
+\c
+SET timezone = 'UTC';
+SET search_path = lifecycle, public;
+SELECT count(*) AS far_versions FROM far;
 
 -- erase: every version and change record of keys 7 and 3 (and 99, absent)
 INSERT INTO ch VALUES (3, NULL, NULL, '2024-01-25 03:30', 'D');	-- a no-op: in the record

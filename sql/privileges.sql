@@ -149,8 +149,9 @@ END
 $$;
 
 -- with every privilege: success (00000; the writers changed something);
--- with one missing: 42501 each, in the order of the list, and nothing
--- changed
+-- with one missing: 42501 each, in the order of the list (the refused
+-- statement rolls back: the digest after it is the one before, which only
+-- shows that no effect of the table, its metadata or record outlives it)
 SELECT w.fn, w.needs,
        min(r.sqlstate) FILTER (WHERE r.missing = 0) AS granted_all,
        bool_and(NOT r.unchanged) FILTER (WHERE r.missing = 0) AS changed,

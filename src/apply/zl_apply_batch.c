@@ -66,7 +66,11 @@ source_column(ApplyContext *ac, Oid relid, const char *column, const char *argum
 /*
  * Select column attnum of the changes as batch column col, converted to
  * target_type(target_typmod) as INSERT would assign it (zl_rowcheck.c);
- * false if no assignment cast exists.
+ * false if no assignment cast exists.  The column is selected cast to the
+ * type it has now, so the query returns exactly the type the conversion
+ * is built for even if the relation is altered (or another one takes its
+ * name) before the query runs: batch_receive reads the values as that
+ * type.
  */
 static bool
 select_assigned(ApplyContext *ac, StringInfo sql, Oid source_relid, AttrNumber attnum,
@@ -78,8 +82,10 @@ select_assigned(ApplyContext *ac, StringInfo sql, Oid source_relid, AttrNumber a
 
 	get_atttypetypmodcoll(source_relid, attnum, &source_type, &source_typmod,
 						  &source_collation);
-	appendStringInfo(sql, "%s%s", col > 0 ? ", " : "",
-					 quote_identifier(get_attname(source_relid, attnum, false)));
+	appendStringInfo(sql, "%sCAST(%s AS %s)", col > 0 ? ", " : "",
+					 quote_identifier(get_attname(source_relid, attnum, false)),
+					 format_type_extended(source_type, source_typmod,
+										  FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY));
 	return zl_assignment_add(ac->assignment, col, source_type, source_typmod,
 							 target_type, target_typmod);
 }

@@ -129,6 +129,8 @@ extern void zl_meta_set_retention(Oid relid, Interval *keep);
 extern void zl_meta_raise_history_cut(Oid relid, int64 cut);
 extern bool zl_meta_time_zone_exists(const char *name);
 extern bool zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write);
+extern bool zl_meta_load_options_any_zone(Relation rel, ZLTableOptions *opts, bool for_write,
+										  bool *zone_known);
 
 /* ---------- zl_meta_subgroup.c ---------- */
 

@@ -363,12 +363,16 @@ options_from_row(Relation rel, HeapTuple tuple, TupleDesc tupdesc, ZLTableOption
 		if (!isnull)
 			opts->retention = *DatumGetIntervalP(keep);
 	}
-	if (pg_tzset(opts->time_zone) == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("zipper table \"%s\" has an unknown time zone \"%s\"",
-						RelationGetRelationName(rel), opts->time_zone),
-				 errhint("Time zones of zipper tables are full names from pg_timezone_names.")));
+}
+
+static void
+refuse_unknown_zone(Relation rel, const ZLTableOptions *opts)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("zipper table \"%s\" has an unknown time zone \"%s\"",
+					RelationGetRelationName(rel), opts->time_zone),
+			 errhint("Time zones of zipper tables are full names from pg_timezone_names.")));
 }
 
 /*
@@ -379,9 +383,29 @@ options_from_row(Relation rel, HeapTuple tuple, TupleDesc tupdesc, ZLTableOption
 bool
 zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write)
 {
+	bool		zone_known;
+
+	if (!zl_meta_load_options_any_zone(rel, opts, for_write, &zone_known))
+		return false;
+	if (!zone_known)
+		refuse_unknown_zone(rel, opts);
+	return true;
+}
+
+/*
+ * The same, but a registration whose time zone the server does not know
+ * (any more) is loaded too (not cached), *zone_known saying so.  For
+ * VACUUM, which must not fail on a stored value (zl_retention.c).
+ */
+bool
+zl_meta_load_options_any_zone(Relation rel, ZLTableOptions *opts, bool for_write,
+							  bool *zone_known)
+{
 	ZLMetaSession session;
 	Datum		values[1] = {ObjectIdGetDatum(RelationGetRelid(rel))};
 	bool		found;
+
+	*zone_known = true;
 
 	if (!for_write && options_cache_fetch(RelationGetRelid(rel), opts))
 		return true;
@@ -402,6 +426,8 @@ zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write)
 		options_from_row(rel, SPI_tuptable->vals[0], SPI_tuptable->tupdesc, opts,
 						 session.caller_context);
 	zl_meta_end(&session);
+	if (found && !(*zone_known = pg_tzset(opts->time_zone) != NULL))
+		return true;
 	if (found)
 		options_cache_store(opts);
 	return found;

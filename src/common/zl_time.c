@@ -135,27 +135,52 @@ instant_to_local(const ZLTableOptions *opts, int64 instant)
 	return local;
 }
 
-/* the instant at which the table's zone shows a wall-clock value */
-static int64
-local_to_instant(const ZLTableOptions *opts, int64 local)
+/*
+ * The instant at which the table's zone shows a wall-clock value into
+ * *instant, or false if that instant lies outside the range of timestamptz
+ * (the first or last hours of the calendar, in a zone off UTC).
+ */
+static bool
+local_to_instant_in_range(const ZLTableOptions *opts, int64 local, int64 *instant)
 {
 	struct pg_tm tm;
 	fsec_t		fsec;
 	int			tz;
-	TimestampTz result;
 
+	*instant = local;
 	if (opts->period_type != TIMESTAMPTZOID || opts->zone_is_utc)
-		return local;
+		return true;
 	if (timestamp2tm(local, NULL, &tm, &fsec, NULL, NULL) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("timestamp out of range")));
+		return false;
 	tz = DetermineTimeZoneOffset(&tm, pg_tzset(opts->time_zone));
-	if (tm2timestamp(&tm, fsec, &tz, &result) != 0)
+	return tm2timestamp(&tm, fsec, &tz, instant) == 0;
+}
+
+/* the instant at which the table's zone shows a wall-clock value */
+static int64
+local_to_instant(const ZLTableOptions *opts, int64 local)
+{
+	int64		instant;
+
+	if (!local_to_instant_in_range(opts, local, &instant))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("timestamp out of range")));
-	return result;
+	return instant;
+}
+
+/*
+ * The same, clamped to the range of timestamptz: a partition's bound that
+ * lies beyond it (the calendar's first or last local day) bounds nothing.
+ */
+static int64
+local_to_instant_clamped(const ZLTableOptions *opts, int64 local)
+{
+	int64		instant;
+
+	if (!local_to_instant_in_range(opts, local, &instant))
+		return local < 0 ? MIN_TIMESTAMP : END_TIMESTAMP;
+	return instant;
 }
 
 DateADT
@@ -225,7 +250,8 @@ zl_span_from_interval(const Interval *interval)
 
 /*
  * The valid_to instants a history partition can hold (inclusive), or
- * exactly the open end for the current partition.
+ * exactly the open end for the current partition.  Never an error, for any
+ * stored partition: VACUUM's retention reads these ranges.
  */
 void
 zl_partition_range(const ZLTableOptions *opts, DateADT partition_end,
@@ -248,8 +274,8 @@ zl_partition_range(const ZLTableOptions *opts, DateADT partition_end,
 		next = date2j(month == 12 ? year + 1 : year, month == 12 ? 1 : month + 1, 1) - POSTGRES_EPOCH_JDATE;
 	else
 		next = date2j(year + 1, 1, 1) - POSTGRES_EPOCH_JDATE;
-	*valid_to_lo = local_to_instant(opts, (int64) partition_end * USECS_PER_DAY);
-	*valid_to_hi = Min(local_to_instant(opts, next * USECS_PER_DAY) - 1, opts->open_end - 1);
+	*valid_to_lo = local_to_instant_clamped(opts, (int64) partition_end * USECS_PER_DAY);
+	*valid_to_hi = Min(local_to_instant_clamped(opts, next * USECS_PER_DAY) - 1, opts->open_end - 1);
 
 	/*
 	 * Where clocks go back over midnight a local date begins twice, and

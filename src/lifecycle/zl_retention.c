@@ -358,9 +358,19 @@ zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs_inout, int *nsgs_inout, int
 	ZLSubGroup *after;
 	int			nafter;
 	Snapshot	snapshot;
+	bool		zone_known;
 
-	if (!zl_meta_load_options(rel, &opts, false))
+	if (!zl_meta_load_options_any_zone(rel, &opts, false, &zone_known))
 		return;
+	if (!zone_known)
+	{
+		/* every read of the table fails on it; VACUUM must not */
+		ereport(elevel == INFO ? WARNING : LOG,
+				(errmsg("zipper_lake table \"%s\": unknown time zone \"%s\": no retention or compaction",
+						RelationGetRelationName(rel), opts.time_zone),
+				 errhint("Time zones of zipper tables are full names from pg_timezone_names.")));
+		return;
+	}
 	task.drop = retention_cut(rel, &opts, elevel, &task.cut) && history_due(&opts, sgs, nsgs, task.cut);
 	for (int i = 0; i < nsgs && !task.compact; i++)
 		task.compact = worth_compacting(&sgs[i]);

@@ -296,9 +296,10 @@ zl_ev_plain_text(EventDecoder *d, const EventColumn *col, ZLJson *v)
 				append_array_literal(&buf, v);
 				return fixed_time_text(d, col, buf.data);
 			}
-			return zl_json_text(v);
+			/* (the date/time parser skips punctuation: ["now"] is now) */
+			return fixed_time_text(d, col, zl_json_text(v));
 		case ZL_JSON_OBJECT:
-			return zl_json_text(v);
+			return fixed_time_text(d, col, zl_json_text(v));
 	}
 	return NULL;				/* keep compiler quiet */
 }
