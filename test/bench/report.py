@@ -141,11 +141,13 @@ def machine(a):
         cur = conn.cursor()
         cur.execute("SELECT current_setting('server_version'), current_setting('shared_buffers'), "
                     "current_setting('work_mem'), current_setting('max_parallel_workers_per_gather'), "
-                    "current_setting('jit'), current_setting('synchronous_commit')")
+                    "current_setting('jit'), current_setting('synchronous_commit'), "
+                    "current_setting('random_page_cost')")
         v = cur.fetchone()
         conn.close()
         info.update({'postgres': v[0].split()[0], 'shared_buffers': v[1], 'work_mem': v[2],
-                     'max_parallel_workers_per_gather': v[3], 'jit': v[4], 'synchronous_commit': v[5]})
+                     'max_parallel_workers_per_gather': v[3], 'jit': v[4], 'synchronous_commit': v[5],
+                     'random_page_cost': v[6]})
     except Exception as e:                          # the report still says what it knows
         info['postgres'] = f'unknown ({str(e).strip().splitlines()[0]})'
     return info
@@ -252,7 +254,11 @@ def rows(report, keys=None):
         for r in doc['results']:
             if r.get('build'):
                 continue
-            found[r['key']] = (label(r, doc), size_text(doc, r['key'])) + amounts(r['zipper'], r['baseline'], r['unit']) \
+            what = label(r, doc)
+            if r.get('ratio_min') is not None and r['ratio_min'] < 0.95 * r['ratio']:
+                # several queries measured: the ratio of the sums, and the worst one
+                what += f" (worst query {ratio_text(r['ratio_min'])})"
+            found[r['key']] = (what, size_text(doc, r['key'])) + amounts(r['zipper'], r['baseline'], r['unit']) \
                 + (r['ratio'],)
     order = keys if keys is not None else [k for k in LABELS if k in found] + sorted(set(found) - set(LABELS))
     return [found[k] for k in order if k in found]
@@ -261,7 +267,8 @@ def rows(report, keys=None):
 def heading(report):
     m = report['machine']
     when = report['date']
-    settings = ', '.join(f'{k} {m[k]}' for k in ('shared_buffers', 'work_mem') if k in m)
+    settings = ', '.join(f'{k} {m[k]}' for k in ('shared_buffers', 'work_mem', 'random_page_cost',
+                                                  'max_parallel_workers_per_gather', 'jit') if k in m)
     text = (f"{when}, {m.get('cpus', '?')} CPUs, PostgreSQL {m.get('postgres', '?')}"
             + (f' ({settings})' if settings else ''))
     if report.get('note'):
@@ -341,8 +348,8 @@ def update_readme(report):
         text = f.read()
     if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
         sys.exit(f'report: README.md must hold one {BEGIN} ... {END} block')
-    block = (f"{BEGIN}\n{heading(report)}; ratio = baseline / zipper_lake (the indexed heap table and its "
-             f"job):\n\n{table(rows(report, README_ROWS))}\n{END}")
+    block = (f"{BEGIN}\n{heading(report)}; ratio = heap (table, job) / zipper_lake:"
+             f"\n\n{table(rows(report, README_ROWS))}\n{END}")
     text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
     with open(README, 'w') as f:
         f.write(text)
@@ -381,7 +388,7 @@ def make_report(a):
         report = {'date': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'),
                   'machine': machine(a), 'smoke': a.smoke, 'benches': benches}
         if set(benches) != set(docs):
-            report['note'] = 'some results from an earlier run (' + ', '.join(sorted(set(benches) - set(docs))) + ')'
+            report['note'] = 'earlier runs: ' + ', '.join(sorted(set(benches) - set(docs)))
         with open(latest, 'w') as f:
             json.dump(report, f, indent=1)
             f.write('\n')
