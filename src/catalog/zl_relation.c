@@ -71,10 +71,14 @@ zl_relation_arg_name(Oid relid, const char *argument)
 Relation
 zl_open_zipper_table(Oid relid, LOCKMODE lockmode)
 {
-	Relation	rel;
+	Relation	rel = try_table_open(relid, lockmode);
 
-	(void) zl_relation_arg_name(relid, "tbl");
-	rel = table_open(relid, lockmode);
+	/* (after the lock: a relation dropped meanwhile names nothing either) */
+	if (rel == NULL)
+	{
+		(void) zl_relation_arg_name(relid, "tbl");
+		elog(ERROR, "could not open relation with OID %u", relid);
+	}
 
 	if (!zl_is_zipper_relation(rel))
 		ereport(ERROR,
