@@ -426,9 +426,10 @@ zl_meta_load_options_any_zone(Relation rel, ZLTableOptions *opts, bool for_write
 		options_from_row(rel, SPI_tuptable->vals[0], SPI_tuptable->tupdesc, opts,
 						 session.caller_context);
 	zl_meta_end(&session);
-	if (found && !(*zone_known = pg_tzset(opts->time_zone) != NULL))
-		return true;
-	if (found)
+	if (!found)
+		return false;
+	*zone_known = pg_tzset(opts->time_zone) != NULL;
+	if (*zone_known)
 		options_cache_store(opts);
-	return found;
+	return true;
 }

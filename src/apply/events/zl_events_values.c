@@ -269,24 +269,29 @@ fixed_time_text(EventDecoder *d, const EventColumn *col, char *str)
 	return str;
 }
 
-/* a JSON value as it is, as text for a column; NULL for JSON null */
+/*
+ * A JSON value as it is, as text for a column; NULL for JSON null.  Every
+ * text that may hold words is checked for the clock's (fixed_time_text)
+ * before the column's input function sees it: strings, and arrays and
+ * objects as a whole (the date/time parser skips punctuation, so
+ * ["now"] is now).
+ */
 char *
 zl_ev_plain_text(EventDecoder *d, const EventColumn *col, ZLJson *v)
 {
+	char	   *text;
+
 	switch (v->type)
 	{
 		case ZL_JSON_NULL:
 			return NULL;
-		case ZL_JSON_STRING:
-			{
-				char	   *s = fixed_time_text(d, col, pnstrdup(v->str, v->len));
-
-				return col->is_timestamptz ? timestamptz_text(d, s) : s;
-			}
 		case ZL_JSON_NUMBER:
 			return zl_json_number_text(v);
 		case ZL_JSON_BOOL:
 			return pstrdup(v->boolean ? "true" : "false");
+		case ZL_JSON_STRING:
+			text = fixed_time_text(d, col, pnstrdup(v->str, v->len));
+			return col->is_timestamptz ? timestamptz_text(d, text) : text;
 		case ZL_JSON_ARRAY:
 			if (col->is_array)
 			{
@@ -294,10 +299,11 @@ zl_ev_plain_text(EventDecoder *d, const EventColumn *col, ZLJson *v)
 
 				initStringInfo(&buf);
 				append_array_literal(&buf, v);
-				return fixed_time_text(d, col, buf.data);
+				text = buf.data;
 			}
-			/* (the date/time parser skips punctuation: ["now"] is now) */
-			return fixed_time_text(d, col, zl_json_text(v));
+			else
+				text = zl_json_text(v);
+			return fixed_time_text(d, col, text);
 		case ZL_JSON_OBJECT:
 			return fixed_time_text(d, col, zl_json_text(v));
 	}
