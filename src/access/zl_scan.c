@@ -63,6 +63,7 @@
 #include "access/tableam.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "pgtime.h"
 #include "port/atomics.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
@@ -87,8 +88,8 @@ typedef struct ZLParallelScanDescData
  * read sub-groups from it and never the catalog.  Masks beyond
  * ZL_SHARED_MASK_BYTES in all are not copied: nothing is shared then, and
  * every participant loads its own list (zl_scan_shared_size returns 0).
- * The table's options travel with it, so that a worker's ZipperScan
- * need not read the registration either.  Participants count the
+ * The table's options travel with it (its time zone's name copied in),
+ * so that a worker's ZipperScan need not read the registration either.  Participants count the
  * sub-groups they read and the masked rows they step over in it, for the
  * leader's EXPLAIN ANALYZE.
  */
@@ -103,13 +104,21 @@ typedef struct ZLSharedSubGroup
 
 typedef struct ZLSharedList
 {
-	ZLTableOptions opts;		/* time_zone: NULL */
+	ZLTableOptions opts;		/* time_zone: NULL, see the next */
+	char		time_zone[TZ_STRLEN_MAX + 1];
 	ZLScanBounds bounds;
 	int			nsubgroups;
 	pg_atomic_uint32 subgroups_read;
 	pg_atomic_uint64 rows_masked;
 	ZLSharedSubGroup subgroups[FLEXIBLE_ARRAY_MEMBER];
 } ZLSharedList;
+
+/* the bytes a sub-group's mask takes in the shared list (0: none) */
+static Size
+shared_mask_bytes(const ZLSubGroup *sg)
+{
+	return sg->mask == NULL ? 0 : MAXALIGN((zl_subgroup_positions(sg) + 7) / 8);
+}
 
 static ZLSharedList *
 shared_list_of(ParallelTableScanDesc pscan)
@@ -831,8 +840,7 @@ zl_scan_shared_size(TableScanDesc sscan)
 		if (!subgroup_has_rows(scan, i))
 			continue;
 		size += sizeof(ZLSharedSubGroup);
-		if (sg->mask != NULL)
-			masks += MAXALIGN((zl_subgroup_positions(sg) + 7) / 8);
+		masks += shared_mask_bytes(sg);
 	}
 	return masks > ZL_SHARED_MASK_BYTES ? 0 : MAXALIGN(size) + masks;
 }
@@ -854,6 +862,7 @@ zl_scan_share(TableScanDesc sscan, ParallelTableScanDesc pscan, Size offset)
 		n += subgroup_has_rows(scan, i) ? 1 : 0;
 	shared->opts = scan->opts;
 	shared->opts.time_zone = NULL;
+	strlcpy(shared->time_zone, scan->opts.time_zone, sizeof(shared->time_zone));
 	shared->bounds = scan->bounds;
 	shared->nsubgroups = n;
 	pg_atomic_init_u32(&shared->subgroups_read, 0);
@@ -876,11 +885,9 @@ zl_scan_share(TableScanDesc sscan, ParallelTableScanDesc pscan, Size offset)
 		s->mask_off = 0;
 		if (sg->mask != NULL)
 		{
-			Size		bytes = (zl_subgroup_positions(sg) + 7) / 8;
-
-			memcpy((char *) shared + mask_off, sg->mask, bytes);
+			memcpy((char *) shared + mask_off, sg->mask, (zl_subgroup_positions(sg) + 7) / 8);
 			s->mask_off = mask_off;
-			mask_off += MAXALIGN(bytes);
+			mask_off += shared_mask_bytes(sg);
 		}
 	}
 	((ZLParallelScanDescData *) pscan)->shared_off = offset;
@@ -895,6 +902,7 @@ zl_scan_shared_options(ParallelTableScanDesc pscan, ZLTableOptions *opts)
 	if (shared == NULL)
 		return false;
 	*opts = shared->opts;
+	opts->time_zone = pstrdup(shared->time_zone);
 	return true;
 }
 
