@@ -543,6 +543,7 @@ scan_next_subgroup(ZLScanDesc scan, bool forward)
 		{
 			if (scan->attached)
 				pg_atomic_fetch_add_u32(&shared_list(scan)->subgroups_read, 1);
+			scan->stats.subgroups_read++;
 			scan->current = &scan->subgroups[index];
 			scan->row = forward ? -1 : scan->current->row_count;
 			scan->current_decision = scan->bounded ? scan->decisions[index] : ZL_ALL_MATCH;

@@ -62,6 +62,7 @@ typedef struct ZLPruneStats
 	int			subgroups_key_matched;	/* of those, holding one of the keys' hashes */
 	int			subgroups_key_unindexed;	/* kept ones without a directory: read whole */
 	int			subgroups_key_merged;	/* probed ones found through the merged key index */
+	int			subgroups_read; /* kept ones the scan entered (had rows for it) */
 	int64		rows_masked;	/* masked rows stepped over while reading */
 	int64		chunks_total;	/* chunks of columnar sub-groups entered */
 	int64		chunks_skipped; /* of those, skipped by their min/max */

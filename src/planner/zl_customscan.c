@@ -1057,13 +1057,23 @@ zl_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	if (es->verbose && state->key_info != NIL)
 		ExplainPropertyInteger("Sub-groups in Merged Key Index", NULL,
 							   stats->subgroups_key_merged, es);
+	/*
+	 * Where the list came from, and how many sub-groups were read: a serial
+	 * scan knows once it ran; a parallel one only with the shared list
+	 * (else each participant loaded and read its own).
+	 */
 	if (state->prune_scan != NULL)
 		ExplainPropertyText("Metadata",
 							stats->metadata_from_catalog ?
 							"catalog (leader), shared with workers" :
 							"cache (leader), shared with workers", es);
-	if (es->analyze && state->shared_counted)
-		ExplainPropertyInteger("Sub-groups Read", NULL, state->shared_read, es);
+	else if (es->analyze && state->pscan == NULL)
+		ExplainPropertyText("Metadata", stats->metadata_from_catalog ?
+							"catalog" : "cache", es);
+	if (es->analyze && (state->shared_counted || state->pscan == NULL))
+		ExplainPropertyInteger("Sub-groups Read", NULL,
+							   state->shared_counted ? state->shared_read :
+							   stats->subgroups_read, es);
 	if (es->analyze)
 		ExplainPropertyInteger("Rows Masked", NULL,
 							   state->shared_counted ? state->shared_masked :
