@@ -450,6 +450,9 @@ zl_apply_next_change_hash(ApplyContext *ac, uint32 *hash)
 	return true;
 }
 
+/* held changes fetched ahead of the one taken */
+#define HELD_AHEAD		8
+
 /* that change (from the sort: copied into the current memory); on to the next */
 Change *
 zl_apply_next_change(ApplyContext *ac)
@@ -457,7 +460,22 @@ zl_apply_next_change(ApplyContext *ac)
 	Change	   *c;
 
 	if (ac->held_context != NULL)
+	{
+		/*
+		 * Held changes were allocated in arrival order and come in hash
+		 * order: fetch one a few ahead (and its key's slot in the key
+		 * table), or each is a cache miss (a tenth of an end-of-day
+		 * apply_snapshot of 150k rows).
+		 */
+		if (ac->next_held + HELD_AHEAD < ac->nheld)
+		{
+			const HeldChange *ahead = &ac->held[ac->next_held + HELD_AHEAD];
+
+			ZL_PREFETCH(ahead->change);
+			ZL_PREFETCH(&ac->buckets[ahead->hash & (ac->nbuckets - 1)]);
+		}
 		return ac->held[ac->next_held++].change;
+	}
 	c = slot_change(ac);
 	ac->sort_more = tuplesort_gettupleslot(ac->sort, true, false, ac->sort_slot, NULL);
 	return c;
