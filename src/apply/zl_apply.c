@@ -108,10 +108,10 @@ key_table_insert_bucket(ApplyContext *ac, int keyindex)
 	uint32		hash = ac->keys[keyindex]->hash;
 	int			b = hash & mask;
 
-	while (ac->buckets[b].key >= 0)
+	while (ac->buckets[b].key != NULL)
 		b = (b + 1) & mask;
 	ac->buckets[b].hash = hash;
-	ac->buckets[b].key = keyindex;
+	ac->buckets[b].key = ac->keys[keyindex];
 }
 
 /* find the key of a row whose key hash is known; with create, add it when missing */
@@ -121,11 +121,11 @@ key_lookup_hashed(ApplyContext *ac, Datum *values, bool *isnull, uint32 hash, bo
 	int			mask = ac->nbuckets - 1;
 	KeyState   *ks;
 
-	for (int b = hash & mask; ac->buckets[b].key >= 0; b = (b + 1) & mask)
+	for (int b = hash & mask; ac->buckets[b].key != NULL; b = (b + 1) & mask)
 	{
 		if (ac->buckets[b].hash != hash)
 			continue;
-		ks = ac->keys[ac->buckets[b].key];
+		ks = ac->buckets[b].key;
 		if (zl_keys_equal(ac->hasher, ks->values, values))
 			return ks;
 	}
@@ -137,8 +137,8 @@ key_lookup_hashed(ApplyContext *ac, Datum *values, bool *isnull, uint32 hash, bo
 	{
 		ac->nbuckets *= 2;
 		pfree(ac->buckets);
-		ac->buckets = palloc_extended(sizeof(KeyBucket) * ac->nbuckets, MCXT_ALLOC_HUGE);
-		memset(ac->buckets, -1, sizeof(KeyBucket) * ac->nbuckets);
+		ac->buckets = palloc_extended(sizeof(KeyBucket) * ac->nbuckets,
+									  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 		for (int k = 0; k < ac->nkeys; k++)
 			key_table_insert_bucket(ac, k);
 	}
@@ -462,8 +462,7 @@ chunk_begin(ApplyContext *ac)
 	ac->keys = NULL;
 	ac->nkeys = ac->maxkeys = 0;
 	ac->nbuckets = 1024;
-	ac->buckets = palloc(sizeof(KeyBucket) * ac->nbuckets);
-	memset(ac->buckets, -1, sizeof(KeyBucket) * ac->nbuckets);
+	ac->buckets = palloc0(sizeof(KeyBucket) * ac->nbuckets);
 	ac->current = ac->history = NULL;
 	ac->ncurrent = ac->nhistory = 0;
 	ac->hashes = NULL;

@@ -183,7 +183,8 @@ typedef struct HeldChange
 typedef struct KeyBucket
 {
 	uint32		hash;
-	int32		key;			/* index into keys, -1 = empty */
+	struct KeyState *key;		/* NULL = empty; no index into keys, which
+								 * would be one more cache miss a probe */
 } KeyBucket;
 
 typedef struct KeyState
