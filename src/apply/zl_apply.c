@@ -27,7 +27,8 @@
  *     current partition's sub-groups (zl_keys.c) name the rows whose key
  *     hash is one of the chunk's, and only those rows are read.
  *     (apply_snapshot with deletes reads every open key of the chunk's
- *     hash range: the directories name those too.)
+ *     hash range: the directories name those too, and a merge of their
+ *     entries with the chunk's keys pairs each row with its batch key.)
  *  4. Only keys whose earliest change is at or before their open version's
  *     start (late changes, new or deleted keys) need history: scan just
  *     the partitions whose end date can hold a valid_to >= that change

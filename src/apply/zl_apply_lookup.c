@@ -387,6 +387,64 @@ current_index_hits(ApplyContext *ac, bool **in_index, int *nhits)
 	return hits;
 }
 
+/* read the rows named by hits[0 .. nhits - 1] (one sub-group's, ascending), each with its hint */
+static void
+read_hinted_rows(ApplyContext *ac, const ZLSubGroup *sg, const IndexHit *hits, int nhits,
+				 CollectArg *arg)
+{
+	int32	   *positions = palloc(sizeof(int32) * Max(nhits, 1));
+	KeyState  **keys = palloc(sizeof(KeyState *) * Max(nhits, 1));
+
+	for (int k = 0; k < nhits; k++)
+	{
+		positions[k] = (int32) (uint32) hits[k].at;
+		keys[k] = hits[k].key;
+	}
+	arg->hint_positions = positions;
+	arg->hint_keys = keys;
+	arg->nhints = nhits;
+	arg->next_hint = 0;
+	zl_read_subgroup_positions(ac->rel, sg, positions, nhits, collect_row, arg);
+	arg->nhints = 0;
+	pfree(positions);
+	pfree(keys);
+}
+
+/*
+ * Every open row of the chunk's hash range in a sub-group (apply_snapshot
+ * with deletes), each with the batch key of its hash as its hint: the
+ * directory's entries and the chunk's keys (key_hashes, one per key) are
+ * both in hash order, so one merge pairs them, and collect_row does not
+ * look each row's key up in the key table -- a random access a row, a
+ * fifth of an end-of-day snapshot's time.  Rows of keys not in the batch
+ * (to delete) have no hint.
+ */
+static void
+read_key_range_hinted(ApplyContext *ac, const ZLSubGroup *sg, const uint32 *key_hashes,
+					  CollectArg *arg)
+{
+	const ZLKeyDirEntry *entries;
+	int			n = zl_key_directory_range_entries(sg->key_directory, ac->chunk_lo,
+												   ac->chunk_hi, &entries);
+	IndexHit   *hits = palloc(sizeof(IndexHit) * Max(n, 1));
+	int			k = 0;
+
+	for (int e = 0; e < n; e++)
+	{
+		while (k < ac->nkeys && key_hashes[k] < entries[e].hash)
+			k++;
+		hits[e].at = (uint32) entries[e].position;
+		hits[e].key = k < ac->nkeys && key_hashes[k] == entries[e].hash ? ac->keys[k] : NULL;
+	}
+	if (n >= ZL_RADIXSORT_MIN_ELEMENTS)
+		zl_radix_sort(hits, n, sizeof(IndexHit), sizeof(int64));	/* at >= 0 */
+	else
+		sort_hits(hits, n);
+	if (n > 0)
+		read_hinted_rows(ac, sg, hits, n, arg);
+	pfree(hits);
+}
+
 /*
  * The open versions of the batch's keys, from the current partition's
  * sub-groups: for a chunk of many keys, the merged index of the current
@@ -401,11 +459,18 @@ find_current_versions(ApplyContext *ac, CollectArg *arg)
 	IndexHit   *hits;
 	int			nhits;
 	int			h = 0;
+	uint32	   *key_hashes = NULL;
 
 	ac->hashes = zl_apply_key_hashes(ac, false, &ac->nhashes);
 	zl_meta_load_key_directories(zl_storage_id(ac->rel), ac->snapshot,
 								 ac->current, ac->ncurrent, NULL);
 	hits = current_index_hits(ac, &in_index, &nhits);
+	if (ac->ntable_deletes > 0 && ac->keys_in_hash_order)
+	{
+		key_hashes = palloc(sizeof(uint32) * Max(ac->nkeys, 1));
+		for (int k = 0; k < ac->nkeys; k++)
+			key_hashes[k] = ac->keys[k]->hash;
+	}
 
 	for (int i = 0; i < ac->ncurrent; i++)
 	{
@@ -414,32 +479,21 @@ find_current_versions(ApplyContext *ac, CollectArg *arg)
 		if (in_index != NULL && in_index[i])
 		{
 			int			first = h;
-			int32	   *positions;
-			KeyState  **keys;
 
 			while (h < nhits && (int) (hits[h].at >> 32) == i)
 				h++;
-			if (h == first || sg->masked_rows >= sg->row_count)
-				continue;
-			positions = palloc(sizeof(int32) * (h - first));
-			keys = palloc(sizeof(KeyState *) * (h - first));
-			for (int k = first; k < h; k++)
-			{
-				positions[k - first] = (int32) (uint32) hits[k].at;
-				keys[k - first] = hits[k].key;
-			}
-			arg->hint_positions = positions;
-			arg->hint_keys = keys;
-			arg->nhints = h - first;
-			arg->next_hint = 0;
-			zl_read_subgroup_positions(ac->rel, sg, positions, h - first, collect_row, arg);
-			arg->nhints = 0;
-			pfree(positions);
-			pfree(keys);
+			if (h > first && sg->masked_rows < sg->row_count)
+				read_hinted_rows(ac, sg, hits + first, h - first, arg);
 		}
-		else if (sg->masked_rows < sg->row_count)
+		else if (sg->masked_rows >= sg->row_count)
+			continue;
+		else if (key_hashes != NULL && sg->key_directory != NULL)
+			read_key_range_hinted(ac, sg, key_hashes, arg);
+		else
 			zl_apply_read_batch_key_rows(ac, sg, collect_row, arg);
 	}
+	if (key_hashes != NULL)
+		pfree(key_hashes);
 }
 
 void

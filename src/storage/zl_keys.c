@@ -454,22 +454,36 @@ lower_bound(const ZLKeyDirEntry *entries, int lo, int hi, uint32 hash)
 	return lo;
 }
 
-/* positions in a directory whose hash lies in [lo, hi] */
-int32 *
-zl_key_directory_range(const bytea *dir, uint32 lo, uint32 hi, int *npositions)
+/*
+ * The entries of a directory whose hash lies in [lo, hi], in hash order:
+ * their number, and in *range the first of them (in the directory).
+ */
+int
+zl_key_directory_range_entries(const bytea *dir, uint32 lo, uint32 hi,
+							   const ZLKeyDirEntry **range)
 {
 	const ZLKeyDirEntry *entries = ZL_KEY_DIRECTORY_ENTRIES(dir);
 	int			n = ZL_KEY_DIRECTORY_SIZE(dir);
 	int			first = lower_bound(entries, 0, n, lo);
 	int			end = first;
-	int32	   *found;
 
 	while (end < n && entries[end].hash <= hi)
 		end++;
-	found = palloc(sizeof(int32) * Max(end - first, 1));
-	for (int e = first; e < end; e++)
-		found[e - first] = entries[e].position;
-	*npositions = end - first;
+	*range = entries + first;
+	return end - first;
+}
+
+/* positions in a directory whose hash lies in [lo, hi] */
+int32 *
+zl_key_directory_range(const bytea *dir, uint32 lo, uint32 hi, int *npositions)
+{
+	const ZLKeyDirEntry *entries;
+	int32	   *found;
+
+	*npositions = zl_key_directory_range_entries(dir, lo, hi, &entries);
+	found = palloc(sizeof(int32) * Max(*npositions, 1));
+	for (int e = 0; e < *npositions; e++)
+		found[e] = entries[e].position;
 	return found;
 }
 

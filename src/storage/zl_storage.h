@@ -155,6 +155,8 @@ typedef struct ZLKeyDirEntry
 
 #define ZL_KEY_DIRECTORY_ENTRIES(dir)	((const ZLKeyDirEntry *) VARDATA_ANY(dir))
 #define ZL_KEY_DIRECTORY_SIZE(dir)		((int) (VARSIZE_ANY_EXHDR(dir) / sizeof(ZLKeyDirEntry)))
+extern int	zl_key_directory_range_entries(const bytea *dir, uint32 lo, uint32 hi,
+										   const ZLKeyDirEntry **range);
 
 extern ZLKeyHasher *zl_key_hasher_create(TupleDesc tupdesc, const ZLTableOptions *opts);
 extern uint32 zl_key_hash(const ZLKeyHasher *h, const Datum *values);
