@@ -190,6 +190,9 @@ snapshot_leaves_row(CollectArg *ca, KeyState *ks, HeapTuple tuple)
 	return values_equal(ac, c->values, c->isnull, ca->scratch, ca->scratch_null);
 }
 
+/* hints whose keys are fetched ahead (twice as far: the keys themselves) */
+#define HINTS_AHEAD		4
+
 /*
  * The batch key the merged index named for the row at position, if the
  * row's key (in ca->probe) is that key: no hashing and no probe of the
@@ -205,6 +208,17 @@ hinted_key(CollectArg *ca, int32 position)
 	if (ca->next_hint >= ca->nhints || ca->hint_positions[ca->next_hint] != position)
 		return NULL;
 	ks = ca->hint_keys[ca->next_hint];
+
+	/*
+	 * Rows come in position order, their keys in no order: fetch the keys
+	 * of the rows ahead, then their values, or each is a cache miss.
+	 */
+	if (ca->next_hint + 2 * HINTS_AHEAD < ca->nhints &&
+		ca->hint_keys[ca->next_hint + 2 * HINTS_AHEAD] != NULL)
+		ZL_PREFETCH(ca->hint_keys[ca->next_hint + 2 * HINTS_AHEAD]);
+	if (ca->next_hint + HINTS_AHEAD < ca->nhints &&
+		ca->hint_keys[ca->next_hint + HINTS_AHEAD] != NULL)
+		ZL_PREFETCH(ca->hint_keys[ca->next_hint + HINTS_AHEAD]->values);
 	return ks != NULL && zl_keys_equal(ca->ac->hasher, ks->values, ca->probe) ? ks : NULL;
 }
 
