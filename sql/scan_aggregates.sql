@@ -3,9 +3,9 @@
 -- ZipperAggregate node from the rows its ZipperScan keeps, give exactly
 -- what the executor's Agg node gives over the same scan: for columnar and
 -- row history, NULLs, NaN, collations, empty answers, expressions over
--- aggregates, parameters, rescans, masks, rollbacks and parallel plans.
--- Queries it does not take (grouping, DISTINCT, FILTER, other filters,
--- other aggregates) keep the Agg node.
+-- aggregates, DISTINCT (in memory and spilled), parameters, rescans,
+-- masks, rollbacks and parallel plans. Queries it does not take
+-- (grouping, FILTER, other filters, other aggregates) keep the Agg node.
 SET timezone = 'UTC';
 \set VERBOSITY terse
 -- chunks of 16 rows, so that bounds check some chunks row by row
@@ -98,7 +98,13 @@ INSERT INTO agg_queries VALUES
   -- arguments under binary coercions (text read as varchar, int as oid)
   (19, $q$SELECT min(t::varchar), max(tc::varchar), min(i::oid), max(i::oid), count(d::date)
           FROM %1$s WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00'$q$),
-  -- the Agg node's: grouping, HAVING, DISTINCT, FILTER, ORDER BY in an
+  -- DISTINCT: the distinct inputs in the sort order (sum of floats depends
+  -- on it), NULLs counted out, under the column's collation
+  (20, $q$SELECT count(DISTINCT i), count(DISTINCT t), count(DISTINCT tc), sum(DISTINCT f), avg(DISTINCT n),
+                min(DISTINCT t), max(DISTINCT tc), count(DISTINCT d), sum(DISTINCT iv), count(*)
+         FROM %1$s WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00'$q$),
+  (21, $q$SELECT count(DISTINCT t), sum(DISTINCT n), avg(DISTINCT f), count(*) FROM %1$s WHERE valid_to = 'infinity'$q$),
+  -- the Agg node's: grouping, HAVING, DISTINCT of an expression, FILTER, ORDER BY in an
   -- aggregate, another filter, an expression argument, another aggregate
   (10, $q$SELECT (i %% 3) AS g, count(*) FROM %1$s WHERE valid_to = 'infinity' GROUP BY 1 ORDER BY 1$q$),
   (11, $q$SELECT count(*) FROM %1$s WHERE valid_to = 'infinity' HAVING count(*) > 0$q$),
@@ -117,6 +123,13 @@ INSERT INTO agg_queries VALUES
 SELECT q, tbl, (agg_check(format(query, tbl))).*
   FROM agg_queries, (VALUES ('agg_zl'), ('agg_rows')) t(tbl)
  ORDER BY q, tbl;
+-- DISTINCT inputs beyond work_mem go to a sort (README "Bounded memory")
+SET work_mem = '64kB';
+SELECT tbl, c.node, c.same
+  FROM (VALUES ('agg_zl'), ('agg_rows')) t(tbl),
+       agg_check(format($q$SELECT count(DISTINCT i), sum(DISTINCT n), count(DISTINCT iv), sum(DISTINCT f)
+                           FROM %1$s$q$, tbl)) c;
+RESET work_mem;
 
 -- the plan: the ZipperScan below keeps its bounds and pruning; EXPLAIN
 -- ANALYZE counts the rows the node took from it

@@ -10,8 +10,8 @@
  * evaluates each aggregate's argument as an expression.  When nothing
  * filters the ZipperScan's rows (every restriction clause is one of its
  * bounds) and every aggregate is a built-in count, sum, min, max or avg of
- * a column of the table (or count(*)), without DISTINCT, ORDER BY or
- * FILTER, this node computes them instead: it takes the rows straight from
+ * a column of the table (or count(*)), without ORDER BY or FILTER (with
+ * DISTINCT: zl_aggregate_distinct.c), this node computes them instead: it takes the rows straight from
  * the scan core and calls the aggregates' own transition and final
  * functions on the columns' values — the same functions, on the same rows
  * in the same order, as the Agg node.
@@ -100,6 +100,7 @@ typedef struct ScanAggregate
 	Datum		state;			/* in the node's state memory */
 	bool		statenull;
 	bool		nostate;		/* strict, no initial value, no input yet */
+	ZLDistinctInput *distinct;	/* DISTINCT: its inputs, until the end */
 } ScanAggregate;
 
 typedef struct ZipperAggregateState
@@ -166,8 +167,8 @@ is_column_of(Node *node, Index rti)
 /*
  * Can the node compute this aggregate?  A built-in count, sum, min, max or
  * avg of a column of the scanned relation, or count(*); as written, or
- * split as a parallel plan's partial aggregate (partial); without
- * DISTINCT, ORDER BY or FILTER.
+ * split as a parallel plan's partial aggregate (partial); without ORDER
+ * BY or FILTER, and DISTINCT only when not partial (as nodeAgg.c).
  */
 static bool
 supported_aggregate(Aggref *aggref, Index rti, bool partial)
@@ -176,7 +177,9 @@ supported_aggregate(Aggref *aggref, Index rti, bool partial)
 
 	if (aggref->aggsplit != (partial ? AGGSPLIT_INITIAL_SERIAL : AGGSPLIT_SIMPLE) ||
 		aggref->aggkind != AGGKIND_NORMAL || aggref->agglevelsup != 0 ||
-		aggref->aggdistinct != NIL || aggref->aggorder != NIL || aggref->aggfilter != NULL ||
+		(aggref->aggdistinct != NIL &&
+		 (partial || !OidIsValid(linitial_node(SortGroupClause, aggref->aggdistinct)->sortop))) ||
+		aggref->aggorder != NIL || aggref->aggfilter != NULL ||
 		aggref->aggdirectargs != NIL || aggref->aggvariadic ||
 		list_length(aggref->args) != (aggref->aggstar ? 0 : 1) ||
 		(!aggref->aggstar &&
@@ -424,6 +427,14 @@ init_aggregate(ZipperAggregateState *state, ScanAggregate *agg, Aggref *aggref)
 											 final_nargs, aggref->inputcollid);
 	}
 
+	if (aggref->aggdistinct != NIL)
+	{
+		SortGroupClause *clause = linitial_node(SortGroupClause, aggref->aggdistinct);
+
+		agg->distinct = zl_distinct_create(input_types[0], clause->eqop, clause->sortop,
+										   clause->nulls_first, aggref->inputcollid);
+	}
+
 	init_text = SysCacheGetAttr(AGGFNOID, tuple, Anum_pg_aggregate_agginitval, &agg->initnull);
 	if (!agg->initnull)
 	{
@@ -453,6 +464,8 @@ reset_states(ZipperAggregateState *state)
 		agg->nostate = agg->initnull && agg->transfn.fn_strict;
 		agg->state = agg->initnull ? (Datum) 0 :
 			datumCopy(agg->initval, agg->transbyval, agg->translen);
+		if (agg->distinct != NULL)
+			zl_distinct_reset(agg->distinct);
 	}
 	MemoryContextSwitchTo(old);
 	state->done = false;
@@ -548,6 +561,9 @@ aggregate_row(ZipperAggregateState *state, TupleTableSlot *row)
 
 		if (agg->attnum == 0)
 			advance(state, agg, (Datum) 0, false);
+		else if (agg->distinct != NULL)
+			zl_distinct_add(agg->distinct, row->tts_values[agg->attnum - 1],
+							row->tts_isnull[agg->attnum - 1]);
 		else
 			advance(state, agg, row->tts_values[agg->attnum - 1],
 					row->tts_isnull[agg->attnum - 1]);
@@ -611,6 +627,12 @@ aggregate_batch(ZipperAggregateState *state, const ZLRowBatch *batch)
 			batch_column(batch, agg->attnum, &values, &nulls);
 		/* what the transition functions leave behind, a chunk's rows at most */
 		ResetExprContext(econtext);
+		if (agg->distinct != NULL)
+		{
+			for (uint32 k = 0; k < batch->nrows; k++)
+				zl_distinct_add(agg->distinct, values[batch->rows[k]], nulls[batch->rows[k]]);
+			continue;
+		}
 		for (uint32 k = 0; k < batch->nrows; k++)
 		{
 			uint32		r = batch->rows[k];
@@ -620,6 +642,33 @@ aggregate_batch(ZipperAggregateState *state, const ZLRowBatch *batch)
 			else
 				advance(state, agg, values[r], nulls[r]);
 		}
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/* distinct inputs between resets of the per-row memory */
+#define DISTINCT_RESET_EVERY	1024
+
+/*
+ * An aggregate with DISTINCT takes its distinct inputs now, in the order
+ * of the clause's sort operator, as nodeAgg.c gives them.
+ */
+static void
+advance_distinct(ZipperAggregateState *state, ScanAggregate *agg)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+	Datum		value;
+	bool		isnull;
+	int			n = 0;
+
+	zl_distinct_finish(agg->distinct);
+	while (zl_distinct_next(agg->distinct, &value, &isnull))
+	{
+		/* what the transition functions leave behind */
+		if (++n % DISTINCT_RESET_EVERY == 0)
+			ResetExprContext(econtext);
+		advance(state, agg, value, isnull);
 	}
 	MemoryContextSwitchTo(old);
 }
@@ -705,6 +754,9 @@ exec_aggregate(CustomScanState *node)
 			break;
 	}
 
+	for (int i = 0; i < state->naggs; i++)
+		if (state->aggs[i].distinct != NULL)
+			advance_distinct(state, &state->aggs[i]);
 	ExecClearTuple(out);
 	old = MemoryContextSwitchTo(state->state_memory);
 	for (int i = 0; i < state->naggs; i++)
@@ -721,8 +773,13 @@ exec_aggregate(CustomScanState *node)
 static void
 end_aggregate(CustomScanState *node)
 {
+	ZipperAggregateState *state = (ZipperAggregateState *) node;
+
 	ExecEndNode(linitial(node->custom_ps));
-	MemoryContextDelete(((ZipperAggregateState *) node)->state_memory);
+	for (int i = 0; i < state->naggs; i++)
+		if (state->aggs[i].distinct != NULL)
+			zl_distinct_end(state->aggs[i].distinct);
+	MemoryContextDelete(state->state_memory);
 }
 
 static void

@@ -45,4 +45,16 @@ extern struct Path *zl_unfiltered_scan_path(struct PlannerInfo *root, struct Rel
 extern TupleTableSlot *zl_customscan_next_row(struct PlanState *node);
 extern bool zl_customscan_next_batch(struct PlanState *node, ZLRowBatch *batch);
 
+/* ---------- zl_aggregate_distinct.c ---------- */
+
+typedef struct ZLDistinctInput ZLDistinctInput;
+
+extern ZLDistinctInput *zl_distinct_create(Oid type, Oid eqop, Oid sortop, bool nulls_first,
+										   Oid collation);
+extern void zl_distinct_reset(ZLDistinctInput *d);
+extern void zl_distinct_end(ZLDistinctInput *d);
+extern void zl_distinct_add(ZLDistinctInput *d, Datum value, bool isnull);
+extern void zl_distinct_finish(ZLDistinctInput *d);
+extern bool zl_distinct_next(ZLDistinctInput *d, Datum *value, bool *isnull);
+
 #endif							/* ZL_PLANNER_INTERNAL_H */
