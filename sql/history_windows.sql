@@ -54,6 +54,16 @@ SELECT * FROM zipper_lake.verify('hw');
 SELECT count(*), sum(v), min(valid_from), max(valid_to) FILTER (WHERE valid_to < 'infinity')
   FROM hw;
 
+-- verify() reports windows that overlap, and a window whose end is not a
+-- base window's (catalog rows edited by hand, rolled back)
+BEGIN;
+UPDATE zipper_lake.subgroup SET window_end = '2026-01-05'
+ WHERE storage_id = zipper_lake._storage_id('hw') AND window_start = '2025-12-20';
+UPDATE zipper_lake.subgroup SET window_end = '2026-02-25 12:00'
+ WHERE storage_id = zipper_lake._storage_id('hw') AND window_start = '2026-02-25';
+SELECT check_name, count(*) FROM zipper_lake.verify('hw') GROUP BY 1 ORDER BY 1;
+ROLLBACK;
+
 -- rows placed at registration: 40,000 versions ending on 03-01, started
 -- over 40 days (1,000 a day), make two file groups: the first takes 33
 -- days (33,000 rows, the first count at or over 32,768), the second the
