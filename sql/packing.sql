@@ -167,12 +167,21 @@ SELECT id, length(pad), length(doc), valid_to FROM zt ORDER BY valid_from;
 -- the catalog rows of history sub-groups are inserted several at once
 -- (README "Packing"): one write into 300 windows of one partition inserts
 -- them in two statements, and each window still has one file group of its
--- own
+-- own.  Windows a write opens are coalesced (README "Storage") unless a
+-- file group lies between them: 301 writes of one row first make the
+-- file groups in between
 CREATE TABLE wide_windows (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
   USING zipper_lake;
 SELECT zipper_lake.register('wide_windows', ARRAY['id']);
+DO $$
+BEGIN
+  FOR k IN 0..300 LOOP
+    INSERT INTO packing.wide_windows
+    VALUES (1000 + k, k, '2024-06-01'::timestamptz - 2 * k * interval '1 day', '2024-06-01 12:00');
+  END LOOP;
+END $$;
 INSERT INTO wide_windows
-SELECT k, k, '2024-06-01'::timestamptz - k * interval '1 day', '2024-06-01 12:00'
+SELECT k, k, '2024-06-01'::timestamptz - (2 * k - 1) * interval '1 day', '2024-06-01 12:00'
   FROM generate_series(1, 300) k;
 SELECT count(*) AS subgroups, count(DISTINCT window_start) AS windows,
        count(DISTINCT file_group) AS file_groups

@@ -310,6 +310,10 @@ ALTER TABLE zipper_lake.registration ADD COLUMN history_format text NOT NULL
     DEFAULT 'columnar' CHECK (history_format IN ('columnar', 'rows'));
 ALTER TABLE zipper_lake.subgroup ADD COLUMN format "char" NOT NULL DEFAULT 'r'
     CHECK (format IN ('r', 'c'));
+-- README "Storage": the end of a history file group's window, which spans
+-- whole history_group_spans; NULL = one span from window_start (0.1's
+-- history, and the current partition)
+ALTER TABLE zipper_lake.subgroup ADD COLUMN window_end timestamptz;
 
 -- immutable pieces (one per application that changed the record, oldest
 -- first), cut into segments of entries in key-hash order

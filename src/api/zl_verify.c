@@ -94,6 +94,30 @@ typedef struct SubGroupCheck
 	bool		unsorted;
 } SubGroupCheck;
 
+/* the end of a sub-group's window: window_end, or one base window */
+static int64
+window_end(const ZLTableOptions *opts, const ZLSubGroup *sg)
+{
+	return sg->window_end != ZL_NO_WINDOW_END ? sg->window_end :
+		zl_window_end(opts, sg->partition_end, sg->window_start);
+}
+
+/*
+ * Does a row starting at from belong in a sub-group's window?  A history
+ * window is one or more whole base windows (README "Storage").
+ */
+static bool
+in_window(const ZLTableOptions *opts, const ZLSubGroup *sg, int64 from)
+{
+	int64		base = zl_window_of(opts, sg->partition_end, from);
+
+	if (sg->window_end == ZL_NO_WINDOW_END)
+		return base == sg->window_start;
+	return base >= sg->window_start && base < sg->window_end &&
+		zl_window_of(opts, sg->partition_end, sg->window_start) == sg->window_start &&
+		zl_window_of(opts, sg->partition_end, sg->window_end) == sg->window_end;
+}
+
 static void
 check_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 {
@@ -124,7 +148,7 @@ check_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 			   zl_instant_to_cstring(to, opts->period_type),
 			   DatumGetCString(DirectFunctionCall1(date_out, DateADTGetDatum(sg->partition_end))));
 	}
-	if (zl_window_of(opts, sg->partition_end, from) != sg->window_start && !c->bad_window)
+	if (!in_window(opts, sg, from) && !c->bad_window)
 	{
 		c->bad_window = true;
 		report(c->out, "wrong file group", "Sub-group " INT64_FORMAT " row (%u,%u) with key %s has valid_from %s outside its window.",
@@ -206,9 +230,13 @@ file_group_cmp(const void *a, const void *b)
 	return window_cmp(a, b);
 }
 
-/* a window of a history partition keeps one file group, holding nothing else */
+/*
+ * A window of a history partition keeps one file group, holding nothing
+ * else, and the windows of a partition's file groups do not overlap.
+ */
 static void
-verify_history_windows(VerifyOutput *out, ZLSubGroup *sgs, int nsgs)
+verify_history_windows(VerifyOutput *out, const ZLTableOptions *opts, ZLSubGroup *sgs,
+					   int nsgs)
 {
 	ZLSubGroup **history = palloc(sizeof(ZLSubGroup *) * Max(nsgs, 1));
 	int			n = 0;
@@ -226,10 +254,26 @@ verify_history_windows(VerifyOutput *out, ZLSubGroup *sgs, int nsgs)
 				   DatumGetCString(DirectFunctionCall1(date_out, DateADTGetDatum(history[i]->partition_end))),
 				   history[i - 1]->file_group, history[i]->file_group);
 
+	/* windows of one partition's file groups do not overlap */
+	for (int i = 1, widest = 0; i < n; i++)
+	{
+		if (history[i]->partition_end != history[widest]->partition_end)
+			widest = i;
+		else if (!same_window(history[i], history[widest]) &&
+				 window_end(opts, history[widest]) > history[i]->window_start)
+			report(out, "overlapping history windows", "Sub-groups " INT64_FORMAT " and " INT64_FORMAT " of partition %s are in file groups " INT64_FORMAT " and " INT64_FORMAT " whose windows overlap.",
+				   history[widest]->subgroup_id, history[i]->subgroup_id,
+				   DatumGetCString(DirectFunctionCall1(date_out, DateADTGetDatum(history[i]->partition_end))),
+				   history[widest]->file_group, history[i]->file_group);
+		else if (window_end(opts, history[i]) > window_end(opts, history[widest]))
+			widest = i;		/* the window reaching furthest so far */
+	}
+
 	qsort(history, n, sizeof(ZLSubGroup *), file_group_cmp);
 	for (int i = 1; i < n; i++)
 		if (history[i]->file_group == history[i - 1]->file_group &&
-			!same_window(history[i], history[i - 1]))
+			(!same_window(history[i], history[i - 1]) ||
+			 window_end(opts, history[i]) != window_end(opts, history[i - 1])))
 			report(out, "wrong file group", "File group " INT64_FORMAT " holds sub-groups " INT64_FORMAT " and " INT64_FORMAT " of different history windows.",
 				   history[i]->file_group, history[i - 1]->subgroup_id, history[i]->subgroup_id);
 	pfree(history);
@@ -289,7 +333,7 @@ zipper_lake_verify_storage(PG_FUNCTION_ARGS)
 		verify_subgroup(&out, rel, &opts, sg);
 	}
 
-	verify_history_windows(&out, sgs, nsgs);
+	verify_history_windows(&out, &opts, sgs, nsgs);
 
 	/* free extents lie in the file and outside every visible sub-group */
 	extents = zl_meta_load_free_extents(zl_storage_id(rel), GetActiveSnapshot(), &nextents);

@@ -148,6 +148,7 @@ extern void zl_meta_history_insert(ZLHistoryInserts *h, const ZLSubGroup *sg,
 								   bytea *key_directory);
 extern void zl_meta_history_inserts_flush(ZLHistoryInserts *h);
 extern void zl_meta_history_inserts_end(ZLHistoryInserts *h);
+extern bool zl_meta_has_window_end(void);
 extern void zl_meta_delete_subgroup(Relation rel, int64 subgroup_id);
 extern void zl_meta_insert_masks(Relation rel, int nmasks,
 								 const int64 *subgroup_ids, int32 *const *positions,

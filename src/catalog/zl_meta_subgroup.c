@@ -170,6 +170,7 @@ enum
 	H_FIRST_BLOCK,
 	H_BLOCKS,
 	H_DIRECTORY,
+	H_WINDOW_END,
 	H_COLUMNS
 };
 
@@ -201,7 +202,7 @@ zl_meta_history_inserts_flush(ZLHistoryInserts *h)
 {
 	static const Oid types[H_COLUMNS] = {
 		DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-		INT8OID, INT8OID, INT4OID, BYTEAOID
+		INT8OID, INT8OID, INT4OID, BYTEAOID, TIMESTAMPTZOID
 	};
 	Datum		values[1 + H_COLUMNS];
 
@@ -218,8 +219,9 @@ zl_meta_history_inserts_flush(ZLHistoryInserts *h)
 		values[1 + c] = PointerGetDatum(construct_array(h->columns[c], h->n, types[c],
 														typlen, typbyval, typalign));
 	}
-	zl_meta_run(h->format == ZL_FORMAT_COLUMNAR ?
-				Q_INSERT_HISTORY_COLUMNAR_SUBGROUPS : Q_INSERT_HISTORY_SUBGROUPS,
+	zl_meta_run(h->format == ZL_FORMAT_COLUMNAR ? Q_INSERT_HISTORY_COLUMNAR_SUBGROUPS :
+				zl_meta_has_window_end() ? Q_INSERT_HISTORY_WIDE_SUBGROUPS :
+				Q_INSERT_HISTORY_SUBGROUPS,
 				values, NULL);
 	count_subgroups_written(h->rel, h->rows);
 
@@ -252,6 +254,7 @@ zl_meta_history_insert(ZLHistoryInserts *h, const ZLSubGroup *sg, bytea *key_dir
 	h->columns[H_FIRST_BLOCK][i] = Int64GetDatum((int64) sg->first_block);
 	h->columns[H_BLOCKS][i] = Int32GetDatum(sg->blocks);
 	h->columns[H_DIRECTORY][i] = PointerGetDatum(key_directory);
+	h->columns[H_WINDOW_END][i] = TimestampTzGetDatum(sg->window_end);
 	h->directory_bytes += VARSIZE(key_directory);
 	h->rows += sg->row_count;
 }

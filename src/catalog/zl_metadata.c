@@ -86,16 +86,18 @@ typedef struct ZLMetaQueryDef
 /*
  * The sub-groups of history partitions a write made, in one statement
  * (their many small catalog rows would otherwise cost a statement each).
- * A history window keeps one file group: each window's, looked up once,
- * or opened (a new id, taken before the sub-groups' ids) if it has none,
- * so sub-groups of one window in one statement share it; ids follow the
- * order of the arrays.
+ * A history window keeps one file group: each window's, looked up once by
+ * its start, or opened (a new id, taken before the sub-groups' ids) if it
+ * has none, so sub-groups of one window in one statement share it; ids
+ * follow the order of the arrays.  The writer chose the windows
+ * (zl_place.c, "File-group windows"), and their ends ($10) go to catalogs
+ * that have window_end (0.2).
  */
 #define INSERT_HISTORY_SUBGROUPS(more_columns, more_values) \
 	"WITH s AS (SELECT * FROM unnest($2::date[], $3::timestamptz[], $4::timestamptz[]," \
-	" $5::timestamptz[], $6::int8[], $7::int8[], $8::int4[], $9::bytea[]) WITH ORDINALITY" \
-	" AS s(partition_end, window_start, first_start, last_start, row_count, first_block," \
-	" blocks, key_directory, ord))," \
+	" $5::timestamptz[], $6::int8[], $7::int8[], $8::int4[], $9::bytea[], $10::timestamptz[])" \
+	" WITH ORDINALITY AS s(partition_end, window_start, first_start, last_start, row_count," \
+	" first_block, blocks, key_directory, window_end, ord))," \
 	" w AS MATERIALIZED (SELECT w.partition_end, w.window_start," \
 	" coalesce(g.file_group, nextval('zipper_lake.id_seq')) AS file_group," \
 	" coalesce(g.rollover_seq, 0) AS rollover_seq" \
@@ -114,7 +116,8 @@ typedef struct ZLMetaQueryDef
 	" FROM s JOIN w USING (partition_end, window_start) ORDER BY s.ord"
 #define INSERT_HISTORY_SUBGROUPS_TYPES \
 	INT8OID, DATEARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, \
-	TIMESTAMPTZARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT4ARRAYOID, BYTEAARRAYOID
+	TIMESTAMPTZARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT4ARRAYOID, BYTEAARRAYOID, \
+	TIMESTAMPTZARRAYOID
 #define INSERT_SUBGROUP_TYPES \
 	INT8OID, INT8OID, INT4OID, DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID, \
 	TIMESTAMPTZOID, INT8OID, INT8OID, INT4OID, BYTEAOID
@@ -170,11 +173,17 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	[Q_INSERT_COLUMNAR_SUBGROUP] = {
 		INSERT_SUBGROUP(", format)", ", 'c')"), 11, {INSERT_SUBGROUP_TYPES}
 	},
+	/* 0.1's catalog has neither window_end nor format */
 	[Q_INSERT_HISTORY_SUBGROUPS] = {
-		INSERT_HISTORY_SUBGROUPS(")", ""), 9, {INSERT_HISTORY_SUBGROUPS_TYPES}
+		INSERT_HISTORY_SUBGROUPS(")", ""), 10, {INSERT_HISTORY_SUBGROUPS_TYPES}
+	},
+	[Q_INSERT_HISTORY_WIDE_SUBGROUPS] = {
+		INSERT_HISTORY_SUBGROUPS(", window_end)", ", s.window_end"), 10,
+		{INSERT_HISTORY_SUBGROUPS_TYPES}
 	},
 	[Q_INSERT_HISTORY_COLUMNAR_SUBGROUPS] = {
-		INSERT_HISTORY_SUBGROUPS(", format)", ", 'c'"), 9, {INSERT_HISTORY_SUBGROUPS_TYPES}
+		INSERT_HISTORY_SUBGROUPS(", window_end, format)", ", s.window_end, 'c'"), 10,
+		{INSERT_HISTORY_SUBGROUPS_TYPES}
 	},
 	[Q_DELETE_SUBGROUP] = {
 		"WITH d AS (DELETE FROM zipper_lake.subgroup"

@@ -64,7 +64,8 @@ enum
 	SG_BLOCKS,
 	SG_KEY_DIRECTORY,
 	SG_NATTS = SG_KEY_DIRECTORY,
-	SG_FORMAT					/* 0.2: absent until ALTER EXTENSION UPDATE */
+	SG_FORMAT,					/* 0.2: absent until ALTER EXTENSION UPDATE */
+	SG_WINDOW_END				/* 0.2 too */
 };
 
 enum
@@ -200,6 +201,24 @@ zl_meta_subgroup_passes(const ZLSubGroup *sg, const ZLSubGroupFilter *filter,
 		sg->partition_end <= filter->max_partition && starts_meet;
 }
 
+/*
+ * Does the catalog have subgroup.window_end (0.2), so that history file
+ * groups may span several base windows (README "Storage")?  A 0.1 catalog
+ * not updated yet keeps one base window a file group.
+ */
+bool
+zl_meta_has_window_end(void)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(zl_meta_catalog()->subgroup));
+	int			natts;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for zipper_lake.subgroup");
+	natts = ((Form_pg_class) GETSTRUCT(tuple))->relnatts;
+	ReleaseSysCache(tuple);
+	return natts >= SG_WINDOW_END;
+}
+
 static void
 subgroup_from_row(ZLSubGroup *sg, Datum *values, bool *isnull, int natts)
 {
@@ -215,6 +234,8 @@ subgroup_from_row(ZLSubGroup *sg, Datum *values, bool *isnull, int natts)
 	sg->row_count = int64_or_zero(values, isnull, SG_ROW_COUNT);
 	sg->first_block = (BlockNumber) int64_or_zero(values, isnull, SG_FIRST_BLOCK);
 	sg->blocks = isnull[SG_BLOCKS - 1] ? 0 : DatumGetInt32(values[SG_BLOCKS - 1]);
+	sg->window_end = natts < SG_WINDOW_END || isnull[SG_WINDOW_END - 1] ? ZL_NO_WINDOW_END :
+		DatumGetTimestampTz(values[SG_WINDOW_END - 1]);
 	sg->format = natts < SG_FORMAT || isnull[SG_FORMAT - 1] ? ZL_FORMAT_ROWS :
 		DatumGetChar(values[SG_FORMAT - 1]);
 }

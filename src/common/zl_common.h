@@ -127,6 +127,8 @@ extern bool zl_instant_is_finite(int64 instant);
 extern DateADT zl_partition_of(const ZLTableOptions *opts, int64 valid_to);
 extern int64 zl_window_of(const ZLTableOptions *opts, DateADT partition_end,
 						  int64 valid_from);
+extern int64 zl_window_end(const ZLTableOptions *opts, DateADT partition_end,
+						   int64 window_start);
 extern ZLSpan zl_span_from_interval(const Interval *span);
 extern void zl_partition_range(const ZLTableOptions *opts, DateADT partition_end,
 							   int64 *valid_to_lo, int64 *valid_to_hi);

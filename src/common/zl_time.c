@@ -204,13 +204,13 @@ zl_partition_of(const ZLTableOptions *opts, int64 valid_to)
 	return (DateADT) (date2j(year, month, 1) - POSTGRES_EPOCH_JDATE);
 }
 
-int64
-zl_window_of(const ZLTableOptions *opts, DateADT partition_end, int64 valid_from)
+/*
+ * The wall-clock start of the window of span holding local, moved on by
+ * after whole windows.
+ */
+static int64
+window_local(const ZLSpan *span, int64 local, int after)
 {
-	const ZLSpan *span = (partition_end == ZL_CURRENT_PARTITION) ?
-		&opts->current_span : &opts->history_span;
-	int64		local = instant_to_local(opts, valid_from);
-
 	if (span->months > 0)
 	{
 		struct pg_tm tm;
@@ -222,7 +222,7 @@ zl_window_of(const ZLTableOptions *opts, DateADT partition_end, int64 valid_from
 					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 					 errmsg("timestamp out of range")));
 		month_index = (int64) tm.tm_year * MONTHS_PER_YEAR + tm.tm_mon - 1;
-		month_index = floor_div(month_index, span->months) * span->months;
+		month_index = (floor_div(month_index, span->months) + after) * span->months;
 		memset(&tm, 0, sizeof(tm));
 		tm.tm_year = (int) floor_div(month_index, MONTHS_PER_YEAR);
 		tm.tm_mon = (int) (month_index - (int64) tm.tm_year * MONTHS_PER_YEAR) + 1;
@@ -231,11 +231,36 @@ zl_window_of(const ZLTableOptions *opts, DateADT partition_end, int64 valid_from
 			ereport(ERROR,
 					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 					 errmsg("timestamp out of range")));
+		return local;
 	}
-	else
-		local = WINDOW_ORIGIN + floor_div(local - WINDOW_ORIGIN, span->usecs) * span->usecs;
+	return WINDOW_ORIGIN + (floor_div(local - WINDOW_ORIGIN, span->usecs) + after) * span->usecs;
+}
 
-	return local_to_instant(opts, local);
+static const ZLSpan *
+partition_span(const ZLTableOptions *opts, DateADT partition_end)
+{
+	return partition_end == ZL_CURRENT_PARTITION ? &opts->current_span : &opts->history_span;
+}
+
+/*
+ * The base window of valid_from in a partition: history_group_span (or
+ * current_group_span) aligned in the table's time zone.  A history file
+ * group's window is one or more consecutive base windows (README
+ * "Storage").
+ */
+int64
+zl_window_of(const ZLTableOptions *opts, DateADT partition_end, int64 valid_from)
+{
+	return local_to_instant(opts, window_local(partition_span(opts, partition_end),
+											   instant_to_local(opts, valid_from), 0));
+}
+
+/* the end of the base window that starts at window_start (the next one's start) */
+int64
+zl_window_end(const ZLTableOptions *opts, DateADT partition_end, int64 window_start)
+{
+	return local_to_instant_clamped(opts, window_local(partition_span(opts, partition_end),
+													   instant_to_local(opts, window_start), 1));
 }
 
 ZLSpan

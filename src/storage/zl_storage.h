@@ -27,6 +27,9 @@
 
 typedef struct ZLKeyFilter ZLKeyFilter;
 
+/* window_end of a file group whose window is one base window (NULL in the catalog) */
+#define ZL_NO_WINDOW_END		PG_INT64_MIN
+
 typedef struct ZLSubGroup
 {
 	int64		subgroup_id;
@@ -35,6 +38,7 @@ typedef struct ZLSubGroup
 	char		format;			/* ZL_FORMAT_ROWS or ZL_FORMAT_COLUMNAR */
 	DateADT		partition_end;	/* ZL_CURRENT_PARTITION for open versions */
 	int64		window_start;
+	int64		window_end;		/* history: end of a wide window (README "Storage") */
 	int64		first_start;
 	int64		last_start;
 	int64		row_count;

@@ -51,7 +51,6 @@
 
 #include "access/xact.h"
 #include "miscadmin.h"
-#include "utils/snapmgr.h"
 
 /*
  * A run packs while it has gathered fewer rows (see above): a columnar
@@ -127,30 +126,16 @@ zl_rewrite_subgroup(Relation rel, ZLWriteState *state, const ZLSubGroup *sg,
  * they take in to the write state (see "Packing small sub-groups").  The
  * caller has not sorted the rows to place yet; the writer holds the writer
  * lock, and every mask of this transaction is in the catalog (writers
- * flush after masking).  Runs that gathered ZL_PACK_ROWS rows already take
- * nothing in, so the catalog is read only if some run is smaller.
+ * flush after masking).  runs are the rows pending per existing file
+ * group (zl_place.c, "File-group windows"), sgs the sub-groups of their
+ * partitions in creation order, loaded by the caller.
  */
 void
 zl_pack_small_subgroups(Relation rel, ZLWriteState *state, const ZLPendingRun *runs,
-						int nruns)
+						int nruns, const ZLSubGroup *sgs, int nsgs)
 {
-	ZLSubGroupFilter filter = {false, DATEVAL_NOEND, DATEVAL_NOBEGIN, PG_INT64_MIN, PG_INT64_MAX, 0};
-	Snapshot	snapshot;
-	ZLSubGroup *sgs;
-	int			nsgs;
 	char		history_format = zl_write_state_history_format(state);
 
-	for (int r = 0; r < nruns; r++)
-		if (runs[r].rows < ZL_PACK_ROWS)
-		{
-			filter.min_partition = Min(filter.min_partition, runs[r].partition_end);
-			filter.max_partition = Max(filter.max_partition, runs[r].partition_end);
-		}
-	if (filter.min_partition > filter.max_partition)
-		return;
-	CommandCounterIncrement();	/* see this transaction's masks */
-	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	sgs = zl_meta_load_filtered_subgroups(zl_storage_id(rel), snapshot, &filter, &nsgs);
 	for (int r = 0; r < nruns; r++)
 	{
 		int64		gathered = runs[r].rows;
@@ -161,7 +146,7 @@ zl_pack_small_subgroups(Relation rel, ZLWriteState *state, const ZLPendingRun *r
 			const ZLSubGroup *sg = &sgs[i];
 			int64		live = sg->row_count - sg->masked_rows;
 
-			if (!sg->placed || sg->partition_end != runs[r].partition_end ||
+			if (sg->partition_end != runs[r].partition_end ||
 				sg->window_start != runs[r].window_start)
 				continue;
 			if (live > gathered || sg->format != history_format)
@@ -171,5 +156,4 @@ zl_pack_small_subgroups(Relation rel, ZLWriteState *state, const ZLPendingRun *r
 			gathered += live;
 		}
 	}
-	UnregisterSnapshot(snapshot);
 }

@@ -9,7 +9,37 @@
  * of its valid_from -- and goes into the sort of rows to place, keyed so
  * that the flush reads it run by run in (partition, window, valid_from)
  * order (place_order).  Rows of history runs are counted per run, for
- * packing (zl_compact.c).
+ * the windows of file groups and packing (zl_compact.c).
+ *
+ * File-group windows
+ * ------------------
+ * A row's run is its partition and its base window: history_group_span
+ * (current_group_span in the current partition) aligned as zl_window_of
+ * computes.  In the current partition a run is a file group's window.  A
+ * history file group's window is one or more consecutive base windows,
+ * [window_start, window_end), and those of one partition never overlap;
+ * a history row goes to the file group whose window holds its base
+ * window.  Before a flush writes, zl_place_plan_windows reads the windows
+ * of the file groups of the partitions it writes (once, with the latest
+ * snapshot, as every catalog read of a writer), packs (zl_compact.c), and
+ * gives the runs no window holds new windows: consecutive such base
+ * windows of a partition join one window while it holds fewer than
+ * ZL_FILL_ROWS rows and no existing window lies between them.  The flush
+ * then writes each window's rows, which come together in placement order
+ * (windows are whole, consecutive base windows), as sub-groups of its file
+ * group, cut where valid_from goes back (zl_subgroup_write.c).
+ *
+ * Why: a daily batch ends versions that started over months, all in one
+ * partition; one file group per base window gave it ~100 sub-groups of a
+ * few hundred rows (columnar chunks of 1,024 rows part-empty, per-sub-group
+ * costs in every scan and key lookup), which packing, working within a file
+ * group, cannot join.  ZL_FILL_ROWS is 32 columnar chunks: per-sub-group
+ * costs (catalog row, key directory, page rounding) are small against it,
+ * a window that reached it plus the next base window rarely passes
+ * ZL_MAX_SUBGROUP_ROWS (which would leave a small second sub-group), and
+ * reads of one day inside a wide window still skip most chunks by their
+ * min/max of valid_from.  A catalog of 0.1 (no window_end column until
+ * ALTER EXTENSION UPDATE) keeps one base window a file group.
  *
  * Direct placement
  * ----------------
@@ -42,6 +72,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+#include "utils/snapmgr.h"
 #include "utils/tuplestore.h"
 
 typedef struct RunId
@@ -257,38 +288,284 @@ count_history_row(ZLWriteState *state, const ZLRunKey *key)
 	entry->rows++;
 }
 
-/*
- * Before the rows are placed: the small sub-groups of the history runs'
- * file groups join them (zl_compact.c, "Packing small sub-groups").
- */
-void
-zl_place_pack_history_runs(ZLWriteState *state, Relation rel)
+/* the order of (partition, window start) pairs */
+static int
+partition_window_cmp(DateADT p1, int64 w1, DateADT p2, int64 w2)
+{
+	if (p1 != p2)
+		return p1 < p2 ? -1 : 1;
+	return w1 < w2 ? -1 : (w1 > w2);
+}
+
+static int
+window_cmp(const void *a, const void *b)
+{
+	const ZLWindow *x = a;
+	const ZLWindow *y = b;
+
+	return partition_window_cmp(x->partition_end, x->start, y->partition_end, y->start);
+}
+
+/* how many of the n sorted windows come before (partition_end, start) or at it */
+static int
+windows_up_to(const ZLWindow *windows, int n, DateADT partition_end, int64 start)
+{
+	int			lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+		const ZLWindow *w = &windows[mid];
+
+		if (w->partition_end < partition_end ||
+			(w->partition_end == partition_end && w->start <= start))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* the one of the n sorted windows holding a base window of a partition, or NULL */
+static const ZLWindow *
+find_window(const ZLWindow *windows, int n, DateADT partition_end, int64 base)
+{
+	int			i = windows_up_to(windows, n, partition_end, base);
+
+	if (i > 0 && windows[i - 1].partition_end == partition_end && base < windows[i - 1].end)
+		return &windows[i - 1];
+	return NULL;
+}
+
+/* the window of a flush's plan holding a base window of a history partition */
+const ZLWindow *
+zl_place_window(const ZLWriteState *state, DateADT partition_end, int64 base)
+{
+	const ZLWindow *w = find_window(state->windows, state->nwindows, partition_end, base);
+
+	if (w == NULL)
+		elog(ERROR, "zipper_lake has no file-group window planned for a history row");
+	return w;
+}
+
+/* add a window to state->windows */
+static ZLWindow *
+add_window(ZLWriteState *state, DateADT partition_end, int64 start, int64 end)
+{
+	ZLWindow   *w;
+
+	if (state->nwindows == state->maxwindows)
+	{
+		state->maxwindows = Max(16, state->maxwindows * 2);
+		state->windows = state->windows == NULL ?
+			palloc(sizeof(ZLWindow) * state->maxwindows) :
+			repalloc(state->windows, sizeof(ZLWindow) * state->maxwindows);
+	}
+	w = &state->windows[state->nwindows++];
+	w->partition_end = partition_end;
+	w->start = start;
+	w->end = end;
+	return w;
+}
+
+/* the history runs pending, by partition and base window */
+static ZLPendingRun *
+pending_runs(ZLWriteState *state, int *nruns)
 {
 	runmap_iterator it;
 	RunMapEntry *entry;
-	ZLPendingRun *runs;
-	int			nruns = 0;
+	ZLPendingRun *runs = palloc(sizeof(ZLPendingRun) * Max(state->history_runs->members, 1));
+	int			n = 0;
 
-	/*
-	 * Not while the writer has still to mask rows it replaced (apply_changes
-	 * until retire_rows: user code in a CHECK constraint may make a flush
-	 * happen before), nor for a transaction whose snapshot is older than the
-	 * latest: packing copies rows other transactions wrote, or leaves out
-	 * rows they masked, which that snapshot must not see change.
-	 */
-	if (state->history_runs == NULL || IsolationUsesXactSnapshot() ||
-		zl_write_packing_held(state->relid))
-		return;
-	runs = palloc(sizeof(ZLPendingRun) * state->history_runs->members);
 	runmap_start_iterate(state->history_runs, &it);
 	while ((entry = runmap_iterate(state->history_runs, &it)) != NULL)
 	{
-		runs[nruns].partition_end = (DateADT) entry->id.partition;
-		runs[nruns].window_start = entry->id.window;
-		runs[nruns++].rows = entry->rows;
+		runs[n].partition_end = (DateADT) entry->id.partition;
+		runs[n].window_start = entry->id.window;
+		runs[n++].rows = entry->rows;
 	}
-	zl_pack_small_subgroups(rel, state, runs, nruns);
+	*nruns = n;
+	return runs;
+}
+
+static int
+pending_partition_cmp(const void *a, const void *b)
+{
+	const ZLPendingRun *x = a;
+	const ZLPendingRun *y = b;
+
+	return partition_window_cmp(x->partition_end, 0, y->partition_end, 0);
+}
+
+static int
+pending_run_cmp(const void *a, const void *b)
+{
+	const ZLPendingRun *x = a;
+	const ZLPendingRun *y = b;
+
+	return partition_window_cmp(x->partition_end, x->window_start,
+								y->partition_end, y->window_start);
+}
+
+/*
+ * The windows of the file groups of the history partitions the runs
+ * write, as the catalog has them (with the writer's latest snapshot, as
+ * every catalog read of a writer; CommandCounterIncrement lets it see this
+ * transaction's masks and deletions), into state->windows; returns the
+ * sub-groups of those partitions, for packing.
+ */
+static ZLSubGroup *
+load_windows(ZLWriteState *state, const ZLPendingRun *runs, int nruns, int *nsgs)
+{
+	ZLSubGroupFilter filter = {false, DATEVAL_NOEND, DATEVAL_NOBEGIN, PG_INT64_MIN, PG_INT64_MAX, 0};
+	Snapshot	snapshot;
+	ZLSubGroup *sgs;
+	int			kept = 0,
+				distinct = 0;
+
+	for (int r = 0; r < nruns; r++)
+	{
+		filter.min_partition = Min(filter.min_partition, runs[r].partition_end);
+		filter.max_partition = Max(filter.max_partition, runs[r].partition_end);
+	}
+	CommandCounterIncrement();
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	sgs = zl_meta_load_filtered_subgroups(state->storage_id, snapshot, &filter, nsgs);
+	UnregisterSnapshot(snapshot);
+
+	/* the sub-groups of the runs' partitions (runs are sorted), in creation order */
+	for (int i = 0; i < *nsgs; i++)
+	{
+		ZLPendingRun probe = {sgs[i].partition_end, 0, 0};
+
+		if (sgs[i].placed && sgs[i].partition_end != ZL_CURRENT_PARTITION &&
+			bsearch(&probe, runs, nruns, sizeof(ZLPendingRun), pending_partition_cmp) != NULL)
+			sgs[kept++] = sgs[i];
+	}
+	*nsgs = kept;
+
+	/* one window per file group: the sub-groups' windows, sorted, once each */
+	for (int i = 0; i < kept; i++)
+		(void) add_window(state, sgs[i].partition_end, sgs[i].window_start,
+						  sgs[i].window_end != ZL_NO_WINDOW_END ? sgs[i].window_end :
+						  zl_window_end(&state->opts, sgs[i].partition_end,
+										sgs[i].window_start));
+	qsort(state->windows, state->nwindows, sizeof(ZLWindow), window_cmp);
+	for (int i = 0; i < state->nwindows; i++)
+		if (distinct == 0 || window_cmp(&state->windows[distinct - 1], &state->windows[i]) != 0)
+			state->windows[distinct++] = state->windows[i];
+	state->nwindows = distinct;
+	return sgs;
+}
+
+/*
+ * New file groups for the runs no existing window holds (see "File-group
+ * windows"): consecutive such base windows of a partition are taken into
+ * one window while it holds fewer than fill rows and no existing window
+ * lies in between.
+ */
+static void
+open_windows(ZLWriteState *state, const ZLPendingRun *runs, int nruns, int64 fill)
+{
+	int			nexisting = state->nwindows;
+	int			open_index = -1;	/* the window being filled */
+	int64		open_rows = 0;
+
+	for (int r = 0; r < nruns; r++)
+	{
+		const ZLPendingRun *run = &runs[r];
+		int64		end;
+
+		if (find_window(state->windows, nexisting, run->partition_end, run->window_start))
+			continue;			/* an existing file group's */
+		end = zl_window_end(&state->opts, run->partition_end, run->window_start);
+		if (open_index >= 0)
+		{
+			const ZLWindow *open = &state->windows[open_index];
+			int			next = windows_up_to(state->windows, nexisting,
+											 open->partition_end, open->start);
+
+			/* full, another partition, or an existing window in between */
+			if (open_rows >= fill || open->partition_end != run->partition_end ||
+				(next < nexisting && state->windows[next].partition_end == run->partition_end &&
+				 state->windows[next].start < end))
+				open_index = -1;
+		}
+		if (open_index >= 0)
+		{
+			state->windows[open_index].end = end;
+			open_rows += run->rows;
+			continue;
+		}
+		(void) add_window(state, run->partition_end, run->window_start, end);
+		open_index = state->nwindows - 1;
+		open_rows = run->rows;
+	}
+	qsort(state->windows, state->nwindows, sizeof(ZLWindow), window_cmp);
+}
+
+/*
+ * Before the rows are placed: the windows of the file groups the history
+ * runs go to (see "File-group windows"), and the small sub-groups of those
+ * file groups join the runs (zl_compact.c, "Packing small sub-groups").
+ */
+void
+zl_place_plan_windows(ZLWriteState *state, Relation rel)
+{
+	ZLPendingRun *runs;
+	ZLPendingRun *packed;
+	int			nruns,
+				npacked = 0;
+	ZLSubGroup *sgs;
+	int			nsgs;
+
+	if (state->history_runs == NULL)
+		return;
+	runs = pending_runs(state, &nruns);
+	qsort(runs, nruns, sizeof(ZLPendingRun), pending_run_cmp);
+	sgs = load_windows(state, runs, nruns, &nsgs);
+
+	/*
+	 * Packing works per file group: the rows of each existing window.  Not
+	 * while the writer has still to mask rows it replaced (apply_changes
+	 * until retire_rows: user code in a CHECK constraint may make a flush
+	 * happen before), nor for a transaction whose snapshot is older than
+	 * the latest: packing copies rows other transactions wrote, or leaves
+	 * out rows they masked, which that snapshot must not see change.
+	 */
+	packed = palloc(sizeof(ZLPendingRun) * Max(nruns, 1));
+	for (int r = 0; r < nruns; r++)
+	{
+		const ZLWindow *w = find_window(state->windows, state->nwindows,
+										runs[r].partition_end, runs[r].window_start);
+
+		if (w == NULL)
+			continue;			/* a new file group: nothing to pack */
+		if (npacked > 0 && packed[npacked - 1].partition_end == w->partition_end &&
+			packed[npacked - 1].window_start == w->start)
+			packed[npacked - 1].rows += runs[r].rows;
+		else
+		{
+			packed[npacked].partition_end = w->partition_end;
+			packed[npacked].window_start = w->start;
+			packed[npacked++].rows = runs[r].rows;
+		}
+	}
+	if (npacked > 0 && !IsolationUsesXactSnapshot() && !zl_write_packing_held(state->relid))
+	{
+		zl_pack_small_subgroups(rel, state, packed, npacked, sgs, nsgs);
+		pfree(runs);
+		runs = pending_runs(state, &nruns);		/* packing added rows */
+		qsort(runs, nruns, sizeof(ZLPendingRun), pending_run_cmp);
+	}
+
+	/* a catalog of 0.1 not updated yet keeps one base window a file group */
+	open_windows(state, runs, nruns, zl_meta_has_window_end() ? ZL_FILL_ROWS : 0);
+	pfree(packed);
 	pfree(runs);
+	if (sgs)
+		pfree(sgs);
 }
 
 /* the sort keys of a row to place, counted for its history run */

@@ -111,6 +111,7 @@ typedef struct RunReader
 	uint32	   *hashes;			/* key hashes of a sub-group's rows */
 	int32	   *positions;		/* and their positions */
 	ZLHistoryInserts *history_inserts;	/* history sub-groups' catalog rows */
+	int64		next_from_before;	/* valid_from of the row buffered last */
 } RunReader;
 
 /*
@@ -173,9 +174,47 @@ next_in_run(RunReader *rr)
 	if (!rr->have)
 		return false;
 	partition = rr->next.keys[PLACE_PARTITION];
+	if (run_in_history(&rr->run))
+		return partition == (int64) rr->run.partition_end &&
+			rr->next.keys[PLACE_WINDOW] >= rr->run.window_start &&
+			rr->next.keys[PLACE_WINDOW] < rr->run.window_end;
 	return (rr->run.placed ? partition == (int64) rr->run.partition_end :
 			partition == PG_INT64_MIN) &&
 		rr->next.keys[PLACE_WINDOW] == rr->run.window_start;
+}
+
+/*
+ * Does the sort's next row belong to the sub-group being written, after
+ * its first n rows (the last of them starting at last_from)?  A wide
+ * window's rows come base window by base window; where local time goes
+ * back by more than a base window (Sitka in 1867) a later base window may
+ * hold earlier starts, and the sub-group ends there, so that its rows stay
+ * in start order (a new one of the same file group takes the rest).
+ */
+static bool
+next_in_subgroup(RunReader *rr, int n, int64 last_from)
+{
+	return next_in_run(rr) && (n == 0 || rr->next.keys[PLACE_FROM] >= last_from);
+}
+
+/* the run of the sort's next row: a history row's is its file group's window */
+static void
+start_run(RunReader *rr)
+{
+	int64		partition = rr->next.keys[PLACE_PARTITION];
+
+	rr->run.placed = partition != PG_INT64_MIN;
+	rr->run.partition_end = rr->run.placed ? (DateADT) partition : 0;
+	rr->run.window_start = rr->next.keys[PLACE_WINDOW];
+	rr->run.window_end = ZL_NO_WINDOW_END;
+	if (run_in_history(&rr->run))
+	{
+		const ZLWindow *w = zl_place_window(rr->state, rr->run.partition_end,
+											rr->run.window_start);
+
+		rr->run.window_start = w->start;
+		rr->run.window_end = w->end;
+	}
 }
 
 /*
@@ -202,6 +241,7 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 	sg.placed = key->placed;
 	sg.partition_end = key->partition_end;
 	sg.window_start = key->window_start;
+	sg.window_end = key->window_end;
 
 	/*
 	 * History sub-groups join their window's file group as they are
@@ -240,7 +280,7 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 				elog(ERROR, "zipper_lake sub-group buffer ended early");
 			zl_sortrow_from_slot(rr->buffer_slot, PLACE_NKEYS, row, &rr->buffer_copy);
 		}
-		else if (!next_in_run(rr))
+		else if (!next_in_subgroup(rr, i, sg.last_start))
 			break;
 
 		CHECK_FOR_INTERRUPTS();
@@ -323,8 +363,10 @@ write_chunk(Relation rel, RunReader *rr, ZLFreeSpace *free_space)
 		rr->buffer_copy.context = CurrentMemoryContext;
 	}
 	tuplestore_clear(rr->buffer);
-	while (n < ZL_MAX_SUBGROUP_ROWS && next_in_run(rr))
+	while (n < ZL_MAX_SUBGROUP_ROWS &&
+		   next_in_subgroup(rr, n, n > 0 ? rr->next_from_before : 0))
 	{
+		rr->next_from_before = rr->next.keys[PLACE_FROM];
 		tuplestore_puttupleslot(rr->buffer,
 								zl_sortrow_to_slot(rr->next.keys, PLACE_NKEYS, &rr->next.row,
 												   rr->state->place_slot,
@@ -353,7 +395,7 @@ zl_write_placed(ZLWriteState *state, Relation rel)
 	RunReader	rr;
 	MemoryContext old = MemoryContextSwitchTo(state->rows_context);
 
-	zl_place_pack_history_runs(state, rel);
+	zl_place_plan_windows(state, rel);
 	if (state->direct)
 		qsort(state->runs, state->nruns, sizeof(DirectRun), zl_place_direct_run_cmp);
 	else
@@ -370,11 +412,7 @@ zl_write_placed(ZLWriteState *state, Relation rel)
 	read_next(&rr);
 	while (rr.have)
 	{
-		int64		partition = rr.next.keys[PLACE_PARTITION];
-
-		rr.run.placed = partition != PG_INT64_MIN;
-		rr.run.partition_end = rr.run.placed ? (DateADT) partition : 0;
-		rr.run.window_start = rr.next.keys[PLACE_WINDOW];
+		start_run(&rr);
 		while (next_in_run(&rr))
 			write_chunk(rel, &rr, free_space);
 	}

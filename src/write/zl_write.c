@@ -141,6 +141,8 @@ reset_pending(ZLWriteState *state)
 	state->run_map = NULL;
 	state->run_cursor = 0;
 	state->history_runs = NULL;
+	state->windows = NULL;
+	state->nwindows = state->maxwindows = 0;
 }
 
 /* end the sorts of the pending rows (closing their files) and forget them */

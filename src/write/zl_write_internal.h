@@ -37,7 +37,8 @@ typedef struct ZLPendingRun
 } ZLPendingRun;
 
 extern void zl_pack_small_subgroups(Relation rel, ZLWriteState *state,
-									const ZLPendingRun *runs, int nruns);
+									const ZLPendingRun *runs, int nruns,
+									const ZLSubGroup *sgs, int nsgs);
 
 /* ---------- zl_freespace.c ---------- */
 
@@ -69,13 +70,35 @@ extern void zl_load_end(ZLLoad *load);
 #define PLACE_SEQ				4	/* arrival */
 #define PLACE_NKEYS				5
 
-/* a run: the partition and window rows are placed in (or unplaced) */
+/*
+ * A run: the partition and window rows are placed in (or unplaced).
+ * Placement gives each row its base window; the flush writes a history
+ * row into the window of its file group (ZLWindow), which holds it.
+ */
 typedef struct ZLRunKey
 {
 	bool		placed;
 	DateADT		partition_end;
 	int64		window_start;
+	int64		window_end;		/* history at flush; else ZL_NO_WINDOW_END */
 } ZLRunKey;
+
+/*
+ * The window of a history file group: one or more consecutive base windows
+ * (zl_place.c, "File-group windows").
+ */
+typedef struct ZLWindow
+{
+	DateADT		partition_end;
+	int64		start;
+	int64		end;
+} ZLWindow;
+
+/*
+ * A new history file group takes consecutive uncovered base windows while
+ * it holds fewer rows than this (zl_place.c, "File-group windows").
+ */
+#define ZL_FILL_ROWS			(32 * 1024)
 
 /* the rows a (sub)transaction has pending for a table (zl_write.c) */
 struct ZLWriteState
@@ -116,8 +139,13 @@ struct ZLWriteState
 	struct runmap_hash *run_map;
 	int			run_cursor;		/* the run being read (zl_write_placed) */
 
-	/* rows pending per history run, for packing (zl_compact.c) */
+	/* rows pending per history run, for packing (zl_compact.c) and windows */
 	struct runmap_hash *history_runs;
+
+	/* the file-group windows of a flush's history runs, sorted (zl_place.c) */
+	ZLWindow   *windows;
+	int			nwindows;
+	int			maxwindows;
 };
 
 /* a run of direct placement (zl_place.c, "Direct placement") */
@@ -184,7 +212,9 @@ extern void zl_place_row(ZLWriteState *state, HeapTuple tuple, ZLRunKey *key,
 extern ZLIntSort *zl_place_sort(ZLWriteState *state);
 extern void zl_place_move_run_rows(DirectRun *run, ZLIntSort *sort, TupleTableSlot *slot);
 extern void zl_place_leave_direct(ZLWriteState *state);
-extern void zl_place_pack_history_runs(ZLWriteState *state, Relation rel);
+extern void zl_place_plan_windows(ZLWriteState *state, Relation rel);
+extern const ZLWindow *zl_place_window(const ZLWriteState *state, DateADT partition_end,
+									   int64 base);
 extern int	zl_place_direct_run_cmp(const void *a, const void *b);
 
 #endif							/* ZL_WRITE_INTERNAL_H */

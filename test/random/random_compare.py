@@ -1242,18 +1242,29 @@ class SeedRun:
         zone = self.cfg.time_zone if self.cfg.period_type == "timestamptz" else "UTC"
         res = self.db.all("""
             SELECT r.id, extract(epoch FROM r.valid_from), extract(epoch FROM r.valid_to),
-                   s.sub_group, s.partition_end::text, s.window_start AT TIME ZONE %s
+                   s.sub_group, s.partition_end::text, s.window_start AT TIME ZONE %s,
+                   g.window_end AT TIME ZONE %s
             FROM (SELECT (ctid::text::point)[0] AS block, * FROM rc_zip) r
             LEFT JOIN zipper_lake.inspect('rc_zip') s
-              ON r.block >= s.first_block AND r.block < s.first_block + s.blocks""", (zone,))
-        for key, f, t, sub_group, partition, window in res:
+              ON r.block >= s.first_block AND r.block < s.first_block + s.blocks
+            LEFT JOIN zipper_lake.subgroup g
+              ON g.storage_id = zipper_lake._storage_id('rc_zip') AND g.subgroup_id = s.sub_group""",
+                           (zone, zone))
+        for key, f, t, sub_group, partition, window, window_end in res:
             f, t = clock.tick_of(f), clock.tick_of(t)
             row = "row id=%s [%s, %s) in sub-group %s" % (key, clock.show(f), clock.show(t), sub_group)
             if partition != clock.partition_of(t):
                 raise Failure("%s is in partition %s, the README says %s"
                               % (row, partition, clock.partition_of(t)), [], [], "", "")
             want = clock.window_of(partition, f)
-            if clock.local_exists(want) and window != want:   # a DST gap start: skipped
+            if not clock.local_exists(want):   # a DST gap start: skipped
+                continue
+            # a history file group's window is whole base windows (README
+            # "Storage"): [window_start, window_end) holds the row's
+            if window_end is not None and not (window <= want < window_end):
+                raise Failure("%s is in the window [%s, %s) (local), the README says in %s's"
+                              % (row, window, window_end, want), [], [], "", "")
+            if window_end is None and window != want:
                 raise Failure("%s has window start %s (local), the README says %s"
                               % (row, window, want), [], [], "", "")
 

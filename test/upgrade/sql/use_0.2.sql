@@ -16,7 +16,9 @@ SELECT * FROM zipper_lake.apply_changes('compat', 'compat_ch');
 SELECT t, v.* FROM unnest(ARRAY['acct', 'dated', 'preload', 'derived', 'compat']) t,
        zipper_lake.verify(t::regclass) v;
 -- history 0.1 wrote stays in rows and is read as it is; history written
--- since the update is columnar (README "Storage formats")
+-- since the update is columnar (README "Storage formats"), one file group
+-- for the batch's versions that started over several days (README
+-- "Packing"; 0.1 wrote one a day)
 SELECT history_format FROM zipper_lake.registration WHERE tbl = 'acct'::regclass;
 SELECT format, partition_end = 'infinity' AS current, count(*) AS sub_groups
   FROM zipper_lake.inspect('acct') GROUP BY 1, 2 ORDER BY 1, 2;
