@@ -8,9 +8,10 @@
  * "Key access") the rows of a few keys.  Scanning sub-groups for them
  * costs as much as the table is big.  So every placed sub-group also
  * stores, in its metadata row, a key directory: the (key hash, row
- * position) pairs of its rows sorted by hash — 8 bytes a row, immutable
- * like the sub-group.  Readers keep the positions whose hash is one of
- * theirs and fetch just those rows (zl_scan.c, zl_subgroup_read.c),
+ * position) pairs of its rows sorted by hash, immutable like the
+ * sub-group — stored in 4 bytes a row, sorted by the backend that caches
+ * it (zl_key_directory_build).  Readers keep the positions whose hash is
+ * one of theirs and fetch just those rows (zl_scan.c, zl_subgroup_read.c),
  * comparing the real key to weed out collisions.
  *
  * Hashes use the key columns' default hash functions and collations,
@@ -28,6 +29,7 @@
 
 #include "access/htup_details.h"
 #include "common/hashfn.h"
+#include "port/pg_bitutils.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/hsearch.h"
@@ -137,26 +139,247 @@ dir_entry_cmp(const ZLKeyDirEntry *x, const ZLKeyDirEntry *y)
 #include "lib/sort_template.h"
 
 /*
+ * The stored form of a directory (version 2): what the writer knows before
+ * sorting — the rows' key hashes in position order, 4 bytes a row — and
+ * the ascending positions as runs of consecutive ones, which a columnar
+ * sub-group (positions are ordinals) has one of and a page sub-group one
+ * per page.  The sorted pairs carry no more information than that, so
+ * nothing smaller holds all 32 bits of every hash; a reader sorts them
+ * again once per backend (key_directory_decode).
+ *
+ *	 byte 0		 KEY_DIRECTORY_V2
+ *	 varint		 n (rows), varint nruns, then per run: varint gap from the
+ *				 previous run's end (the first from 0), varint length
+ *	 n uint32	 hashes in position order (native byte order, unaligned)
+ *	 [byte 0]	 padding when the length would be a multiple of 8
+ *
+ * Directories written before version 2 (earlier builds of 0.2) are the
+ * sorted (hash, position) pairs themselves, 8 bytes each, with no header:
+ * a multiple of 8 bytes long, which a version 2 directory never is.
+ */
+#define KEY_DIRECTORY_V2	2
+
+static char *
+varint_put(char *p, uint32 v)
+{
+	while (v >= 0x80)
+	{
+		*p++ = (char) (v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (char) v;
+	return p;
+}
+
+static const char *
+varint_get(const char *p, const char *end, uint32 *v)
+{
+	uint32		result = 0;
+
+	for (int shift = 0; shift < 35; shift += 7)
+	{
+		uint8		byte;
+
+		if (p >= end)
+			break;
+		byte = (uint8) *p++;
+		result |= (uint32) (byte & 0x7F) << shift;
+		if (!(byte & 0x80))
+		{
+			*v = result;
+			return p;
+		}
+	}
+	elog(ERROR, "zipper_lake key directory is corrupt");
+	return NULL;				/* keep compiler quiet */
+}
+
+/*
  * The directory of n rows, given their key hashes and row positions in
- * ascending position order (the order a sub-group's rows are written in).
+ * ascending position order (the order a sub-group's rows are written in),
+ * in its stored form.
  */
 bytea *
 zl_key_directory_build(const uint32 *hashes, const int32 *positions, int n)
 {
-	bytea	   *dir = palloc(VARHDRSZ + sizeof(ZLKeyDirEntry) * n);
-	ZLKeyDirEntry *entries = (ZLKeyDirEntry *) VARDATA(dir);
+	int			nruns = 0;
+	bytea	   *dir;
+	char	   *start;
+	char	   *p;
+	Size		len;
 
-	SET_VARSIZE(dir, VARHDRSZ + sizeof(ZLKeyDirEntry) * n);
 	for (int i = 0; i < n; i++)
 	{
 		Assert(i == 0 || positions[i - 1] < positions[i]);
-		entries[i].hash = hashes[i];
-		entries[i].position = positions[i];
+		Assert(positions[i] >= 0);
+		nruns += i == 0 || positions[i] != positions[i - 1] + 1;
 	}
+	/* at most 5 bytes a varint: header, two per run, hashes, padding */
+	dir = palloc(VARHDRSZ + 1 + 5 * 2 + 10 * (Size) nruns + sizeof(uint32) * n + 1);
+	start = p = VARDATA(dir);
+	*p++ = KEY_DIRECTORY_V2;
+	p = varint_put(p, n);
+	p = varint_put(p, nruns);
+	for (int i = 0, end = 0; i < n;)
+	{
+		int			run = i;
+
+		while (++i < n && positions[i] == positions[i - 1] + 1)
+			;
+		p = varint_put(p, positions[run] - end);
+		p = varint_put(p, i - run);
+		end = positions[i - 1] + 1;
+	}
+	memcpy(p, hashes, sizeof(uint32) * n);
+	p += sizeof(uint32) * n;
+	if ((p - start) % sizeof(ZLKeyDirEntry) == 0)
+		*p++ = 0;
+	len = p - start;
+	SET_VARSIZE(dir, VARHDRSZ + len);
+	return dir;
+}
+
+/* sort directory entries by hash, ties by position */
+static void
+sort_entries(ZLKeyDirEntry *entries, int n)
+{
 	if (n >= ZL_RADIXSORT_MIN_ELEMENTS)
 		zl_radix_sort(entries, n, sizeof(ZLKeyDirEntry), sizeof(uint32));
 	else
 		sort_dir_entries(entries, n);
+}
+
+/* the hash of stored row i (unaligned) */
+static inline uint32
+stored_hash(const char *hashes, uint32 i)
+{
+	uint32		hash;
+
+	memcpy(&hash, hashes + sizeof(uint32) * i, sizeof(uint32));
+	return hash;
+}
+
+/*
+ * A directory as readers use it — (hash, position) pairs sorted by hash,
+ * ZL_KEY_DIRECTORY_ENTRIES — from its stored form, in the current memory
+ * context.
+ *
+ * Hashes are uniform, so a counting sort by their top bits (one to two
+ * rows a bucket) puts the pairs straight from the stored form into the
+ * result, each a step or two from its place, and an insertion sort closes
+ * the gaps: three passes, where a radix sort makes eight, and no memory
+ * touched but the result's (on a new connection most of a first key
+ * lookup's time goes to writing fresh memory).  Both keep equal hashes in
+ * position order.  Keys whose hashes crowd a bucket (many versions of one
+ * key are one hash and cost nothing; many distinct hashes sharing their
+ * top bits are unlikely) make the insertion sort move far: past a budget
+ * of moves a radix sort finishes the job.
+ */
+static bytea *
+key_directory_decode(const bytea *stored)
+{
+	const char *p = VARDATA_ANY(stored);
+	const char *end = p + VARSIZE_ANY_EXHDR(stored);
+	const char *hashes;
+	uint32		n;
+	uint32		nruns;
+	uint32	   *runs;			/* per run: first position, length */
+	uint32		total = 0;
+	uint64		position = 0;	/* end of the runs so far */
+	bytea	   *dir;
+	ZLKeyDirEntry *entries;
+
+	/* before version 2: already the pairs */
+	if ((end - p) % sizeof(ZLKeyDirEntry) == 0)
+	{
+		dir = palloc(VARHDRSZ + (end - p));
+		SET_VARSIZE(dir, VARHDRSZ + (end - p));
+		memcpy(VARDATA(dir), p, end - p);
+		return dir;
+	}
+	if (*p++ != KEY_DIRECTORY_V2)
+		elog(ERROR, "zipper_lake key directory of unknown version %d", (uint8) p[-1]);
+	p = varint_get(p, end, &n);
+	p = varint_get(p, end, &nruns);
+	if (n > MaxAllocSize / sizeof(ZLKeyDirEntry) - 1 || nruns > n)
+		elog(ERROR, "zipper_lake key directory is corrupt");
+	runs = palloc(sizeof(uint32) * 2 * Max(nruns, 1));
+	for (uint32 r = 0; r < nruns; r++)
+	{
+		uint32		gap;
+
+		p = varint_get(p, end, &gap);
+		p = varint_get(p, end, &runs[2 * r + 1]);
+		position += gap;
+		runs[2 * r] = (uint32) position;
+		position += runs[2 * r + 1];
+		total += runs[2 * r + 1];
+		if (total > n || position > PG_INT32_MAX)
+			elog(ERROR, "zipper_lake key directory is corrupt");
+	}
+	if (total != n || end - p < (ptrdiff_t) (sizeof(uint32) * n))
+		elog(ERROR, "zipper_lake key directory is corrupt");
+	hashes = p;
+
+	dir = palloc(VARHDRSZ + sizeof(ZLKeyDirEntry) * n);
+	SET_VARSIZE(dir, VARHDRSZ + sizeof(ZLKeyDirEntry) * n);
+	entries = (ZLKeyDirEntry *) VARDATA(dir);
+	if (n < ZL_RADIXSORT_MIN_ELEMENTS)
+	{
+		for (uint32 r = 0, i = 0; r < nruns; r++)
+			for (uint32 k = 0; k < runs[2 * r + 1]; k++, i++)
+			{
+				entries[i].hash = stored_hash(hashes, i);
+				entries[i].position = (int32) (runs[2 * r] + k);
+			}
+		sort_entries(entries, n);
+	}
+	else
+	{
+		int			shift = 32 - pg_leftmost_one_pos32(n);
+		uint32		nbuckets = UINT64CONST(1) << (32 - shift);
+		uint32	   *starts = palloc0(sizeof(uint32) * nbuckets);
+		int64		budget = (int64) n * 4;
+
+		for (uint32 i = 0; i < n; i++)
+			starts[stored_hash(hashes, i) >> shift]++;
+		for (uint32 b = 0, sum = 0; b < nbuckets; b++)
+		{
+			uint32		count = starts[b];
+
+			starts[b] = sum;
+			sum += count;
+		}
+		for (uint32 r = 0, i = 0; r < nruns; r++)
+			for (uint32 k = 0; k < runs[2 * r + 1]; k++, i++)
+			{
+				uint32		hash = stored_hash(hashes, i);
+				ZLKeyDirEntry *to = &entries[starts[hash >> shift]++];
+
+				to->hash = hash;
+				to->position = (int32) (runs[2 * r] + k);
+			}
+		pfree(starts);
+
+		for (uint32 i = 1; i < n; i++)
+		{
+			ZLKeyDirEntry entry = entries[i];
+			uint32		j = i;
+
+			while (j > 0 && entries[j - 1].hash > entry.hash)
+			{
+				entries[j] = entries[j - 1];
+				j--;
+			}
+			entries[j] = entry;
+			if ((budget -= i - j) < 0)
+			{
+				sort_entries(entries, n);
+				break;
+			}
+		}
+	}
+	pfree(runs);
 	return dir;
 }
 
@@ -424,7 +647,14 @@ zl_key_directory_remember(Oid catalog, int64 subgroup_id, Datum directory,
 	if (dir_cache == NULL)
 		dir_cache_create();
 	old = MemoryContextSwitchTo(dir_cache_context);
-	copy = DatumGetByteaPCopy(directory);	/* may fail: before entering */
+	{
+		/* may fail: before entering */
+		bytea	   *stored = DatumGetByteaPP(directory);
+
+		copy = key_directory_decode(stored);
+		if ((Pointer) stored != DatumGetPointer(directory))
+			pfree(stored);
+	}
 	built = key_filter_build(copy);
 
 	memset(&key, 0, sizeof(key));

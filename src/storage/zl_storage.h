@@ -150,7 +150,11 @@ extern char *zl_columnar_check_chunks(Relation rel, const ZLSubGroup *sg);
 
 typedef struct ZLKeyHasher ZLKeyHasher;
 
-/* an entry of a key directory: a bytea of them, sorted by hash */
+/*
+ * An entry of a key directory as readers have it (zl_key_directory_cached
+ * and _remember): a bytea of them, sorted by hash.  The catalog stores
+ * another form (zl_key_directory_build).
+ */
 typedef struct ZLKeyDirEntry
 {
 	uint32		hash;
