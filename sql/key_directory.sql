@@ -105,6 +105,22 @@ SELECT count(*) AS found, count(*) = (SELECT count(*) FROM kdf_changes) AS all_k
   FROM kdf_crowd WHERE id = ANY (ARRAY(SELECT id FROM kdf_changes));
 SELECT count(*) AS problems FROM zipper_lake.verify('kdf_crowd');
 
+-- verify() compares every directory, as the backend has it, with its rows'
+-- key hashes: one byte of a stored hash changed by hand (rolled back) is
+-- reported.  New connections, so that no directory is cached already (the
+-- cache takes a sub-group's directory as immutable).
+\c
+BEGIN;
+UPDATE zipper_lake.subgroup
+   SET key_directory = set_byte(key_directory, length(key_directory) - 1,
+                                255 - get_byte(key_directory, length(key_directory) - 1))
+ WHERE storage_id = zipper_lake._storage_id('kdf_crowd');
+SELECT check_name, detail ~ '^Sub-group \d+ key directory names position \d+ with key hash [0-9a-f]{8}; the row read there is position \d+ with key hash [0-9a-f]{8}\.$' AS names_row_and_hashes
+  FROM zipper_lake.verify('kdf_crowd');
+ROLLBACK;
+\c
+SELECT count(*) AS problems FROM zipper_lake.verify('kdf_crowd');
+
 DROP VIEW kdf_rows, kdf_sg;
 DROP FUNCTION kdf_lookups(), kdf_one_by_one(), kdf_hash(int), kdf_le4(bigint);
 DROP TABLE kdf, kdf_crowd, kdf_changes;

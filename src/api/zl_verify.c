@@ -26,6 +26,7 @@
 #include "common/zl_common.h"
 #include "storage/zl_storage.h"
 #include "catalog/zl_catalog.h"
+#include "common/zl_radixsort.h"
 #include "write/zl_write.h"
 
 #include "access/htup_details.h"
@@ -92,6 +93,10 @@ typedef struct SubGroupCheck
 	bool		bad_partition;
 	bool		bad_window;
 	bool		unsorted;
+	/* the rows' (key hash, position), to compare with the key directory */
+	const ZLKeyHasher *hasher;	/* NULL: the sub-group has no directory */
+	Datum	   *key_values;
+	ZLKeyDirEntry *entries;
 } SubGroupCheck;
 
 /* the end of a sub-group's window: window_end, or one base window */
@@ -161,6 +166,12 @@ check_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 		report(c->out, "unsorted sub-group", "Sub-group " INT64_FORMAT " row (%u,%u) has valid_from %s before the previous row's.",
 			   sg->subgroup_id, blk, off, zl_instant_to_cstring(from, opts->period_type));
 	}
+	if (c->hasher != NULL && c->rows < sg->row_count)
+	{
+		zl_key_extract(c->hasher, tuple, tupdesc, c->key_values);
+		c->entries[c->rows].hash = zl_key_hash(c->hasher, c->key_values);
+		c->entries[c->rows].position = position;
+	}
 	if (c->rows == 0 || from < c->min_from)
 		c->min_from = from;
 	if (c->rows == 0 || from > c->max_from)
@@ -169,14 +180,61 @@ check_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 	c->rows++;
 }
 
+/* a directory entry or row as one integer ordered by position, then hash */
+static inline uint64
+position_and_hash(const ZLKeyDirEntry *e)
+{
+	return ((uint64) (uint32) e->position << 32) | e->hash;
+}
+
+/*
+ * Does the key directory name exactly the rows' positions, each with its
+ * row's key hash?  The directory, ordered by hash, is ordered by position
+ * here (positions are distinct) and compared with the rows, read in
+ * position order.
+ */
+static void
+verify_key_directory(VerifyOutput *out, const ZLSubGroup *sg, const ZLKeyDirEntry *rows,
+					 int64 nrows)
+{
+	int			n = ZL_KEY_DIRECTORY_SIZE(sg->key_directory);
+	const ZLKeyDirEntry *dir = ZL_KEY_DIRECTORY_ENTRIES(sg->key_directory);
+	uint64	   *named = palloc(sizeof(uint64) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		named[i] = position_and_hash(&dir[i]);
+	zl_radix_sort(named, n, sizeof(uint64), sizeof(uint64));
+	if (n != nrows)
+		report(out, "key directory mismatch", "Sub-group " INT64_FORMAT " has %d key directory entries for " INT64_FORMAT " rows.",
+			   sg->subgroup_id, n, nrows);
+	else
+		for (int i = 0; i < n; i++)
+			if (named[i] != position_and_hash(&rows[i]))
+			{
+				report(out, "key directory mismatch", "Sub-group " INT64_FORMAT " key directory names position %d with key hash %08x; the row read there is position %d with key hash %08x.",
+					   sg->subgroup_id, (int32) (named[i] >> 32), (uint32) named[i],
+					   rows[i].position, rows[i].hash);
+				break;
+			}
+	pfree(named);
+}
+
 static void
 verify_subgroup(VerifyOutput *out, Relation rel, const ZLTableOptions *opts,
-				const ZLSubGroup *sg)
+				const ZLKeyHasher *hasher, const ZLSubGroup *sg)
 {
 	SubGroupCheck c = {out, rel, opts};
 
+	if (sg->key_directory != NULL)
+	{
+		c.hasher = hasher;
+		c.key_values = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
+		c.entries = palloc(sizeof(ZLKeyDirEntry) * Max(sg->row_count, 1));
+	}
 	/* masked rows are still stored: check and count them all */
 	zl_read_subgroup_rows(rel, sg, true, check_row, &c);
+	if (c.hasher != NULL && c.rows == sg->row_count)
+		verify_key_directory(out, sg, c.entries, c.rows);
 
 	if (c.rows != sg->row_count)
 		report(out, "row count mismatch", "Sub-group " INT64_FORMAT " stores " INT64_FORMAT " rows, its metadata says " INT64_FORMAT ".",
@@ -287,6 +345,7 @@ zipper_lake_verify_storage(PG_FUNCTION_ARGS)
 	ZLTableOptions opts;
 	ZLSubGroup *sgs;
 	ZLSubGroup **by_block;
+	ZLKeyHasher *hasher;
 	int			nsgs;
 	ZLFreeExtent *extents;
 	int			nextents;
@@ -310,6 +369,8 @@ zipper_lake_verify_storage(PG_FUNCTION_ARGS)
 	sgs = zl_meta_load_subgroups(zl_storage_id(rel), GetActiveSnapshot(), DATEVAL_NOBEGIN, &nsgs);
 	nblocks = RelationGetNumberOfBlocks(rel);
 
+	zl_meta_load_key_directories(zl_storage_id(rel), GetActiveSnapshot(), sgs, nsgs, NULL);
+	hasher = zl_key_hasher_create(RelationGetDescr(rel), &opts);
 	by_block = zl_subgroups_by_block(sgs, nsgs);
 	for (int i = 0; i < nsgs; i++)
 	{
@@ -330,7 +391,7 @@ zipper_lake_verify_storage(PG_FUNCTION_ARGS)
 				   sg->subgroup_id);
 			continue;
 		}
-		verify_subgroup(&out, rel, &opts, sg);
+		verify_subgroup(&out, rel, &opts, hasher, sg);
 	}
 
 	verify_history_windows(&out, &opts, sgs, nsgs);
