@@ -99,14 +99,6 @@ typedef struct SubGroupCheck
 	ZLKeyDirEntry *entries;
 } SubGroupCheck;
 
-/* the end of a sub-group's window: window_end, or one base window */
-static int64
-window_end(const ZLTableOptions *opts, const ZLSubGroup *sg)
-{
-	return sg->window_end != ZL_NO_WINDOW_END ? sg->window_end :
-		zl_window_end(opts, sg->partition_end, sg->window_start);
-}
-
 /*
  * Does a row starting at from belong in a sub-group's window?  A history
  * window is one or more whole base windows (README "Storage").
@@ -318,12 +310,12 @@ verify_history_windows(VerifyOutput *out, const ZLTableOptions *opts, ZLSubGroup
 		if (history[i]->partition_end != history[widest]->partition_end)
 			widest = i;
 		else if (!same_window(history[i], history[widest]) &&
-				 window_end(opts, history[widest]) > history[i]->window_start)
+				 zl_subgroup_window_end(opts, history[widest]) > history[i]->window_start)
 			report(out, "overlapping history windows", "Sub-groups " INT64_FORMAT " and " INT64_FORMAT " of partition %s are in file groups " INT64_FORMAT " and " INT64_FORMAT " whose windows overlap.",
 				   history[widest]->subgroup_id, history[i]->subgroup_id,
 				   DatumGetCString(DirectFunctionCall1(date_out, DateADTGetDatum(history[i]->partition_end))),
 				   history[widest]->file_group, history[i]->file_group);
-		else if (window_end(opts, history[i]) > window_end(opts, history[widest]))
+		else if (zl_subgroup_window_end(opts, history[i]) > zl_subgroup_window_end(opts, history[widest]))
 			widest = i;		/* the window reaching furthest so far */
 	}
 
@@ -331,7 +323,7 @@ verify_history_windows(VerifyOutput *out, const ZLTableOptions *opts, ZLSubGroup
 	for (int i = 1; i < n; i++)
 		if (history[i]->file_group == history[i - 1]->file_group &&
 			(!same_window(history[i], history[i - 1]) ||
-			 window_end(opts, history[i]) != window_end(opts, history[i - 1])))
+			 zl_subgroup_window_end(opts, history[i]) != zl_subgroup_window_end(opts, history[i - 1])))
 			report(out, "wrong file group", "File group " INT64_FORMAT " holds sub-groups " INT64_FORMAT " and " INT64_FORMAT " of different history windows.",
 				   history[i]->file_group, history[i - 1]->subgroup_id, history[i]->subgroup_id);
 	pfree(history);

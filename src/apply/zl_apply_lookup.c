@@ -336,6 +336,16 @@ typedef struct IndexHit
 #define ST_DEFINE
 #include "lib/sort_template.h"
 
+/* index hits in ascending order, by radix sort where that is quicker */
+static void
+sort_index_hits(IndexHit *hits, int n)
+{
+	if (n >= ZL_RADIXSORT_MIN_ELEMENTS)
+		zl_radix_sort(hits, n, sizeof(IndexHit), sizeof(int64));	/* at >= 0 */
+	else
+		sort_hits(hits, n);
+}
+
 /* keys probed ahead of the one looked up (zl_key_index_prefetch) */
 #define KEY_INDEX_AHEAD		4
 
@@ -394,10 +404,7 @@ current_index_hits(ApplyContext *ac, bool **in_index, int *nhits)
 			hits[(*nhits)++].key = key;
 		}
 	}
-	if (*nhits >= ZL_RADIXSORT_MIN_ELEMENTS)
-		zl_radix_sort(hits, *nhits, sizeof(IndexHit), sizeof(int64));	/* at >= 0 */
-	else
-		sort_hits(hits, *nhits);
+	sort_index_hits(hits, *nhits);
 	return hits;
 }
 
@@ -450,10 +457,7 @@ read_key_range_hinted(ApplyContext *ac, const ZLSubGroup *sg, const uint32 *key_
 		hits[e].at = (uint32) entries[e].position;
 		hits[e].key = k < ac->nkeys && key_hashes[k] == entries[e].hash ? ac->keys[k] : NULL;
 	}
-	if (n >= ZL_RADIXSORT_MIN_ELEMENTS)
-		zl_radix_sort(hits, n, sizeof(IndexHit), sizeof(int64));	/* at >= 0 */
-	else
-		sort_hits(hits, n);
+	sort_index_hits(hits, n);
 	if (n > 0)
 		read_hinted_rows(ac, sg, hits, n, arg);
 	pfree(hits);

@@ -89,6 +89,8 @@ extern HeapTuple zl_catalog_row_as_written(Oid catalog, Oid index, int nkeys,
 
 /* ---------- zl_metaread.c ---------- */
 
+extern int64 zl_subgroup_window_end(const ZLTableOptions *opts, const ZLSubGroup *sg);
+
 extern ZLSubGroup *zl_meta_load_subgroups(uint64 storage_id, Snapshot snapshot,
 										  DateADT min_partition, int *nsubgroups);
 extern ZLSubGroup *zl_meta_load_filtered_subgroups(uint64 storage_id, Snapshot snapshot,

@@ -647,3 +647,15 @@ zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
 		table_close(rel, AccessShareLock);
 	}
 }
+
+/*
+ * The end of a sub-group's file-group window: window_end as stored, or,
+ * where the catalog has none (0.1's rows, the current partition), the end
+ * of the one base window starting at window_start.
+ */
+int64
+zl_subgroup_window_end(const ZLTableOptions *opts, const ZLSubGroup *sg)
+{
+	return sg->window_end != ZL_NO_WINDOW_END ? sg->window_end :
+		zl_window_end(opts, sg->partition_end, sg->window_start);
+}

@@ -11,8 +11,8 @@
  * filters the ZipperScan's rows (every restriction clause is one of its
  * bounds) and every aggregate is a built-in count, sum, min, max or avg of
  * a column of the table (or count(*)), without ORDER BY or FILTER (with
- * DISTINCT: zl_aggregate_distinct.c), this node computes them instead: it takes the rows straight from
- * the scan core and calls the aggregates' own transition and final
+ * DISTINCT: zl_aggregate_distinct.c), this node computes them instead: it
+ * takes the rows straight from the scan core and calls the aggregates' own transition and final
  * functions on the columns' values — the same functions, on the same rows
  * in the same order, as the Agg node.
  *

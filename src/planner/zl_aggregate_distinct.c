@@ -12,10 +12,11 @@
  * (a branch, a status, a currency), so the inputs first go into a hash set
  * under the clause's equality operator and only the distinct values are
  * sorted at the end.  The set lives in its own memory; once that reaches
- * work_mem, the set's values and every later input go into a tuplesort of
- * datums, which spills to disk and is read back skipping duplicates, as
- * nodeAgg.c does -- bounded memory whatever the number of distinct values
- * (README "Bounded memory").
+ * half of work_mem, the set's values and every later input go into a
+ * tuplesort of datums given the other half, which spills to disk and is
+ * read back skipping duplicates, as nodeAgg.c does -- one work_mem (as
+ * nodeAgg.c gives each DISTINCT aggregate) whatever the number of distinct
+ * values (README "Bounded memory").
  *
  * NULL inputs are not in the set: the aggregates taken (zl_aggregate.c)
  * ignore them or are strict; whether one came is remembered, and a
@@ -119,6 +120,14 @@ zl_distinct_create(Oid type, Oid eqop, Oid sortop, bool nulls_first, Oid collati
 	return d;
 }
 
+/* the sort of the inputs, in sort_kb of memory */
+static Tuplesortstate *
+begin_sort(ZLDistinctInput *d, int sort_kb)
+{
+	return tuplesort_begin_datum(d->type, d->sortop, d->collation, d->nulls_first,
+								 sort_kb, NULL, TUPLESORT_NONE);
+}
+
 /* empty again (a rescan) */
 void
 zl_distinct_reset(ZLDistinctInput *d)
@@ -136,8 +145,7 @@ zl_distinct_reset(ZLDistinctInput *d)
 	if (OidIsValid(d->hash.fn_oid))
 		d->set = distinctset_create(d->memory, 64, d);
 	else
-		d->sort = tuplesort_begin_datum(d->type, d->sortop, d->collation, d->nulls_first,
-										work_mem, NULL, TUPLESORT_NONE);
+		d->sort = begin_sort(d, work_mem);
 	MemoryContextSwitchTo(old);
 }
 
@@ -151,7 +159,7 @@ zl_distinct_end(ZLDistinctInput *d)
 	MemoryContextDelete(d->memory);
 }
 
-/* the set outgrew work_mem: its values, and all later inputs, go to a sort */
+/* the set reached half of work_mem: its values, and all later inputs, go to a sort */
 static void
 spill(ZLDistinctInput *d)
 {
@@ -159,13 +167,13 @@ spill(ZLDistinctInput *d)
 	DistinctEntry *entry;
 	MemoryContext old = MemoryContextSwitchTo(d->memory);
 
-	d->sort = tuplesort_begin_datum(d->type, d->sortop, d->collation, d->nulls_first,
-									work_mem, NULL, TUPLESORT_NONE);
+	/* the set's half of work_mem stays taken until the reset */
+	d->sort = begin_sort(d, work_mem / 2);
 	distinctset_start_iterate(d->set, &it);
 	while ((entry = distinctset_iterate(d->set, &it)) != NULL)
 		tuplesort_putdatum(d->sort, entry->value, false);
 	MemoryContextSwitchTo(old);
-	/* the set's memory is the sort's now too: it stays until the reset */
+	/* the table goes; the values copied for it stay until the reset */
 	distinctset_destroy(d->set);
 	d->set = NULL;
 }
@@ -198,7 +206,7 @@ zl_distinct_add(ZLDistinctInput *d, Datum value, bool isnull)
 		entry->value = datumCopy(value, false, d->typlen);
 		MemoryContextSwitchTo(old);
 	}
-	if (MemoryContextMemAllocated(d->memory, true) > (Size) work_mem * 1024)
+	if (MemoryContextMemAllocated(d->memory, true) > (Size) work_mem * 1024 / 2)
 		spill(d);
 }
 

@@ -448,9 +448,7 @@ load_windows(ZLWriteState *state, const ZLPendingRun *runs, int nruns, int *nsgs
 	/* one window per file group: the sub-groups' windows, sorted, once each */
 	for (int i = 0; i < kept; i++)
 		(void) add_window(state, sgs[i].partition_end, sgs[i].window_start,
-						  sgs[i].window_end != ZL_NO_WINDOW_END ? sgs[i].window_end :
-						  zl_window_end(&state->opts, sgs[i].partition_end,
-										sgs[i].window_start));
+						  zl_subgroup_window_end(&state->opts, &sgs[i]));
 	qsort(state->windows, state->nwindows, sizeof(ZLWindow), window_cmp);
 	for (int i = 0; i < state->nwindows; i++)
 		if (distinct == 0 || window_cmp(&state->windows[distinct - 1], &state->windows[i]) != 0)
