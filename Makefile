@@ -18,6 +18,7 @@ OBJS = \
 	src/catalog/zl_keyindex.o \
 	src/catalog/zl_metacache.o \
 	src/catalog/zl_metadata.o \
+	src/catalog/zl_meta_bytes.o \
 	src/catalog/zl_meta_freespace.o \
 	src/catalog/zl_meta_record.o \
 	src/catalog/zl_meta_registration.o \

@@ -92,6 +92,7 @@ INSERT INTO pv_walk (fn, call, needs) VALUES
    '{SELECT ON pv_acct}'),
   ('inspect', $$SELECT count(*) FROM zipper_lake.inspect('pv_acct')$$, '{SELECT ON pv_acct}'),
   ('inspect_record', $$SELECT count(*) FROM zipper_lake.inspect_record('pv_acct')$$, '{SELECT ON pv_acct}'),
+  ('inspect_bytes', $$SELECT count(*) FROM zipper_lake.inspect_bytes('pv_acct')$$, '{SELECT ON pv_acct}'),
   ('verify', $$SELECT count(*) FROM zipper_lake.verify('pv_acct')$$, '{SELECT ON pv_acct}'),
   ('_verify_storage', $$SELECT count(*) FROM zipper_lake._verify_storage('pv_acct')$$, '{SELECT ON pv_acct}'),
   ('_record_instants', $$SELECT count(*) FROM zipper_lake._record_instants('pv_acct')$$, '{SELECT ON pv_acct}'),

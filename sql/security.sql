@@ -54,6 +54,8 @@ SELECT * FROM zipper_lake.inspect('hidden');
 -- the change record too: its pieces, hash ranges, instants and newest time
 SELECT * FROM zipper_lake.inspect_record('hidden');
 \echo :SQLSTATE
+SELECT * FROM zipper_lake.inspect_bytes('hidden');
+\echo :SQLSTATE
 SELECT * FROM zipper_lake.verify('hidden');
 \echo :SQLSTATE
 SELECT * FROM zipper_lake.current(NULL::hidden);

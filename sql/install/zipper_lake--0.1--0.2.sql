@@ -460,3 +460,13 @@ AS 'MODULE_PATHNAME', 'zipper_lake_erase'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION zipper_lake.erase(regclass, regclass) IS
     'Remove every version and change record of the keys a relation lists; VACUUM then wipes their bytes (README "Lifecycle").';
+
+-- ---------------------------------------------------------------------------
+-- What a table costs, part by part (README "Monitoring and troubleshooting").
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION zipper_lake.inspect_bytes(tbl regclass)
+RETURNS TABLE (kind text, part text, bytes bigint)
+AS 'MODULE_PATHNAME', 'zipper_lake_inspect_bytes'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE ROWS 9;
+COMMENT ON FUNCTION zipper_lake.inspect_bytes(regclass) IS
+    'the bytes of a table''s file (sub-groups, free extents, other pages) and of its catalog rows, part by part';

@@ -13,6 +13,11 @@
  * after checking SELECT on the table (zl_open_readable_zipper_table), and
  * flushes the transaction's pending rows first so it shows them.
  *
+ * inspect_bytes() adds up what the table costs: its file's pages (those of
+ * its sub-groups, its free extents, the rest: metapage, rows not yet
+ * placed, space not yet reclaimed) and its catalog rows part by part
+ * (zl_meta_bytes.c), so README "Performance"'s bytes can be read per part.
+ *
  * inspect_record() shows the change record (README "Change semantics")
  * piece by piece: segments, key-hash range, newest instant, instants and
  * bytes.  The same check first — by the caller, in C: a SECURITY DEFINER
@@ -29,6 +34,7 @@
 #include "access/table.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "storage/bufmgr.h"
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -36,6 +42,7 @@
 
 PG_FUNCTION_INFO_V1(zipper_lake_inspect);
 PG_FUNCTION_INFO_V1(zipper_lake_inspect_record);
+PG_FUNCTION_INFO_V1(zipper_lake_inspect_bytes);
 
 static int
 inspect_order(const void *a, const void *b)
@@ -120,6 +127,49 @@ zipper_lake_inspect_record(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	rel = zl_open_readable_zipper_table(PG_GETARG_OID(0));
 	zl_meta_record_inspect(RelationGetRelid(rel), (ReturnSetInfo *) fcinfo->resultinfo);
+	table_close(rel, AccessShareLock);
+	return (Datum) 0;
+}
+
+static void
+put_bytes_row(ReturnSetInfo *rsinfo, const char *kind, const char *part, int64 bytes)
+{
+	Datum		values[3] = {CStringGetTextDatum(kind), CStringGetTextDatum(part),
+							 Int64GetDatum(bytes)};
+	bool		nulls[3] = {0};
+
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+Datum
+zipper_lake_inspect_bytes(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	rel;
+	ZLSubGroup *sgs;
+	int			nsgs;
+	ZLCatalogBytes parts[ZL_CATALOG_PARTS];
+	int			nparts;
+	int64		file_bytes,
+				subgroup_bytes = 0,
+				free_bytes;
+
+	InitMaterializedSRF(fcinfo, 0);
+	rel = zl_open_readable_zipper_table(PG_GETARG_OID(0));
+	zl_write_flush_relation(RelationGetRelid(rel));
+	sgs = zl_meta_load_subgroups(zl_storage_id(rel), GetActiveSnapshot(),
+								 DATEVAL_NOBEGIN, &nsgs);
+	for (int i = 0; i < nsgs; i++)
+		subgroup_bytes += (int64) sgs[i].blocks * BLCKSZ;
+	nparts = zl_meta_catalog_bytes(RelationGetRelid(rel), parts, ZL_CATALOG_PARTS, &free_bytes);
+	file_bytes = (int64) RelationGetNumberOfBlocks(rel) * BLCKSZ;
+
+	put_bytes_row(rsinfo, "table file", "sub-groups", subgroup_bytes);
+	put_bytes_row(rsinfo, "table file", "free extents", free_bytes);
+	put_bytes_row(rsinfo, "table file", "other pages",
+				  Max(file_bytes - subgroup_bytes - free_bytes, 0));
+	for (int i = 0; i < nparts; i++)
+		put_bytes_row(rsinfo, "catalog", parts[i].part, parts[i].bytes);
 	table_close(rel, AccessShareLock);
 	return (Datum) 0;
 }

@@ -198,6 +198,19 @@ extern void zl_meta_record_size(Oid relid, int64 *pieces, int64 *instants, int64
 struct ReturnSetInfo;
 extern void zl_meta_record_inspect(Oid relid, struct ReturnSetInfo *rsinfo);
 
+/* ---------- zl_meta_bytes.c ---------- */
+
+typedef struct ZLCatalogBytes
+{
+	const char *part;			/* "sub-group rows", "key directories", ... */
+	int64		bytes;
+} ZLCatalogBytes;
+
+#define ZL_CATALOG_PARTS 6
+
+extern int	zl_meta_catalog_bytes(Oid relid, ZLCatalogBytes *parts, int max_parts,
+								  int64 *free_extent_bytes);
+
 /* ---------- zl_keyindex.c ---------- */
 
 typedef struct ZLKeyIndex ZLKeyIndex;

@@ -120,6 +120,7 @@ typedef enum ZLMetaQuery
 	Q_RECORD_FORGET,
 	Q_RECORD_SIZE,
 	Q_RECORD_INSPECT,
+	Q_CATALOG_BYTES,
 	Q_COUNT
 } ZLMetaQuery;
 

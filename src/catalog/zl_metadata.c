@@ -330,6 +330,27 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		" FROM zipper_lake.record_segment WHERE tbl = $1 GROUP BY piece ORDER BY piece",
 		1, {OIDOID}
 	},
+	[Q_CATALOG_BYTES] = {
+		"WITH s AS (SELECT storage_id FROM zipper_lake.storage WHERE relid = $1),"
+		" g AS (SELECT pg_column_size(g.*) AS whole, pg_column_size(g.key_directory) AS kd"
+		"       FROM zipper_lake.subgroup g WHERE storage_id IN (SELECT storage_id FROM s))"
+		" SELECT part, coalesce(bytes, 0)::int8 FROM ("
+		" SELECT 1, 'sub-group rows', sum(whole - coalesce(kd, 0)) FROM g"
+		" UNION ALL SELECT 2, 'key directories', sum(kd) FROM g"
+		" UNION ALL SELECT 3, 'masks', sum(pg_column_size(m.*)) FROM zipper_lake.mask m"
+		"  WHERE storage_id IN (SELECT storage_id FROM s)"
+		" UNION ALL SELECT 4, 'free extent rows', sum(pg_column_size(f.*)) FROM zipper_lake.free_extent f"
+		"  WHERE storage_id IN (SELECT storage_id FROM s)"
+		" UNION ALL SELECT 5, 'change record', (SELECT sum(pg_column_size(r.*)) FROM zipper_lake.record_segment r"
+		"  WHERE tbl = $1) + coalesce((SELECT sum(pg_column_size(h.*)) FROM zipper_lake.record_head h"
+		"  WHERE tbl = $1), 0)"
+		" UNION ALL SELECT 6, 'registration', coalesce((SELECT sum(pg_column_size(r.*)) FROM zipper_lake.registration r"
+		"  WHERE tbl = $1), 0) + (SELECT sum(pg_column_size(t.*)) FROM zipper_lake.storage t WHERE relid = $1)"
+		" UNION ALL SELECT 7, 'free extent blocks', sum(blocks) FROM zipper_lake.free_extent"
+		"  WHERE storage_id IN (SELECT storage_id FROM s)"
+		" ) p(ord, part, bytes) ORDER BY ord",
+		1, {OIDOID}
+	},
 	[Q_TIME_ZONE_EXISTS] = {
 		"SELECT 1 FROM pg_timezone_names WHERE name = $1", 1, {TEXTOID}
 	},
