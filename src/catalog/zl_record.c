@@ -61,6 +61,7 @@
 #include "common/zl_common.h"
 #include "storage/zl_storage.h"
 #include "catalog/zl_catalog_internal.h"
+#include "common/zl_varint.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -123,63 +124,43 @@ struct ZLRecordWriter
 	MemoryContext context;		/* the writer's: entries come from shorter-lived ones */
 };
 
-/* ---------- varints ---------- */
+/* ---------- varints (common/zl_varint.h) ---------- */
 
 static void
 put_varint(StringInfo buf, uint64 v)
 {
-	do
-	{
-		uint8		b = v & 0x7F;
-
-		v >>= 7;
-		if (v != 0)
-			b |= 0x80;
-		appendStringInfoChar(buf, (char) b);
-	} while (v != 0);
+	zl_varint_append(buf, v);
 }
 
 static void
 put_zigzag(StringInfo buf, int64 v)
 {
-	put_varint(buf, ((uint64) v << 1) ^ (uint64) (v >> 63));
+	zl_varint_append(buf, zl_zigzag(v));
 }
 
 typedef struct Reader
 {
-	const uint8 *p;
-	const uint8 *end;
+	const char *p;
+	const char *end;
 } Reader;
 
 static uint64
 get_varint(Reader *r)
 {
-	uint64		v = 0;
-	int			shift = 0;
+	uint64		v;
 
-	for (;;)
-	{
-		uint8		b;
-
-		if (r->p >= r->end || shift > 63)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("change record segment is damaged"),
-					 errhint("zipper_lake.verify() reports the table's state.")));
-		b = *r->p++;
-		v |= (uint64) (b & 0x7F) << shift;
-		if ((b & 0x80) == 0)
-			return v;
-		shift += 7;
-	}
+	if (!zl_varint_get(&r->p, r->end, &v))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("change record segment is damaged"),
+				 errhint("zipper_lake.verify() reports the table's state.")));
+	return v;
 }
 
 static int64
 get_zigzag(Reader *r)
 {
-	uint64		v = get_varint(r);
-
-	return (int64) (v >> 1) ^ -(int64) (v & 1);
+	return zl_unzigzag(get_varint(r));
 }
 
 /* ---------- keys ---------- */
@@ -719,8 +700,8 @@ zl_record_read(ZLRecordCodec *codec, Oid relid, Snapshot snapshot, uint32 hash_l
 	{
 		bytea	   *entries = zl_meta_record_entries(relid, snapshot, segments[i].piece,
 													 segments[i].segment);
-		EntryReader er = {{(const uint8 *) VARDATA(entries),
-		(const uint8 *) VARDATA(entries) + VARSIZE(entries) - VARHDRSZ}, 0, 0};
+		EntryReader er = {{(const char *) VARDATA(entries),
+		(const char *) VARDATA(entries) + VARSIZE(entries) - VARHDRSZ}, 0, 0};
 
 		for (;;)
 		{
@@ -787,7 +768,7 @@ cursor_advance(PieceCursor *c)
 											c->segments[c->next_segment].segment);
 		c->next_segment++;
 		MemoryContextSwitchTo(c->context);
-		c->er.r.p = (const uint8 *) VARDATA(c->entries);
+		c->er.r.p = (const char *) VARDATA(c->entries);
 		c->er.r.end = c->er.r.p + VARSIZE(c->entries) - VARHDRSZ;
 		c->er.prev_hash = 0;
 		c->er.prev_since = 0;

@@ -26,6 +26,7 @@
 #include "common/zl_guc.h"
 #include "storage/zl_storage_internal.h"
 #include "common/zl_radixsort.h"
+#include "common/zl_varint.h"
 
 #include "access/htup_details.h"
 #include "common/hashfn.h"
@@ -159,39 +160,16 @@ dir_entry_cmp(const ZLKeyDirEntry *x, const ZLKeyDirEntry *y)
  */
 #define KEY_DIRECTORY_V2	2
 
-static char *
-varint_put(char *p, uint32 v)
-{
-	while (v >= 0x80)
-	{
-		*p++ = (char) (v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (char) v;
-	return p;
-}
-
+/* one varint of a directory's header, at most 32 bits */
 static const char *
-varint_get(const char *p, const char *end, uint32 *v)
+directory_varint(const char *p, const char *end, uint32 *v)
 {
-	uint32		result = 0;
+	uint64		value;
 
-	for (int shift = 0; shift < 35; shift += 7)
-	{
-		uint8		byte;
-
-		if (p >= end)
-			break;
-		byte = (uint8) *p++;
-		result |= (uint32) (byte & 0x7F) << shift;
-		if (!(byte & 0x80))
-		{
-			*v = result;
-			return p;
-		}
-	}
-	elog(ERROR, "zipper_lake key directory is corrupt");
-	return NULL;				/* keep compiler quiet */
+	if (!zl_varint_get(&p, end, &value) || value > PG_UINT32_MAX)
+		elog(ERROR, "zipper_lake key directory is corrupt");
+	*v = (uint32) value;
+	return p;
 }
 
 /*
@@ -218,16 +196,16 @@ zl_key_directory_build(const uint32 *hashes, const int32 *positions, int n)
 	dir = palloc(VARHDRSZ + 1 + 5 * 2 + 10 * (Size) nruns + sizeof(uint32) * n + 1);
 	start = p = VARDATA(dir);
 	*p++ = KEY_DIRECTORY_V2;
-	p = varint_put(p, n);
-	p = varint_put(p, nruns);
+	p = zl_varint_put(p, n);
+	p = zl_varint_put(p, nruns);
 	for (int i = 0, end = 0; i < n;)
 	{
 		int			run = i;
 
 		while (++i < n && positions[i] == positions[i - 1] + 1)
 			;
-		p = varint_put(p, positions[run] - end);
-		p = varint_put(p, i - run);
+		p = zl_varint_put(p, positions[run] - end);
+		p = zl_varint_put(p, i - run);
 		end = positions[i - 1] + 1;
 	}
 	memcpy(p, hashes, sizeof(uint32) * n);
@@ -299,8 +277,8 @@ key_directory_decode(const bytea *stored)
 	}
 	if (*p++ != KEY_DIRECTORY_V2)
 		elog(ERROR, "zipper_lake key directory of unknown version %d", (uint8) p[-1]);
-	p = varint_get(p, end, &n);
-	p = varint_get(p, end, &nruns);
+	p = directory_varint(p, end, &n);
+	p = directory_varint(p, end, &nruns);
 	if (n > MaxAllocSize / sizeof(ZLKeyDirEntry) - 1 || nruns > n)
 		elog(ERROR, "zipper_lake key directory is corrupt");
 	runs = palloc(sizeof(uint32) * 2 * Max(nruns, 1));
@@ -308,8 +286,8 @@ key_directory_decode(const bytea *stored)
 	{
 		uint32		gap;
 
-		p = varint_get(p, end, &gap);
-		p = varint_get(p, end, &runs[2 * r + 1]);
+		p = directory_varint(p, end, &gap);
+		p = directory_varint(p, end, &runs[2 * r + 1]);
 		position += gap;
 		runs[2 * r] = (uint32) position;
 		position += runs[2 * r + 1];

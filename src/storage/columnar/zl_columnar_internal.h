@@ -12,6 +12,7 @@
 #define ZL_COLUMNAR_INTERNAL_H
 
 #include "storage/zl_storage_internal.h"
+#include "common/zl_varint.h"
 
 #include "access/tupmacs.h"
 #include "lib/stringinfo.h"
@@ -117,18 +118,6 @@ value_size(const ColumnTraits *t, Datum value)
 	if (t->len == -2)
 		return strlen(DatumGetCString(value)) + 1;
 	return t->len;
-}
-
-static inline uint64
-zigzag(int64 v)
-{
-	return ((uint64) v << 1) ^ (uint64) (v >> 63);
-}
-
-static inline int64
-unzigzag(uint64 v)
-{
-	return (int64) (v >> 1) ^ -(int64) (v & 1);
 }
 
 #endif							/* ZL_COLUMNAR_INTERNAL_H */

@@ -147,26 +147,19 @@ int64_as_byval(int16 len, int64 v)
 		len == 4 ? Int32GetDatum((int32) v) : Int16GetDatum((int16) v);
 }
 
-static uint64
+/* one varint of a DELTA chunk's area at *offset, moving *offset past it */
+static inline uint64
 read_varint(const char *area, Size area_bytes, Size *offset)
 {
-	uint64		v = 0;
-	int			shift = 0;
+	const char *p = area + *offset;
+	uint64		v;
 
-	for (;;)
-	{
-		uint8		b;
-
-		if (*offset >= area_bytes || shift > 63)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("zipper_lake columnar chunk ends inside a number")));
-		b = (uint8) area[(*offset)++];
-		v |= (uint64) (b & 0x7F) << shift;
-		if ((b & 0x80) == 0)
-			return v;
-		shift += 7;
-	}
+	if (!zl_varint_get(&p, area + area_bytes, &v))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("zipper_lake columnar chunk ends inside a number")));
+	*offset = p - area;
+	return v;
 }
 
 static void corrupted(const ZLColumnarReader *r, const char *what);
@@ -700,7 +693,7 @@ step_value(ZLColumnarReader *r, ColumnState *cs, const ColumnTraits *t)
 			return int64_as_byval(t->len, packed_value(cs, cs->next_off++));
 		case ZL_ENC_DELTA:
 			cs->prev = (int64) ((uint64) cs->prev +
-								(uint64) unzigzag(read_varint(cs->raw, e->raw_bytes, &cs->next_off)));
+								(uint64) zl_unzigzag(read_varint(cs->raw, e->raw_bytes, &cs->next_off)));
 			return int64_as_byval(t->len, cs->prev);
 		case ZL_ENC_PLAIN:
 			if (t->byval)
@@ -773,7 +766,7 @@ skip_values(ZLColumnarReader *r, ColumnState *cs, const ColumnTraits *t, uint32 
 				Size		off = cs->next_off;
 
 				for (uint32 k = 0; k < count; k++)
-					sum += (uint64) unzigzag(read_varint(cs->raw, e->raw_bytes, &off));
+					sum += (uint64) zl_unzigzag(read_varint(cs->raw, e->raw_bytes, &off));
 				cs->prev = (int64) sum;
 				cs->next_off = off;
 				return;
@@ -841,7 +834,7 @@ decode_column(ZLColumnarReader *r, ColumnState *cs, int att)
 
 					for (uint32 i = 0; i < cs->rows; i++)
 					{
-						sum += (uint64) unzigzag(read_varint(cs->raw, cs->entry->raw_bytes, &off));
+						sum += (uint64) zl_unzigzag(read_varint(cs->raw, cs->entry->raw_bytes, &off));
 						cs->values[i] = int64_as_byval(t->len, (int64) sum);
 					}
 					break;

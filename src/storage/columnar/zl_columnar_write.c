@@ -214,34 +214,6 @@ byval_as_int64(int16 len, Datum value)
 		len == 4 ? (int64) DatumGetInt32(value) : (int64) DatumGetInt16(value);
 }
 
-static int
-varint_size(uint64 v)
-{
-	int			n = 1;
-
-	while (v >= 0x80)
-	{
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-static void
-append_varint(StringInfo buf, uint64 v)
-{
-	char		bytes[10];
-	int			n = 0;
-
-	while (v >= 0x80)
-	{
-		bytes[n++] = (char) ((v & 0x7F) | 0x80);
-		v >>= 7;
-	}
-	bytes[n++] = (char) v;
-	appendBinaryStringInfo(buf, bytes, n);
-}
-
 /* min/max values: a uint16 length, then the bytes of value_size() */
 static void
 append_minmax_value(StringInfo buf, const ColumnTraits *t, Datum value)
@@ -399,12 +371,12 @@ encode_delta(StringInfo raw, const ColumnTraits *t, const Datum *values,
 		if (isnull[i])
 			continue;
 		v = byval_as_int64(t->len, values[i]);
-		z = zigzag((int64) ((uint64) v - (uint64) prev));
+		z = zl_zigzag((int64) ((uint64) v - (uint64) prev));
 		prev = v;
 		if (raw)
-			append_varint(raw, z);
+			zl_varint_append(raw, z);
 		else
-			size += varint_size(z);
+			size += zl_varint_size(z);
 	}
 	return size;
 }
