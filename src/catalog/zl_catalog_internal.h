@@ -20,6 +20,8 @@ typedef struct ZLCatalog
 	Oid			subgroup_window_index;	/* (storage_id, partition_end, window_start) */
 	Oid			mask;
 	Oid			mask_index;
+	Oid			registration;
+	Oid			registration_pkey;	/* (tbl) */
 	Oid			owner;
 } ZLCatalog;
 
@@ -84,7 +86,6 @@ typedef enum ZLMetaQuery
 	Q_FORGET_SUBGROUPS,
 	Q_FORGET_STORAGE,
 	Q_INSERT_REGISTRATION,
-	Q_LOAD_OPTIONS,
 	Q_CURRENT_FILE_GROUP,
 	Q_NEW_ID,
 	Q_INSERT_SUBGROUP,

@@ -15,10 +15,15 @@
 #include "storage/zl_storage.h"
 #include "catalog/zl_catalog_internal.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "access/table.h"
 #include "executor/spi.h"
 #include "pgtime.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
@@ -276,93 +281,103 @@ options_cache_fetch(Oid relid, ZLTableOptions *opts)
 	return true;
 }
 
-/*
- * A registration row resolved against the table: column names to
- * attribute numbers, the option values to their in-memory forms.
- * time_zone is allocated in result_context (SPI memory goes at
- * zl_meta_end).
- */
-static void
-options_from_row(Relation rel, HeapTuple tuple, TupleDesc tupdesc, ZLTableOptions *opts,
-				 MemoryContext result_context)
+/* a column of a registration row by name: NULL where 0.1's catalog lacks it */
+static Datum
+registration_column(HeapTuple tuple, TupleDesc desc, const char *name, bool *isnull)
+{
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+			return heap_getattr(tuple, att->attnum, desc, isnull);
+	}
+	*isnull = true;
+	return (Datum) 0;
+}
+
+/* the names of a name[] column of the registration (none if NULL) */
+static int
+registration_names(HeapTuple tuple, TupleDesc desc, const char *column, Datum **names)
 {
 	bool		isnull;
-	ArrayType  *keys;
-	Datum	   *key_names;
-	int			nkeys;
-	char	   *unit;
-	MemoryContext old;
+	Datum		array = registration_column(tuple, desc, column, &isnull);
+	int			n = 0;
 
-	keys = DatumGetArrayTypeP(SPI_getbinval(tuple, tupdesc, 1, &isnull));
-	deconstruct_array(keys, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR,
-					  &key_names, NULL, &nkeys);
-	if (nkeys < 1 || nkeys > INDEX_MAX_KEYS)
+	*names = NULL;
+	if (!isnull)
+		deconstruct_array(DatumGetArrayTypeP(array), NAMEOID, NAMEDATALEN, false,
+						  TYPALIGN_CHAR, names, NULL, &n);
+	return n;
+}
+
+/*
+ * A registration row resolved against the table: column names to
+ * attribute numbers, the option values to their in-memory forms.  Columns
+ * of 0.2 read as their defaults against 0.1's catalog: no late horizon,
+ * every column tracked, history in rows, no cut, no retention.
+ */
+static void
+options_from_row(Relation rel, HeapTuple tuple, TupleDesc desc, ZLTableOptions *opts)
+{
+	bool		isnull;
+	Datum		value;
+	Datum	   *names;
+	int			n;
+	char	   *unit;
+
+	n = registration_names(tuple, desc, "key", &names);
+	if (n < 1 || n > INDEX_MAX_KEYS)
 		elog(ERROR, "invalid key in registration of \"%s\"",
 			 RelationGetRelationName(rel));
-	opts->nkeys = nkeys;
-	for (int i = 0; i < nkeys; i++)
-		opts->key_attnums[i] = resolve_column(rel,
-											  NameStr(*DatumGetName(key_names[i])),
-											  "key");
-	opts->from_attnum = resolve_column(rel, SPI_getvalue(tuple, tupdesc, 2),
-									   "valid_from");
-	opts->to_attnum = resolve_column(rel, SPI_getvalue(tuple, tupdesc, 3),
-									 "valid_to");
+	opts->nkeys = n;
+	for (int i = 0; i < n; i++)
+		opts->key_attnums[i] = resolve_column(rel, NameStr(*DatumGetName(names[i])), "key");
+	value = registration_column(tuple, desc, "valid_from", &isnull);
+	opts->from_attnum = resolve_column(rel, NameStr(*DatumGetName(value)), "valid_from");
+	value = registration_column(tuple, desc, "valid_to", &isnull);
+	opts->to_attnum = resolve_column(rel, NameStr(*DatumGetName(value)), "valid_to");
 	opts->period_type = TupleDescAttr(RelationGetDescr(rel),
 									  opts->from_attnum - 1)->atttypid;
 	opts->period_typmod = TupleDescAttr(RelationGetDescr(rel),
 										opts->from_attnum - 1)->atttypmod;
-	unit = SPI_getvalue(tuple, tupdesc, 4);
+	unit = TextDatumGetCString(registration_column(tuple, desc, "partition_unit", &isnull));
 	opts->unit = strcmp(unit, "year") == 0 ? ZL_UNIT_YEAR :
 		strcmp(unit, "month") == 0 ? ZL_UNIT_MONTH : ZL_UNIT_DAY;
-	opts->history_span = zl_span_from_interval(DatumGetIntervalP(SPI_getbinval(tuple, tupdesc, 5, &isnull)));
-	opts->current_span = zl_span_from_interval(DatumGetIntervalP(SPI_getbinval(tuple, tupdesc, 6, &isnull)));
-	opts->max_subgroups = DatumGetInt32(SPI_getbinval(tuple, tupdesc, 7, &isnull));
+	opts->history_span = zl_span_from_interval(DatumGetIntervalP(registration_column(tuple, desc, "history_group_span", &isnull)));
+	opts->current_span = zl_span_from_interval(DatumGetIntervalP(registration_column(tuple, desc, "current_group_span", &isnull)));
+	opts->max_subgroups = DatumGetInt32(registration_column(tuple, desc, "max_subgroups", &isnull));
 
 	/*
 	 * register() stores the open end of timestamp and date tables as the
 	 * wall-clock value at UTC, so it reads the same in every session.
 	 */
-	opts->open_end = DatumGetTimestampTz(SPI_getbinval(tuple, tupdesc, 8, &isnull));
-	old = MemoryContextSwitchTo(result_context);
-	opts->time_zone = pstrdup(SPI_getvalue(tuple, tupdesc, 9));
-	MemoryContextSwitchTo(old);
+	opts->open_end = DatumGetTimestampTz(registration_column(tuple, desc, "open_end", &isnull));
+	opts->time_zone = TextDatumGetCString(registration_column(tuple, desc, "time_zone", &isnull));
 	opts->zone_is_utc = (pg_strcasecmp(opts->time_zone, "UTC") == 0);
+
+	value = registration_column(tuple, desc, "late_horizon", &isnull);
+	opts->late_horizon = isnull ? 0 : zl_span_from_interval(DatumGetIntervalP(value)).usecs;
+
+	memset(opts->tracked, 0, sizeof(opts->tracked));
+	n = registration_names(tuple, desc, "track_columns", &names);
+	opts->some_untracked = n > 0;
+	for (int i = 0; i < n; i++)
 	{
-		Datum		horizon = SPI_getbinval(tuple, tupdesc, 10, &isnull);
+		AttrNumber	attnum = resolve_column(rel, NameStr(*DatumGetName(names[i])), "tracked");
 
-		opts->late_horizon = isnull ? 0 : zl_span_from_interval(DatumGetIntervalP(horizon)).usecs;
+		opts->tracked[(attnum - 1) >> 3] |= 1 << ((attnum - 1) & 7);
 	}
-	{
-		Datum		tracked = SPI_getbinval(tuple, tupdesc, 11, &isnull);
-		Datum	   *names;
-		int			nnames;
 
-		memset(opts->tracked, 0, sizeof(opts->tracked));
-		deconstruct_array(DatumGetArrayTypeP(tracked), TEXTOID, -1, false, TYPALIGN_INT,
-						  &names, NULL, &nnames);
-		opts->some_untracked = nnames > 0;
-		for (int i = 0; i < nnames; i++)
-		{
-			AttrNumber	attnum = resolve_column(rel, TextDatumGetCString(names[i]), "tracked");
-
-			opts->tracked[(attnum - 1) >> 3] |= 1 << ((attnum - 1) & 7);
-		}
-	}
-	opts->history_format = strcmp(SPI_getvalue(tuple, tupdesc, 12), "columnar") == 0 ?
+	value = registration_column(tuple, desc, "history_format", &isnull);
+	opts->history_format = !isnull && strcmp(TextDatumGetCString(value), "columnar") == 0 ?
 		ZL_FORMAT_COLUMNAR : ZL_FORMAT_ROWS;
-	{
-		Datum		cut = SPI_getbinval(tuple, tupdesc, 13, &isnull);
-
-		opts->history_cut = isnull ? ZL_NO_HISTORY_CUT : DatumGetTimestampTz(cut);
-	}
-	{
-		Datum		keep = SPI_getbinval(tuple, tupdesc, 14, &isnull);
-
-		opts->has_retention = !isnull;
-		if (!isnull)
-			opts->retention = *DatumGetIntervalP(keep);
-	}
+	value = registration_column(tuple, desc, "history_cut", &isnull);
+	opts->history_cut = isnull ? ZL_NO_HISTORY_CUT : DatumGetTimestampTz(value);
+	value = registration_column(tuple, desc, "retention", &isnull);
+	opts->has_retention = !isnull;
+	if (!isnull)
+		opts->retention = *DatumGetIntervalP(value);
 }
 
 static void
@@ -373,6 +388,43 @@ refuse_unknown_zone(Relation rel, const ZLTableOptions *opts)
 			 errmsg("zipper table \"%s\" has an unknown time zone \"%s\"",
 					RelationGetRelationName(rel), opts->time_zone),
 			 errhint("Time zones of zipper tables are full names from pg_timezone_names.")));
+}
+
+/*
+ * Read the registration row of rel, if there is one, into opts: a scan of
+ * the registration's primary key, as zl_metaread.c reads sub-groups — no
+ * SPI statement to plan, which was most of a new connection's first query
+ * of a zipper table.  Writers hold the table's writer lock, which
+ * register() takes too: with the latest snapshot they see a registration
+ * committed after their transaction began, so no row of theirs goes
+ * unplaced.  Readers read what their statement's snapshot sees.
+ */
+static bool
+read_registration(Relation rel, ZLTableOptions *opts, bool for_write)
+{
+	const ZLCatalog *catalog = zl_meta_catalog();
+	Snapshot	snapshot;
+	Relation	registration;
+	SysScanDesc scan;
+	ScanKeyData key;
+	HeapTuple	tuple;
+	bool		found;
+
+	snapshot = RegisterSnapshot(for_write ? GetLatestSnapshot() :
+								ActiveSnapshotSet() ? GetActiveSnapshot() :
+								GetTransactionSnapshot());
+	registration = table_open(catalog->registration, AccessShareLock);
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(RelationGetRelid(rel)));
+	scan = systable_beginscan(registration, catalog->registration_pkey, true, snapshot, 1, &key);
+	tuple = systable_getnext(scan);
+	found = HeapTupleIsValid(tuple);
+	if (found)
+		options_from_row(rel, tuple, RelationGetDescr(registration), opts);
+	systable_endscan(scan);
+	table_close(registration, AccessShareLock);
+	UnregisterSnapshot(snapshot);
+	return found;
 }
 
 /*
@@ -401,8 +453,6 @@ bool
 zl_meta_load_options_any_zone(Relation rel, ZLTableOptions *opts, bool for_write,
 							  bool *zone_known)
 {
-	ZLMetaSession session;
-	Datum		values[1] = {ObjectIdGetDatum(RelationGetRelid(rel))};
 	bool		found;
 
 	*zone_known = true;
@@ -412,20 +462,7 @@ zl_meta_load_options_any_zone(Relation rel, ZLTableOptions *opts, bool for_write
 
 	memset(opts, 0, sizeof(*opts));
 	opts->relid = RelationGetRelid(rel);
-	zl_meta_begin(&session);
-
-	/*
-	 * Writers hold the table's writer lock, which register() takes too:
-	 * with the latest snapshot they see a registration committed after
-	 * their transaction began, so no row of theirs goes unplaced.
-	 */
-	zl_meta_exec(Q_LOAD_OPTIONS, values, NULL,
-			  for_write ? GetLatestSnapshot() : InvalidSnapshot, true);
-	found = (SPI_processed == 1);
-	if (found)
-		options_from_row(rel, SPI_tuptable->vals[0], SPI_tuptable->tupdesc, opts,
-						 session.caller_context);
-	zl_meta_end(&session);
+	found = read_registration(rel, opts, for_write);
 	if (!found)
 		return false;
 	*zone_known = pg_tzset(opts->time_zone) != NULL;

@@ -145,18 +145,6 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		INTERVALOID, INT4OID, TIMESTAMPTZOID, TEXTOID}
 	},
 	/* late_horizon came with 0.2: 0.1's catalog has no such column */
-	[Q_LOAD_OPTIONS] = {
-		"SELECT key, valid_from, valid_to, partition_unit, history_group_span,"
-		" current_group_span, max_subgroups, open_end, time_zone,"
-		" (to_jsonb(r) ->> 'late_horizon')::interval,"
-		" ARRAY(SELECT jsonb_array_elements_text("
-		"     nullif(to_jsonb(r) -> 'track_columns', 'null'::jsonb))),"
-		" coalesce(to_jsonb(r) ->> 'history_format', 'rows'),"
-		" (to_jsonb(r) ->> 'history_cut')::timestamptz,"
-		" (to_jsonb(r) ->> 'retention')::interval"
-		" FROM zipper_lake.registration r WHERE tbl = $1",
-		1, {OIDOID}
-	},
 	[Q_CURRENT_FILE_GROUP] = {
 		"SELECT file_group, rollover_seq, count(*) FROM zipper_lake.subgroup"
 		" WHERE storage_id = $1 AND partition_end = $2 AND window_start = $3"

@@ -19,8 +19,9 @@
  *
  * These are C-level scans: no privilege check runs (the callers checked
  * the caller's rights on the zipper table) and no search_path is read.
- * Writes and cold paths (registration, reclaim, verify's own statements)
- * stay SPI statements in zl_metadata.c.
+ * The registration a table's first scan in a backend needs is read the same
+ * way (zl_meta_registration.c).  Writes and cold paths (reclaim, verify's
+ * own statements) stay SPI statements in zl_metadata.c.
  *
  * The catalog's OIDs and owner are looked up once per backend and kept
  * until a relcache invalidation of any of them (DROP or ALTER of the
@@ -84,7 +85,8 @@ catalog_invalidate(Datum arg, Oid relid)
 {
 	if (!OidIsValid(relid) || relid == catalog.subgroup || relid == catalog.subgroup_pkey ||
 		relid == catalog.subgroup_window_index || relid == catalog.mask ||
-		relid == catalog.mask_index)
+		relid == catalog.mask_index || relid == catalog.registration ||
+		relid == catalog.registration_pkey)
 		catalog_valid = false;
 }
 
@@ -123,6 +125,8 @@ zl_meta_catalog(void)
 	catalog.subgroup_window_index = catalog_relation(nspid, "subgroup_window_idx");
 	catalog.mask = catalog_relation(nspid, "mask");
 	catalog.mask_index = catalog_relation(nspid, "mask_subgroup_idx");
+	catalog.registration = catalog_relation(nspid, "registration");
+	catalog.registration_pkey = catalog_relation(nspid, "registration_pkey");
 	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(catalog.subgroup));
 	if (!HeapTupleIsValid(tuple))
 		elog(ERROR, "cache lookup failed for relation %u", catalog.subgroup);
