@@ -443,7 +443,8 @@ def settings(cur):
     """The server's settings that matter, and the planner settings not at
     PostgreSQL's defaults."""
     names = ('server_version', 'shared_buffers', 'work_mem', 'effective_cache_size', 'random_page_cost', 'jit',
-             'max_parallel_workers_per_gather', 'max_parallel_workers', 'max_worker_processes')
+             'max_parallel_workers_per_gather', 'max_parallel_workers', 'max_worker_processes',
+             'shared_preload_libraries')
     s = dict(zip(names, q(cur, 'SELECT ' + ', '.join(f"current_setting('{n}')" for n in names))[0]))
     s['planner_not_default'] = dict(q(cur, """
         SELECT name, setting FROM pg_settings

@@ -142,12 +142,12 @@ def machine(a):
         cur.execute("SELECT current_setting('server_version'), current_setting('shared_buffers'), "
                     "current_setting('work_mem'), current_setting('max_parallel_workers_per_gather'), "
                     "current_setting('jit'), current_setting('synchronous_commit'), "
-                    "current_setting('random_page_cost')")
+                    "current_setting('random_page_cost'), current_setting('shared_preload_libraries')")
         v = cur.fetchone()
         conn.close()
         info.update({'postgres': v[0].split()[0], 'shared_buffers': v[1], 'work_mem': v[2],
                      'max_parallel_workers_per_gather': v[3], 'jit': v[4], 'synchronous_commit': v[5],
-                     'random_page_cost': v[6]})
+                     'random_page_cost': v[6], 'shared_preload_libraries': v[7] or "''"})
     except Exception as e:                          # the report still says what it knows
         info['postgres'] = f'unknown ({str(e).strip().splitlines()[0]})'
     return info
@@ -268,7 +268,8 @@ def heading(report):
     m = report['machine']
     when = report['date']
     settings = ', '.join(f'{k} {m[k]}' for k in ('shared_buffers', 'work_mem', 'random_page_cost',
-                                                  'max_parallel_workers_per_gather', 'jit') if k in m)
+                                                  'max_parallel_workers_per_gather', 'jit',
+                                                  'shared_preload_libraries') if k in m)
     text = (f"{when}, {m.get('cpus', '?')} CPUs, PostgreSQL {m.get('postgres', '?')}"
             + (f' ({settings})' if settings else ''))
     if report.get('note'):

@@ -2,7 +2,9 @@
 # zipper table count as inserts, so autovacuum visits it, and its VACUUM
 # has the maintenance worker drop the history that ended more than the
 # table's retention ago and compact sub-groups with many masked rows --
-# with no VACUUM run by hand.
+# with no VACUUM run by hand.  The server preloads the library, as README
+# "Quick start" suggests: the hooks, GUCs and workers then come from the
+# postmaster.
 
 use strict;
 use warnings;
@@ -19,6 +21,7 @@ autovacuum_naptime = 1
 autovacuum_vacuum_insert_threshold = 100
 autovacuum_vacuum_insert_scale_factor = 0
 log_autovacuum_min_duration = 0
+shared_preload_libraries = 'zipper_lake'
 ));
 $node->start;
 
