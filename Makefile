@@ -35,6 +35,7 @@ OBJS = \
 	src/write/zl_write.o \
 	src/lifecycle/zl_erase.o \
 	src/lifecycle/zl_reclaim.o \
+	src/lifecycle/zl_relocate.o \
 	src/lifecycle/zl_retention.o \
 	src/lifecycle/zl_scrub.o \
 	src/access/zl_chunkfilter_exec.o \

@@ -68,7 +68,8 @@ SELECT count(*) AS versions, count(*) FILTER (WHERE valid_to = 'infinity') AS op
 SELECT * FROM zipper_lake.verify('churn');
 
 -- blocks appended by a transaction that aborted lie at the end of the
--- file, where VACUUM gives them back to the file system (unless told not to)
+-- file, where VACUUM gives them back to the file system (unless told not to;
+-- it may also move a sub-group down off the end: zl_relocate.c)
 SELECT pg_relation_size('churn') / 8192 AS blocks_before \gset
 BEGIN;
 INSERT INTO churn SELECT 100000 + k, -1, '2027-01-01', 'infinity' FROM generate_series(1, 20000) k;
@@ -79,7 +80,7 @@ SELECT :blocks_aborted > :blocks_before + 50 AS aborted_blocks_appended;
 VACUUM (TRUNCATE false) churn;
 SELECT pg_relation_size('churn') / 8192 = :blocks_aborted AS not_truncated;
 VACUUM churn;
-SELECT pg_relation_size('churn') / 8192 = :blocks_before AS truncated;
+SELECT pg_relation_size('churn') / 8192 <= :blocks_before AS truncated;
 
 -- in the middle of the file (a later write appended after them, too many
 -- rows for any free extent), reclaim() makes them free extents, and a

@@ -416,8 +416,9 @@ zl_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
  * later writers (zl_freespace.c).  It wipes what erase() left (zl_scrub.c),
  * gives the blocks at the end of the file that nothing refers to back to
  * the file system (unless TRUNCATE false), has a worker drop history past
- * the table's retention and compact sub-groups with many masked rows
- * (zl_retention.c; VACUUM itself must not write the catalog), reports what
+ * the table's retention, compact sub-groups with many masked rows and
+ * move sub-groups off the end of a file that is mostly free (zl_retention.c,
+ * zl_relocate.c; VACUUM itself must not write the catalog), reports what
  * there is and keeps pg_class statistics current.
  */
 static void
@@ -439,6 +440,14 @@ zl_relation_vacuum(Relation rel, struct VacuumParams *params,
 
 	/* README "Lifecycle": erased bytes wiped (zl_scrub.c) */
 	zl_scrub_vacuum(rel, params, bstrategy, elevel);
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	sgs = zl_meta_load_subgroups(zl_storage_id(rel), snapshot, DATEVAL_NOBEGIN, &nsgs);
+	UnregisterSnapshot(snapshot);
+
+	/* README "Lifecycle": retention, compaction and moves off the end, by a worker */
+	zl_maintenance_vacuum(rel, &sgs, &nsgs, elevel);	/* then the sub-groups after it */
+
+	/* after the worker, which may have given up the end of the file (zl_relocate.c) */
 	if (params->truncate != VACOPTVALUE_DISABLED)
 		truncated = zl_free_space_truncate(rel);
 	if (truncated != 0)
@@ -448,13 +457,6 @@ zl_relation_vacuum(Relation rel, struct VacuumParams *params,
 					   RelationGetRelationName(rel), truncated) :
 				errmsg("zipper_lake table \"%s\": did not truncate the end of the file: the table is in use",
 					   RelationGetRelationName(rel)));
-
-	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	sgs = zl_meta_load_subgroups(zl_storage_id(rel), snapshot, DATEVAL_NOBEGIN, &nsgs);
-	UnregisterSnapshot(snapshot);
-
-	/* README "Lifecycle": retention and history compaction, by a worker */
-	zl_maintenance_vacuum(rel, &sgs, &nsgs, elevel);	/* then the sub-groups after it */
 
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	extents = zl_meta_load_free_extents(zl_storage_id(rel), snapshot, &nextents);

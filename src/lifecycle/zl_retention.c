@@ -233,6 +233,7 @@ typedef struct MaintenanceTask
 	bool		drop;			/* drop history up to cut (retention) */
 	int64		cut;
 	bool		compact;		/* compact sub-groups with many masked rows */
+	bool		relocate;		/* move sub-groups off the end of the file (zl_relocate.c) */
 } MaintenanceTask;
 
 /*
@@ -374,7 +375,8 @@ zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs_inout, int *nsgs_inout, int
 	task.drop = retention_cut(rel, &opts, elevel, &task.cut) && history_due(&opts, sgs, nsgs, task.cut);
 	for (int i = 0; i < nsgs && !task.compact; i++)
 		task.compact = worth_compacting(&sgs[i]);
-	if (!task.drop && !task.compact)
+	task.relocate = zl_relocation_due(rel, sgs, nsgs);
+	if (!task.drop && !task.compact && !task.relocate)
 		return;
 
 	task.database = MyDatabaseId;
@@ -425,6 +427,11 @@ zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs_inout, int *nsgs_inout, int
 		ereport(elevel,
 				(errmsg("zipper_lake table \"%s\": compacted sub-groups: " INT64_FORMAT " masked rows before, " INT64_FORMAT " after",
 						RelationGetRelationName(rel), masked_rows(sgs, nsgs), masked_rows(after, nafter))));
+	if (task.relocate)
+		ereport(elevel,
+				(errmsg("zipper_lake table \"%s\": moved sub-groups off the end of the file: %s now",
+						RelationGetRelationName(rel),
+						zl_relocation_due(rel, after, nafter) ? "more to move or give up" : "done")));
 	*sgs_inout = after;
 	*nsgs_inout = nafter;
 }
@@ -456,6 +463,17 @@ maintain(Relation rel, ZLTableOptions *opts, const MaintenanceTask *task)
 		ereport(LOG,
 				(errmsg("zipper_lake table \"%s\": compacted %d sub-groups",
 						RelationGetRelationName(rel), compacted)));
+	}
+	if (task->relocate)
+	{
+		/* the end an earlier move left, once no snapshot sees it; then more moves */
+		int64		released = zl_free_space_reclaim(rel);
+		int64		moved = zl_relocate_tail(rel);
+
+		if (released > 0 || moved > 0)
+			ereport(LOG,
+					(errmsg("zipper_lake table \"%s\": gave up " INT64_FORMAT " free blocks at the end of the file and moved sub-groups of " INT64_FORMAT " blocks off it",
+							RelationGetRelationName(rel), released, moved)));
 	}
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 }

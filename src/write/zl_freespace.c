@@ -58,7 +58,7 @@
  * Blocks at the end of the file that the catalog does not refer to are
  * truncated by VACUUM (zl_free_space_truncate); reclaim() leaves the free
  * space it finds at the end of the file in that state rather than
- * recording it, where VACUUM would cut it (vacuum_would_truncate).
+ * recording it, where VACUUM would cut it (zl_free_space_worth_truncating).
  *
  *-------------------------------------------------------------------------
  */
@@ -123,6 +123,43 @@ zl_free_space_begin(Relation rel, uint64 storage_id)
 	if (all)
 		pfree(all);
 	return fs;
+}
+
+/* keep only the free blocks below a block */
+void
+zl_free_space_limit(ZLFreeSpace *fs, BlockNumber below)
+{
+	int			kept = 0;
+
+	for (int i = 0; i < fs->nextents; i++)
+	{
+		ZLFreeExtent extent = fs->extents[i];
+
+		if (extent.first_block >= below)
+			continue;
+		extent.blocks = Min(extent.blocks, below - extent.first_block);
+		fs->extents[kept++] = extent;
+	}
+	fs->nextents = kept;
+}
+
+/*
+ * The free blocks a write could take now below a block (InvalidBlockNumber:
+ * anywhere), and in *largest the blocks of the largest run of them.
+ */
+BlockNumber
+zl_free_space_reusable(Relation rel, uint64 storage_id, BlockNumber below, BlockNumber *largest)
+{
+	ZLFreeSpace *fs = zl_free_space_begin(rel, storage_id);
+	BlockNumber total = 0;
+
+	zl_free_space_limit(fs, below);
+	for (int i = 0; i < fs->nextents; i++)
+		total += fs->extents[i].blocks;
+	*largest = zl_free_space_largest(fs);
+	pfree(fs->extents);
+	pfree(fs);
+	return total;
 }
 
 /* blocks of the largest free extent, 0 if none */
@@ -332,8 +369,8 @@ referenced_ranges(uint64 storage_id, int *nranges, ZLFreeExtent **free_extents, 
  * Whether VACUUM truncates an unreferenced tail of that many blocks: if
  * the table's vacuum_truncate allows it and the tail is worth the lock.
  */
-static bool
-vacuum_would_truncate(Relation rel, BlockNumber tail_blocks)
+bool
+zl_free_space_worth_truncating(Relation rel, BlockNumber tail_blocks)
 {
 	if (rel->rd_options != NULL && !((StdRdOptions *) rel->rd_options)->vacuum_truncate)
 		return false;
@@ -457,7 +494,7 @@ zl_free_space_reclaim(Relation rel)
 	/* 2. the end of the file among them is left to VACUUM, if it cuts it */
 	tail = reclaimable_tail(rel, nblocks, gaps, ngaps, extents, nextents,
 							&gaps_kept, &extents_kept, &newest);
-	if (!vacuum_would_truncate(rel, nblocks - tail))
+	if (!zl_free_space_worth_truncating(rel, nblocks - tail))
 	{
 		gaps_kept = ngaps;		/* it stays in the file: record it as reusable */
 		extents_kept = nextents;
@@ -542,7 +579,7 @@ zl_free_space_truncate(Relation rel)
 
 	if (freeable < 0)
 		return -1;
-	if (!vacuum_would_truncate(rel, (BlockNumber) freeable))
+	if (!zl_free_space_worth_truncating(rel, (BlockNumber) freeable))
 		return 0;
 
 	while (!ConditionalLockRelation(rel, AccessExclusiveLock))

@@ -401,6 +401,8 @@ zl_write_placed(ZLWriteState *state, Relation rel)
 	else
 		zl_intsort_perform(state->placesort);
 	free_space = zl_free_space_begin(rel, state->storage_id);
+	if (state->reuse_below != 0)
+		zl_free_space_limit(free_space, state->reuse_below);
 
 	memset(&rr, 0, sizeof(rr));
 	rr.state = state;

@@ -325,6 +325,17 @@ zl_write_add_decoded(ZLWriteState *state, Relation rel, HeapTuple tuple)
 	add_row(state, rel, tuple);
 }
 
+/*
+ * Let the state's flushes take only free blocks below a block (0: any):
+ * VACUUM moving sub-groups off the end of the file (zl_relocate.c) must
+ * not move them into other free blocks there.
+ */
+void
+zl_write_state_reuse_below(ZLWriteState *state, BlockNumber below)
+{
+	state->reuse_below = below;
+}
+
 /* the format history runs are written in (ZL_FORMAT_ROWS or ZL_FORMAT_COLUMNAR) */
 char
 zl_write_state_history_format(const ZLWriteState *state)

@@ -19,6 +19,7 @@
 typedef struct ZLWriteState ZLWriteState;
 
 extern ZLWriteState *zl_write_state_get(Relation rel);
+extern void zl_write_state_reuse_below(ZLWriteState *state, BlockNumber below);
 extern void zl_write_load(ZLWriteState *state, HeapTuple tuple);
 extern void zl_write_place(ZLWriteState *state, HeapTuple tuple, int64 valid_from,
 						   int64 valid_to);
@@ -41,6 +42,9 @@ extern void zl_rewrite_subgroup(Relation rel, ZLWriteState *state, const ZLSubGr
 /* ---------- zl_freespace.c ---------- */
 
 extern int64 zl_free_space_truncate(Relation rel);
+extern bool zl_free_space_worth_truncating(Relation rel, BlockNumber tail_blocks);
+extern BlockNumber zl_free_space_reusable(Relation rel, uint64 storage_id, BlockNumber below,
+										  BlockNumber *largest);
 extern int64 zl_free_space_reclaim(Relation rel);
 extern int64 zl_free_space_wipe(Relation rel, BufferAccessStrategy strategy, bool *complete);
 

@@ -47,6 +47,7 @@ typedef struct ZLFreeSpace ZLFreeSpace;
 extern ZLFreeSpace *zl_free_space_begin(Relation rel, uint64 storage_id);
 extern BlockNumber zl_free_space_largest(const ZLFreeSpace *fs);
 extern BlockNumber zl_free_space_take(ZLFreeSpace *fs, BlockNumber blocks);
+extern void zl_free_space_limit(ZLFreeSpace *fs, BlockNumber below);
 extern void zl_free_space_end(ZLFreeSpace *fs);
 
 /* ---------- zl_load.c ---------- */
@@ -146,6 +147,9 @@ struct ZLWriteState
 	ZLWindow   *windows;
 	int			nwindows;
 	int			maxwindows;
+
+	/* free blocks a flush may take: those below this block (0: any; zl_relocate.c) */
+	BlockNumber reuse_below;
 };
 
 /* a run of direct placement (zl_place.c, "Direct placement") */

@@ -16,7 +16,9 @@ Four tables hold the same versions:
           (roughly the order a daily UPDATE+INSERT job appends versions), with
           the indexes a PostgreSQL user creates: PRIMARY KEY (id, valid_from),
           btree (valid_to), btree (valid_from); VACUUM ANALYZE'd (so are the
-          zipper tables: their VACUUM compacts masked rows).
+          zipper tables: their VACUUM compacts masked rows; and VACUUMed
+          once more, which gives back the end of the file the first one's
+          moves left, as autovacuum's next visit would).
   p_hist  the same rows in a heap table PARTITIONED BY RANGE (valid_to): one
           partition per day, one ['infinity', MAXVALUE) partition for the open
           versions and a DEFAULT partition; same three indexes (the first one
@@ -288,6 +290,9 @@ def build(conn, a):
     cur.execute('VACUUM ANALYZE p_hist')
     for z in zipper_tables(a):
         cur.execute(f'VACUUM ANALYZE {z}')    # compacts masked rows, as heap's removes dead ones
+        # and moves sub-groups off the end of a mostly free file; the next
+        # VACUUM (autovacuum's next visit) cuts the end they left
+        cur.execute(f'VACUUM {z}')
     try:
         cur.execute('CHECKPOINT')       # start the timed part with clean buffers; needs pg_checkpoint
     except psycopg2.Error:
