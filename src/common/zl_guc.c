@@ -19,6 +19,7 @@
 bool		zipper_lake_enable_pruning = true;
 bool		zipper_lake_enable_scan_aggregates = true;
 int			zipper_lake_columnar_chunk_rows = ZL_CHUNK_ROWS_DEFAULT;
+int			zipper_lake_relocate_min_blocks = ZL_RELOCATE_MIN_BLOCKS_DEFAULT;
 int			zipper_lake_columnar_compression = ZL_COMPRESSION_ZSTD;
 int			zipper_lake_key_cache_memory = ZL_KEY_CACHE_KB_DEFAULT;
 int			zipper_lake_retained_memory = ZL_RETAINED_MEMORY_KB_DEFAULT;
@@ -53,6 +54,14 @@ zl_guc_init(void)
 							"For tests of chunk skipping on small tables; keep the default otherwise.",
 							&zipper_lake_columnar_chunk_rows,
 							ZL_CHUNK_ROWS_DEFAULT, 16, 65535,
+							PGC_USERSET,
+							GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("zipper_lake.relocate_min_blocks",
+							"Fewest free blocks for which VACUUM moves sub-groups off the end of the file.",
+							"For tests of the moves on small tables; keep the default otherwise.",
+							&zipper_lake_relocate_min_blocks,
+							ZL_RELOCATE_MIN_BLOCKS_DEFAULT, 1, INT_MAX,
 							PGC_USERSET,
 							GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);

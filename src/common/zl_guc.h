@@ -18,6 +18,7 @@
 extern bool zipper_lake_enable_pruning;
 extern bool zipper_lake_enable_scan_aggregates;
 extern int	zipper_lake_columnar_chunk_rows;
+extern int	zipper_lake_relocate_min_blocks;
 extern int	zipper_lake_columnar_compression;
 extern int	zipper_lake_key_cache_memory;
 extern int	zipper_lake_retained_memory;
@@ -35,6 +36,9 @@ typedef enum ZLCompression
  * for zstd and the directory (measured: README "Storage formats").
  */
 #define ZL_CHUNK_ROWS_DEFAULT	1024
+
+/* zipper_lake.relocate_min_blocks: free blocks worth moving sub-groups for (zl_relocate.c) */
+#define ZL_RELOCATE_MIN_BLOCKS_DEFAULT	128
 
 /* zipper_lake.key_cache_memory: key directories, and as much for indexes */
 #define ZL_KEY_CACHE_KB_DEFAULT		(256 * 1024)

@@ -15,8 +15,8 @@
  *      visible sub-group's blocks followed the metapage, the file would end
  *      at 1 + their blocks.  When more than that is worth truncating
  *      (zl_free_space_worth_truncating, with at least a quarter of the
- *      file free and ZL_RELOCATE_MINIMUM blocks: small tables are left
- *      alone), the sub-groups reaching past it are moved, the highest
+ *      file free and zipper_lake.relocate_min_blocks, 128: small tables
+ *      are left alone), the sub-groups reaching past it are moved, the highest
  *      first, each into a free extent below it that holds it (best fit, as
  *      writers take extents), until none is left that fits.
  *   2. Moving is compaction without masks: the sub-group's live rows are
@@ -41,6 +41,7 @@
  *-------------------------------------------------------------------------
  */
 #include "common/zl_common.h"
+#include "common/zl_guc.h"
 #include "storage/zl_storage.h"
 #include "catalog/zl_catalog.h"
 #include "write/zl_write.h"
@@ -51,9 +52,7 @@
 #include "storage/bufmgr.h"
 #include "utils/snapmgr.h"
 
-/* fewer free blocks than this are not worth moving sub-groups for */
-#define ZL_RELOCATE_MINIMUM		128
-/* nor less than this share of the file */
+/* nor less than this share of the file (and zipper_lake.relocate_min_blocks) */
 #define ZL_RELOCATE_FRACTION	4
 
 /* where the file would end if every visible sub-group's blocks were packed */
@@ -72,13 +71,13 @@ packed_end(const ZLSubGroup *sgs, int nsgs)
  * move sub-groups down (or give up the end they left, step 3)?
  */
 bool
-zl_relocation_due(Relation rel, const ZLSubGroup *sgs, int nsgs)
+zl_relocation_due(Relation rel, const ZLSubGroup *sgs, int nsgs, int min_blocks)
 {
 	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 	BlockNumber end = packed_end(sgs, nsgs);
 	BlockNumber spare = nblocks > end ? nblocks - end : 0;
 
-	return spare >= ZL_RELOCATE_MINIMUM && spare >= nblocks / ZL_RELOCATE_FRACTION &&
+	return spare >= (BlockNumber) min_blocks && spare >= nblocks / ZL_RELOCATE_FRACTION &&
 		zl_free_space_worth_truncating(rel, spare);
 }
 
@@ -96,7 +95,7 @@ highest_first(const void *a, const void *b)
  * sub-groups moved.
  */
 int64
-zl_relocate_tail(Relation rel)
+zl_relocate_tail(Relation rel, int min_blocks)
 {
 	uint64		storage_id = zl_storage_id(rel);
 	ZLWriteState *state = zl_write_state_get(rel);
@@ -110,7 +109,7 @@ zl_relocate_tail(Relation rel)
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	sgs = zl_meta_load_subgroups(storage_id, snapshot, DATEVAL_NOBEGIN, &nsgs);
 	UnregisterSnapshot(snapshot);
-	if (!zl_relocation_due(rel, sgs, nsgs))
+	if (!zl_relocation_due(rel, sgs, nsgs, min_blocks))
 		return 0;
 	end = packed_end(sgs, nsgs);
 	qsort(sgs, nsgs, sizeof(ZLSubGroup), highest_first);

@@ -44,6 +44,7 @@
  *-------------------------------------------------------------------------
  */
 #include "common/zl_common.h"
+#include "common/zl_guc.h"
 #include "storage/zl_storage.h"
 #include "catalog/zl_catalog.h"
 #include "write/zl_write.h"
@@ -234,6 +235,7 @@ typedef struct MaintenanceTask
 	int64		cut;
 	bool		compact;		/* compact sub-groups with many masked rows */
 	bool		relocate;		/* move sub-groups off the end of the file (zl_relocate.c) */
+	int			relocate_min_blocks;	/* VACUUM's zipper_lake.relocate_min_blocks */
 } MaintenanceTask;
 
 /*
@@ -375,7 +377,8 @@ zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs_inout, int *nsgs_inout, int
 	task.drop = retention_cut(rel, &opts, elevel, &task.cut) && history_due(&opts, sgs, nsgs, task.cut);
 	for (int i = 0; i < nsgs && !task.compact; i++)
 		task.compact = worth_compacting(&sgs[i]);
-	task.relocate = zl_relocation_due(rel, sgs, nsgs);
+	task.relocate_min_blocks = zipper_lake_relocate_min_blocks;
+	task.relocate = zl_relocation_due(rel, sgs, nsgs, task.relocate_min_blocks);
 	if (!task.drop && !task.compact && !task.relocate)
 		return;
 
@@ -431,7 +434,7 @@ zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs_inout, int *nsgs_inout, int
 		ereport(elevel,
 				(errmsg("zipper_lake table \"%s\": moved sub-groups off the end of the file: %s now",
 						RelationGetRelationName(rel),
-						zl_relocation_due(rel, after, nafter) ? "more to move or give up" : "done")));
+						zl_relocation_due(rel, after, nafter, task.relocate_min_blocks) ? "more to move or give up" : "done")));
 	*sgs_inout = after;
 	*nsgs_inout = nafter;
 }
@@ -468,7 +471,7 @@ maintain(Relation rel, ZLTableOptions *opts, const MaintenanceTask *task)
 	{
 		/* the end an earlier move left, once no snapshot sees it; then more moves */
 		int64		released = zl_free_space_reclaim(rel);
-		int64		moved = zl_relocate_tail(rel);
+		int64		moved = zl_relocate_tail(rel, task->relocate_min_blocks);
 
 		if (released > 0 || moved > 0)
 			ereport(LOG,
