@@ -2058,7 +2058,7 @@ def main():
                         "configuration (s - 1) mod %d, in the order of CONFIGS)" % len(CONFIGS))
     p.add_argument("--track", choices=TRACKINGS,
                    help="track_columns of rc_zip and rc_fold: all (NULL), amount or name "
-                        "(default: seed s tracks %s[(s - 1) %% 3])" % "/".join(TRACKINGS))
+                        "(default: seed s tracks %s[(s - 1) %%%% 3])" % "/".join(TRACKINGS))
     p.add_argument("--list-configs", action="store_true", help="print the configurations and exit")
     p.add_argument("--keys", type=int, help="key space size (default 12 x scale; batching: 6 x scale)")
     p.add_argument("--batches", type=int, help="batches per seed (default 15; batching: the most "
