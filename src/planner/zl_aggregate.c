@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * zl_aggregate.c
- *	  ZipperAggregate: count, sum, min, max and avg computed in the scan.
+ *	  ZipperAggregate: count, sum, min, max and avg computed in the scan,
+ *	  grouped or not.
  *
  * An aggregate of the rows of one zipper table without grouping — "SELECT
  * count(*), sum(balance) FROM t WHERE valid_from <= X AND valid_to > X",
@@ -16,6 +17,23 @@
  * functions on the columns' values — the same functions, on the same rows
  * in the same order, as the Agg node.
  *
+ * GROUP BY columns of the table (one or more; hashable, with a sort
+ * operator), with these aggregates (not DISTINCT: that stays with the Agg
+ * node, which sorts for it) and HAVING (the node's qual), is computed too:
+ * the users' "SELECT branch, count(*), sum(balance) ... GROUP BY branch".
+ * Each row's group is found in a hash table keyed by the grouping columns
+ * under the GROUP BY clause's equality operators (execGrouping.c, as the
+ * hashed Agg node finds it; zl_aggregate_group.c), whose entries carry the
+ * groups' transition states.  A columnar chunk's rows are looked up first,
+ * from the decoded grouping columns, then each aggregate walks the column
+ * it reads stepping each row's group.  Beyond hash_mem the table freezes;
+ * rows of other groups are sorted by key (and scan order) and aggregated
+ * one group at a time at the end, after the table's groups.  The output
+ * is the Agg node's rows, in no order (the path claims no pathkeys: an
+ * ORDER BY sorts above it).  No partial (parallel) grouped node: the
+ * planner's own parallel plans stay, and on this machine's costs serial
+ * plans win anyway.
+ *
  * Planner
  * -------
  * create_upper_paths_hook offers, besides the Agg paths of the grouping
@@ -23,9 +41,12 @@
  * path (zl_unfiltered_scan_path), and a parallel plan: in every
  * participant a partial one over the parallel ZipperScan, returning
  * transition states (serialized where they are internal), gathered into
- * a Finalize Aggregate.  It is charged part of its child's run cost and
- * the transition functions (aggregate_path), so the planner takes it over
- * an Agg on the same scan.
+ * a Finalize Aggregate (not grouped, no HAVING).  It is charged part of
+ * its child's run cost and the transition functions, and grouped a key
+ * comparison per row and a tuple per group (grouped_aggregate_path), so
+ * the planner takes it over an Agg on the same scan.  The child is the
+ * ZipperScan path itself, also where the grouping target put a projection
+ * over it: the node reads the scan's own rows.
  *
  * Executor
  * --------
