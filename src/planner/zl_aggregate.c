@@ -910,7 +910,7 @@ batch_row_groups(ZipperAggregateState *state, const ZLRowBatch *batch)
 	if (batch->nrows > state->batch_groups_size)
 	{
 		state->batch_groups = state->batch_groups == NULL ?
-			MemoryContextAlloc(GetMemoryChunkContext(state->sorted),
+			MemoryContextAlloc(state->css.ss.ps.state->es_query_cxt,
 							   sizeof(AggTrans *) * batch->nrows) :
 			repalloc(state->batch_groups, sizeof(AggTrans *) * batch->nrows);
 		state->batch_groups_size = batch->nrows;
