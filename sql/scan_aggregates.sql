@@ -4,8 +4,10 @@
 -- what the executor's Agg node gives over the same scan: for columnar and
 -- row history, NULLs, NaN, collations, empty answers, expressions over
 -- aggregates, DISTINCT (in memory and spilled), parameters, rescans,
--- masks, rollbacks and parallel plans. Queries it does not take
--- (grouping, FILTER, other filters, other aggregates) keep the Agg node.
+-- masks, rollbacks and parallel plans; grouped by columns of the table
+-- (NULL keys, collations, HAVING, groups beyond work_mem). Queries it does
+-- not take (grouping by expressions, DISTINCT with GROUP BY, FILTER, other
+-- filters, other aggregates) keep the Agg node.
 SET timezone = 'UTC';
 \set VERBOSITY terse
 -- chunks of 16 rows, so that bounds check some chunks row by row
@@ -104,6 +106,32 @@ INSERT INTO agg_queries VALUES
                 min(DISTINCT t), max(DISTINCT tc), count(DISTINCT d), sum(DISTINCT iv), count(*)
          FROM %1$s WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00'$q$),
   (21, $q$SELECT count(DISTINCT t), sum(DISTINCT n), avg(DISTINCT f), count(*) FROM %1$s WHERE valid_to = 'infinity'$q$),
+  -- GROUP BY a column: every aggregate kind per group, a NULL group, the
+  -- default collation's text
+  (22, $q$SELECT t, count(*), count(i), sum(i), sum(n), avg(n), min(n), max(f), sum(f), avg(f), min(tc), max(d),
+                sum(iv), avg(iv), avg(i)
+         FROM %1$s WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00' GROUP BY t ORDER BY t$q$),
+  -- two columns (one "C" text), NULLs in both, a column grouped but not shown
+  (23, $q$SELECT tc, d IS NULL AS no_d, count(*), sum(n), max(t) FROM %1$s
+         WHERE valid_from <= '2026-01-05' AND valid_to > '2026-01-05' GROUP BY tc, d ORDER BY tc, d$q$),
+  (24, $q$SELECT count(*), max(i), min(valid_from) FROM %1$s WHERE valid_to > '2026-01-02' GROUP BY tc ORDER BY tc$q$),
+  -- HAVING, in the node (also without GROUP BY: q11); the changes of a day
+  (25, $q$SELECT tc, count(*), sum(n) FROM %1$s
+         WHERE (valid_from >= '2026-01-04' AND valid_from < '2026-01-05')
+            OR (valid_to >= '2026-01-04' AND valid_to < '2026-01-05')
+         GROUP BY tc HAVING count(*) > 2 AND max(i) > 500 ORDER BY tc$q$),
+  -- the current versions (the current partition's rows); nothing kept: no group
+  (26, $q$SELECT t, count(*), sum(i), max(tc), upper(t) || '!' AS e, sum(n) / count(*) FROM %1$s
+         WHERE valid_to = 'infinity' GROUP BY t ORDER BY t$q$),
+  (27, $q$SELECT t, count(*) FROM %1$s WHERE valid_from < '2000-01-01' GROUP BY t$q$),
+  -- grouped and rescanned with new bounds per outer row
+  (28, $q$SELECT day, (SELECT string_agg(g.t || ':' || g.c, ',' ORDER BY g.t)
+                       FROM (SELECT t, count(*) AS c FROM %1$s WHERE valid_from <= o.at AND valid_to > o.at
+                             GROUP BY t) g)
+         FROM (SELECT day, timestamptz '2026-01-01 12:00' + day * interval '1 day' AS at
+                 FROM generate_series(0, 5) day) o$q$),
+  -- the Agg node's: DISTINCT with GROUP BY
+  (29, $q$SELECT t, count(DISTINCT i) FROM %1$s WHERE valid_to = 'infinity' GROUP BY t ORDER BY t$q$),
   -- the Agg node's: grouping, HAVING, DISTINCT of an expression, FILTER, ORDER BY in an
   -- aggregate, another filter, an expression argument, another aggregate
   (10, $q$SELECT (i %% 3) AS g, count(*) FROM %1$s WHERE valid_to = 'infinity' GROUP BY 1 ORDER BY 1$q$),
@@ -129,7 +157,47 @@ SELECT tbl, c.node, c.same
   FROM (VALUES ('agg_zl'), ('agg_rows')) t(tbl),
        agg_check(format($q$SELECT count(DISTINCT i), sum(DISTINCT n), count(DISTINCT iv), sum(DISTINCT f)
                            FROM %1$s$q$, tbl)) c;
+-- so do rows of groups beyond it: the hash table keeps the groups it
+-- holds, the other groups' rows are sorted by key and aggregated one group
+-- at a time; the same rows as the Agg node's (EXCEPT ALL both ways: none)
+CREATE FUNCTION agg_spill_check(query text, OUT node text, OUT sorted boolean, OUT groups bigint,
+                                OUT differences bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  line text;
+BEGIN
+  node := 'Agg';
+  sorted := false;
+  FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ' || query LOOP
+    IF line LIKE '%ZipperAggregate%' THEN
+      node := 'ZipperAggregate';
+    END IF;
+    IF line LIKE '%Rows Sorted:%' THEN
+      sorted := true;
+    END IF;
+  END LOOP;
+  EXECUTE 'CREATE TEMP TABLE agg_spill_node AS ' || query;
+  PERFORM set_config('zipper_lake.enable_scan_aggregates', 'off', true);
+  EXECUTE 'CREATE TEMP TABLE agg_spill_executor AS ' || query;
+  PERFORM set_config('zipper_lake.enable_scan_aggregates', 'on', true);
+  SELECT count(*) INTO groups FROM agg_spill_node;
+  SELECT count(*) INTO differences
+    FROM ((TABLE agg_spill_node EXCEPT ALL TABLE agg_spill_executor)
+          UNION ALL (TABLE agg_spill_executor EXCEPT ALL TABLE agg_spill_node)) x;
+  DROP TABLE agg_spill_node, agg_spill_executor;
+END $$;
+SELECT tbl, c.*
+  FROM (VALUES ('agg_zl'), ('agg_rows')) t(tbl),
+       agg_spill_check(format($q$SELECT i, count(*) AS c, sum(n) AS sn, avg(n) AS an, min(t) AS mt, max(tc) AS mtc, sum(iv) AS siv, count(d) AS cd
+                                 FROM %1$s WHERE valid_to > '2026-01-01' GROUP BY i$q$, tbl)) c;
+SELECT tbl, c.*
+  FROM (VALUES ('agg_zl'), ('agg_rows')) t(tbl),
+       agg_spill_check(format($q$SELECT t, d, count(*), sum(i), max(n) FROM %1$s
+                                 WHERE valid_to > '2026-01-02' GROUP BY t, d HAVING count(*) < 5$q$, tbl)) c;
 RESET work_mem;
+SELECT tbl, c.*
+  FROM (VALUES ('agg_zl'), ('agg_rows')) t(tbl),
+       agg_spill_check(format($q$SELECT i, count(*), sum(n) FROM %1$s WHERE valid_to > '2026-01-01' GROUP BY i$q$, tbl)) c;
 
 -- the plan: the ZipperScan below keeps its bounds and pruning; EXPLAIN
 -- ANALYZE counts the rows the node took from it
@@ -137,6 +205,17 @@ EXPLAIN (COSTS OFF)
   SELECT count(*), sum(n) FROM agg_zl WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00';
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
   SELECT count(*), sum(n) FROM agg_zl WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00';
+-- grouped: the groups it held in memory; ORDER BY sorts its groups above it
+EXPLAIN (COSTS OFF)
+  SELECT tc, count(*), sum(n) FROM agg_zl WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00'
+   GROUP BY tc HAVING sum(i) > 10 ORDER BY tc;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+  SELECT tc, count(*), sum(n) FROM agg_zl WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00'
+   GROUP BY tc;
+SET zipper_lake.enable_scan_aggregates = off;
+EXPLAIN (COSTS OFF)
+  SELECT tc, count(*) FROM agg_zl WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00' GROUP BY tc;
+RESET zipper_lake.enable_scan_aggregates;
 
 -- a prepared statement's parameter, in custom and generic plans
 PREPARE agg_at(timestamptz) AS
@@ -160,7 +239,7 @@ SELECT count(*), sum(n), max(t) FROM agg_zl WHERE valid_from <= '2026-01-03 12:0
 BEGIN;
 SELECT changes, late FROM zipper_lake.apply_changes('agg_zl', 'agg_late');
 SELECT sum(masked_rows) > 0 AS masked FROM zipper_lake.inspect('agg_zl');
-SELECT q, (agg_check(format(query, 'agg_zl'))).* FROM agg_queries WHERE q IN (1, 2, 3, 18) ORDER BY q;
+SELECT q, (agg_check(format(query, 'agg_zl'))).* FROM agg_queries WHERE q IN (1, 2, 3, 18, 22, 25) ORDER BY q;
 ROLLBACK;
 SELECT count(*), sum(n), max(t) FROM agg_zl WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00';
 
@@ -174,6 +253,11 @@ EXPLAIN (COSTS OFF)
   SELECT count(*), sum(n), avg(i), min(t), max(tc) FROM agg_zl WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00';
 SELECT (agg_check(format($q$SELECT count(*), sum(n), avg(i), avg(n), min(t), max(tc), sum(iv)
                               FROM agg_zl WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00'$q$))).*;
+-- grouped: no partial grouped node; the planner's parallel Agg, the same groups
+SELECT c.node, c.same
+  FROM agg_check($q$SELECT tc, count(*), sum(n), avg(i) FROM agg_zl
+                    WHERE valid_from <= '2026-01-03 12:00' AND valid_to > '2026-01-03 12:00'
+                    GROUP BY tc ORDER BY tc$q$) c;
 -- a target that must run in the leader (pg_backend_pid() is parallel
 -- restricted) keeps the node there, as it keeps an Agg node
 SELECT pg_backend_pid() AS leader \gset

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * zl_aggregate.c
- *	  ZipperAggregate: count, sum, min, max and avg computed in the scan.
+ *	  ZipperAggregate: count, sum, min, max and avg computed in the scan,
+ *	  grouped or not.
  *
  * An aggregate of the rows of one zipper table without grouping — "SELECT
  * count(*), sum(balance) FROM t WHERE valid_from <= X AND valid_to > X",
@@ -16,6 +17,23 @@
  * functions on the columns' values — the same functions, on the same rows
  * in the same order, as the Agg node.
  *
+ * GROUP BY columns of the table (one or more; hashable, with a sort
+ * operator), with these aggregates (not DISTINCT: that stays with the Agg
+ * node, which sorts for it) and HAVING (the node's qual), is computed too:
+ * the users' "SELECT branch, count(*), sum(balance) ... GROUP BY branch".
+ * Each row's group is found in a hash table keyed by the grouping columns
+ * under the GROUP BY clause's equality operators (execGrouping.c, as the
+ * hashed Agg node finds it; zl_aggregate_group.c), whose entries carry the
+ * groups' transition states.  A columnar chunk's rows are looked up first,
+ * from the decoded grouping columns, then each aggregate walks the column
+ * it reads stepping each row's group.  Beyond hash_mem the table freezes;
+ * rows of other groups are sorted by key (and scan order) and aggregated
+ * one group at a time at the end, after the table's groups.  The output
+ * is the Agg node's rows, in no order (the path claims no pathkeys: an
+ * ORDER BY sorts above it).  No partial (parallel) grouped node: the
+ * planner's own parallel plans stay, and on this machine's costs serial
+ * plans win anyway.
+ *
  * Planner
  * -------
  * create_upper_paths_hook offers, besides the Agg paths of the grouping
@@ -23,9 +41,12 @@
  * path (zl_unfiltered_scan_path), and a parallel plan: in every
  * participant a partial one over the parallel ZipperScan, returning
  * transition states (serialized where they are internal), gathered into
- * a Finalize Aggregate.  It is charged part of its child's run cost and
- * the transition functions (aggregate_path), so the planner takes it over
- * an Agg on the same scan.
+ * a Finalize Aggregate (not grouped, no HAVING).  It is charged part of
+ * its child's run cost and the transition functions, and grouped a key
+ * comparison per row and a tuple per group (grouped_aggregate_path), so
+ * the planner takes it over an Agg on the same scan.  The child is the
+ * ZipperScan path itself, also where the grouping target put a projection
+ * over it: the node reads the scan's own rows.
  *
  * Executor
  * --------
@@ -57,6 +78,7 @@
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
+#include "commands/explain.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
@@ -74,6 +96,7 @@
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/selfuncs.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 
@@ -81,10 +104,21 @@
 
 static create_upper_paths_hook_type prev_create_upper_paths = NULL;
 
+/* an aggregate's transition state in one group */
+typedef struct AggTrans
+{
+	Datum		state;			/* in the state memory */
+	bool		statenull;
+	bool		nostate;		/* strict, no initial value, no input yet */
+} AggTrans;
+
 /* one aggregate the node computes */
 typedef struct ScanAggregate
 {
 	AttrNumber	attnum;			/* its argument's column; 0: count(*) */
+	Oid			argtype;		/* the column's type and typmod */
+	int32		argtypmod;
+	int			spill_column;	/* grouped: its argument in a spilled row */
 	bool		count_rows;		/* count(*), int8 by value: a batch of n rows
 								 * adds n (else through its function) */
 	FmgrInfo	transfn;
@@ -97,21 +131,47 @@ typedef struct ScanAggregate
 	int16		translen;
 	Datum		initval;
 	bool		initnull;
-	Datum		state;			/* in the node's state memory */
-	bool		statenull;
-	bool		nostate;		/* strict, no initial value, no input yet */
 	ZLDistinctInput *distinct;	/* DISTINCT: its inputs, until the end */
 } ScanAggregate;
+
+/* what exec_aggregate returns next */
+typedef enum AggregatePhase
+{
+	PHASE_INPUT,				/* the scan's rows to take */
+	PHASE_SINGLE,				/* not grouped: the one row */
+	PHASE_HASHED,				/* the hash table's groups */
+	PHASE_SORTED,				/* the groups of the spilled rows */
+	PHASE_DONE
+} AggregatePhase;
 
 typedef struct ZipperAggregateState
 {
 	CustomScanState css;
-	ScanAggregate *aggs;		/* one per entry of custom_scan_tlist */
+	ScanAggregate *aggs;		/* the aggregates of custom_scan_tlist */
 	int			naggs;
 	AttrNumber	max_attnum;		/* the rows are deformed this far */
 	MemoryContext state_memory; /* transition states and results */
+	MemoryContext output_memory;	/* final results of a group */
 	AggState   *agg_context;	/* what AggCheckCallContext finds */
-	bool		done;
+	AggregatePhase phase;
+	AggTrans   *single;			/* not grouped: the one group's states */
+
+	/* grouped: custom_scan_tlist's first ngroup entries are its columns */
+	int			ngroup;
+	AttrNumber *group_attnums;
+	ZLGroups   *groups;
+	int			nspill;			/* columns of a spilled row: keys, arguments */
+	AttrNumber *spill_attnums;
+	Datum	   *spill_values;
+	bool	   *spill_nulls;
+	const Datum **batch_values; /* the decoded spilled columns of a batch */
+	const bool **batch_nulls;
+	AggTrans  **batch_groups;	/* a batch's rows' groups (NULL: spilled) */
+	uint32		batch_groups_size;
+	AggTrans   *sorted;			/* the current sorted group's states */
+	Datum	   *sorted_keys;	/* and its key, in the state memory */
+	bool	   *sorted_key_nulls;
+	TupleTableSlot *pending_row;	/* a spilled row read: the next group's first */
 } ZipperAggregateState;
 
 static Plan *plan_aggregate(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
@@ -121,6 +181,7 @@ static void begin_aggregate(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *exec_aggregate(CustomScanState *node);
 static void end_aggregate(CustomScanState *node);
 static void rescan_aggregate(CustomScanState *node);
+static void explain_aggregate(CustomScanState *node, List *ancestors, ExplainState *es);
 
 static const CustomPathMethods aggregate_path_methods = {
 	.CustomName = ZIPPER_AGGREGATE_NAME,
@@ -138,9 +199,12 @@ static const CustomExecMethods aggregate_exec_methods = {
 	.ExecCustomScan = exec_aggregate,
 	.EndCustomScan = end_aggregate,
 	.ReScanCustomScan = rescan_aggregate,
+	.ExplainCustomScan = explain_aggregate,
 };
 
 /* ---------- planner ---------- */
+
+static bool exprs_supported(Node *exprs, List *group_vars, Index rti, bool partial);
 
 /*
  * The column an aggregate's argument reads: a Var, also under binary
@@ -200,15 +264,57 @@ supported_aggregate(Aggref *aggref, Index rti, bool partial)
 static bool
 target_supported(PathTarget *target, Index rti, bool partial)
 {
-	List	   *found = pull_var_clause((Node *) target->exprs,
-										PVC_INCLUDE_AGGREGATES | PVC_INCLUDE_WINDOWFUNCS |
+	return exprs_supported((Node *) target->exprs, NIL, rti, partial);
+}
+
+/*
+ * Can the node compute these expressions over its groups: the aggregates
+ * in them are ones it computes (none with DISTINCT when grouped), and
+ * they read no column but the grouping ones (group_vars)?
+ */
+static bool
+exprs_supported(Node *exprs, List *group_vars, Index rti, bool partial)
+{
+	List	   *found = pull_var_clause(exprs, PVC_INCLUDE_AGGREGATES | PVC_INCLUDE_WINDOWFUNCS |
 										PVC_INCLUDE_PLACEHOLDERS);
 	ListCell   *lc;
+	bool		any = false;
 
 	foreach(lc, found)
-		if (!IsA(lfirst(lc), Aggref) || !supported_aggregate(lfirst(lc), rti, partial))
+	{
+		if (IsA(lfirst(lc), Var) && list_member(group_vars, lfirst(lc)))
+			continue;
+		if (!IsA(lfirst(lc), Aggref) || !supported_aggregate(lfirst(lc), rti, partial) ||
+			(group_vars != NIL && ((Aggref *) lfirst(lc))->aggdistinct != NIL))
 			return false;
-	return found != NIL;
+		any = true;
+	}
+	return any || group_vars != NIL;
+}
+
+/*
+ * The grouping columns of a GROUP BY the node can take: each a plain
+ * column of the table, its equality hashable and with a sort operator
+ * (the sort of spilled groups).  NIL if it cannot take them.
+ */
+static List *
+grouping_columns(Query *parse, Index rti)
+{
+	List	   *vars = NIL;
+	ListCell   *lc;
+
+	foreach(lc, parse->groupClause)
+	{
+		SortGroupClause *clause = lfirst_node(SortGroupClause, lc);
+		Node	   *expr = get_sortgroupclause_expr(clause, parse->targetList);
+
+		if (!clause->hashable || !OidIsValid(clause->sortop) || !IsA(expr, Var) ||
+			((Var *) expr)->varno != rti || ((Var *) expr)->varlevelsup != 0 ||
+			((Var *) expr)->varattno <= 0)
+			return NIL;
+		vars = lappend(vars, expr);
+	}
+	return vars;
 }
 
 /*
@@ -223,8 +329,27 @@ target_supported(PathTarget *target, Index rti, bool partial)
  * written in rows took 39 ms against 41 ms, so nineteen twentieths.
  */
 static Path *
+grouped_aggregate_path(RelOptInfo *rel, PathTarget *target, Path *scan, bool columnar_history,
+					   const AggClauseCosts *costs, List *group_clauses, List *having,
+					   double groups);
+
+static Path *
 aggregate_path(RelOptInfo *rel, PathTarget *target, Path *scan, bool columnar_history,
 			   const AggClauseCosts *costs)
+{
+	return grouped_aggregate_path(rel, target, scan, columnar_history, costs, NIL, NIL, 1);
+}
+
+/*
+ * The same, grouped by group_clauses (NIL: one group) into about groups
+ * groups, with having (HAVING's clauses, evaluated by the node): besides,
+ * as a hashed Agg node, an equality per grouping column and input row,
+ * and the final functions and a tuple per group.
+ */
+static Path *
+grouped_aggregate_path(RelOptInfo *rel, PathTarget *target, Path *scan, bool columnar_history,
+					   const AggClauseCosts *costs, List *group_clauses, List *having,
+					   double groups)
 {
 	CustomPath *cpath = makeNode(CustomPath);
 	double		run_share = columnar_history ? 0.5 : 0.95;
@@ -236,12 +361,19 @@ aggregate_path(RelOptInfo *rel, PathTarget *target, Path *scan, bool columnar_hi
 	/* as create_agg_path: a target that is not parallel-safe keeps it in the leader */
 	cpath->path.parallel_safe = rel->consider_parallel && scan->parallel_safe;
 	cpath->path.parallel_workers = scan->parallel_workers;
-	cpath->path.rows = 1;
-	cpath->path.startup_cost = cpath->path.total_cost =
+	cpath->path.rows = groups;
+	cpath->path.startup_cost =
 		scan->startup_cost + (scan->total_cost - scan->startup_cost) * run_share +
 		costs->transCost.startup + costs->transCost.per_tuple * scan->rows +
-		costs->finalCost.startup + costs->finalCost.per_tuple + cpu_tuple_cost;
+		cpu_operator_cost * list_length(group_clauses) * scan->rows +
+		costs->finalCost.startup;
+	cpath->path.total_cost = cpath->path.startup_cost +
+		(costs->finalCost.per_tuple + cpu_tuple_cost) * groups;
+	if (group_clauses == NIL)
+		cpath->path.startup_cost = cpath->path.total_cost;
 	cpath->custom_paths = list_make1(scan);
+	cpath->custom_private = list_make3(group_clauses, having,
+									   makeInteger((int) Min(groups, (double) INT_MAX)));
 	cpath->methods = &aggregate_path_methods;
 	return &cpath->path;
 }
@@ -294,29 +426,41 @@ zl_create_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *in
 	Query	   *parse = root->parse;
 	Path	   *scan;
 	bool		columnar;
+	List	   *group_vars;
 
 	if (prev_create_upper_paths)
 		prev_create_upper_paths(root, stage, input_rel, output_rel, extra);
 	if (stage != UPPERREL_GROUP_AGG || !zipper_lake_enable_scan_aggregates ||
 		!zipper_lake_enable_pruning)
 		return;
-	if (parse->groupClause != NIL || parse->groupingSets != NIL ||
-		parse->havingQual != NULL || parse->hasTargetSRFs ||
+	if (parse->groupingSets != NIL || parse->hasTargetSRFs ||
 		input_rel->reloptkind != RELOPT_BASEREL || input_rel->lateral_relids != NULL)
 		return;
-	if (!target_supported(output_rel->reltarget, input_rel->relid, false))
+	group_vars = grouping_columns(parse, input_rel->relid);
+	if (parse->groupClause != NIL && group_vars == NIL)
+		return;
+	if (!exprs_supported((Node *) output_rel->reltarget->exprs, group_vars, input_rel->relid,
+						 false) ||
+		(parse->havingQual != NULL &&
+		 !exprs_supported(parse->havingQual, group_vars, input_rel->relid, false)))
 		return;
 	scan = zl_unfiltered_scan_path(root, input_rel, false, &columnar);
 	if (scan != NULL)
 	{
 		AggClauseCosts costs;
+		double		groups = 1;
 
 		MemSet(&costs, 0, sizeof(costs));	/* get_agg_clause_costs adds to it */
 		get_agg_clause_costs(root, AGGSPLIT_SIMPLE, &costs);
-		add_path(output_rel, aggregate_path(output_rel, output_rel->reltarget, scan, columnar,
-											&costs));
+		if (group_vars != NIL)
+			groups = estimate_num_groups(root, group_vars, scan->rows, NULL, NULL);
+		add_path(output_rel, grouped_aggregate_path(output_rel, output_rel->reltarget, scan,
+													columnar, &costs, parse->groupClause,
+													(List *) parse->havingQual, groups));
 	}
-	add_parallel_aggregate_path(root, input_rel, output_rel, extra);
+	/* the parallel plan: aggregates without grouping or HAVING */
+	if (group_vars == NIL && parse->havingQual == NULL)
+		add_parallel_aggregate_path(root, input_rel, output_rel, extra);
 }
 
 /*
@@ -328,18 +472,28 @@ plan_aggregate(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 			   List *tlist, List *clauses, List *custom_plans)
 {
 	CustomScan *cscan = makeNode(CustomScan);
+	List	   *group_clauses = linitial(best_path->custom_private);
+	List	   *having = lsecond(best_path->custom_private);
 	List	   *scan_tlist = NIL;
 	ListCell   *lc;
 
-	/* from the path's target: tlist would be NIL if the node could project */
-	foreach(lc, pull_var_clause((Node *) best_path->path.pathtarget->exprs,
+	/* the grouping columns first, in the clause's order */
+	foreach(lc, group_clauses)
+		scan_tlist = lappend(scan_tlist,
+							 makeTargetEntry((Expr *) get_sortgroupclause_expr(lfirst(lc),
+																			   root->parse->targetList),
+											 list_length(scan_tlist) + 1, NULL, false));
+	/* the aggregates of the path's target (tlist would be NIL if the node could project) and HAVING */
+	foreach(lc, pull_var_clause((Node *) list_make2(best_path->path.pathtarget->exprs, having),
 								PVC_INCLUDE_AGGREGATES))
-		if (tlist_member(lfirst(lc), scan_tlist) == NULL)
+		if (IsA(lfirst(lc), Aggref) && tlist_member(lfirst(lc), scan_tlist) == NULL)
 			scan_tlist = lappend(scan_tlist, makeTargetEntry(lfirst(lc),
 															 list_length(scan_tlist) + 1,
 															 NULL, false));
 	cscan->scan.plan.targetlist = tlist;
-	cscan->scan.plan.qual = NIL;
+	cscan->scan.plan.qual = having;
+	cscan->custom_private = list_make2(copyObject(group_clauses),
+									   lthird(best_path->custom_private));
 	cscan->scan.scanrelid = 0;
 	cscan->custom_scan_tlist = scan_tlist;
 	cscan->custom_plans = custom_plans;
@@ -393,8 +547,14 @@ init_aggregate(ZipperAggregateState *state, ScanAggregate *agg, Aggref *aggref)
 		elog(ERROR, "cache lookup failed for aggregate %u", aggref->aggfnoid);
 	form = (Form_pg_aggregate) GETSTRUCT(tuple);
 
-	agg->attnum = nargs == 0 ? 0 :
-		argument_column((Node *) ((TargetEntry *) linitial(aggref->args))->expr)->varattno;
+	if (nargs > 0)
+	{
+		Var		   *var = argument_column((Node *) ((TargetEntry *) linitial(aggref->args))->expr);
+
+		agg->attnum = var->varattno;
+		agg->argtype = var->vartype;
+		agg->argtypmod = var->vartypmod;
+	}
 	state->max_attnum = Max(state->max_attnum, agg->attnum);
 	for (int i = 0; i < nargs; i++)
 		input_types[i] = list_nth_oid(aggref->aggargtypes, i);
@@ -448,27 +608,114 @@ init_aggregate(ZipperAggregateState *state, ScanAggregate *agg, Aggref *aggref)
 	ReleaseSysCache(tuple);
 }
 
-/* every aggregate back to its initial state */
+/* every aggregate of a group to its initial state, in the state memory */
 static void
-reset_states(ZipperAggregateState *state)
+init_states(ZipperAggregateState *state, AggTrans *trans)
 {
-	MemoryContext old;
+	MemoryContext old = MemoryContextSwitchTo(state->state_memory);
 
-	MemoryContextReset(state->state_memory);
-	old = MemoryContextSwitchTo(state->state_memory);
 	for (int i = 0; i < state->naggs; i++)
 	{
 		ScanAggregate *agg = &state->aggs[i];
 
-		agg->statenull = agg->initnull;
-		agg->nostate = agg->initnull && agg->transfn.fn_strict;
-		agg->state = agg->initnull ? (Datum) 0 :
+		trans[i].statenull = agg->initnull;
+		trans[i].nostate = agg->initnull && agg->transfn.fn_strict;
+		trans[i].state = agg->initnull ? (Datum) 0 :
 			datumCopy(agg->initval, agg->transbyval, agg->translen);
-		if (agg->distinct != NULL)
-			zl_distinct_reset(agg->distinct);
 	}
 	MemoryContextSwitchTo(old);
-	state->done = false;
+}
+
+/* back to the start: no group, no input */
+static void
+reset_states(ZipperAggregateState *state)
+{
+	if (state->groups != NULL)
+		zl_groups_reset(state->groups);
+	else
+		MemoryContextReset(state->state_memory);
+	MemoryContextReset(state->output_memory);
+	if (state->groups == NULL)
+		init_states(state, state->single);
+	for (int i = 0; i < state->naggs; i++)
+		if (state->aggs[i].distinct != NULL)
+			zl_distinct_reset(state->aggs[i].distinct);
+	state->phase = PHASE_INPUT;
+	state->pending_row = NULL;
+}
+
+/*
+ * Grouped: the grouping columns, their operators (custom_private's
+ * SortGroupClauses), the columns a spilled row keeps (the keys, then each
+ * aggregate's argument once) and the hash table.
+ */
+static void
+begin_groups(ZipperAggregateState *state, CustomScan *cscan, List *clauses, double ngroups)
+{
+	TupleDesc	desc = state->css.ss.ss_ScanTupleSlot->tts_tupleDescriptor;
+	TupleDesc	row_desc;
+	Oid		   *eqops = palloc(sizeof(Oid) * state->ngroup);
+	Oid		   *sortops = palloc(sizeof(Oid) * state->ngroup);
+	bool	   *nulls_first = palloc(sizeof(bool) * state->ngroup);
+	int			i = 0;
+	ListCell   *lc;
+
+	state->group_attnums = palloc(sizeof(AttrNumber) * state->ngroup);
+	state->spill_attnums = palloc(sizeof(AttrNumber) * (state->ngroup + state->naggs));
+	foreach(lc, clauses)
+	{
+		SortGroupClause *clause = lfirst_node(SortGroupClause, lc);
+		Var		   *var = castNode(Var, ((TargetEntry *) list_nth(cscan->custom_scan_tlist, i))->expr);
+
+		state->group_attnums[i] = var->varattno;
+		state->spill_attnums[i] = var->varattno;
+		state->max_attnum = Max(state->max_attnum, var->varattno);
+		eqops[i] = clause->eqop;
+		sortops[i] = clause->sortop;
+		nulls_first[i] = clause->nulls_first;
+		i++;
+	}
+	state->nspill = state->ngroup;
+	for (int a = 0; a < state->naggs; a++)
+	{
+		ScanAggregate *agg = &state->aggs[a];
+		int			k;
+
+		agg->spill_column = -1;
+		if (agg->attnum == 0)
+			continue;
+		for (k = state->ngroup; k < state->nspill; k++)
+			if (state->spill_attnums[k] == agg->attnum)
+				break;
+		if (k == state->nspill)
+			state->spill_attnums[state->nspill++] = agg->attnum;
+		agg->spill_column = k;
+	}
+
+	/* a spilled row: the keys as the scan tuple has them, then the arguments */
+	row_desc = CreateTemplateTupleDesc(state->nspill);
+	for (int k = 0; k < state->ngroup; k++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, k);
+
+		TupleDescInitEntry(row_desc, k + 1, NULL, att->atttypid, att->atttypmod, 0);
+		TupleDescInitEntryCollation(row_desc, k + 1, att->attcollation);
+	}
+	for (int a = 0; a < state->naggs; a++)
+		if (state->aggs[a].spill_column >= 0)
+			TupleDescInitEntry(row_desc, state->aggs[a].spill_column + 1, NULL,
+							   state->aggs[a].argtype, state->aggs[a].argtypmod, 0);
+	state->batch_values = palloc(sizeof(Datum *) * state->nspill);
+	state->batch_nulls = palloc(sizeof(bool *) * state->nspill);
+	state->spill_values = palloc(sizeof(Datum) * state->nspill);
+	state->spill_nulls = palloc(sizeof(bool) * state->nspill);
+	state->sorted = palloc0(sizeof(AggTrans) * Max(state->naggs, 1));
+	state->sorted_keys = palloc0(sizeof(Datum) * state->ngroup);
+	state->sorted_key_nulls = palloc0(sizeof(bool) * state->ngroup);
+	state->groups = zl_groups_create(&state->css.ss.ps, row_desc, state->ngroup, eqops, sortops,
+									 nulls_first, sizeof(AggTrans) * Max(state->naggs, 1),
+									 ngroups);
+	state->state_memory = zl_groups_state_memory(state->groups);
 }
 
 static void
@@ -476,26 +723,42 @@ begin_aggregate(CustomScanState *node, EState *estate, int eflags)
 {
 	ZipperAggregateState *state = (ZipperAggregateState *) node;
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	List	   *group_clauses = linitial(cscan->custom_private);
 	ListCell   *lc;
 	int			i = 0;
 
 	node->custom_ps = list_make1(ExecInitNode(linitial(cscan->custom_plans), estate, eflags));
-	state->state_memory = AllocSetContextCreate(CurrentMemoryContext,
-												"zipper_lake aggregate states",
-												ALLOCSET_DEFAULT_SIZES);
 	state->agg_context = makeNode(AggState);
 	state->agg_context->curaggcontext = makeNode(ExprContext);
-	state->agg_context->curaggcontext->ecxt_per_tuple_memory = state->state_memory;
-	state->naggs = list_length(cscan->custom_scan_tlist);
+	state->output_memory = AllocSetContextCreate(CurrentMemoryContext,
+												 "zipper_lake aggregate results",
+												 ALLOCSET_DEFAULT_SIZES);
+	state->ngroup = list_length(group_clauses);
+	state->naggs = list_length(cscan->custom_scan_tlist) - state->ngroup;
 	state->aggs = palloc0(sizeof(ScanAggregate) * Max(state->naggs, 1));
 	foreach(lc, cscan->custom_scan_tlist)
-		init_aggregate(state, &state->aggs[i++], castNode(Aggref, ((TargetEntry *) lfirst(lc))->expr));
+	{
+		if (foreach_current_index(lc) >= state->ngroup)
+			init_aggregate(state, &state->aggs[i++],
+						   castNode(Aggref, ((TargetEntry *) lfirst(lc))->expr));
+	}
+	if (state->ngroup > 0)
+		begin_groups(state, cscan, group_clauses, (double) intVal(lsecond(cscan->custom_private)));
+	else
+	{
+		state->state_memory = AllocSetContextCreate(CurrentMemoryContext,
+													"zipper_lake aggregate states",
+													ALLOCSET_DEFAULT_SIZES);
+		state->single = palloc0(sizeof(AggTrans) * Max(state->naggs, 1));
+	}
+	state->agg_context->curaggcontext->ecxt_per_tuple_memory = state->state_memory;
 	reset_states(state);
 }
 
 /* one input into an aggregate's state, as nodeAgg.c advances it */
 static inline void
-advance(ZipperAggregateState *state, ScanAggregate *agg, Datum value, bool isnull)
+advance(ZipperAggregateState *state, ScanAggregate *agg, AggTrans *trans, Datum value,
+		bool isnull)
 {
 	FunctionCallInfo call = agg->trans_call;
 	Datum		result;
@@ -504,22 +767,22 @@ advance(ZipperAggregateState *state, ScanAggregate *agg, Datum value, bool isnul
 	{
 		if (isnull)
 			return;
-		if (agg->nostate)
+		if (trans->nostate)
 		{
 			/* no initial value: the first input is the state */
 			MemoryContext old = MemoryContextSwitchTo(state->state_memory);
 
-			agg->state = datumCopy(value, agg->transbyval, agg->translen);
+			trans->state = datumCopy(value, agg->transbyval, agg->translen);
 			MemoryContextSwitchTo(old);
-			agg->statenull = false;
-			agg->nostate = false;
+			trans->statenull = false;
+			trans->nostate = false;
 			return;
 		}
-		if (agg->statenull)
+		if (trans->statenull)
 			return;
 	}
-	call->args[0].value = agg->state;
-	call->args[0].isnull = agg->statenull;
+	call->args[0].value = trans->state;
+	call->args[0].isnull = trans->statenull;
 	if (call->nargs > 1)
 	{
 		call->args[1].value = value;
@@ -527,7 +790,7 @@ advance(ZipperAggregateState *state, ScanAggregate *agg, Datum value, bool isnul
 	}
 	call->isnull = false;
 	result = FunctionCallInvoke(call);
-	if (!agg->transbyval && DatumGetPointer(result) != DatumGetPointer(agg->state))
+	if (!agg->transbyval && DatumGetPointer(result) != DatumGetPointer(trans->state))
 	{
 		/* a new state (or an input) to keep in the state memory */
 		if (!call->isnull)
@@ -537,22 +800,54 @@ advance(ZipperAggregateState *state, ScanAggregate *agg, Datum value, bool isnul
 			result = datumCopy(result, agg->transbyval, agg->translen);
 			MemoryContextSwitchTo(old);
 		}
-		if (!agg->statenull)
-			pfree(DatumGetPointer(agg->state));
+		if (!trans->statenull)
+			pfree(DatumGetPointer(trans->state));
 	}
-	agg->state = result;
-	agg->statenull = call->isnull;
+	trans->state = result;
+	trans->statenull = call->isnull;
 }
 
-/* a row from the scan's slot into every aggregate */
+/*
+ * Grouped: the states of a row's group, the row's values of the spilled
+ * columns in spill_values / spill_nulls (the keys at least); NULL when
+ * the group is not in the frozen table: then the row is spilled
+ * (spill_values complete).
+ */
+static AggTrans *
+row_group(ZipperAggregateState *state, bool complete)
+{
+	bool		isnew;
+	AggTrans   *trans = zl_groups_find(state->groups, state->spill_values, state->spill_nulls,
+									   &isnew);
+
+	if (isnew)
+		init_states(state, trans);
+	if (trans == NULL && complete)
+		zl_groups_spill(state->groups, state->spill_values, state->spill_nulls);
+	return trans;
+}
+
+/* a row from the scan's slot into every aggregate (of its group) */
 static void
 aggregate_row(ZipperAggregateState *state, TupleTableSlot *row)
 {
 	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
 	MemoryContext old;
+	AggTrans   *trans = state->single;
 
 	if (state->max_attnum > 0)
 		slot_getsomeattrs(row, state->max_attnum);
+	if (state->groups != NULL)
+	{
+		for (int k = 0; k < state->nspill; k++)
+		{
+			state->spill_values[k] = row->tts_values[state->spill_attnums[k] - 1];
+			state->spill_nulls[k] = row->tts_isnull[state->spill_attnums[k] - 1];
+		}
+		trans = row_group(state, true);
+		if (trans == NULL)
+			return;
+	}
 	ResetExprContext(econtext);
 	old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
 	for (int i = 0; i < state->naggs; i++)
@@ -560,12 +855,12 @@ aggregate_row(ZipperAggregateState *state, TupleTableSlot *row)
 		ScanAggregate *agg = &state->aggs[i];
 
 		if (agg->attnum == 0)
-			advance(state, agg, (Datum) 0, false);
+			advance(state, agg, &trans[i], (Datum) 0, false);
 		else if (agg->distinct != NULL)
 			zl_distinct_add(agg->distinct, row->tts_values[agg->attnum - 1],
 							row->tts_isnull[agg->attnum - 1]);
 		else
-			advance(state, agg, row->tts_values[agg->attnum - 1],
+			advance(state, agg, &trans[i], row->tts_values[agg->attnum - 1],
 					row->tts_isnull[agg->attnum - 1]);
 	}
 	MemoryContextSwitchTo(old);
@@ -581,9 +876,9 @@ batch_column(const ZLRowBatch *batch, AttrNumber attnum, const Datum **values,
 }
 
 /*
- * Decode the columns a batch's aggregates read, as the scan would decode
- * them for its slot (so that EXPLAIN ANALYZE counts their time and pages
- * as the scan's); aggregate_batch finds them decoded.
+ * Decode the columns a batch's aggregates (and groups) read, as the scan
+ * would decode them for its slot (so that EXPLAIN ANALYZE counts their
+ * time and pages as the scan's); aggregate_batch finds them decoded.
  */
 static void
 decode_batch_columns(ZipperAggregateState *state, const ZLRowBatch *batch)
@@ -596,12 +891,62 @@ decode_batch_columns(ZipperAggregateState *state, const ZLRowBatch *batch)
 	for (int i = 0; i < state->naggs; i++)
 		if (state->aggs[i].attnum > 0)
 			batch_column(batch, state->aggs[i].attnum, &values, &nulls);
+	for (int k = 0; k < state->ngroup; k++)
+		batch_column(batch, state->group_attnums[k], &values, &nulls);
+}
+
+/*
+ * Grouped: the group of every row of a batch into batch_groups (NULL:
+ * spilled), looked up from the decoded grouping columns; a row of a group
+ * the frozen table lacks is spilled with its arguments.
+ */
+static void
+batch_row_groups(ZipperAggregateState *state, const ZLRowBatch *batch)
+{
+	const Datum **values = state->batch_values;
+	const bool **nulls = state->batch_nulls;
+	int			ncolumns = state->nspill;
+
+	if (batch->nrows > state->batch_groups_size)
+	{
+		state->batch_groups = state->batch_groups == NULL ?
+			MemoryContextAlloc(state->css.ss.ps.state->es_query_cxt,
+							   sizeof(AggTrans *) * batch->nrows) :
+			repalloc(state->batch_groups, sizeof(AggTrans *) * batch->nrows);
+		state->batch_groups_size = batch->nrows;
+	}
+	for (int k = 0; k < ncolumns; k++)
+		batch_column(batch, state->spill_attnums[k], &values[k], &nulls[k]);
+	for (uint32 i = 0; i < batch->nrows; i++)
+	{
+		uint32		r = batch->rows[i];
+		AggTrans   *trans;
+
+		for (int k = 0; k < state->ngroup; k++)
+		{
+			state->spill_values[k] = values[k][r];
+			state->spill_nulls[k] = nulls[k][r];
+		}
+		trans = row_group(state, false);
+		if (trans == NULL)
+		{
+			for (int k = state->ngroup; k < ncolumns; k++)
+			{
+				state->spill_values[k] = values[k][r];
+				state->spill_nulls[k] = nulls[k][r];
+			}
+			zl_groups_spill(state->groups, state->spill_values, state->spill_nulls);
+		}
+		state->batch_groups[i] = trans;
+	}
 }
 
 /*
  * The rows of a columnar chunk into every aggregate, one aggregate at a
  * time over the decoded column it reads (each sees the rows in the scan's
- * order, as from the slot); count(*) adds the number of rows.
+ * order, as from the slot); count(*) adds the number of rows.  Grouped,
+ * the rows' groups are looked up first, and each aggregate then steps
+ * the state of each row's group.
  */
 static void
 aggregate_batch(ZipperAggregateState *state, const ZLRowBatch *batch)
@@ -611,16 +956,19 @@ aggregate_batch(ZipperAggregateState *state, const ZLRowBatch *batch)
 
 	if (batch->nrows == 0)
 		return;
+	if (state->groups != NULL)
+		batch_row_groups(state, batch);
 	old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
 	for (int i = 0; i < state->naggs; i++)
 	{
 		ScanAggregate *agg = &state->aggs[i];
-		const Datum *values;
-		const bool *nulls;
+		const Datum *values = NULL;
+		const bool *nulls = NULL;
 
-		if (agg->count_rows)
+		if (agg->count_rows && state->groups == NULL)
 		{
-			agg->state = Int64GetDatum(DatumGetInt64(agg->state) + batch->nrows);
+			state->single[i].state = Int64GetDatum(DatumGetInt64(state->single[i].state) +
+												   batch->nrows);
 			continue;
 		}
 		if (agg->attnum > 0)
@@ -633,14 +981,32 @@ aggregate_batch(ZipperAggregateState *state, const ZLRowBatch *batch)
 				zl_distinct_add(agg->distinct, values[batch->rows[k]], nulls[batch->rows[k]]);
 			continue;
 		}
+		if (state->groups != NULL)
+		{
+			for (uint32 k = 0; k < batch->nrows; k++)
+			{
+				AggTrans   *trans = state->batch_groups[k];
+				uint32		r = batch->rows[k];
+
+				if (trans == NULL)
+					continue;
+				if (agg->count_rows)
+					trans[i].state = Int64GetDatum(DatumGetInt64(trans[i].state) + 1);
+				else if (agg->attnum == 0)
+					advance(state, agg, &trans[i], (Datum) 0, false);
+				else
+					advance(state, agg, &trans[i], values[r], nulls[r]);
+			}
+			continue;
+		}
 		for (uint32 k = 0; k < batch->nrows; k++)
 		{
 			uint32		r = batch->rows[k];
 
 			if (agg->attnum == 0)
-				advance(state, agg, (Datum) 0, false);
+				advance(state, agg, &state->single[i], (Datum) 0, false);
 			else
-				advance(state, agg, values[r], nulls[r]);
+				advance(state, agg, &state->single[i], values[r], nulls[r]);
 		}
 	}
 	MemoryContextSwitchTo(old);
@@ -654,7 +1020,7 @@ aggregate_batch(ZipperAggregateState *state, const ZLRowBatch *batch)
  * of the clause's sort operator, as nodeAgg.c gives them.
  */
 static void
-advance_distinct(ZipperAggregateState *state, ScanAggregate *agg)
+advance_distinct(ZipperAggregateState *state, ScanAggregate *agg, AggTrans *trans)
 {
 	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
 	MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
@@ -668,35 +1034,35 @@ advance_distinct(ZipperAggregateState *state, ScanAggregate *agg)
 		/* what the transition functions leave behind */
 		if (++n % DISTINCT_RESET_EVERY == 0)
 			ResetExprContext(econtext);
-		advance(state, agg, value, isnull);
+		advance(state, agg, trans, value, isnull);
 	}
 	MemoryContextSwitchTo(old);
 }
 
 /* an aggregate's result: final function, serialized state or the state */
 static void
-finish(ScanAggregate *agg, Datum *value, bool *isnull)
+finish(ScanAggregate *agg, AggTrans *trans, Datum *value, bool *isnull)
 {
 	FunctionCallInfo call = agg->final_call;
 
-	*value = agg->state;
-	*isnull = agg->statenull;
+	*value = trans->state;
+	*isnull = trans->statenull;
 	if (OidIsValid(agg->serialfn.fn_oid))
 	{
-		if (agg->statenull && agg->serialfn.fn_strict)
+		if (trans->statenull && agg->serialfn.fn_strict)
 			return;
-		agg->serial_call->args[0].value = agg->state;
-		agg->serial_call->args[0].isnull = agg->statenull;
+		agg->serial_call->args[0].value = trans->state;
+		agg->serial_call->args[0].isnull = trans->statenull;
 		agg->serial_call->isnull = false;
 		*value = FunctionCallInvoke(agg->serial_call);
 		*isnull = agg->serial_call->isnull;
 	}
 	else if (OidIsValid(agg->finalfn.fn_oid))
 	{
-		bool		anynull = agg->statenull;
+		bool		anynull = trans->statenull;
 
-		call->args[0].value = agg->state;
-		call->args[0].isnull = agg->statenull;
+		call->args[0].value = trans->state;
+		call->args[0].isnull = trans->statenull;
 		for (int i = 1; i < call->nargs; i++)
 		{
 			/* FINALFUNC_EXTRA: placeholders for the inputs */
@@ -714,24 +1080,16 @@ finish(ScanAggregate *agg, Datum *value, bool *isnull)
 	}
 }
 
-static TupleTableSlot *
-exec_aggregate(CustomScanState *node)
+/* take every row of the scan, a columnar chunk at a time where it can */
+static void
+take_input(ZipperAggregateState *state)
 {
-	ZipperAggregateState *state = (ZipperAggregateState *) node;
-	PlanState  *scan = linitial(node->custom_ps);
-	ExprContext *econtext = node->ss.ps.ps_ExprContext;
-	TupleTableSlot *out = node->ss.ss_ScanTupleSlot;
+	PlanState  *scan = linitial(state->css.custom_ps);
 	TupleTableSlot *row;
-	MemoryContext old;
-
-	if (state->done)
-		return NULL;
-	state->done = true;
 
 	/*
-	 * The scan's rows, a columnar chunk at a time where it can; the time
-	 * spent getting them and their number go to the scan's instrumentation,
-	 * as ExecProcNode would count them.
+	 * The time spent getting the rows and their number go to the scan's
+	 * instrumentation, as ExecProcNode would count them.
 	 */
 	for (;;)
 	{
@@ -753,21 +1111,170 @@ exec_aggregate(CustomScanState *node)
 		else
 			break;
 	}
+}
 
-	for (int i = 0; i < state->naggs; i++)
-		if (state->aggs[i].distinct != NULL)
-			advance_distinct(state, &state->aggs[i]);
+/*
+ * A group's row: its key, its aggregates' results (in the output memory),
+ * through HAVING and the projection; NULL if HAVING drops it.
+ */
+static TupleTableSlot *
+group_result(ZipperAggregateState *state, const Datum *keys, const bool *key_nulls,
+			 AggTrans *trans)
+{
+	CustomScanState *node = &state->css;
+	ExprContext *econtext = node->ss.ps.ps_ExprContext;
+	TupleTableSlot *out = node->ss.ss_ScanTupleSlot;
+	MemoryContext old;
+
 	ExecClearTuple(out);
-	old = MemoryContextSwitchTo(state->state_memory);
+	for (int k = 0; k < state->ngroup; k++)
+	{
+		out->tts_values[k] = keys[k];
+		out->tts_isnull[k] = key_nulls[k];
+	}
+	MemoryContextReset(state->output_memory);
+	old = MemoryContextSwitchTo(state->output_memory);
 	for (int i = 0; i < state->naggs; i++)
-		finish(&state->aggs[i], &out->tts_values[i], &out->tts_isnull[i]);
+		finish(&state->aggs[i], &trans[i], &out->tts_values[state->ngroup + i],
+			   &out->tts_isnull[state->ngroup + i]);
 	MemoryContextSwitchTo(old);
 	ExecStoreVirtualTuple(out);
-	if (node->ss.ps.ps_ProjInfo == NULL)
-		return out;
 	ResetExprContext(econtext);
 	econtext->ecxt_scantuple = out;
+	if (node->ss.ps.qual != NULL && !ExecQual(node->ss.ps.qual, econtext))
+	{
+		InstrCountFiltered1(node, 1);
+		return NULL;
+	}
+	if (node->ss.ps.ps_ProjInfo == NULL)
+		return out;
 	return ExecProject(node->ss.ps.ps_ProjInfo);
+}
+
+/* a sorted group begins with row: its key copied, its states initial */
+static void
+begin_sorted_group(ZipperAggregateState *state, TupleTableSlot *row)
+{
+	MemoryContext old;
+
+	MemoryContextReset(state->state_memory);
+	old = MemoryContextSwitchTo(state->state_memory);
+	for (int k = 0; k < state->ngroup; k++)
+	{
+		Form_pg_attribute att = TupleDescAttr(row->tts_tupleDescriptor, k);
+
+		state->sorted_key_nulls[k] = row->tts_isnull[k];
+		state->sorted_keys[k] = row->tts_isnull[k] ? (Datum) 0 :
+			datumCopy(row->tts_values[k], att->attbyval, att->attlen);
+	}
+	MemoryContextSwitchTo(old);
+	init_states(state, state->sorted);
+}
+
+/* a spilled row into its (the current sorted) group */
+static void
+aggregate_sorted_row(ZipperAggregateState *state, TupleTableSlot *row)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	MemoryContext old;
+
+	ResetExprContext(econtext);
+	old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+	for (int i = 0; i < state->naggs; i++)
+	{
+		ScanAggregate *agg = &state->aggs[i];
+
+		if (agg->attnum == 0)
+			advance(state, agg, &state->sorted[i], (Datum) 0, false);
+		else
+			advance(state, agg, &state->sorted[i], row->tts_values[agg->spill_column],
+					row->tts_isnull[agg->spill_column]);
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * The next group of the spilled rows (they come sorted by key): its rows
+ * aggregated up to the first row of the next group, which stays pending;
+ * false after the last.
+ */
+static bool
+next_sorted_group(ZipperAggregateState *state)
+{
+	TupleTableSlot *row = state->pending_row;
+	bool		first;
+
+	if (row == NULL && !zl_groups_next_spilled(state->groups, &row, &first))
+		return false;
+	state->pending_row = NULL;
+	begin_sorted_group(state, row);
+	aggregate_sorted_row(state, row);
+	while (zl_groups_next_spilled(state->groups, &row, &first))
+	{
+		if (first)
+		{
+			state->pending_row = row;
+			break;
+		}
+		aggregate_sorted_row(state, row);
+	}
+	return true;
+}
+
+static TupleTableSlot *
+exec_aggregate(CustomScanState *node)
+{
+	ZipperAggregateState *state = (ZipperAggregateState *) node;
+
+	for (;;)
+	{
+		TupleTableSlot *result;
+		TupleTableSlot *key;
+		void	   *data;
+
+		switch (state->phase)
+		{
+			case PHASE_INPUT:
+				take_input(state);
+				if (state->groups != NULL)
+				{
+					zl_groups_input_done(state->groups);
+					state->phase = PHASE_HASHED;
+				}
+				else
+					state->phase = PHASE_SINGLE;
+				break;
+			case PHASE_SINGLE:
+				for (int i = 0; i < state->naggs; i++)
+					if (state->aggs[i].distinct != NULL)
+						advance_distinct(state, &state->aggs[i], &state->single[i]);
+				state->phase = PHASE_DONE;
+				return group_result(state, NULL, NULL, state->single);
+			case PHASE_HASHED:
+				if (zl_groups_next_hashed(state->groups, &key, &data))
+				{
+					result = group_result(state, key->tts_values, key->tts_isnull, data);
+					if (result != NULL)
+						return result;
+					break;
+				}
+				state->phase = PHASE_SORTED;
+				break;
+			case PHASE_SORTED:
+				if (!next_sorted_group(state))
+				{
+					state->phase = PHASE_DONE;
+					break;
+				}
+				result = group_result(state, state->sorted_keys, state->sorted_key_nulls,
+									  state->sorted);
+				if (result != NULL)
+					return result;
+				break;
+			case PHASE_DONE:
+				return NULL;
+		}
+	}
 }
 
 static void
@@ -779,7 +1286,11 @@ end_aggregate(CustomScanState *node)
 	for (int i = 0; i < state->naggs; i++)
 		if (state->aggs[i].distinct != NULL)
 			zl_distinct_end(state->aggs[i].distinct);
-	MemoryContextDelete(state->state_memory);
+	if (state->groups != NULL)
+		zl_groups_end(state->groups);
+	else
+		MemoryContextDelete(state->state_memory);
+	MemoryContextDelete(state->output_memory);
 }
 
 static void
@@ -793,6 +1304,27 @@ rescan_aggregate(CustomScanState *node)
 	ExecReScan(scan);
 	reset_states((ZipperAggregateState *) node);
 }
+
+/* EXPLAIN ANALYZE of a grouped node: the groups hashed, and those sorted */
+static void
+explain_aggregate(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	ZipperAggregateState *state = (ZipperAggregateState *) node;
+	int64		hashed,
+				sorted,
+				spilled;
+
+	if (!es->analyze || state->groups == NULL)
+		return;
+	zl_groups_counts(state->groups, &hashed, &sorted, &spilled);
+	ExplainPropertyInteger("Groups in Memory", NULL, hashed, es);
+	if (spilled > 0 || es->format != EXPLAIN_FORMAT_TEXT)
+	{
+		ExplainPropertyInteger("Groups Sorted", NULL, sorted, es);
+		ExplainPropertyInteger("Rows Sorted", NULL, spilled, es);
+	}
+}
+
 
 void
 zl_aggregate_init(void)

@@ -668,6 +668,13 @@ zl_unfiltered_scan_path(PlannerInfo *root, RelOptInfo *rel, bool partial,
 	{
 		Path	   *path = lfirst(lc);
 
+		/*
+		 * The grouping target put a projection over the scan (columns in
+		 * another order): the node reads the scan's rows, not the projection.
+		 */
+		if (IsA(path, ProjectionPath))
+			path = ((ProjectionPath *) path)->subpath;
+
 		if (IsA(path, CustomPath) && ((CustomPath *) path)->methods == &zl_path_methods &&
 			path->param_info == NULL &&
 			lthird(((CustomPath *) path)->custom_private) == NIL &&

@@ -57,4 +57,21 @@ extern void zl_distinct_add(ZLDistinctInput *d, Datum value, bool isnull);
 extern void zl_distinct_finish(ZLDistinctInput *d);
 extern bool zl_distinct_next(ZLDistinctInput *d, Datum *value, bool *isnull);
 
+/* ---------- zl_aggregate_group.c ---------- */
+
+typedef struct ZLGroups ZLGroups;
+
+extern ZLGroups *zl_groups_create(struct PlanState *parent, TupleDesc row_desc, int nkeys,
+								  const Oid *eqops, const Oid *sortops, const bool *nulls_first,
+								  Size entry_size, double groups);
+extern MemoryContext zl_groups_state_memory(ZLGroups *g);
+extern void *zl_groups_find(ZLGroups *g, const Datum *keys, const bool *nulls, bool *isnew);
+extern void zl_groups_spill(ZLGroups *g, const Datum *values, const bool *nulls);
+extern void zl_groups_input_done(ZLGroups *g);
+extern bool zl_groups_next_hashed(ZLGroups *g, TupleTableSlot **key, void **data);
+extern bool zl_groups_next_spilled(ZLGroups *g, TupleTableSlot **row, bool *first_of_group);
+extern void zl_groups_counts(ZLGroups *g, int64 *hashed, int64 *sorted, int64 *spilled_rows);
+extern void zl_groups_reset(ZLGroups *g);
+extern void zl_groups_end(ZLGroups *g);
+
 #endif							/* ZL_PLANNER_INTERNAL_H */

@@ -1116,14 +1116,22 @@ class SeedRun:
         if not self.zip:
             return
 
-        # aggregates of the same reads: on rc_zip computed in the scan where
-        # its bounds are all the WHERE clause (README "Aggregates in the
-        # scan"), on rc_fold by the executor's Agg node
+        # aggregates of the same reads, also grouped: on rc_zip computed in
+        # the scan where its bounds are all the WHERE clause (README
+        # "Aggregates in the scan"), on rc_fold by the executor's Agg node
         for pred in self.probe_predicates():
             where, params = predicate_sql(pred, clock)
             query = "SELECT %s FROM rc_zip WHERE %s" % (AGGREGATES, where)
             self.compare("aggregates WHERE %s" % predicate_text(pred, clock),
                          db.all("SELECT %s FROM rc_fold WHERE %s" % (AGGREGATES, where), params),
+                         db.all(query, params))
+            self.counts["aggregates in the scan"] += any(
+                "ZipperAggregate" in line[0] for line in db.all("EXPLAIN " + query, params))
+            # grouped by name (NULL a group of its own), the groups in any order
+            query = "SELECT name, %s FROM rc_zip WHERE %s GROUP BY name" % (AGGREGATES, where)
+            self.compare("aggregates GROUP BY name WHERE %s" % predicate_text(pred, clock),
+                         db.all("SELECT name, %s FROM rc_fold WHERE %s GROUP BY name"
+                                % (AGGREGATES, where), params),
                          db.all(query, params))
             self.counts["aggregates in the scan"] += any(
                 "ZipperAggregate" in line[0] for line in db.all("EXPLAIN " + query, params))
