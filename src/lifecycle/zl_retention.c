@@ -40,6 +40,8 @@
  * are masked (replaced versions, late changes, a boundary partition) is
  * written again without them, as heap's VACUUM removes dead rows; writers
  * compact current sub-groups themselves only beyond half (zl_compact.c).
+ * Where history is columnar it also writes the current partition's row
+ * sub-groups columnar ("A columnar current partition" below).
  *
  *-------------------------------------------------------------------------
  */
@@ -294,13 +296,84 @@ history_due(const ZLTableOptions *opts, const ZLSubGroup *sgs, int nsgs, int64 c
  * writing again without them: scans and probes stop stepping over them,
  * as heap's VACUUM removes dead rows.  Writers compact only beyond half
  * (zl_compact.c), which keeps a batch's cost from growing with the masks.
+ *
+ * A columnar current partition
+ * ----------------------------
+ * Where history is columnar, the current partition is a columnar base
+ * plus a row-format delta: apply and loads write open versions in rows
+ * (zl_write_internal.h, run_is_columnar), and VACUUM writes every current
+ * row sub-group again columnar.  Every reader of the current partition
+ * reads both formats (storage/zl_subgroup_read.c, access/zl_scan.c).  So
+ * that the base does not grow a sub-group per VACUUM, the rewrite takes
+ * in, newest first, the columnar current sub-groups holding no more live
+ * rows than it has gathered so far (the binary counter of packing,
+ * write/zl_compact.c): a sub-group's rows are written again about log2
+ * times before it is full.
  */
 #define ZL_VACUUM_COMPACT_SHARE	8
 
-static bool
-worth_compacting(const ZLSubGroup *sg)
+static inline bool
+in_current_partition(const ZLSubGroup *sg)
 {
-	return sg->placed && sg->masked_rows * ZL_VACUUM_COMPACT_SHARE > sg->row_count;
+	return sg->placed && sg->partition_end == ZL_CURRENT_PARTITION;
+}
+
+static bool
+worth_compacting(const ZLSubGroup *sg, char history_format)
+{
+	return sg->placed &&
+		(sg->masked_rows * ZL_VACUUM_COMPACT_SHARE > sg->row_count ||
+		 (history_format == ZL_FORMAT_COLUMNAR && in_current_partition(sg) &&
+		  sg->format == ZL_FORMAT_ROWS));
+}
+
+/*
+ * Which sub-groups to write again (chosen[i]): those worth compacting,
+ * and in each window of the current partition whose row sub-groups are
+ * written columnar, the small columnar ones those rows take in (see above;
+ * rows of different windows never share a sub-group).
+ */
+static bool *
+choose_compacted(const ZLSubGroup *sgs, int nsgs, char history_format)
+{
+	bool	   *chosen = palloc0(sizeof(bool) * Max(nsgs, 1));
+
+	for (int i = 0; i < nsgs; i++)
+		chosen[i] = worth_compacting(&sgs[i], history_format);
+	if (history_format != ZL_FORMAT_COLUMNAR)
+		return chosen;
+	for (int w = 0; w < nsgs; w++)
+	{
+		int64		gathered = 0;
+		bool		first = true;
+
+		/* once per window: at its first chosen current sub-group */
+		if (!chosen[w] || !in_current_partition(&sgs[w]))
+			continue;
+		for (int i = 0; i < w && first; i++)
+			first = !(chosen[i] && in_current_partition(&sgs[i]) &&
+					  sgs[i].window_start == sgs[w].window_start);
+		if (!first)
+			continue;
+		for (int i = 0; i < nsgs; i++)
+			if (chosen[i] && in_current_partition(&sgs[i]) &&
+				sgs[i].window_start == sgs[w].window_start)
+				gathered += sgs[i].row_count - sgs[i].masked_rows;
+		/* the catalog gives sub-groups in creation order: newest last */
+		for (int i = nsgs - 1; i >= 0; i--)
+		{
+			int64		live = sgs[i].row_count - sgs[i].masked_rows;
+
+			if (chosen[i] || !in_current_partition(&sgs[i]) ||
+				sgs[i].window_start != sgs[w].window_start)
+				continue;
+			if (live > gathered)
+				break;
+			chosen[i] = true;
+			gathered += live;
+		}
+	}
+	return chosen;
 }
 
 /* compact the sub-groups worth it; returns how many */
@@ -312,12 +385,16 @@ compact_subgroups(Relation rel)
 	int			nsgs;
 	int			compacted = 0;
 	ZLWriteState *state = zl_write_state_get(rel);
+	char		history_format = zl_write_state_history_format(state);
+	bool	   *chosen;
 
 	CommandCounterIncrement();
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	sgs = zl_meta_load_subgroups(zl_storage_id(rel), snapshot, DATEVAL_NOBEGIN, &nsgs);
+	chosen = choose_compacted(sgs, nsgs, history_format);
+	zl_write_set_current_columnar(state, history_format == ZL_FORMAT_COLUMNAR);
 	for (int i = 0; i < nsgs; i++)
-		if (worth_compacting(&sgs[i]))
+		if (chosen[i])
 		{
 			CHECK_FOR_INTERRUPTS();
 			zl_rewrite_subgroup(rel, state, &sgs[i], NULL, 0);
@@ -325,6 +402,7 @@ compact_subgroups(Relation rel)
 		}
 	UnregisterSnapshot(snapshot);
 	zl_write_flush_relation(RelationGetRelid(rel));
+	zl_write_set_current_columnar(state, false);
 	return compacted;
 }
 
@@ -373,7 +451,7 @@ zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs_inout, int *nsgs_inout, int
 	}
 	task.drop = retention_cut(rel, &opts, elevel, &task.cut) && history_due(&opts, sgs, nsgs, task.cut);
 	for (int i = 0; i < nsgs && !task.compact; i++)
-		task.compact = worth_compacting(&sgs[i]);
+		task.compact = worth_compacting(&sgs[i], opts.history_format);
 	if (!task.drop && !task.compact)
 		return;
 
