@@ -1399,7 +1399,8 @@ class SeedRun:
     def lifecycle(self, bno):
         """Now and then (README "Lifecycle"): erase a few keys -- from
         rc_zip, from the reference's log and from the model -- and VACUUM
-        rc_zip (which compacts sub-groups with many masked rows); the tables
+        rc_zip (which compacts sub-groups with many masked rows and writes the
+        current partition columnar, which later batches then read); the tables
         must still agree, and later batches fold the erased keys from
         "absent"."""
         rng, db = self.life_rng, self.db
@@ -1418,10 +1419,14 @@ class SeedRun:
                 self.check()
                 self.counts["erases"] += 1
             if rng.random() < 0.15:
-                kind = "VACUUM (compacts masked rows)"
+                kind = "VACUUM (compacts masked rows, writes the current partition columnar)"
                 db.run("VACUUM rc_zip")
                 self.check()
                 self.counts["vacuums"] += 1
+                # later batches then meet columnar open versions (README "Storage formats")
+                self.counts["columnar current"] += db.one(
+                    "SELECT count(*) AS n FROM zipper_lake.inspect('rc_zip') "
+                    "WHERE partition_end = 'infinity' AND format = 'columnar'")["n"]
         except (Failure, psycopg2.Error) as err:
             self.report(bno, kind, [], err, before, apps)
             return False
@@ -2113,13 +2118,13 @@ def main():
         configs[run.cfg.name] += 1
         st = run.stats
         print("seed %d ok [%s, track %s]: %d batches (%d snapshots, %d partial; %d with seq, %d re-applied; "
-              "%d erases, %d vacuums; %d aggregates in the scan, %d steps probing keys through the merged index), "
+              "%d erases, %d vacuums (%d columnar current sub-groups after them); %d aggregates in the scan, %d steps probing keys through the merged index), "
               "%d changes (%d partial), %d versions; %d late, %d unchanged, %d inserted, "
               "%d deleted, %d closed; %.1fs"
               % (seed, run.cfg.name, run.track, args.batches, run.counts["snapshots"],
                  run.counts["partial snapshots"], run.counts["seq batches"],
                  run.counts["re-applied"], run.counts["erases"], run.counts["vacuums"],
-                 run.counts["aggregates in the scan"], run.counts["merged key index"],
+                 run.counts["columnar current"], run.counts["aggregates in the scan"], run.counts["merged key index"],
                  run.counts["changes"], run.counts["partial changes"],
                  len(run.model.rows()), st["late"], st["unchanged"], st["inserted"],
                  st["deleted"], st["closed"], time.time() - t0))
