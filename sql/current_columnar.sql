@@ -99,6 +99,10 @@ SELECT q.*, t.* FROM q_total q,
 SELECT * FROM cc_diff();
 -- one key, through its key directory
 SELECT id, v, length(big), valid_from FROM cc WHERE id = 1500 AND valid_to = 'infinity';
+-- every open version has a TID of its own; ANALYZE samples columnar rows
+SELECT count(DISTINCT ctid) = count(*) AS distinct_tids FROM cc WHERE valid_to = 'infinity';
+ANALYZE cc;
+SELECT reltuples > 0 AS sampled FROM pg_class WHERE oid = 'cc'::regclass;
 
 -- day 3 against the columnar base: apply_changes of upserts (some unchanged) and deletes
 INSERT INTO cc_ch SELECT id, grp, CASE WHEN id % 3 = 0 THEN v ELSE v || 'c' END, n, big, '2026-01-03', 'U'
