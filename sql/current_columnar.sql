@@ -1,7 +1,7 @@
 -- A columnar current partition (README "Storage formats"): where history is
--- columnar, VACUUM writes the current partition's row sub-groups (fresh
--- writes) again as columnar ones.  Every reader and writer of open versions
--- then meets columnar rows: queries, apply_changes, apply_snapshot (with
+-- columnar and zipper_lake.columnar_current is on, VACUUM writes the current
+-- partition's row sub-groups (fresh writes) again as columnar ones.  Every
+-- reader and writer of open versions then meets columnar rows: queries, apply_changes, apply_snapshot (with
 -- deletes), late changes, INSERT, erase, compaction, rollback.  A heap table
 -- kept by hand is the reference, compared with EXCEPT both ways.
 SET timezone = 'UTC';
@@ -70,7 +70,11 @@ CREATE TABLE q_agg AS
 CREATE TABLE q_total AS
   SELECT count(*) AS c, sum(n) AS s, count(DISTINCT grp) AS dg FROM cc WHERE valid_to = 'infinity';
 
--- VACUUM writes the current partition columnar
+-- VACUUM compacts the masked rows; the current partition stays in rows ...
+VACUUM cc;
+SELECT * FROM cc_current;
+-- ... unless the session asks for it columnar
+SET zipper_lake.columnar_current = on;
 VACUUM cc;
 SELECT * FROM cc_current;
 SELECT * FROM zipper_lake.verify('cc');

@@ -40,8 +40,9 @@
  * are masked (replaced versions, late changes, a boundary partition) is
  * written again without them, as heap's VACUUM removes dead rows; writers
  * compact current sub-groups themselves only beyond half (zl_compact.c).
- * Where history is columnar it also writes the current partition's row
- * sub-groups columnar ("A columnar current partition" below).
+ * Where history is columnar and zipper_lake.columnar_current is on, it also
+ * writes the current partition's row sub-groups columnar ("A columnar
+ * current partition" below).
  *
  *-------------------------------------------------------------------------
  */
@@ -50,6 +51,7 @@
 #include "catalog/zl_catalog.h"
 #include "write/zl_write.h"
 #include "lifecycle/zl_lifecycle.h"
+#include "common/zl_guc.h"
 
 #include "access/relation.h"
 #include "access/table.h"
@@ -235,6 +237,7 @@ typedef struct MaintenanceTask
 	bool		drop;			/* drop history up to cut (retention) */
 	int64		cut;
 	bool		compact;		/* compact sub-groups with many masked rows */
+	bool		columnar_current;	/* and write current row sub-groups columnar */
 } MaintenanceTask;
 
 /*
@@ -299,10 +302,13 @@ history_due(const ZLTableOptions *opts, const ZLSubGroup *sgs, int nsgs, int64 c
  *
  * A columnar current partition
  * ----------------------------
- * Where history is columnar, the current partition is a columnar base
- * plus a row-format delta: apply and loads write open versions in rows
- * (zl_write_internal.h, run_is_columnar), and VACUUM writes every current
- * row sub-group again columnar.  Every reader of the current partition
+ * Where history is columnar and VACUUM's session has
+ * zipper_lake.columnar_current on (off by default: apply's look-up of a
+ * few open versions in a columnar sub-group decompresses whole chunks,
+ * several times slower than reading their pages), the current partition
+ * is a columnar base plus a row-format delta: apply and loads write open
+ * versions in rows (zl_write_internal.h, run_is_columnar), and VACUUM
+ * writes every current row sub-group again columnar.  Every reader of the current partition
  * reads both formats (storage/zl_subgroup_read.c, access/zl_scan.c).  So
  * that the base does not grow a sub-group per VACUUM, the rewrite takes
  * in, newest first, the columnar current sub-groups holding no more live
@@ -319,12 +325,11 @@ in_current_partition(const ZLSubGroup *sg)
 }
 
 static bool
-worth_compacting(const ZLSubGroup *sg, char history_format)
+worth_compacting(const ZLSubGroup *sg, bool columnar_current)
 {
 	return sg->placed &&
 		(sg->masked_rows * ZL_VACUUM_COMPACT_SHARE > sg->row_count ||
-		 (history_format == ZL_FORMAT_COLUMNAR && in_current_partition(sg) &&
-		  sg->format == ZL_FORMAT_ROWS));
+		 (columnar_current && in_current_partition(sg) && sg->format == ZL_FORMAT_ROWS));
 }
 
 /*
@@ -334,13 +339,13 @@ worth_compacting(const ZLSubGroup *sg, char history_format)
  * rows of different windows never share a sub-group).
  */
 static bool *
-choose_compacted(const ZLSubGroup *sgs, int nsgs, char history_format)
+choose_compacted(const ZLSubGroup *sgs, int nsgs, bool columnar_current)
 {
 	bool	   *chosen = palloc0(sizeof(bool) * Max(nsgs, 1));
 
 	for (int i = 0; i < nsgs; i++)
-		chosen[i] = worth_compacting(&sgs[i], history_format);
-	if (history_format != ZL_FORMAT_COLUMNAR)
+		chosen[i] = worth_compacting(&sgs[i], columnar_current);
+	if (!columnar_current)
 		return chosen;
 	for (int w = 0; w < nsgs; w++)
 	{
@@ -376,23 +381,27 @@ choose_compacted(const ZLSubGroup *sgs, int nsgs, char history_format)
 	return chosen;
 }
 
-/* compact the sub-groups worth it; returns how many */
+/*
+ * Compact the sub-groups worth it, writing the current partition columnar
+ * when asked (and history is columnar); returns how many.
+ */
 static int
-compact_subgroups(Relation rel)
+compact_subgroups(Relation rel, bool columnar_current)
 {
 	Snapshot	snapshot;
 	ZLSubGroup *sgs;
 	int			nsgs;
 	int			compacted = 0;
 	ZLWriteState *state = zl_write_state_get(rel);
-	char		history_format = zl_write_state_history_format(state);
 	bool	   *chosen;
+
+	columnar_current &= zl_write_state_history_format(state) == ZL_FORMAT_COLUMNAR;
 
 	CommandCounterIncrement();
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	sgs = zl_meta_load_subgroups(zl_storage_id(rel), snapshot, DATEVAL_NOBEGIN, &nsgs);
-	chosen = choose_compacted(sgs, nsgs, history_format);
-	zl_write_set_current_columnar(state, history_format == ZL_FORMAT_COLUMNAR);
+	chosen = choose_compacted(sgs, nsgs, columnar_current);
+	zl_write_set_current_columnar(state, columnar_current);
 	for (int i = 0; i < nsgs; i++)
 		if (chosen[i])
 		{
@@ -450,8 +459,10 @@ zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs_inout, int *nsgs_inout, int
 		return;
 	}
 	task.drop = retention_cut(rel, &opts, elevel, &task.cut) && history_due(&opts, sgs, nsgs, task.cut);
+	task.columnar_current = zipper_lake_columnar_current &&
+		opts.history_format == ZL_FORMAT_COLUMNAR;
 	for (int i = 0; i < nsgs && !task.compact; i++)
-		task.compact = worth_compacting(&sgs[i], opts.history_format);
+		task.compact = worth_compacting(&sgs[i], task.columnar_current);
 	if (!task.drop && !task.compact)
 		return;
 
@@ -529,7 +540,7 @@ maintain(Relation rel, ZLTableOptions *opts, const MaintenanceTask *task)
 	}
 	if (task->compact)
 	{
-		int			compacted = compact_subgroups(rel);
+		int			compacted = compact_subgroups(rel, task->columnar_current);
 
 		ereport(LOG,
 				(errmsg("zipper_lake table \"%s\": compacted %d sub-groups",
