@@ -1,9 +1,10 @@
 -- A columnar current partition (README "Storage formats"): where history is
 -- columnar and zipper_lake.columnar_current is on, VACUUM writes the current
 -- partition's row sub-groups (fresh writes) again as columnar ones.  Every
--- reader and writer of open versions then meets columnar rows: queries, apply_changes, apply_snapshot (with
--- deletes), late changes, INSERT, erase, compaction, rollback.  A heap table
--- kept by hand is the reference, compared with EXCEPT both ways.
+-- reader and writer of open versions then meets columnar rows: queries,
+-- apply_changes, apply_snapshot (with deletes), late changes, INSERT, erase,
+-- compaction, rollback.  A heap table kept by hand is the reference,
+-- compared with EXCEPT both ways.
 SET timezone = 'UTC';
 \set VERBOSITY terse
 CREATE TABLE cc (id int, grp int, v text, n numeric, big text,
