@@ -175,8 +175,9 @@ run_in_history(const ZLRunKey *key)
  * History runs of a table whose history format is columnar become columnar
  * sub-groups (zl_columnar_write.c).  The current partition's fresh writes
  * stay in rows, which apply writes and replaces all the time; VACUUM's
- * rewrite of the current partition (zl_retention.c, "A columnar current
- * partition") writes it columnar too.  Rows loaded before registration
+ * rewrite of the current partition writes it columnar too when its
+ * session asks (zipper_lake.columnar_current; zl_retention.c, "A columnar
+ * current partition").  Rows loaded before registration
  * stay in rows.
  */
 static inline bool
