@@ -17,6 +17,7 @@
 
 extern bool zipper_lake_enable_pruning;
 extern bool zipper_lake_enable_scan_aggregates;
+extern bool zipper_lake_columnar_current;
 extern int	zipper_lake_columnar_chunk_rows;
 extern int	zipper_lake_relocate_min_blocks;
 extern int	zipper_lake_columnar_compression;

@@ -20,7 +20,9 @@
  *      first, each into a free extent below it that holds it (best fit, as
  *      writers take extents), until none is left that fits.
  *   2. Moving is compaction without masks: the sub-group's live rows are
- *      written again (zl_rewrite_subgroup; masked rows are left behind),
+ *      written again in its format (zl_rewrite_subgroup; masked rows are
+ *      left behind; a sub-group whose format the table no longer writes
+ *      stays),
  *      alone (packing held: it would add neighbours' rows, which might not
  *      fit), by a flush that may take only free blocks below the sub-group
  *      (zl_write_state_reuse_below), and its catalog row is deleted, its
@@ -91,6 +93,24 @@ highest_first(const void *a, const void *b)
 }
 
 /*
+ * Would writing the sub-group again keep its format, and so about its
+ * size?  History is written in the table's history format, the current
+ * partition in rows or, when asked, columnar (where history is columnar):
+ * a sub-group of the other format (written before set_history_format)
+ * stays where it is.
+ */
+static bool
+rewrite_keeps_format(ZLWriteState *state, const ZLSubGroup *sg)
+{
+	bool		history_columnar = zl_write_state_history_format(state) == ZL_FORMAT_COLUMNAR;
+	bool		columnar = sg->format == ZL_FORMAT_COLUMNAR;
+
+	if (sg->partition_end == ZL_CURRENT_PARTITION)
+		return !columnar || history_columnar;
+	return columnar == history_columnar;
+}
+
+/*
  * Step 1 and 2 above, holding the writer lock; returns the blocks of the
  * sub-groups moved.
  */
@@ -123,19 +143,22 @@ zl_relocate_tail(Relation rel, int min_blocks)
 
 		if (sg->first_block + sg->blocks <= end)
 			break;
-		if (!sg->placed)
-			continue;			/* placed by register() first */
+		if (!sg->placed || !rewrite_keeps_format(state, sg))
+			continue;			/* unplaced: register() places them first */
 		(void) zl_free_space_reusable(rel, storage_id, sg->first_block, &largest);
 		if (largest < (BlockNumber) sg->blocks)
 			break;
 		CHECK_FOR_INTERRUPTS();
 		zl_write_state_reuse_below(state, sg->first_block);
+		zl_write_set_current_columnar(state, sg->partition_end == ZL_CURRENT_PARTITION &&
+									  sg->format == ZL_FORMAT_COLUMNAR);
 		zl_rewrite_subgroup(rel, state, sg, NULL, 0);
 		zl_write_flush_relation(RelationGetRelid(rel));
 		CommandCounterIncrement();
 		moved += sg->blocks;
 	}
 	zl_write_state_reuse_below(state, 0);
+	zl_write_set_current_columnar(state, false);
 	zl_write_hold_packing(RelationGetRelid(rel), false);
 	pfree(sgs);
 	return moved;

@@ -40,6 +40,9 @@
  * are masked (replaced versions, late changes, a boundary partition) is
  * written again without them, as heap's VACUUM removes dead rows; writers
  * compact current sub-groups themselves only beyond half (zl_compact.c).
+ * Where history is columnar and zipper_lake.columnar_current is on, it also
+ * writes the current partition's row sub-groups columnar ("A columnar
+ * current partition" below).
  *
  *-------------------------------------------------------------------------
  */
@@ -49,6 +52,7 @@
 #include "catalog/zl_catalog.h"
 #include "write/zl_write.h"
 #include "lifecycle/zl_lifecycle.h"
+#include "common/zl_guc.h"
 
 #include "access/relation.h"
 #include "access/table.h"
@@ -236,6 +240,7 @@ typedef struct MaintenanceTask
 	bool		compact;		/* compact sub-groups with many masked rows */
 	bool		relocate;		/* move sub-groups off the end of the file (zl_relocate.c) */
 	int			relocate_min_blocks;	/* VACUUM's zipper_lake.relocate_min_blocks */
+	bool		columnar_current;	/* and write current row sub-groups columnar */
 } MaintenanceTask;
 
 /*
@@ -297,30 +302,111 @@ history_due(const ZLTableOptions *opts, const ZLSubGroup *sgs, int nsgs, int64 c
  * writing again without them: scans and probes stop stepping over them,
  * as heap's VACUUM removes dead rows.  Writers compact only beyond half
  * (zl_compact.c), which keeps a batch's cost from growing with the masks.
+ *
+ * A columnar current partition
+ * ----------------------------
+ * Where history is columnar and VACUUM's session has
+ * zipper_lake.columnar_current on (off by default: apply's look-up of a
+ * few open versions in a columnar sub-group decompresses whole chunks,
+ * several times slower than reading their pages), the current partition
+ * is a columnar base plus a row-format delta: apply and loads write open
+ * versions in rows (zl_write_internal.h, run_is_columnar), and VACUUM
+ * writes every current row sub-group again columnar.  Every reader of the current partition
+ * reads both formats (storage/zl_subgroup_read.c, access/zl_scan.c).  So
+ * that the base does not grow a sub-group per VACUUM, the rewrite takes
+ * in, newest first, the columnar current sub-groups holding no more live
+ * rows than it has gathered so far (the binary counter of packing,
+ * write/zl_compact.c): a sub-group's rows are written again about log2
+ * times before it is full.
  */
 #define ZL_VACUUM_COMPACT_SHARE	8
 
-static bool
-worth_compacting(const ZLSubGroup *sg)
+static inline bool
+in_current_partition(const ZLSubGroup *sg)
 {
-	return sg->placed && sg->masked_rows * ZL_VACUUM_COMPACT_SHARE > sg->row_count;
+	return sg->placed && sg->partition_end == ZL_CURRENT_PARTITION;
 }
 
-/* compact the sub-groups worth it; returns how many */
+static bool
+worth_compacting(const ZLSubGroup *sg, bool columnar_current)
+{
+	return sg->placed &&
+		(sg->masked_rows * ZL_VACUUM_COMPACT_SHARE > sg->row_count ||
+		 (columnar_current && in_current_partition(sg) && sg->format == ZL_FORMAT_ROWS));
+}
+
+/*
+ * Which sub-groups to write again (chosen[i]): those worth compacting,
+ * and in each window of the current partition whose row sub-groups are
+ * written columnar, the small columnar ones those rows take in (see above;
+ * rows of different windows never share a sub-group).
+ */
+static bool *
+choose_compacted(const ZLSubGroup *sgs, int nsgs, bool columnar_current)
+{
+	bool	   *chosen = palloc0(sizeof(bool) * Max(nsgs, 1));
+
+	for (int i = 0; i < nsgs; i++)
+		chosen[i] = worth_compacting(&sgs[i], columnar_current);
+	if (!columnar_current)
+		return chosen;
+	for (int w = 0; w < nsgs; w++)
+	{
+		int64		gathered = 0;
+		bool		first = true;
+
+		/* once per window: at its first chosen current sub-group */
+		if (!chosen[w] || !in_current_partition(&sgs[w]))
+			continue;
+		for (int i = 0; i < w && first; i++)
+			first = !(chosen[i] && in_current_partition(&sgs[i]) &&
+					  sgs[i].window_start == sgs[w].window_start);
+		if (!first)
+			continue;
+		for (int i = 0; i < nsgs; i++)
+			if (chosen[i] && in_current_partition(&sgs[i]) &&
+				sgs[i].window_start == sgs[w].window_start)
+				gathered += sgs[i].row_count - sgs[i].masked_rows;
+		/* the catalog gives sub-groups in creation order: newest last */
+		for (int i = nsgs - 1; i >= 0; i--)
+		{
+			int64		live = sgs[i].row_count - sgs[i].masked_rows;
+
+			if (chosen[i] || !in_current_partition(&sgs[i]) ||
+				sgs[i].window_start != sgs[w].window_start)
+				continue;
+			if (live > gathered)
+				break;
+			chosen[i] = true;
+			gathered += live;
+		}
+	}
+	return chosen;
+}
+
+/*
+ * Compact the sub-groups worth it, writing the current partition columnar
+ * when asked (and history is columnar); returns how many.
+ */
 static int
-compact_subgroups(Relation rel)
+compact_subgroups(Relation rel, bool columnar_current)
 {
 	Snapshot	snapshot;
 	ZLSubGroup *sgs;
 	int			nsgs;
 	int			compacted = 0;
 	ZLWriteState *state = zl_write_state_get(rel);
+	bool	   *chosen;
+
+	columnar_current &= zl_write_state_history_format(state) == ZL_FORMAT_COLUMNAR;
 
 	CommandCounterIncrement();
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	sgs = zl_meta_load_subgroups(zl_storage_id(rel), snapshot, DATEVAL_NOBEGIN, &nsgs);
+	chosen = choose_compacted(sgs, nsgs, columnar_current);
+	zl_write_set_current_columnar(state, columnar_current);
 	for (int i = 0; i < nsgs; i++)
-		if (worth_compacting(&sgs[i]))
+		if (chosen[i])
 		{
 			CHECK_FOR_INTERRUPTS();
 			zl_rewrite_subgroup(rel, state, &sgs[i], NULL, 0);
@@ -328,6 +414,7 @@ compact_subgroups(Relation rel)
 		}
 	UnregisterSnapshot(snapshot);
 	zl_write_flush_relation(RelationGetRelid(rel));
+	zl_write_set_current_columnar(state, false);
 	return compacted;
 }
 
@@ -375,8 +462,10 @@ zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs_inout, int *nsgs_inout, int
 		return;
 	}
 	task.drop = retention_cut(rel, &opts, elevel, &task.cut) && history_due(&opts, sgs, nsgs, task.cut);
+	task.columnar_current = zipper_lake_columnar_current &&
+		opts.history_format == ZL_FORMAT_COLUMNAR;
 	for (int i = 0; i < nsgs && !task.compact; i++)
-		task.compact = worth_compacting(&sgs[i]);
+		task.compact = worth_compacting(&sgs[i], task.columnar_current);
 	task.relocate_min_blocks = zipper_lake_relocate_min_blocks;
 	task.relocate = zl_relocation_due(rel, sgs, nsgs, task.relocate_min_blocks);
 	if (!task.drop && !task.compact && !task.relocate)
@@ -461,7 +550,7 @@ maintain(Relation rel, ZLTableOptions *opts, const MaintenanceTask *task)
 	}
 	if (task->compact)
 	{
-		int			compacted = compact_subgroups(rel);
+		int			compacted = compact_subgroups(rel, task->columnar_current);
 
 		ereport(LOG,
 				(errmsg("zipper_lake table \"%s\": compacted %d sub-groups",

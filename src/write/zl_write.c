@@ -343,6 +343,17 @@ zl_write_state_history_format(const ZLWriteState *state)
 	return state->opts.history_format;
 }
 
+/*
+ * Write the current partition's runs columnar too (on) or in rows (off):
+ * VACUUM's rewrite of the current partition (zl_retention.c) turns it on
+ * until its flush.  Only a table whose history is columnar takes it.
+ */
+void
+zl_write_set_current_columnar(ZLWriteState *state, bool on)
+{
+	state->current_columnar = on;
+}
+
 /* does a writer hold packing of this table (zl_write_hold_packing)? */
 bool
 zl_write_packing_held(Oid relid)

@@ -25,6 +25,8 @@ extern void zl_write_place(ZLWriteState *state, HeapTuple tuple, int64 valid_fro
 						   int64 valid_to);
 extern HeapTuple zl_toast_version(Relation rel, HeapTuple tuple);
 extern void zl_write_hold_packing(Oid relid, bool hold);
+extern void zl_write_set_current_columnar(ZLWriteState *state, bool on);
+extern char zl_write_state_history_format(const ZLWriteState *state);
 extern void zl_write_flush_relation(Oid relid);
 extern void zl_write_flush_all(void);
 extern void zl_write_discard_relation(Oid relid);

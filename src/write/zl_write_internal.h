@@ -108,6 +108,7 @@ struct ZLWriteState
 	uint64		storage_id;
 	SubTransactionId subxid;
 	bool		registered;
+	bool		current_columnar;	/* VACUUM's rewrite: current runs columnar too */
 	ZLTableOptions opts;
 	ZLKeyHasher *hasher;		/* once registered: key directories, checks */
 	TupleDesc	tupdesc;		/* a copy of rel_desc */
@@ -176,14 +177,18 @@ run_in_history(const ZLRunKey *key)
 
 /*
  * History runs of a table whose history format is columnar become columnar
- * sub-groups (zl_columnar_write.c); the current partition stays in rows,
- * which apply reads and replaces all the time, and so do rows loaded
- * before registration.
+ * sub-groups (zl_columnar_write.c).  The current partition's fresh writes
+ * stay in rows, which apply writes and replaces all the time; VACUUM's
+ * rewrite of the current partition writes it columnar too when its
+ * session asks (zipper_lake.columnar_current; zl_retention.c, "A columnar
+ * current partition").  Rows loaded before registration
+ * stay in rows.
  */
 static inline bool
 run_is_columnar(const ZLWriteState *state, const ZLRunKey *key)
 {
-	return run_in_history(key) && state->opts.history_format == ZL_FORMAT_COLUMNAR;
+	return key->placed && state->opts.history_format == ZL_FORMAT_COLUMNAR &&
+		(key->partition_end != ZL_CURRENT_PARTITION || state->current_columnar);
 }
 
 /* a row in messages: its key and period */
@@ -197,7 +202,6 @@ describe_row(ZLWriteState *state, HeapTuple tuple)
 extern bool zl_write_packing_held(Oid relid);
 extern void zl_write_add(ZLWriteState *state, HeapTuple tuple);
 extern void zl_write_add_decoded(ZLWriteState *state, Relation rel, HeapTuple tuple);
-extern char zl_write_state_history_format(const ZLWriteState *state);
 
 /* zl_subgroup_write.c */
 extern void zl_write_placed(ZLWriteState *state, Relation rel);

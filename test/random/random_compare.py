@@ -1407,7 +1407,8 @@ class SeedRun:
     def lifecycle(self, bno):
         """Now and then (README "Lifecycle"): erase a few keys -- from
         rc_zip, from the reference's log and from the model -- and VACUUM
-        rc_zip (which compacts sub-groups with many masked rows, and moves
+        rc_zip (which compacts sub-groups with many masked rows, may write the
+        current partition columnar, which later batches then read, and moves
         sub-groups off the end of a mostly free file); the tables
         must still agree, and later batches fold the erased keys from
         "absent"."""
@@ -1427,13 +1428,20 @@ class SeedRun:
                 self.check()
                 self.counts["erases"] += 1
             if rng.random() < 0.15:
-                kind = "VACUUM (compacts masked rows; moves sub-groups off the end of the file)"
+                kind = "VACUUM (compacts masked rows, may write the current partition columnar, moves sub-groups off the end of the file)"
+                # now and then writing the current partition columnar (README "Storage formats")
+                db.run("SET zipper_lake.columnar_current = %s" % ("on" if rng.random() < 0.7 else "off"))
                 # small tables too: any free block is worth a move here
                 db.run("SET zipper_lake.relocate_min_blocks = 1")
                 db.run("VACUUM rc_zip")
+                db.run("RESET zipper_lake.columnar_current")
                 db.run("RESET zipper_lake.relocate_min_blocks")
                 self.check()
                 self.counts["vacuums"] += 1
+                # later batches then meet columnar open versions (README "Storage formats")
+                self.counts["columnar current"] += db.one(
+                    "SELECT count(*) AS n FROM zipper_lake.inspect('rc_zip') "
+                    "WHERE partition_end = 'infinity' AND format = 'columnar'")["n"]
         except (Failure, psycopg2.Error) as err:
             self.report(bno, kind, [], err, before, apps)
             return False
@@ -2125,13 +2133,13 @@ def main():
         configs[run.cfg.name] += 1
         st = run.stats
         print("seed %d ok [%s, track %s]: %d batches (%d snapshots, %d partial; %d with seq, %d re-applied; "
-              "%d erases, %d vacuums; %d aggregates in the scan, %d steps probing keys through the merged index), "
+              "%d erases, %d vacuums (%d columnar current sub-groups after them); %d aggregates in the scan, %d steps probing keys through the merged index), "
               "%d changes (%d partial), %d versions; %d late, %d unchanged, %d inserted, "
               "%d deleted, %d closed; %.1fs"
               % (seed, run.cfg.name, run.track, args.batches, run.counts["snapshots"],
                  run.counts["partial snapshots"], run.counts["seq batches"],
                  run.counts["re-applied"], run.counts["erases"], run.counts["vacuums"],
-                 run.counts["aggregates in the scan"], run.counts["merged key index"],
+                 run.counts["columnar current"], run.counts["aggregates in the scan"], run.counts["merged key index"],
                  run.counts["changes"], run.counts["partial changes"],
                  len(run.model.rows()), st["late"], st["unchanged"], st["inserted"],
                  st["deleted"], st["closed"], time.time() - t0))
