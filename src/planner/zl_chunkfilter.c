@@ -58,8 +58,8 @@ recognize_comparison(OpExpr *op, Index rti, TupleDesc desc)
 		Node	   *value = list_nth(op->args, 1 - side);
 		Oid			opno = side == 0 ? op->opno : get_commutator(op->opno);
 		Form_pg_attribute att;
-		Oid			opclass;
 		Oid			opfamily;
+		Oid			opclass_input;
 		Oid			left_type,
 					right_type;
 		Oid			proc;
@@ -68,10 +68,9 @@ recognize_comparison(OpExpr *op, Index rti, TupleDesc desc)
 		if (var == NULL || !OidIsValid(opno) || !zl_is_scan_constant(value, rti))
 			continue;
 		att = TupleDescAttr(desc, var->varattno - 1);
-		opclass = GetDefaultOpClass(att->atttypid, BTREE_AM_OID);
-		if (!OidIsValid(opclass))
+		opfamily = zl_default_opfamily(att->atttypid, BTREE_AM_OID, &opclass_input);
+		if (!OidIsValid(opfamily))
 			continue;
-		opfamily = get_opclass_family(opclass);
 		strategy = get_op_opfamily_strategy(opno, opfamily);
 		if (strategy == 0)
 			continue;
@@ -81,7 +80,7 @@ recognize_comparison(OpExpr *op, Index rti, TupleDesc desc)
 		 * enums, arrays, records) and the column's collation.
 		 */
 		op_input_types(opno, &left_type, &right_type);
-		if (left_type != get_opclass_input_type(opclass) ||
+		if (left_type != opclass_input ||
 			(OidIsValid(att->attcollation) && op->inputcollid != att->attcollation))
 			continue;
 		proc = get_opfamily_proc(opfamily, left_type, right_type, BTORDER_PROC);

@@ -14,6 +14,8 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
+#include "catalog/pg_am_d.h"
+#include "utils/typcache.h"
 
 static bool
 references_rel(Node *node, Index *rti)
@@ -36,4 +38,29 @@ zl_is_scan_constant(Node *expr, Index rti)
 {
 	return !references_rel(expr, &rti) && !contain_volatile_functions(expr) &&
 		!contain_subplans(expr);
+}
+
+/*
+ * The operator family of a type's default btree or hash operator class,
+ * and that class's input type (InvalidOid both when there is none), from
+ * the type cache: planning a key probe or a chunk filter must not scan
+ * pg_opclass on every query, as GetDefaultOpClass does.
+ */
+Oid
+zl_default_opfamily(Oid type, Oid am, Oid *input_type)
+{
+	TypeCacheEntry *entry;
+
+	Assert(am == BTREE_AM_OID || am == HASH_AM_OID);
+	if (am == BTREE_AM_OID)
+	{
+		entry = lookup_type_cache(type, TYPECACHE_BTREE_OPFAMILY);
+		if (input_type)
+			*input_type = entry->btree_opintype;
+		return entry->btree_opf;
+	}
+	entry = lookup_type_cache(type, TYPECACHE_HASH_OPFAMILY);
+	if (input_type)
+		*input_type = entry->hash_opintype;
+	return entry->hash_opf;
 }

@@ -194,7 +194,7 @@ recognize_bound(Expr *clause, Index rti, const ZLTableOptions *opts, BoundInfo *
 		op_input_types(opno, &left_type, &right_type);
 		if (left_type != opts->period_type || right_type != opts->period_type)
 			continue;
-		opfamily = get_opclass_family(GetDefaultOpClass(opts->period_type, BTREE_AM_OID));
+		opfamily = zl_default_opfamily(opts->period_type, BTREE_AM_OID, NULL);
 		strategy = get_op_opfamily_strategy(opno, opfamily);
 		if (strategy == 0)
 			continue;

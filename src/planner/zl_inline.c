@@ -38,7 +38,7 @@
 #include "common/zl_guc.h"
 #include "catalog/zl_catalog.h"
 #include "access/zl_access.h"
-#include "planner/zl_planner.h"
+#include "planner/zl_planner_internal.h"
 
 #include "access/stratnum.h"
 #include "access/table.h"
@@ -112,7 +112,7 @@ compare(AttrNumber attnum, Oid opfamily, int strategy, Expr *value)
 static Node *
 helper_quals(const ZLReadHelper *helper, const ZLTableOptions *opts, List *args)
 {
-	Oid			opfamily = get_opclass_family(GetDefaultOpClass(TIMESTAMPTZOID, BTREE_AM_OID));
+	Oid			opfamily = zl_default_opfamily(TIMESTAMPTZOID, BTREE_AM_OID, NULL);
 	Expr	   *open_end = (Expr *) makeConst(TIMESTAMPTZOID, -1, InvalidOid, sizeof(TimestampTz),
 											  TimestampTzGetDatum(opts->open_end), false,
 											  FLOAT8PASSBYVAL);

@@ -110,12 +110,10 @@ collations_agree(Oid column, Oid comparison)
 static Oid
 family_hash_proc(Form_pg_attribute att, Oid opno, Oid value_type)
 {
-	Oid			opclass = GetDefaultOpClass(att->atttypid, HASH_AM_OID);
-	Oid			family;
+	Oid			family = zl_default_opfamily(att->atttypid, HASH_AM_OID, NULL);
 
-	if (!OidIsValid(opclass) || !OidIsValid(opno))
+	if (!OidIsValid(family) || !OidIsValid(opno))
 		return InvalidOid;
-	family = get_opclass_family(opclass);
 	if (get_op_opfamily_strategy(opno, family) != HTEqualStrategyNumber)
 		return InvalidOid;
 	return get_opfamily_proc(family, value_type, value_type, HASHSTANDARD_PROC);

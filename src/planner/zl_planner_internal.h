@@ -14,6 +14,7 @@
 /* ---------- zl_clauses.c ---------- */
 
 extern bool zl_is_scan_constant(Node *expr, Index rti);
+extern Oid	zl_default_opfamily(Oid type, Oid am, Oid *input_type);
 
 /* ---------- zl_chunkfilter.c ---------- */
 

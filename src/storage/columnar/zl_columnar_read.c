@@ -272,35 +272,64 @@ corrupted(const ZLColumnarReader *r, const char *what)
 			 errhint("Restore the table from a backup; zipper_lake.verify() lists what it finds.")));
 }
 
+/*
+ * The bytes [offset, offset + take) of the stream, within one page, which
+ * the reader keeps pinned until it reads another page
+ */
+static const char *
+stream_bytes_in_page(ZLColumnarReader *r, uint64 offset, Size take)
+{
+	BlockNumber block = r->first_block + (BlockNumber) (offset / ZL_STREAM_PAGE_BYTES);
+	Size		in_page = offset % ZL_STREAM_PAGE_BYTES;
+	Page		page;
+
+	Assert(in_page + take <= ZL_STREAM_PAGE_BYTES);
+	if (block >= r->first_block + r->blocks)
+		corrupted(r, "Its data runs past its blocks.");
+	if (!BufferIsValid(r->buffer) || r->buffer_block != block)
+	{
+		if (BufferIsValid(r->buffer))
+			ReleaseBuffer(r->buffer);
+		r->buffer = ReadBufferExtended(r->rel, MAIN_FORKNUM, block, RBM_NORMAL,
+									   r->strategy);
+		r->buffer_block = block;
+	}
+	page = BufferGetPage(r->buffer);
+	if (((PageHeader) page)->pd_lower < SizeOfPageHeaderData + in_page + take)
+		corrupted(r, "A page ends before its data.");
+	return (const char *) page + SizeOfPageHeaderData + in_page;
+}
+
 /* copy len bytes of the stream from offset on */
 static void
 read_stream(ZLColumnarReader *r, uint64 offset, Size len, char *dst)
 {
 	while (len > 0)
 	{
-		BlockNumber block = r->first_block + (BlockNumber) (offset / ZL_STREAM_PAGE_BYTES);
-		Size		in_page = offset % ZL_STREAM_PAGE_BYTES;
-		Size		take = Min(len, ZL_STREAM_PAGE_BYTES - in_page);
-		Page		page;
+		Size		take = Min(len, ZL_STREAM_PAGE_BYTES - offset % ZL_STREAM_PAGE_BYTES);
 
-		if (block >= r->first_block + r->blocks)
-			corrupted(r, "Its data runs past its blocks.");
-		if (!BufferIsValid(r->buffer) || r->buffer_block != block)
-		{
-			if (BufferIsValid(r->buffer))
-				ReleaseBuffer(r->buffer);
-			r->buffer = ReadBufferExtended(r->rel, MAIN_FORKNUM, block, RBM_NORMAL,
-										   r->strategy);
-			r->buffer_block = block;
-		}
-		page = BufferGetPage(r->buffer);
-		if (((PageHeader) page)->pd_lower < SizeOfPageHeaderData + in_page + take)
-			corrupted(r, "A page ends before its data.");
-		memcpy(dst, (char *) page + SizeOfPageHeaderData + in_page, take);
+		memcpy(dst, stream_bytes_in_page(r, offset, take), take);
 		dst += take;
 		offset += take;
 		len -= take;
 	}
+}
+
+static char *reader_buffer(ZLColumnarReader *r, char **buffer, Size *allocated, Size size);
+
+/*
+ * len bytes of the stream from offset on: in place when they lie in one
+ * page (valid until the reader reads another page), else copied into the
+ * reader's buffer for stored bytes
+ */
+static const char *
+stream_bytes(ZLColumnarReader *r, uint64 offset, Size len)
+{
+	if (len > 0 && offset % ZL_STREAM_PAGE_BYTES + len <= ZL_STREAM_PAGE_BYTES)
+		return stream_bytes_in_page(r, offset, len);
+	reader_buffer(r, &r->stored, &r->stored_size, Max(len, 1));
+	read_stream(r, offset, len, r->stored);
+	return r->stored;
 }
 
 /*
@@ -558,18 +587,20 @@ fetch_column(ZLColumnarReader *r, ColumnState *cs, int chunk, int att)
 	{
 		size_t		got;
 
-		reader_buffer(r, &r->stored, &r->stored_size, e->stored_bytes);
-		read_stream(r, r->header.directory_bytes + e->offset, e->stored_bytes, r->stored);
+		/* decompressed straight from the page when the chunk lies in one */
+		const char *stored = stream_bytes(r, r->header.directory_bytes + e->offset,
+										  e->stored_bytes);
+
 		if (e->compressed == ZL_CODEC_LZ4)
 		{
-			int			n = LZ4_decompress_safe(r->stored, cs->raw, (int) e->stored_bytes,
+			int			n = LZ4_decompress_safe(stored, cs->raw, (int) e->stored_bytes,
 												(int) e->raw_bytes);
 
 			got = n < 0 ? 0 : (size_t) n;
 		}
 		else if (e->compressed == ZL_CODEC_ZSTD)
 		{
-			got = ZSTD_decompressDCtx(decompress_context(), cs->raw, e->raw_bytes, r->stored,
+			got = ZSTD_decompressDCtx(decompress_context(), cs->raw, e->raw_bytes, stored,
 									  e->stored_bytes);
 			if (ZSTD_isError(got))
 				got = 0;
