@@ -44,6 +44,7 @@
  *-------------------------------------------------------------------------
  */
 #include "common/zl_common.h"
+#include "common/zl_guc.h"
 #include "storage/zl_storage.h"
 #include "catalog/zl_catalog.h"
 #include "write/zl_write.h"
@@ -59,6 +60,7 @@
 #include "storage/ipc.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
+#include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
@@ -233,6 +235,8 @@ typedef struct MaintenanceTask
 	bool		drop;			/* drop history up to cut (retention) */
 	int64		cut;
 	bool		compact;		/* compact sub-groups with many masked rows */
+	bool		merge;			/* merge small neighbouring file groups */
+	int			pause_ms;		/* zipper_lake.maintenance_pause: wait before the commit */
 } MaintenanceTask;
 
 /*
@@ -374,8 +378,10 @@ zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs_inout, int *nsgs_inout, int
 	task.drop = retention_cut(rel, &opts, elevel, &task.cut) && history_due(&opts, sgs, nsgs, task.cut);
 	for (int i = 0; i < nsgs && !task.compact; i++)
 		task.compact = worth_compacting(&sgs[i]);
-	if (!task.drop && !task.compact)
+	task.merge = zl_merge_due(sgs, nsgs);
+	if (!task.drop && !task.compact && !task.merge)
 		return;
+	task.pause_ms = zipper_lake_maintenance_pause;
 
 	task.database = MyDatabaseId;
 	task.relid = RelationGetRelid(rel);
@@ -425,8 +431,35 @@ zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs_inout, int *nsgs_inout, int
 		ereport(elevel,
 				(errmsg("zipper_lake table \"%s\": compacted sub-groups: " INT64_FORMAT " masked rows before, " INT64_FORMAT " after",
 						RelationGetRelationName(rel), masked_rows(sgs, nsgs), masked_rows(after, nafter))));
+	if (task.merge)
+		ereport(elevel,
+				(errmsg("zipper_lake table \"%s\": merged small history file groups: %d sub-groups before, %d after",
+						RelationGetRelationName(rel), nsgs, nafter)));
 	*sgs_inout = after;
 	*nsgs_inout = nafter;
+}
+
+/*
+ * zipper_lake.maintenance_pause: wait, with the work done and not
+ * committed, so that tests can crash the server or run other sessions
+ * meanwhile (wait event Extension).
+ */
+static void
+pause_before_commit(int pause_ms)
+{
+	TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), pause_ms);
+
+	for (;;)
+	{
+		long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), until);
+
+		CHECK_FOR_INTERRUPTS();
+		if (left <= 0)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 left, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
 }
 
 /* the worker's work, under the table's writer lock, as the table's owner */
@@ -457,6 +490,17 @@ maintain(Relation rel, ZLTableOptions *opts, const MaintenanceTask *task)
 				(errmsg("zipper_lake table \"%s\": compacted %d sub-groups",
 						RelationGetRelationName(rel), compacted)));
 	}
+	if (task->merge)
+	{
+		int			subgroups = 0;
+		int			merged = zl_merge_file_groups(rel, &subgroups);
+
+		ereport(LOG,
+				(errmsg("zipper_lake table \"%s\": merged %d small history file groups (%d sub-groups)",
+						RelationGetRelationName(rel), merged, subgroups)));
+	}
+	if (task->pause_ms > 0)
+		pause_before_commit(task->pause_ms);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 }
 
