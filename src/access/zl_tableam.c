@@ -416,8 +416,9 @@ zl_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
  * later writers (zl_freespace.c).  It wipes what erase() left (zl_scrub.c),
  * gives the blocks at the end of the file that nothing refers to back to
  * the file system (unless TRUNCATE false), has a worker drop history past
- * the table's retention and compact sub-groups with many masked rows
- * (zl_retention.c; VACUUM itself must not write the catalog), reports what
+ * the table's retention, compact sub-groups with many masked rows and
+ * merge small neighbouring history file groups (zl_retention.c,
+ * zl_merge.c; VACUUM itself must not write the catalog), reports what
  * there is and keeps pg_class statistics current.
  */
 static void

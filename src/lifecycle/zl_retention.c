@@ -2,7 +2,7 @@
  *
  * zl_retention.c
  *	  Dropping history by end date (drop_history), and VACUUM's worker:
- *	  retention and compaction.
+ *	  retention, compaction and merging.
  *
  * README "Lifecycle".  Versions live in end-date partitions (the date of
  * valid_to), so "every version that ended at or before the cut" is every
@@ -40,6 +40,9 @@
  * are masked (replaced versions, late changes, a boundary partition) is
  * written again without them, as heap's VACUUM removes dead rows; writers
  * compact current sub-groups themselves only beyond half (zl_compact.c).
+ * Then it merges runs of small neighbouring history file groups into one
+ * (zl_merge.c), in the same transaction.  zipper_lake.maintenance_pause
+ * (superuser, for tests) makes it wait before its commit.
  *
  *-------------------------------------------------------------------------
  */
@@ -225,7 +228,7 @@ zipper_lake_drop_history(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(removed);
 }
 
-/* ---------- VACUUM's worker: retention and history compaction ---------- */
+/* ---------- VACUUM's worker: retention, compaction, merging ---------- */
 
 /* what VACUUM hands its worker */
 typedef struct MaintenanceTask
