@@ -29,6 +29,7 @@ OBJS = \
 	src/write/zl_compact.o \
 	src/write/zl_freespace.o \
 	src/write/zl_load.o \
+	src/write/zl_merge.o \
 	src/write/zl_rowcheck.o \
 	src/write/zl_place.o \
 	src/write/zl_subgroup_write.o \

@@ -267,7 +267,8 @@ SELECT zipper_lake.erase('zc', NULL);
 SELECT count(*) FROM zc WHERE id = 7;
 
 -- VACUUM compacts sub-groups more than an eighth masked (late changes
--- replaced 6 of the 10 versions that ended on Jan 3): same rows, no masks
+-- replaced 6 of the 10 versions that ended on Jan 3): same rows, no masks;
+-- then it merges the two small sub-groups of Jan 3 into one (sql/merge.sql)
 CREATE TABLE hc (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
   USING zipper_lake;
 SELECT zipper_lake.register('hc', ARRAY['id']);

@@ -417,7 +417,8 @@ zl_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
  * gives the blocks at the end of the file that nothing refers to back to
  * the file system (unless TRUNCATE false), has a worker drop history past
  * the table's retention, compact sub-groups with many masked rows and
- * move sub-groups off the end of a file that is mostly free (zl_retention.c,
+ * merge small neighbouring history file groups and move sub-groups off the
+ * end of a file that is mostly free (zl_retention.c, zl_merge.c,
  * zl_relocate.c; VACUUM itself must not write the catalog), reports what
  * there is and keeps pg_class statistics current.
  */

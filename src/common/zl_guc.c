@@ -24,6 +24,7 @@ int			zipper_lake_relocate_min_blocks = ZL_RELOCATE_MIN_BLOCKS_DEFAULT;
 int			zipper_lake_columnar_compression = ZL_COMPRESSION_ZSTD;
 int			zipper_lake_key_cache_memory = ZL_KEY_CACHE_KB_DEFAULT;
 int			zipper_lake_retained_memory = ZL_RETAINED_MEMORY_KB_DEFAULT;
+int			zipper_lake_maintenance_pause = 0;
 
 static const struct config_enum_entry compression_options[] = {
 	{"zstd", ZL_COMPRESSION_ZSTD, false},
@@ -98,6 +99,14 @@ zl_guc_init(void)
 							ZL_KEY_CACHE_KB_DEFAULT, 64, MAX_KILOBYTES,
 							PGC_USERSET,
 							GUC_UNIT_KB,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("zipper_lake.maintenance_pause",
+							"Time VACUUM's maintenance worker waits before it commits what it did.",
+							"For tests of crashes and concurrent sessions during a merge; keep 0 otherwise.",
+							&zipper_lake_maintenance_pause,
+							0, 0, 3600 * 1000,
+							PGC_SUSET,
+							GUC_UNIT_MS | GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("zipper_lake");
 }

@@ -23,6 +23,7 @@ extern int	zipper_lake_relocate_min_blocks;
 extern int	zipper_lake_columnar_compression;
 extern int	zipper_lake_key_cache_memory;
 extern int	zipper_lake_retained_memory;
+extern int	zipper_lake_maintenance_pause;
 
 /* zipper_lake.columnar_compression */
 typedef enum ZLCompression

@@ -2,7 +2,7 @@
  *
  * zl_retention.c
  *	  Dropping history by end date (drop_history), and VACUUM's worker:
- *	  retention and compaction.
+ *	  retention, compaction and merging.
  *
  * README "Lifecycle".  Versions live in end-date partitions (the date of
  * valid_to), so "every version that ended at or before the cut" is every
@@ -40,9 +40,13 @@
  * are masked (replaced versions, late changes, a boundary partition) is
  * written again without them, as heap's VACUUM removes dead rows; writers
  * compact current sub-groups themselves only beyond half (zl_compact.c).
- * Where history is columnar and zipper_lake.columnar_current is on, it also
- * writes the current partition's row sub-groups columnar ("A columnar
- * current partition" below).
+ * Then it merges runs of small neighbouring history file groups into one
+ * (zl_merge.c), in the same transaction.  Where history is columnar and
+ * zipper_lake.columnar_current is on, it also writes the current
+ * partition's row sub-groups columnar ("A columnar current partition"
+ * below).  Last, it moves sub-groups off the end of a mostly free file
+ * (zl_relocate.c).  zipper_lake.maintenance_pause (superuser, for tests)
+ * makes it wait before its commit.
  *
  *-------------------------------------------------------------------------
  */
@@ -64,6 +68,7 @@
 #include "storage/ipc.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
+#include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
@@ -228,7 +233,7 @@ zipper_lake_drop_history(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(removed);
 }
 
-/* ---------- VACUUM's worker: retention and history compaction ---------- */
+/* ---------- VACUUM's worker: retention, compaction, merging ---------- */
 
 /* what VACUUM hands its worker */
 typedef struct MaintenanceTask
@@ -241,6 +246,8 @@ typedef struct MaintenanceTask
 	bool		relocate;		/* move sub-groups off the end of the file (zl_relocate.c) */
 	int			relocate_min_blocks;	/* VACUUM's zipper_lake.relocate_min_blocks */
 	bool		columnar_current;	/* and write current row sub-groups columnar */
+	bool		merge;			/* merge small neighbouring file groups */
+	int			pause_ms;		/* zipper_lake.maintenance_pause: wait before the commit */
 } MaintenanceTask;
 
 /*
@@ -466,10 +473,12 @@ zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs_inout, int *nsgs_inout, int
 		opts.history_format == ZL_FORMAT_COLUMNAR;
 	for (int i = 0; i < nsgs && !task.compact; i++)
 		task.compact = worth_compacting(&sgs[i], task.columnar_current);
+	task.merge = zl_merge_due(sgs, nsgs);
 	task.relocate_min_blocks = zipper_lake_relocate_min_blocks;
 	task.relocate = zl_relocation_due(rel, sgs, nsgs, task.relocate_min_blocks);
-	if (!task.drop && !task.compact && !task.relocate)
+	if (!task.drop && !task.compact && !task.merge && !task.relocate)
 		return;
+	task.pause_ms = zipper_lake_maintenance_pause;
 
 	task.database = MyDatabaseId;
 	task.relid = RelationGetRelid(rel);
@@ -519,6 +528,10 @@ zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs_inout, int *nsgs_inout, int
 		ereport(elevel,
 				(errmsg("zipper_lake table \"%s\": compacted sub-groups: " INT64_FORMAT " masked rows before, " INT64_FORMAT " after",
 						RelationGetRelationName(rel), masked_rows(sgs, nsgs), masked_rows(after, nafter))));
+	if (task.merge)
+		ereport(elevel,
+				(errmsg("zipper_lake table \"%s\": merged small history file groups: %d sub-groups before, %d after",
+						RelationGetRelationName(rel), nsgs, nafter)));
 	if (task.relocate)
 		ereport(elevel,
 				(errmsg("zipper_lake table \"%s\": moved sub-groups off the end of the file: %s now",
@@ -526,6 +539,29 @@ zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs_inout, int *nsgs_inout, int
 						zl_relocation_due(rel, after, nafter, task.relocate_min_blocks) ? "more to move or give up" : "done")));
 	*sgs_inout = after;
 	*nsgs_inout = nafter;
+}
+
+/*
+ * zipper_lake.maintenance_pause: wait, with the work done and not
+ * committed, so that tests can crash the server or run other sessions
+ * meanwhile (wait event Extension).
+ */
+static void
+pause_before_commit(int pause_ms)
+{
+	TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), pause_ms);
+
+	for (;;)
+	{
+		long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), until);
+
+		CHECK_FOR_INTERRUPTS();
+		if (left <= 0)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 left, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
 }
 
 /* the worker's work, under the table's writer lock, as the table's owner */
@@ -556,6 +592,15 @@ maintain(Relation rel, ZLTableOptions *opts, const MaintenanceTask *task)
 				(errmsg("zipper_lake table \"%s\": compacted %d sub-groups",
 						RelationGetRelationName(rel), compacted)));
 	}
+	if (task->merge)
+	{
+		int			subgroups = 0;
+		int			merged = zl_merge_file_groups(rel, &subgroups);
+
+		ereport(LOG,
+				(errmsg("zipper_lake table \"%s\": merged %d small history file groups (%d sub-groups)",
+						RelationGetRelationName(rel), merged, subgroups)));
+	}
 	if (task->relocate)
 	{
 		/* the end an earlier move left, once no snapshot sees it; then more moves */
@@ -567,6 +612,8 @@ maintain(Relation rel, ZLTableOptions *opts, const MaintenanceTask *task)
 					(errmsg("zipper_lake table \"%s\": gave up " INT64_FORMAT " free blocks at the end of the file and moved sub-groups of " INT64_FORMAT " blocks off it",
 							RelationGetRelationName(rel), released, moved)));
 	}
+	if (task->pause_ms > 0)
+		pause_before_commit(task->pause_ms);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 }
 

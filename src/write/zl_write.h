@@ -1,11 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * zl_write.h
- *	  The write layer: the write state, compaction, free space, row checks.
+ *	  The write layer: the write state, compaction, merging, free space, row checks.
  *
  * What the layers above use of the write state of a table (zl_write.c),
- * compaction (zl_compact.c), free space (zl_freespace.c) and the checks
- * of rows against the table's constraints (zl_rowcheck.c).
+ * compaction (zl_compact.c), merging of small file groups (zl_merge.c),
+ * free space (zl_freespace.c) and the checks of rows against the table's
+ * constraints (zl_rowcheck.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -40,6 +41,11 @@ extern bool zl_compact_subgroup(Relation rel, ZLWriteState *state, const ZLSubGr
 								const int32 *dropped, int ndropped);
 extern void zl_rewrite_subgroup(Relation rel, ZLWriteState *state, const ZLSubGroup *sg,
 								const int32 *dropped, int ndropped);
+
+/* ---------- zl_merge.c ---------- */
+
+extern bool zl_merge_due(const ZLSubGroup *sgs, int nsgs);
+extern int	zl_merge_file_groups(Relation rel, int *subgroups_before);
 
 /* ---------- zl_freespace.c ---------- */
 
