@@ -139,14 +139,12 @@ zl_relocate_tail(Relation rel, int min_blocks)
 	for (int i = 0; i < nsgs; i++)
 	{
 		const ZLSubGroup *sg = &sgs[i];
-		BlockNumber largest;
 
 		if (sg->first_block + sg->blocks <= end)
 			break;
 		if (!sg->placed || !rewrite_keeps_format(state, sg))
 			continue;			/* unplaced: register() places them first */
-		(void) zl_free_space_reusable(rel, storage_id, sg->first_block, &largest);
-		if (largest < (BlockNumber) sg->blocks)
+		if (zl_free_space_largest_below(rel, storage_id, sg->first_block) < (BlockNumber) sg->blocks)
 			break;
 		CHECK_FOR_INTERRUPTS();
 		zl_write_state_reuse_below(state, sg->first_block);

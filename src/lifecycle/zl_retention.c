@@ -56,7 +56,6 @@
 #include "catalog/zl_catalog.h"
 #include "write/zl_write.h"
 #include "lifecycle/zl_lifecycle.h"
-#include "common/zl_guc.h"
 
 #include "access/relation.h"
 #include "access/table.h"

@@ -144,22 +144,20 @@ zl_free_space_limit(ZLFreeSpace *fs, BlockNumber below)
 }
 
 /*
- * The free blocks a write could take now below a block (InvalidBlockNumber:
- * anywhere), and in *largest the blocks of the largest run of them.
+ * The blocks of the largest run of free blocks below a block that a write
+ * could take now (a flush limited by zl_write_state_reuse_below).
  */
 BlockNumber
-zl_free_space_reusable(Relation rel, uint64 storage_id, BlockNumber below, BlockNumber *largest)
+zl_free_space_largest_below(Relation rel, uint64 storage_id, BlockNumber below)
 {
 	ZLFreeSpace *fs = zl_free_space_begin(rel, storage_id);
-	BlockNumber total = 0;
+	BlockNumber largest;
 
 	zl_free_space_limit(fs, below);
-	for (int i = 0; i < fs->nextents; i++)
-		total += fs->extents[i].blocks;
-	*largest = zl_free_space_largest(fs);
+	largest = zl_free_space_largest(fs);
 	pfree(fs->extents);
 	pfree(fs);
-	return total;
+	return largest;
 }
 
 /* blocks of the largest free extent, 0 if none */

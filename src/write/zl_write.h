@@ -51,8 +51,8 @@ extern int	zl_merge_file_groups(Relation rel, int *subgroups_before);
 
 extern int64 zl_free_space_truncate(Relation rel);
 extern bool zl_free_space_worth_truncating(Relation rel, BlockNumber tail_blocks);
-extern BlockNumber zl_free_space_reusable(Relation rel, uint64 storage_id, BlockNumber below,
-										  BlockNumber *largest);
+extern BlockNumber zl_free_space_largest_below(Relation rel, uint64 storage_id,
+											  BlockNumber below);
 extern int64 zl_free_space_reclaim(Relation rel);
 extern int64 zl_free_space_wipe(Relation rel, BufferAccessStrategy strategy, bool *complete);
 
