@@ -71,11 +71,13 @@ CREATE TABLE q_agg AS
 CREATE TABLE q_total AS
   SELECT count(*) AS c, sum(n) AS s, count(DISTINCT grp) AS dg FROM cc WHERE valid_to = 'infinity';
 
--- VACUUM compacts the masked rows; the current partition stays in rows ...
+-- with zipper_lake.columnar_current off, VACUUM compacts the masked rows
+-- and the current partition stays in rows ...
+SET zipper_lake.columnar_current = off;
 VACUUM cc;
 SELECT * FROM cc_current;
--- ... unless the session asks for it columnar
-SET zipper_lake.columnar_current = on;
+-- ... by default (on) it writes it columnar
+RESET zipper_lake.columnar_current;
 VACUUM cc;
 SELECT * FROM cc_current;
 SELECT * FROM zipper_lake.verify('cc');

@@ -18,7 +18,7 @@
 
 bool		zipper_lake_enable_pruning = true;
 bool		zipper_lake_enable_scan_aggregates = true;
-bool		zipper_lake_columnar_current = false;
+bool		zipper_lake_columnar_current = true;
 int			zipper_lake_columnar_chunk_rows = ZL_CHUNK_ROWS_DEFAULT;
 int			zipper_lake_relocate_min_blocks = ZL_RELOCATE_MIN_BLOCKS_DEFAULT;
 int			zipper_lake_columnar_compression = ZL_COMPRESSION_ZSTD;
@@ -53,9 +53,9 @@ zl_guc_init(void)
 							 NULL, NULL, NULL);
 	DefineCustomBoolVariable("zipper_lake.columnar_current",
 							 "VACUUM writes the open versions of tables with columnar history column by column.",
-							 "Reads of open versions get faster, applying changes to them slower (README \"Storage formats\").",
+							 "Reads of open versions get faster and the table smaller; off keeps them in rows (README \"Storage formats\").",
 							 &zipper_lake_columnar_current,
-							 false,
+							 true,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);

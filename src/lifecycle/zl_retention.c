@@ -312,9 +312,9 @@ history_due(const ZLTableOptions *opts, const ZLSubGroup *sgs, int nsgs, int64 c
  * A columnar current partition
  * ----------------------------
  * Where history is columnar and VACUUM's session has
- * zipper_lake.columnar_current on (off by default: apply's look-up of a
- * few open versions in a columnar sub-group decompresses whole chunks,
- * several times slower than reading their pages), the current partition
+ * zipper_lake.columnar_current on (the default; its chunks in lz4, which
+ * apply's look-up of a few open versions decompresses about as fast as it
+ * reads row pages: run_compression), the current partition
  * is a columnar base plus a row-format delta: apply and loads write open
  * versions in rows (zl_write_internal.h, run_is_columnar), and VACUUM
  * writes every current row sub-group again columnar.  Every reader of the current partition

@@ -121,7 +121,7 @@ extern void zl_write_unlock_table(uint64 storage_id);
 typedef struct ZLColumnarWriter ZLColumnarWriter;
 typedef struct ZLColumnarReader ZLColumnarReader;
 
-extern ZLColumnarWriter *zl_columnar_writer_begin(TupleDesc desc);
+extern ZLColumnarWriter *zl_columnar_writer_begin(TupleDesc desc, int compression);
 extern int32 zl_columnar_writer_add(ZLColumnarWriter *w, HeapTuple tuple);
 extern BlockNumber zl_columnar_writer_finish(ZLColumnarWriter *w);
 extern void zl_columnar_writer_write(ZLColumnarWriter *w, ZLPageWriter *pages);

@@ -260,7 +260,7 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 
 	sg.format = run_is_columnar(state, key) ? ZL_FORMAT_COLUMNAR : ZL_FORMAT_ROWS;
 	if (sg.format == ZL_FORMAT_COLUMNAR)
-		columnar = zl_columnar_writer_begin(state->tupdesc);
+		columnar = zl_columnar_writer_begin(state->tupdesc, run_compression(key));
 	else
 		writer = first_block == InvalidBlockNumber ?
 			zl_page_writer_begin(rel, InvalidBlockNumber, 0) :

@@ -15,6 +15,7 @@
 #ifndef ZL_WRITE_INTERNAL_H
 #define ZL_WRITE_INTERNAL_H
 
+#include "common/zl_guc.h"
 #include "write/zl_write.h"
 
 #include "utils/tuplestore.h"
@@ -189,6 +190,20 @@ run_is_columnar(const ZLWriteState *state, const ZLRunKey *key)
 {
 	return key->placed && state->opts.history_format == ZL_FORMAT_COLUMNAR &&
 		(key->partition_end != ZL_CURRENT_PARTITION || state->current_columnar);
+}
+
+/*
+ * The codec of a columnar run's chunks: history as
+ * zipper_lake.columnar_compression says (zstd by default), the current
+ * partition's columnar base lz4, whatever it says: apply reads open
+ * versions back one at a time, decompressing a chunk column for each, and
+ * lz4 does that several times faster than zstd (README "Storage formats").
+ */
+static inline int
+run_compression(const ZLRunKey *key)
+{
+	return key->partition_end == ZL_CURRENT_PARTITION ? ZL_COMPRESSION_LZ4 :
+		zipper_lake_columnar_compression;
 }
 
 /* a row in messages: its key and period */

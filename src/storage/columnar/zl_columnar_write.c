@@ -303,7 +303,7 @@ chunk_bytes_alloc(ZLColumnarWriter *w, Size len)
 }
 
 ZLColumnarWriter *
-zl_columnar_writer_begin(TupleDesc desc)
+zl_columnar_writer_begin(TupleDesc desc, int compression)
 {
 	MemoryContext context = AllocSetContextCreate(CurrentMemoryContext,
 												  "zipper_lake columnar writer",
@@ -323,7 +323,7 @@ zl_columnar_writer_begin(TupleDesc desc)
 	w->isnull = palloc(sizeof(bool *) * Max(w->natts, 1));
 	w->max_chunk_rows = zipper_lake_columnar_chunk_rows;
 	w->capacity = ZL_FIRST_CAPACITY;
-	w->compression = zipper_lake_columnar_compression;
+	w->compression = compression;
 	for (int i = 0; i < w->natts; i++)
 	{
 		w->values[i] = palloc(sizeof(Datum) * ZL_FIRST_CAPACITY);
