@@ -10,6 +10,8 @@
 
 #include "access/zl_access.h"
 
+struct SampleScanState;
+
 /* ---------- zl_prune.c ---------- */
 
 extern bool zl_bounds_match(const ZLScanBounds *bounds, int64 from, int64 to);
@@ -37,6 +39,9 @@ extern bool zl_scan_getnextslot(TableScanDesc scan, ScanDirection direction,
 extern Size zl_parallelscan_estimate(Relation rel);
 extern Size zl_parallelscan_initialize(Relation rel, ParallelTableScanDesc pscan);
 extern void zl_parallelscan_reinitialize(Relation rel, ParallelTableScanDesc pscan);
+extern bool zl_scan_sample_next_block(TableScanDesc scan, struct SampleScanState *scanstate);
+extern bool zl_scan_sample_next_tuple(TableScanDesc scan, struct SampleScanState *scanstate,
+									  TupleTableSlot *slot);
 extern bool zl_scan_analyze_next_block(TableScanDesc scan, BlockNumber blockno,
 									   BufferAccessStrategy bstrategy);
 extern bool zl_scan_analyze_next_tuple(TableScanDesc scan,

@@ -61,7 +61,9 @@
 #include "access/htup_details.h"
 #include "access/parallel.h"
 #include "access/tableam.h"
+#include "access/tsmapi.h"
 #include "executor/tuptable.h"
+#include "nodes/execnodes.h"
 #include "miscadmin.h"
 #include "pgtime.h"
 #include "port/atomics.h"
@@ -263,6 +265,7 @@ zl_scan_begin(Relation rel, Snapshot snapshot, int nkeys, struct ScanKeyData *ke
 	scan->base.rs_flags = flags;
 	scan->base.rs_parallel = pscan;
 	scan->buffer = InvalidBuffer;
+	scan->sample_block = InvalidBlockNumber;
 	scan->metadata_context = AllocSetContextCreate(context, "zipper_lake scan metadata",
 												   ALLOCSET_DEFAULT_SIZES);
 	scan->probe_context = AllocSetContextCreate(context, "zipper_lake key probe",
@@ -309,6 +312,7 @@ zl_scan_rescan(TableScanDesc sscan, struct ScanKeyData *key, bool set_params,
 	scan->current_index = -1;
 	scan->prefetched_index = -1;
 	scan->probing = false;
+	scan->sample_block = InvalidBlockNumber;
 	if (set_params)
 	{
 		scan->allow_strategy = allow_strat;
@@ -957,14 +961,18 @@ subgroup_of_block(ZLScanDesc scan, BlockNumber block)
 	return NULL;
 }
 
-bool
-zl_scan_analyze_next_block(TableScanDesc sscan, BlockNumber blockno,
-						   BufferAccessStrategy bstrategy)
+/*
+ * Stand on a block to read its rows in order: a block of a row sub-group
+ * is read; one of a columnar sub-group stands for its share of the rows
+ * (zl_position_tid), scan->row before the first of them and analyze_end
+ * after the last.  False for a block of no visible sub-group: the metapage,
+ * free space, space of aborted writes.
+ */
+static bool
+scan_stand_on_block(ZLScanDesc scan, BlockNumber blockno, BufferAccessStrategy bstrategy)
 {
-	ZLScanDesc	scan = (ZLScanDesc) sscan;
 	ZLSubGroup *sg = subgroup_of_block(scan, blockno);
 
-	/* the metapage and space of aborted writes hold no rows */
 	if (sg != scan->current || sg == NULL)
 		scan_release(scan);
 	scan->current = sg;
@@ -973,7 +981,6 @@ zl_scan_analyze_next_block(TableScanDesc sscan, BlockNumber blockno,
 		return false;
 	if (sg->format == ZL_FORMAT_COLUMNAR)
 	{
-		/* the block stands for its share of the rows (zl_position_tid) */
 		int64		per_block = zl_columnar_rows_per_block(sg);
 
 		if (scan->columnar == NULL)
@@ -991,6 +998,13 @@ zl_scan_analyze_next_block(TableScanDesc sscan, BlockNumber blockno,
 	zl_scan_read_block(scan, blockno, true);
 	scan->strategy = NULL;
 	return true;
+}
+
+bool
+zl_scan_analyze_next_block(TableScanDesc sscan, BlockNumber blockno,
+						   BufferAccessStrategy bstrategy)
+{
+	return scan_stand_on_block((ZLScanDesc) sscan, blockno, bstrategy);
 }
 
 bool
@@ -1019,6 +1033,99 @@ zl_scan_analyze_next_tuple(TableScanDesc sscan, TransactionId OldestXmin,
 		return true;
 	}
 	scan_release_buffer(scan);
+	ExecClearTuple(slot);
+	return false;
+}
+
+/* ---------- TABLESAMPLE ---------- */
+
+/*
+ * A sample scan (README "Sampling") goes over the blocks of the
+ * file as the sampling method picks them -- SYSTEM some blocks whole,
+ * BERNOULLI every block, some rows of each -- and over a block's rows as
+ * ANALYZE does (scan_stand_on_block): a row sub-group's at their line
+ * pointers, a columnar one's share numbered 1, 2, ... in position order,
+ * the offsets of their TIDs.  The method picks offsets; masked rows and
+ * blocks of no visible sub-group give nothing, as heap skips tuples its
+ * snapshot cannot see.  Which sub-groups and masks count is the scan's
+ * snapshot's business (scan_ensure_loaded), as for every scan.
+ */
+bool
+zl_scan_sample_next_block(TableScanDesc sscan, SampleScanState *scanstate)
+{
+	ZLScanDesc	scan = (ZLScanDesc) sscan;
+	TsmRoutine *tsm = scanstate->tsmroutine;
+	BlockNumber blockno;
+
+	if (scan->sample_block == InvalidBlockNumber)
+		scan->sample_nblocks = RelationGetNumberOfBlocks(scan->base.rs_rd);
+	if (tsm->NextSampleBlock)
+		blockno = tsm->NextSampleBlock(scanstate, scan->sample_nblocks);
+	else if (scan->sample_block == InvalidBlockNumber)
+		blockno = scan->sample_nblocks > 0 ? 0 : InvalidBlockNumber;
+	else
+		blockno = scan->sample_block + 1 < scan->sample_nblocks ?
+			scan->sample_block + 1 : InvalidBlockNumber;
+	if (!BlockNumberIsValid(blockno))
+	{
+		scan_release(scan);
+		scan->current = NULL;
+		scan->sample_block = InvalidBlockNumber;
+		return false;
+	}
+	scan->sample_block = blockno;
+	if (!scan_stand_on_block(scan, blockno, NULL))
+		scan_release(scan);
+	return true;
+}
+
+bool
+zl_scan_sample_next_tuple(TableScanDesc sscan, SampleScanState *scanstate,
+						  TupleTableSlot *slot)
+{
+	ZLScanDesc	scan = (ZLScanDesc) sscan;
+	TsmRoutine *tsm = scanstate->tsmroutine;
+	bool		columnar = scan->current != NULL && scan->columnar != NULL;
+	int64		first_row = scan->row + 1;
+	OffsetNumber max_offset = 0;
+
+	if (columnar)
+		max_offset = (OffsetNumber) Max(scan->analyze_end - first_row, 0);
+	else if (scan->current != NULL && BufferIsValid(scan->buffer))
+		max_offset = scan->max_offset;
+
+	for (;;)
+	{
+		OffsetNumber offset = tsm->NextSampleTuple(scanstate, scan->sample_block, max_offset);
+
+		CHECK_FOR_INTERRUPTS();
+		if (!OffsetNumberIsValid(offset) || offset > max_offset)
+			break;
+		if (columnar)
+		{
+			int64		position = first_row + offset - 1;
+
+			if (ZL_ROW_MASKED(scan->current, position))
+				continue;
+			zl_scan_store_columnar_row(scan, slot, position);
+			return true;
+		}
+		else
+		{
+			Page		page = BufferGetPage(scan->buffer);
+			ItemId		itemid = PageGetItemId(page, offset);
+
+			if (!ItemIdIsNormal(itemid) ||
+				ZL_ROW_MASKED(scan->current, zl_tid_position(scan->current, scan->block, offset)))
+				continue;
+			scan->tuple.t_data = (HeapTupleHeader) PageGetItem(page, itemid);
+			scan->tuple.t_len = ItemIdGetLength(itemid);
+			scan->tuple.t_tableOid = RelationGetRelid(scan->base.rs_rd);
+			ItemPointerSet(&scan->tuple.t_self, scan->block, offset);
+			ExecStoreBufferHeapTuple(&scan->tuple, slot, scan->buffer);
+			return true;
+		}
+	}
 	ExecClearTuple(slot);
 	return false;
 }

@@ -73,6 +73,10 @@ typedef struct ZLScanDescData
 	ZLSubGroup **by_block;
 	int64		analyze_end;
 
+	/* TABLESAMPLE: the blocks it chooses from, and the block it stands on */
+	BlockNumber sample_nblocks;
+	BlockNumber sample_block;	/* InvalidBlockNumber before the first */
+
 	/*
 	 * Key probes (zl_scan_set_keys): per sub-group, the positions its key
 	 * directory names for the keys (ascending), or NULL to read it whole

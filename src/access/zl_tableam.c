@@ -5,7 +5,7 @@
  *
  * Callbacks are grouped as in heapam_handler.c.  Scans live in zl_scan.c,
  * writes in zl_write.c, pages in zl_storage.c.  Everything a zipper table
- * cannot do yet (UPDATE, DELETE, row locks, indexes, TID and sample scans,
+ * cannot do yet (UPDATE, DELETE, row locks, indexes, TID scans,
  * VACUUM FULL) raises ERRCODE_FEATURE_NOT_SUPPORTED with a hint.
  *
  *-------------------------------------------------------------------------
@@ -96,21 +96,6 @@ zl_scan_bitmap_next_tuple(TableScanDesc scan, struct TBMIterateResult *tbmres,
 						  TupleTableSlot *slot)
 {
 	not_supported("bitmap scans", HINT_SCAN);
-	return false;
-}
-
-static bool
-zl_scan_sample_next_block(TableScanDesc scan, struct SampleScanState *scanstate)
-{
-	not_supported("TABLESAMPLE", "Sample the table with a WHERE clause on random() instead.");
-	return false;
-}
-
-static bool
-zl_scan_sample_next_tuple(TableScanDesc scan, struct SampleScanState *scanstate,
-						  TupleTableSlot *slot)
-{
-	not_supported("TABLESAMPLE", "Sample the table with a WHERE clause on random() instead.");
 	return false;
 }
 

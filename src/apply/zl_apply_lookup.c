@@ -312,7 +312,9 @@ zl_apply_key_hashes(ApplyContext *ac, bool history_only, int *n)
 		}
 	if (!history_only)
 		ac->keys_in_hash_order = sorted && nall == ac->nkeys;
-	if (!sorted)
+	if (!sorted && nall >= ZL_RADIXSORT_MIN_ELEMENTS)
+		zl_radix_sort(hashes, nall, sizeof(uint32), sizeof(uint32));
+	else if (!sorted)
 		qsort(hashes, nall, sizeof(uint32), zl_key_hash_cmp);
 	for (int k = 0; k < nall; k++)
 		if (*n == 0 || hashes[*n - 1] != hashes[k])

@@ -542,7 +542,7 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 	 * append relation, whose paths are Appends of its members'.
 	 */
 	if (!zipper_lake_enable_pruning || rte->rtekind != RTE_RELATION ||
-		rte->relkind != RELKIND_RELATION || rte->inh ||
+		rte->relkind != RELKIND_RELATION || rte->inh || rte->tablesample != NULL ||
 		(rel->reloptkind != RELOPT_BASEREL && rel->reloptkind != RELOPT_OTHER_MEMBER_REL))
 		return;
 
