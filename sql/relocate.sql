@@ -72,3 +72,48 @@ SELECT zipper_lake.drop_history('rl_small', '2024-01-06');
 SELECT min(first_block) AS small_starts_at FROM zipper_lake.inspect('rl_small') \gset
 VACUUM rl_small;
 SELECT min(first_block) = :small_starts_at AS not_moved FROM zipper_lake.inspect('rl_small');
+
+-- a columnar sub-group larger than any free extent below it moves in pieces
+-- that fit them: free space fragmented into holes between sub-groups that
+-- stay (one of history holding half a full file group at least: one with
+-- fewer rows VACUUM would merge again)
+SET zipper_lake.relocate_min_blocks = 1;
+CREATE TABLE rc (id int, pad text, valid_from timestamptz NOT NULL,
+                 valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('rc', key => ARRAY['id']);
+DO $$
+BEGIN
+  FOR d IN 1..8 LOOP
+    -- a partition ending in January (dropped below), then one ending in March (stays)
+    INSERT INTO rc SELECT g, md5(g::text) || md5((g + d)::text), '2024-01-01',
+                          timestamptz '2024-01-01' + d * interval '1 day'
+      FROM generate_series(d * 10000, d * 10000 + 4999) g;
+    INSERT INTO rc SELECT g, 'stays', '2024-02-01', timestamptz '2024-03-01' + d * interval '1 day'
+      FROM generate_series(d * 10000 + 6000, d * 10000 + 6099) g;
+  END LOOP;
+END $$;
+INSERT INTO rc SELECT g, md5(g::text) || md5((g + 99)::text), '2024-02-01', '2024-04-01'
+  FROM generate_series(100000, 116999) g;
+CREATE TABLE rc_before AS SELECT * FROM rc WHERE valid_to > '2024-01-20';
+SELECT zipper_lake.drop_history('rc', '2024-01-20');
+CREATE VIEW rc_file AS
+SELECT pg_relation_size('rc') / 8192 AS file_blocks,
+       (SELECT count(*) FROM zipper_lake.inspect('rc') WHERE partition_end = '2024-04-01') AS april_subgroups,
+       (SELECT max(blocks) FROM zipper_lake.inspect('rc') WHERE partition_end = '2024-04-01') AS april_blocks,
+       (SELECT max(blocks) FROM zipper_lake.free_extent WHERE storage_id = zipper_lake._storage_id('rc')) AS largest_hole;
+SELECT april_subgroups, april_blocks > largest_hole AS larger_than_any_hole FROM rc_file;
+SELECT file_blocks AS rc_file_before FROM rc_file \gset
+VACUUM rc;
+SELECT april_subgroups > 1 AS moved_in_pieces,
+       (SELECT sum(row_count) FROM zipper_lake.inspect('rc') WHERE partition_end = '2024-04-01') AS april_rows
+  FROM rc_file;
+SELECT count(*) AS differences FROM (
+  (SELECT * FROM rc EXCEPT ALL SELECT * FROM rc_before)
+  UNION ALL (SELECT * FROM rc_before EXCEPT ALL SELECT * FROM rc)) d;
+SELECT * FROM zipper_lake.verify('rc');
+VACUUM rc;
+SELECT file_blocks < :rc_file_before AS file_shrunk FROM rc_file;
+-- the pieces keep April's rows in valid_from order: pruning and keys as before
+SELECT count(*) FROM rc WHERE valid_to >= '2024-04-01' AND valid_from >= '2024-02-01';
+SELECT id, valid_to FROM rc WHERE id = 107777;
+RESET zipper_lake.relocate_min_blocks;

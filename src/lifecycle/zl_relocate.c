@@ -14,11 +14,15 @@
  *   1. The end of the file that a packed file would not need: if every
  *      visible sub-group's blocks followed the metapage, the file would end
  *      at 1 + their blocks.  When more than that is worth truncating
- *      (zl_free_space_worth_truncating, with at least a quarter of the
+ *      (zl_free_space_worth_truncating, with at least an eighth of the
  *      file free and zipper_lake.relocate_min_blocks, 128: small tables
  *      are left alone), the sub-groups reaching past it are moved, the highest
  *      first, each into a free extent below it that holds it (best fit, as
- *      writers take extents), until none is left that fits.
+ *      writers take extents), until none is left that fits.  A columnar
+ *      sub-group larger than any of them is cut into pieces that each fit
+ *      one, when those below hold it with room to spare (worth_cutting:
+ *      fragmented free space, as the current partition's churn leaves it,
+ *      may have no extent as large as a full sub-group).
  *   2. Moving is compaction without masks: the sub-group's live rows are
  *      written again in its format (zl_rewrite_subgroup; masked rows are
  *      left behind; a sub-group whose format the table no longer writes
@@ -55,7 +59,7 @@
 #include "utils/snapmgr.h"
 
 /* nor less than this share of the file (and zipper_lake.relocate_min_blocks) */
-#define ZL_RELOCATE_FRACTION	4
+#define ZL_RELOCATE_FRACTION	8
 
 /* where the file would end if every visible sub-group's blocks were packed */
 static BlockNumber
@@ -111,6 +115,28 @@ rewrite_keeps_format(ZLWriteState *state, const ZLSubGroup *sg)
 }
 
 /*
+ * May a sub-group that no free extent below it holds move there in pieces
+ * (step 2 above)?  When the free blocks below hold it with a quarter to
+ * spare and the largest takes a quarter of it at least.  Not a row
+ * sub-group of the current partition, whose runs writers never cut (apply
+ * probes the key directory of each current sub-group); columnar ones
+ * VACUUM gathers again (zl_retention.c, "A columnar current partition").
+ * Nor one of history with fewer than half of ZL_FILL_ROWS live rows: its
+ * file group is one VACUUM merges (zl_merge.c), which would join the
+ * pieces again, maybe at the end of the file.
+ */
+static bool
+worth_cutting(const ZLSubGroup *sg, BlockNumber largest, BlockNumber total)
+{
+	BlockNumber blocks = (BlockNumber) sg->blocks;
+
+	if (sg->partition_end == ZL_CURRENT_PARTITION ? sg->format == ZL_FORMAT_ROWS :
+		(sg->row_count - sg->masked_rows) * 2 < ZL_FILL_ROWS)
+		return false;
+	return total >= blocks + blocks / 4 && largest >= Max(blocks / 4, 8);
+}
+
+/*
  * Step 1 and 2 above, holding the writer lock; returns the blocks of the
  * sub-groups moved.
  */
@@ -123,6 +149,8 @@ zl_relocate_tail(Relation rel, int min_blocks)
 	ZLSubGroup *sgs;
 	int			nsgs;
 	BlockNumber end;
+	BlockNumber largest;
+	BlockNumber total;
 	int64		moved = 0;
 
 	CommandCounterIncrement();
@@ -144,10 +172,13 @@ zl_relocate_tail(Relation rel, int min_blocks)
 			break;
 		if (!sg->placed || !rewrite_keeps_format(state, sg))
 			continue;			/* unplaced: register() places them first */
-		if (zl_free_space_largest_below(rel, storage_id, sg->first_block) < (BlockNumber) sg->blocks)
+		zl_free_space_below(rel, storage_id, sg->first_block, &largest, &total);
+		if (largest < (BlockNumber) sg->blocks && !worth_cutting(sg, largest, total))
 			break;
 		CHECK_FOR_INTERRUPTS();
 		zl_write_state_reuse_below(state, sg->first_block);
+		zl_write_state_fit_free_extents(state, largest < (BlockNumber) sg->blocks ?
+										(double) sg->row_count / sg->blocks : 0);
 		zl_write_set_current_columnar(state, sg->partition_end == ZL_CURRENT_PARTITION &&
 									  sg->format == ZL_FORMAT_COLUMNAR);
 		zl_rewrite_subgroup(rel, state, sg, NULL, 0);
@@ -156,6 +187,7 @@ zl_relocate_tail(Relation rel, int min_blocks)
 		moved += sg->blocks;
 	}
 	zl_write_state_reuse_below(state, 0);
+	zl_write_state_fit_free_extents(state, 0);
 	zl_write_set_current_columnar(state, false);
 	zl_write_hold_packing(RelationGetRelid(rel), false);
 	pfree(sgs);

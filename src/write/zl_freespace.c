@@ -144,20 +144,23 @@ zl_free_space_limit(ZLFreeSpace *fs, BlockNumber below)
 }
 
 /*
- * The blocks of the largest run of free blocks below a block that a write
- * could take now (a flush limited by zl_write_state_reuse_below).
+ * The free blocks below a block that a write could take now (a flush
+ * limited by zl_write_state_reuse_below): those of the largest run, and
+ * all of them.
  */
-BlockNumber
-zl_free_space_largest_below(Relation rel, uint64 storage_id, BlockNumber below)
+void
+zl_free_space_below(Relation rel, uint64 storage_id, BlockNumber below,
+					BlockNumber *largest, BlockNumber *total)
 {
 	ZLFreeSpace *fs = zl_free_space_begin(rel, storage_id);
-	BlockNumber largest;
 
 	zl_free_space_limit(fs, below);
-	largest = zl_free_space_largest(fs);
+	*largest = zl_free_space_largest(fs);
+	*total = 0;
+	for (int i = 0; i < fs->nextents; i++)
+		*total += fs->extents[i].blocks;
 	pfree(fs->extents);
 	pfree(fs);
-	return largest;
 }
 
 /* blocks of the largest free extent, 0 if none */

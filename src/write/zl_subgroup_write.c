@@ -28,6 +28,10 @@
 /* the smallest sub-group worth writing into free blocks rather than appending */
 #define ZL_MIN_REUSE_BLOCKS 8
 
+/* a piece of columnar history cut to fit a free extent: its share of it, its least rows */
+#define ZL_FIT_SHARE		0.875
+#define ZL_FIT_MIN_ROWS		1024
+
 /* a lower bound of the pages rows of these lengths fill */
 static BlockNumber
 pages_at_least(const uint32 *lengths, int n)
@@ -113,6 +117,25 @@ typedef struct RunReader
 	ZLHistoryInserts *history_inserts;	/* history sub-groups' catalog rows */
 	int64		next_from_before;	/* valid_from of the row buffered last */
 } RunReader;
+
+/*
+ * The rows of the next sub-group a run writes without buffering them: as
+ * many as a sub-group holds, or, where a relocation cuts sub-groups to fit
+ * the free extents (zl_write_state_fit_free_extents), about as many as the
+ * largest one left takes -- an encoded columnar sub-group's size is known
+ * only once written, so the estimate leaves an eighth spare.
+ */
+static int
+unbuffered_subgroup_rows(const RunReader *rr, const ZLFreeSpace *free_space)
+{
+	double		per_block = rr->state->fit_rows_per_block;
+	double		fitting;
+
+	if (per_block <= 0)
+		return ZL_MAX_SUBGROUP_ROWS;
+	fitting = zl_free_space_largest(free_space) * per_block * ZL_FIT_SHARE;
+	return (int) Max(Min(fitting, (double) ZL_MAX_SUBGROUP_ROWS), (double) ZL_FIT_MIN_ROWS);
+}
 
 /*
  * A run whose rows came out of start order, sorted alone: its rows move
@@ -350,8 +373,8 @@ write_chunk(Relation rel, RunReader *rr, ZLFreeSpace *free_space)
 
 	if (zl_free_space_largest(free_space) == 0 || run_is_columnar(rr->state, &rr->run))
 	{
-		write_subgroup(rel, rr, ZL_MAX_SUBGROUP_ROWS, false, InvalidBlockNumber, 0,
-					   free_space);
+		write_subgroup(rel, rr, unbuffered_subgroup_rows(rr, free_space), false,
+					   InvalidBlockNumber, 0, free_space);
 		return;
 	}
 

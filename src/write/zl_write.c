@@ -336,6 +336,20 @@ zl_write_state_reuse_below(ZLWriteState *state, BlockNumber below)
 	state->reuse_below = below;
 }
 
+/*
+ * With reuse_below set: cut the columnar sub-groups the state's flushes
+ * write to about the largest free extent left each, rows_per_block
+ * rows a block (the moved sub-group's density), so that a sub-group larger
+ * than any free extent below it can still move down in pieces
+ * (zl_relocate.c); 0 turns it off.  Row history is cut to fit anyway
+ * (zl_subgroup_write.c, place_subgroup).
+ */
+void
+zl_write_state_fit_free_extents(ZLWriteState *state, double rows_per_block)
+{
+	state->fit_rows_per_block = rows_per_block;
+}
+
 /* the format history runs are written in (ZL_FORMAT_ROWS or ZL_FORMAT_COLUMNAR) */
 char
 zl_write_state_history_format(const ZLWriteState *state)

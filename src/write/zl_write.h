@@ -15,12 +15,20 @@
 
 #include "storage/zl_storage.h"
 
+/*
+ * A new history file group takes consecutive uncovered base windows while
+ * it holds fewer rows than this (zl_place.c, "File-group windows"); VACUUM
+ * merges those holding less than half of it (zl_merge.c).
+ */
+#define ZL_FILL_ROWS			(32 * 1024)
+
 /* ---------- zl_write.c ---------- */
 
 typedef struct ZLWriteState ZLWriteState;
 
 extern ZLWriteState *zl_write_state_get(Relation rel);
 extern void zl_write_state_reuse_below(ZLWriteState *state, BlockNumber below);
+extern void zl_write_state_fit_free_extents(ZLWriteState *state, double rows_per_block);
 extern void zl_write_load(ZLWriteState *state, HeapTuple tuple);
 extern void zl_write_place(ZLWriteState *state, HeapTuple tuple, int64 valid_from,
 						   int64 valid_to);
@@ -51,8 +59,8 @@ extern int	zl_merge_file_groups(Relation rel, int *subgroups_before);
 
 extern int64 zl_free_space_truncate(Relation rel);
 extern bool zl_free_space_worth_truncating(Relation rel, BlockNumber tail_blocks);
-extern BlockNumber zl_free_space_largest_below(Relation rel, uint64 storage_id,
-											  BlockNumber below);
+extern void zl_free_space_below(Relation rel, uint64 storage_id, BlockNumber below,
+								BlockNumber *largest, BlockNumber *total);
 extern int64 zl_free_space_reclaim(Relation rel);
 extern int64 zl_free_space_wipe(Relation rel, BufferAccessStrategy strategy, bool *complete);
 

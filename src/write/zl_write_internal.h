@@ -96,12 +96,6 @@ typedef struct ZLWindow
 	int64		end;
 } ZLWindow;
 
-/*
- * A new history file group takes consecutive uncovered base windows while
- * it holds fewer rows than this (zl_place.c, "File-group windows").
- */
-#define ZL_FILL_ROWS			(32 * 1024)
-
 /* the rows a (sub)transaction has pending for a table (zl_write.c) */
 struct ZLWriteState
 {
@@ -152,6 +146,8 @@ struct ZLWriteState
 
 	/* free blocks a flush may take: those below this block (0: any; zl_relocate.c) */
 	BlockNumber reuse_below;
+	/* and rows a block of columnar runs it cuts to fit them (0: no cutting) */
+	double		fit_rows_per_block;
 };
 
 /* a run of direct placement (zl_place.c, "Direct placement") */
