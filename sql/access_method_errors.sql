@@ -99,10 +99,8 @@ CREATE UNLOGGED TABLE unlogged_z (id int) USING zipper_lake;
 \echo :SQLSTATE
 CREATE TEMP TABLE temp_z (id int) USING zipper_lake;
 \echo :SQLSTATE
--- table rewrites would lose the placement, renames the registration
+-- rewrites of a zipper table would lose the placement, renames the registration
 ALTER TABLE acct ALTER COLUMN name TYPE varchar(20);
-\echo :SQLSTATE
-ALTER TABLE heap_t SET ACCESS METHOD zipper_lake;
 \echo :SQLSTATE
 ALTER TABLE acct RENAME COLUMN valid_from TO starts;
 \echo :SQLSTATE

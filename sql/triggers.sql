@@ -118,7 +118,7 @@ SELECT to_regclass('trg_f1'), (SELECT count(*) FROM pg_inherits WHERE inhparent 
 
 -- triggers before the table is a zipper table: an unregistered one refuses
 -- them as a registered one does; a heap table with one cannot be converted
--- (no table rewrite is supported)
+-- (ALTER TABLE ... SET ACCESS METHOD zipper_lake refuses it)
 CREATE TABLE trg_unregistered (id int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
   USING zipper_lake;
 CREATE TRIGGER trg_unregistered_after AFTER INSERT ON trg_unregistered

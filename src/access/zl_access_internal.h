@@ -57,5 +57,6 @@ extern bool zl_chunkfilter_may_match(ZLChunkFilter *filter, const ZLColumnarRead
 /* ---------- zl_triggers.c ---------- */
 
 extern void zl_refuse_after_row_triggers(Relation rel);
+extern void zl_refuse_conversion_triggers(Relation rel);
 
 #endif							/* ZL_ACCESS_INTERNAL_H */

@@ -6,7 +6,7 @@
  * Callbacks are grouped as in heapam_handler.c.  Scans live in zl_scan.c,
  * writes in zl_write.c, pages in zl_storage.c.  Everything a zipper table
  * cannot do yet (UPDATE, DELETE, row locks, indexes, TID scans,
- * VACUUM FULL) raises ERRCODE_FEATURE_NOT_SUPPORTED with a hint.
+ * rewrites of a zipper table) raises ERRCODE_FEATURE_NOT_SUPPORTED with a hint.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,6 +20,7 @@
 #include "access/heapam.h"
 #include "access/heaptoast.h"
 #include "access/multixact.h"
+#include "access/relation.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/index.h"
@@ -309,6 +310,45 @@ forget_current_storage(Relation rel)
 	}
 }
 
+/*
+ * The table a new file's storage is created for: the relation itself, or
+ * for the transient relation a table rewrite fills ("pg_temp_<oid>",
+ * make_new_heap), the table it rewrites, whose file it becomes.  Only a
+ * table of another access method may be rewritten into a zipper table
+ * (ALTER TABLE ... SET ACCESS METHOD zipper_lake): its rows are loaded
+ * unplaced, as pg_restore loads them, until register() places them
+ * (README "DDL").  A zipper table's own rewrites are refused: the
+ * transient relation has no registration to place its rows by.
+ */
+static Oid
+storage_owner(Relation rel)
+{
+	const char *name = RelationGetRelationName(rel);
+	Oid			rewritten;
+	HeapTuple	tuple;
+	bool		from_zipper;
+	Relation	original;
+
+	if (strncmp(name, "pg_temp_", 8) != 0 || RelationGetNamespace(rel) == PG_TOAST_NAMESPACE ||
+		(rewritten = (Oid) strtoul(name + 8, NULL, 10)) == InvalidOid)
+		return RelationGetRelid(rel);
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(rewritten));
+	if (!HeapTupleIsValid(tuple))
+		return RelationGetRelid(rel);
+	from_zipper = ((Form_pg_class) GETSTRUCT(tuple))->relam == rel->rd_rel->relam;
+	ReleaseSysCache(tuple);
+	if (from_zipper)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("zipper_lake tables cannot be rewritten"),
+				 errdetail("ALTER TABLE forms that rewrite the table, VACUUM FULL and CLUSTER are not supported."),
+				 errhint("Create a new zipper table and copy the rows with INSERT ... SELECT.")));
+	original = relation_open(rewritten, NoLock);	/* locked by the command */
+	zl_refuse_conversion_triggers(original);
+	relation_close(original, NoLock);
+	return rewritten;
+}
+
 static void
 zl_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
 							 char persistence, TransactionId *freezeXid,
@@ -323,19 +363,6 @@ zl_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
 						persistence == RELPERSISTENCE_TEMP ? "temporary" : "unlogged"),
 				 errdetail("Their metadata lives in the extension's catalog tables."),
 				 errhint("Create a permanent table.")));
-
-	/*
-	 * A table rewrite (ALTER TABLE ... TYPE / SET ACCESS METHOD, VACUUM
-	 * FULL, CLUSTER) fills a transient "pg_temp_<oid>" relation whose rows
-	 * could not be placed by the original table's registration.
-	 */
-	if (strncmp(RelationGetRelationName(rel), "pg_temp_", 8) == 0 &&
-		RelationGetNamespace(rel) != PG_TOAST_NAMESPACE)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("zipper_lake tables cannot be rewritten"),
-				 errdetail("ALTER TABLE forms that rewrite the table, VACUUM FULL and CLUSTER are not supported."),
-				 errhint("Create a new zipper table and copy the rows with INSERT ... SELECT.")));
 
 	/* rows carry frozen headers: nothing for VACUUM to freeze */
 	*freezeXid = InvalidTransactionId;
@@ -355,7 +382,7 @@ zl_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
 
 	/* TRUNCATE (or a rewrite) replaces a file: its metadata goes with it */
 	forget_current_storage(rel);
-	zl_storage_init(rel, srel, MAIN_FORKNUM, zl_meta_new_storage(RelationGetRelid(rel)));
+	zl_storage_init(rel, srel, MAIN_FORKNUM, zl_meta_new_storage(storage_owner(rel)));
 }
 
 static void

@@ -154,3 +154,28 @@ zl_refuse_after_row_triggers(Relation rel)
 					 errhint("Drop the trigger (for a foreign key: the constraint). " HINT_TRIGGERS)));
 	}
 }
+
+/*
+ * A table becoming a zipper table (ALTER TABLE ... SET ACCESS METHOD
+ * zipper_lake, zl_tableam.c) must not bring a row-level AFTER trigger of
+ * any event along: none could be created on it.
+ */
+void
+zl_refuse_conversion_triggers(Relation rel)
+{
+	TriggerDesc *trigdesc = rel->trigdesc;
+
+	for (int i = 0; trigdesc != NULL && i < trigdesc->numtriggers; i++)
+	{
+		Trigger    *trigger = &trigdesc->triggers[i];
+
+		if (TRIGGER_FOR_ROW(trigger->tgtype) && TRIGGER_FOR_AFTER(trigger->tgtype))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("table \"%s\" with a row-level AFTER trigger cannot become a zipper table",
+							RelationGetRelationName(rel)),
+					 errdetail("Trigger \"%s\" is a row-level AFTER trigger; zipper tables do not support them.",
+							   trigger->tgname),
+					 errhint("Drop the trigger (for a foreign key: the constraint) first. " HINT_TRIGGERS)));
+	}
+}
