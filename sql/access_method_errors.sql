@@ -93,8 +93,6 @@ CREATE INDEX ON acct (id);
 \echo :SQLSTATE
 SELECT * FROM acct WHERE ctid = '(1,1)';
 \echo :SQLSTATE
-VACUUM FULL acct;
-\echo :SQLSTATE
 CREATE UNLOGGED TABLE unlogged_z (id int) USING zipper_lake;
 \echo :SQLSTATE
 CREATE TEMP TABLE temp_z (id int) USING zipper_lake;

@@ -252,7 +252,10 @@ zl_scan_begin(Relation rel, Snapshot snapshot, int nkeys, struct ScanKeyData *ke
 
 	/* a transaction reads its own writes */
 	if (!IsParallelWorker())
+	{
+		zl_refuse_pending_rewrite(rel);
 		zl_write_flush_relation(RelationGetRelid(rel));
+	}
 
 	context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake scan",
 									ALLOCSET_DEFAULT_SIZES);

@@ -37,6 +37,7 @@
 #include "nodes/plannodes.h"
 #include "parser/parsetree.h"
 #include "storage/bufmgr.h"
+#include "storage/proc.h"
 #include "storage/smgr.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
@@ -310,43 +311,62 @@ forget_current_storage(Relation rel)
 	}
 }
 
+/* the zipper table whose rewrite made a transient relation in this transaction */
+static Oid	rewrite_pending = InvalidOid;
+static LocalTransactionId rewrite_pending_lxid = InvalidLocalTransactionId;
+
 /*
  * The table a new file's storage is created for: the relation itself, or
- * for the transient relation a table rewrite fills ("pg_temp_<oid>",
- * make_new_heap), the table it rewrites, whose file it becomes.  Only a
- * table of another access method may be rewritten into a zipper table
- * (ALTER TABLE ... SET ACCESS METHOD zipper_lake): its rows are loaded
- * unplaced, as pg_restore loads them, until register() places them
- * (README "DDL").  A zipper table's own rewrites are refused: the
- * transient relation has no registration to place its rows by.
+ * for the transient relation a table rewrite fills (zl_rewritten_table),
+ * the table it rewrites, whose file it becomes.  A zipper table rewritten
+ * (VACUUM FULL, ALTER TABLE forms that rewrite) has its rows written
+ * placed by its registration (catalog/zl_meta_registration.c,
+ * registered_as); a table of another access method becoming a zipper
+ * table (ALTER TABLE ... SET ACCESS METHOD zipper_lake) has them loaded
+ * unplaced, as pg_restore loads them, until register() places them (README
+ * "DDL") -- unless it has a row-level AFTER trigger, which a zipper table
+ * cannot have.
  */
 static Oid
 storage_owner(Relation rel)
 {
-	const char *name = RelationGetRelationName(rel);
-	Oid			rewritten;
-	HeapTuple	tuple;
-	bool		from_zipper;
+	Oid			rewritten = zl_rewritten_table(rel);
 	Relation	original;
 
-	if (strncmp(name, "pg_temp_", 8) != 0 || RelationGetNamespace(rel) == PG_TOAST_NAMESPACE ||
-		(rewritten = (Oid) strtoul(name + 8, NULL, 10)) == InvalidOid)
+	if (!OidIsValid(rewritten))
 		return RelationGetRelid(rel);
-	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(rewritten));
-	if (!HeapTupleIsValid(tuple))
-		return RelationGetRelid(rel);
-	from_zipper = ((Form_pg_class) GETSTRUCT(tuple))->relam == rel->rd_rel->relam;
-	ReleaseSysCache(tuple);
-	if (from_zipper)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("zipper_lake tables cannot be rewritten"),
-				 errdetail("ALTER TABLE forms that rewrite the table, VACUUM FULL and CLUSTER are not supported."),
-				 errhint("Create a new zipper table and copy the rows with INSERT ... SELECT.")));
 	original = relation_open(rewritten, NoLock);	/* locked by the command */
-	zl_refuse_conversion_triggers(original);
+	if (zl_is_zipper_relation(original))
+	{
+		rewrite_pending = rewritten;
+		rewrite_pending_lxid = MyProc->lxid;
+	}
+	else
+		zl_refuse_conversion_triggers(original);
 	relation_close(original, NoLock);
 	return rewritten;
+}
+
+/*
+ * A zipper table is rewritten only by VACUUM FULL, whose copy is ours
+ * (zl_relation_copy_for_cluster).  ALTER TABLE forms that rewrite (a type
+ * change, a volatile default) read the table with their new column types
+ * in its relation descriptor, which its columnar sub-groups were not
+ * written with: the table's first scan after the transient relation was
+ * made, other than VACUUM FULL's, is refused.
+ */
+void
+zl_refuse_pending_rewrite(Relation rel)
+{
+	if (rewrite_pending != RelationGetRelid(rel) || rewrite_pending_lxid != MyProc->lxid)
+		return;
+	rewrite_pending = InvalidOid;
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("zipper_lake tables cannot be rewritten by ALTER TABLE"),
+			 errdetail("Table \"%s\": a type change or a volatile default would rewrite it.",
+					   RelationGetRelationName(rel)),
+			 errhint("Add a new column and fill it by copying the rows into a new zipper table with INSERT ... SELECT.")));
 }
 
 static void
@@ -418,8 +438,56 @@ zl_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 							 double *num_tuples, double *tups_vacuumed,
 							 double *tups_recently_dead)
 {
-	not_supported("VACUUM FULL or CLUSTER",
-				  "Plain VACUUM reports the space held by masked rows, deleted sub-groups and aborted writes.");
+	ZLWriteState *state;
+	Snapshot	snapshot;
+	TableScanDesc scan;
+	TupleTableSlot *slot;
+
+	/*
+	 * VACUUM FULL (README "DDL"): the rows the table holds now, written
+	 * again into the new file as a load writes them, placed by the table's
+	 * registration (storage_owner); masked rows, deleted sub-groups and
+	 * free space stay behind.  Every run is written columnar, the current
+	 * partition's too, as VACUUM writes it: a columnar sub-group holds its
+	 * values whole, so the new file refers to no TOAST value (cluster.c
+	 * swaps TOAST by content, and values toasted into the new TOAST table
+	 * could not be read before the swap).  Rows pass untoasted; the old
+	 * TOAST values their row sub-groups refer to are read at the flush.
+	 * CLUSTER needs an index, which zipper tables have none of.
+	 */
+	if (OldIndex != NULL)
+		not_supported("CLUSTER", "Run VACUUM FULL; rows are kept sorted by valid_from anyway.");
+	rewrite_pending = InvalidOid;
+	state = zl_write_state_get(NewTable);
+	if (zl_write_state_history_format(state) != ZL_FORMAT_COLUMNAR)
+		not_supported("VACUUM FULL of a table whose history is written in rows",
+					  "Run zipper_lake.set_history_format(tbl, 'columnar') first, or plain VACUUM.");
+	zl_write_set_current_columnar(state, true);
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	scan = table_beginscan(OldTable, snapshot, 0, NULL);
+	slot = table_slot_create(OldTable, NULL);
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		bool		should_free;
+		HeapTuple	tuple = ExecFetchSlotHeapTuple(slot, true, &should_free);
+
+		CHECK_FOR_INTERRUPTS();
+		zl_write_load(state, tuple);
+		if (should_free)
+			heap_freetuple(tuple);
+		*num_tuples += 1;
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	zl_write_flush_relation(RelationGetRelid(NewTable));
+	zl_write_set_current_columnar(state, false);
+
+	/* rows carry frozen headers (zl_relation_set_new_filenode) */
+	*xid_cutoff = InvalidTransactionId;
+	*multi_cutoff = InvalidMultiXactId;
+	*tups_vacuumed = 0;
+	*tups_recently_dead = 0;
 }
 
 /*

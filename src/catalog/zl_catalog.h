@@ -74,6 +74,7 @@ typedef struct ZLPruneStats
 
 extern void zl_set_table_am(const struct TableAmRoutine *routine);
 extern bool zl_is_zipper_relation(Relation rel);
+extern Oid	zl_rewritten_table(Relation rel);
 extern char *zl_relation_arg_name(Oid relid, const char *argument);
 extern Relation zl_open_zipper_table(Oid relid, LOCKMODE lockmode);
 extern Relation zl_open_owned_registered_table(Oid relid, LOCKMODE lockmode,

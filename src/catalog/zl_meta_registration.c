@@ -399,6 +399,21 @@ refuse_unknown_zone(Relation rel, const ZLTableOptions *opts)
  * committed after their transaction began, so no row of theirs goes
  * unplaced.  Readers read what their statement's snapshot sees.
  */
+/*
+ * The table whose registration rel's rows are placed by: rel, or for the
+ * transient relation of a rewrite (zl_rewritten_table), the table it
+ * rewrites -- its key and period columns are the table's (they cannot be
+ * dropped or retyped), so VACUUM FULL and ALTER TABLE rewrites write its
+ * rows placed, into the file the table then takes.
+ */
+static Oid
+registered_as(Relation rel)
+{
+	Oid			rewritten = zl_rewritten_table(rel);
+
+	return OidIsValid(rewritten) ? rewritten : RelationGetRelid(rel);
+}
+
 static bool
 read_registration(Relation rel, ZLTableOptions *opts, bool for_write)
 {
@@ -415,7 +430,7 @@ read_registration(Relation rel, ZLTableOptions *opts, bool for_write)
 								GetTransactionSnapshot());
 	registration = table_open(catalog->registration, AccessShareLock);
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(RelationGetRelid(rel)));
+				ObjectIdGetDatum(registered_as(rel)));
 	scan = systable_beginscan(registration, catalog->registration_pkey, true, snapshot, 1, &key);
 	tuple = systable_getnext(scan);
 	found = HeapTupleIsValid(tuple);

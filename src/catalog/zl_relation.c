@@ -15,6 +15,8 @@
 #include "common/zl_common.h"
 #include "catalog/zl_catalog.h"
 
+#include <ctype.h>
+
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
@@ -201,4 +203,29 @@ zl_catalog_row_as_written(Oid catalog, Oid index, int nkeys, ScanKey keys)
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	return tuple;
+}
+
+/*
+ * The table a table rewrite rewrites, when rel is the transient relation it
+ * fills: make_new_heap names it "pg_temp_<oid of the table>" in the table's
+ * schema, and after the rewrite its file becomes the table's (VACUUM FULL,
+ * ALTER TABLE forms that rewrite, SET ACCESS METHOD).  InvalidOid for any
+ * other relation.
+ */
+Oid
+zl_rewritten_table(Relation rel)
+{
+	const char *name = RelationGetRelationName(rel);
+	char	   *end;
+	unsigned long oid;
+
+	if (strncmp(name, "pg_temp_", 8) != 0 || !isdigit((unsigned char) name[8]))
+		return InvalidOid;
+	errno = 0;
+	oid = strtoul(name + 8, &end, 10);
+	if (errno != 0 || *end != '\0' || oid == InvalidOid || oid > PG_UINT32_MAX ||
+		(Oid) oid == RelationGetRelid(rel) ||
+		get_rel_namespace((Oid) oid) != RelationGetNamespace(rel))
+		return InvalidOid;
+	return (Oid) oid;
 }

@@ -192,6 +192,20 @@ ddl_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	}
 }
 
+/* is the table a zipper table (after a rewrite swapped its file)? */
+static bool
+still_zipper_table(Oid relid)
+{
+	Relation	rel = try_relation_open(relid, NoLock);
+	bool		zipper;
+
+	if (rel == NULL)
+		return false;
+	zipper = zl_is_zipper_relation(rel);
+	relation_close(rel, NoLock);
+	return zipper;
+}
+
 /* a zipper table is being dropped: forget the table its file belongs to */
 static void
 forget_dropped_relation(Oid relid)
@@ -211,16 +225,25 @@ forget_dropped_relation(Oid relid)
 
 	/*
 	 * A table's own storages are found by its oid.  Only a relation that
-	 * has none may hold another's file — the transient relation of SET
-	 * ACCESS METHOD — which its metapage names; a metapage that cannot be
-	 * read names nothing (a damaged table must stay droppable).
+	 * has none may hold another's file — the transient relation of a table
+	 * rewrite, holding the table's old file after the swap — which its
+	 * metapage names; a metapage that cannot be read names nothing (a
+	 * damaged table must stay droppable).  A table that stopped being a
+	 * zipper table (SET ACCESS METHOD) is forgotten; one rewritten (VACUUM
+	 * FULL, ALTER TABLE) keeps its registration and new file, and only the
+	 * old file's storage goes.
 	 */
 	if (!zl_meta_forget_table(relid) && zl_storage_try_id(rel, &storage_id))
 	{
 		Oid			owner = zl_meta_storage_owner(storage_id);
 
 		if (OidIsValid(owner) && owner != relid)
-			zl_meta_forget_table(owner);
+		{
+			if (still_zipper_table(owner))
+				zl_meta_forget_storage(storage_id);
+			else
+				zl_meta_forget_table(owner);
+		}
 	}
 	relation_close(rel, NoLock);
 }

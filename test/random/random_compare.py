@@ -1433,7 +1433,13 @@ class SeedRun:
                 db.run("SET zipper_lake.columnar_current = %s" % ("on" if rng.random() < 0.7 else "off"))
                 # small tables too: any free block is worth a move here
                 db.run("SET zipper_lake.relocate_min_blocks = 1")
-                db.run("VACUUM rc_zip")
+                if rng.random() < 0.25:
+                    # the whole table written again into a new file (README "DDL")
+                    kind = "VACUUM FULL (every version written again, placed, columnar)"
+                    db.run("VACUUM FULL rc_zip")
+                    self.counts["vacuum fulls"] += 1
+                else:
+                    db.run("VACUUM rc_zip")
                 db.run("RESET zipper_lake.columnar_current")
                 db.run("RESET zipper_lake.relocate_min_blocks")
                 self.check()
@@ -2133,13 +2139,13 @@ def main():
         configs[run.cfg.name] += 1
         st = run.stats
         print("seed %d ok [%s, track %s]: %d batches (%d snapshots, %d partial; %d with seq, %d re-applied; "
-              "%d erases, %d vacuums (%d columnar current sub-groups after them); %d aggregates in the scan, %d steps probing keys through the merged index), "
+              "%d erases, %d vacuums (%d FULL; %d columnar current sub-groups after them); %d aggregates in the scan, %d steps probing keys through the merged index), "
               "%d changes (%d partial), %d versions; %d late, %d unchanged, %d inserted, "
               "%d deleted, %d closed; %.1fs"
               % (seed, run.cfg.name, run.track, args.batches, run.counts["snapshots"],
                  run.counts["partial snapshots"], run.counts["seq batches"],
                  run.counts["re-applied"], run.counts["erases"], run.counts["vacuums"],
-                 run.counts["columnar current"], run.counts["aggregates in the scan"], run.counts["merged key index"],
+                 run.counts["vacuum fulls"], run.counts["columnar current"], run.counts["aggregates in the scan"], run.counts["merged key index"],
                  run.counts["changes"], run.counts["partial changes"],
                  len(run.model.rows()), st["late"], st["unchanged"], st["inserted"],
                  st["deleted"], st["closed"], time.time() - t0))
