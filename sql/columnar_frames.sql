@@ -1,7 +1,7 @@
 -- Columnar chunk columns in frames (README "Storage formats"): a zstd chunk
--- column of more than 256 rows is cut into independent frames, its head
--- (null bitmap, dictionary, PACKED header) and every 256 rows' values, so
--- a key probe decompresses the head and its row's frame.  Probes read the
+-- column of 2 kB or more and more than 256 rows is cut into independent
+-- frames, its head (null bitmap, dictionary, PACKED header) and every 256
+-- rows' values, so a key probe decompresses the head and its row's frame.  Probes read the
 -- rows a scan reads and a table whose history stays in rows holds: the
 -- first and last row of every frame, NULLs there, wide values, every
 -- encoding (PACKED, DELTA, DICT, PLAIN fixed and variable length).
@@ -10,7 +10,8 @@ SET timezone = 'UTC';
 CREATE TABLE fr_zl (
   id int,
   p int8,           -- PACKED (17 bits), NULL at the first row of each frame
-  d int8,           -- DELTA (sorted, 3-byte varints), NULL at some rows
+  q int8,           -- PACKED without NULLs: its head (16 bytes) is stored as it is
+  d int8,           -- DELTA (sorted, 2-byte varints), NULL at some rows
   c text,           -- DICT (200 long values: the dictionary fills the head)
   w text,           -- PLAIN varlena, wide now and then, NULL at the last row of each frame
   f float8,         -- PLAIN pass-by-value (every bit used)
@@ -26,8 +27,9 @@ SELECT zipper_lake.register('fr_rows', ARRAY['id'], history_format => 'rows');
 -- 512 and 768 of a chunk of 1,024 starting its frames
 CREATE TABLE fr_ch AS
   SELECT k AS id,
-         CASE WHEN k % 256 = 1 THEN NULL ELSE (k::int8 * 7919 + day) % 100000 END AS p,
-         CASE WHEN k % 128 = 64 OR k % 256 = 2 THEN NULL ELSE k::int8 * 100000 + day END AS d,
+         CASE WHEN k % 256 = 1 THEN NULL ELSE (k % 50) * 2000 + day END AS p,
+         (k % 60) * 2000 + day AS q,
+         CASE WHEN k % 128 = 64 OR k % 256 = 2 THEN NULL ELSE k::int8 * 8000 + day END AS d,
          CASE WHEN k % 11 = 0 THEN NULL
               ELSE 'category of a fair length, number ' || ((k + day) % 200) END AS c,
          CASE WHEN k % 256 = 0 THEN NULL
@@ -82,10 +84,10 @@ SELECT count(*) AS keys, sum(fr_probe_differences(id)) AS differences,
 -- the probe plan reads them
 EXPLAIN (COSTS OFF) SELECT * FROM fr_zl WHERE id = 256;
 -- a key's history in full: NULLs at a frame's first row (p) and last (w)
-SELECT id, p, d, left(c, 20) AS c, left(w, 12) AS w, length(w) AS w_len, round(f::numeric, 3) AS f, b, n,
+SELECT id, p, q, d, left(c, 20) AS c, left(w, 12) AS w, length(w) AS w_len, round(f::numeric, 3) AS f, b, n,
        valid_from, valid_to
   FROM fr_zl WHERE id = 257 ORDER BY valid_from;
-SELECT id, p, d, left(c, 20) AS c, left(w, 12) AS w, length(w) AS w_len, b, n, valid_from
+SELECT id, p, q, d, left(c, 20) AS c, left(w, 12) AS w, length(w) AS w_len, b, n, valid_from
   FROM fr_zl WHERE id = 256 ORDER BY valid_from;
 -- a wide value (3,200 bytes) in the last frame of a chunk, day 0's and day 1's
 SELECT id, length(w) AS w_len, md5(w) = md5(repeat(md5((id * (valid_from::date - '2026-01-01'))::text), 100))
@@ -114,7 +116,7 @@ FETCH BACKWARD 4 FROM fr_cur;
 FETCH ABSOLUTE 1 FROM fr_cur;
 COMMIT;
 -- point lookups (key and time) on a frame's first and last rows
-SELECT id, p, d, left(w, 12) AS w, n FROM fr_zl
+SELECT id, p, q, d, left(w, 12) AS w, n FROM fr_zl
  WHERE id IN (256, 257, 768, 769) AND valid_from <= '2026-01-02 00:10' AND valid_to > '2026-01-02 00:10'
  ORDER BY id;
 

@@ -50,8 +50,9 @@ typedef enum ZLEncoding
  *   ZLFramesHeader | ZLFrameEnd per frame | DELTA: the sum before each
  *   value frame (int64) | the frames
  *
- * The raw bytes are those of the other codecs: scans decompress every
- * frame and decode them as before.
+ * A frame zstd does not shrink is stored as it is (its stored and raw
+ * lengths equal).  The raw bytes are those of the other codecs: scans
+ * decompress every frame and decode them as before.
  */
 #define ZL_FRAME_ROWS			256 /* rows a value frame holds at least */
 #define ZL_MAX_VALUE_FRAMES		31	/* value frames of a chunk column at most */

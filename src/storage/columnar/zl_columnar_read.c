@@ -619,7 +619,14 @@ load_frames(ZLColumnarReader *r, ColumnState *cs, int chunk, int att, int from, 
 
 		if ((cs->frames_loaded & ((uint32) 1 << f)) != 0)
 			continue;
-		if (stored_len > 0)
+		if (stored_len == raw_len)
+		{
+			/* kept as it is: zstd did not shrink it */
+			if (raw_len > 0)
+				read_stream(r, cs->frames_at + stored_start, raw_len, cs->raw + raw_start);
+			got = raw_len;
+		}
+		else if (stored_len > 0)
 		{
 			got = ZSTD_decompressDCtx(decompress_context(), cs->raw + raw_start, raw_len,
 									  stream_bytes(r, cs->frames_at + stored_start, stored_len),

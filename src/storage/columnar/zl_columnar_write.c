@@ -818,6 +818,12 @@ compress_frames(ZLColumnarWriter *w, const StringInfoData *raw, const FrameMarks
 
 			if (ZSTD_isError(clen))
 				elog(ERROR, "zstd compression failed: %s", ZSTD_getErrorName(clen));
+			/* a frame zstd does not shrink (a PACKED head) is kept as it is */
+			if (clen >= raw_end - raw_start)
+			{
+				clen = raw_end - raw_start;
+				memcpy(out + table + stored, raw->data + raw_start, clen);
+			}
 			stored += clen;
 		}
 		end.raw_end = (uint32) raw_end;
