@@ -11,6 +11,9 @@ CREATE TABLE fr_zl (
   id int,
   p int8,           -- PACKED (17 bits), NULL at the first row of each frame
   q int8,           -- PACKED without NULLs: its head (16 bytes) is stored as it is
+  rnd int8,         -- PACKED, random values and NULLs: not compressed, a probe
+                    -- copies its head (null bitmap) and the piece of its value
+  h int8,           -- PLAIN pass-by-value, not compressible, likewise
   d int8,           -- DELTA (sorted, 2-byte varints), NULL at some rows
   c text,           -- DICT (200 long values: the dictionary fills the head)
   w text,           -- PLAIN varlena, wide now and then, NULL at the last row of each frame
@@ -29,6 +32,9 @@ CREATE TABLE fr_ch AS
   SELECT k AS id,
          CASE WHEN k % 256 = 1 THEN NULL ELSE (k % 50) * 2000 + day END AS p,
          (k % 60) * 2000 + day AS q,
+         CASE WHEN k % 256 = 1 OR hashtext(k::text) % 5 = 0 THEN NULL
+              ELSE abs(hashtextextended(k::text, 7 + day)) % 1000003 END AS rnd,
+         hashtextextended(k::text, day) AS h,
          CASE WHEN k % 128 = 64 OR k % 256 = 2 THEN NULL ELSE k::int8 * 8000 + day END AS d,
          CASE WHEN k % 11 = 0 THEN NULL
               ELSE 'category of a fair length, number ' || ((k + day) % 200) END AS c,
@@ -83,11 +89,11 @@ SELECT count(*) AS keys, sum(fr_probe_differences(id)) AS differences,
   FROM fr_keys k;
 -- the probe plan reads them
 EXPLAIN (COSTS OFF) SELECT * FROM fr_zl WHERE id = 256;
--- a key's history in full: NULLs at a frame's first row (p) and last (w)
-SELECT id, p, q, d, left(c, 20) AS c, left(w, 12) AS w, length(w) AS w_len, round(f::numeric, 3) AS f, b, n,
+-- a key's history in full: NULLs at a frame's first row (p, rnd) and last (w)
+SELECT id, p, q, rnd, h, d, left(c, 20) AS c, left(w, 12) AS w, length(w) AS w_len, round(f::numeric, 3) AS f, b, n,
        valid_from, valid_to
   FROM fr_zl WHERE id = 257 ORDER BY valid_from;
-SELECT id, p, q, d, left(c, 20) AS c, left(w, 12) AS w, length(w) AS w_len, b, n, valid_from
+SELECT id, p, q, rnd, h, d, left(c, 20) AS c, left(w, 12) AS w, length(w) AS w_len, b, n, valid_from
   FROM fr_zl WHERE id = 256 ORDER BY valid_from;
 -- a wide value (3,200 bytes) in the last frame of a chunk, day 0's and day 1's
 SELECT id, length(w) AS w_len, md5(w) = md5(repeat(md5((id * (valid_from::date - '2026-01-01'))::text), 100))
@@ -109,14 +115,14 @@ SELECT (SELECT sum(hashtext(z::text)) FROM fr_zl z WHERE id = ANY (ARRAY(SELECT 
 -- backward: a cursor read back over rows of different frames
 BEGIN;
 DECLARE fr_cur SCROLL CURSOR FOR
-  SELECT id, p, d, length(w) AS w_len, b, valid_from FROM fr_zl
+  SELECT id, p, rnd, d, length(w) AS w_len, b, valid_from FROM fr_zl
    WHERE id IN (255, 256, 257, 1024, 1025) ORDER BY id, valid_from;
 FETCH LAST FROM fr_cur;
 FETCH BACKWARD 4 FROM fr_cur;
 FETCH ABSOLUTE 1 FROM fr_cur;
 COMMIT;
 -- point lookups (key and time) on a frame's first and last rows
-SELECT id, p, q, d, left(w, 12) AS w, n FROM fr_zl
+SELECT id, p, q, rnd, h, d, left(w, 12) AS w, n FROM fr_zl
  WHERE id IN (256, 257, 768, 769) AND valid_from <= '2026-01-02 00:10' AND valid_to > '2026-01-02 00:10'
  ORDER BY id;
 
