@@ -11,9 +11,8 @@ CREATE TABLE fr_zl (
   id int,
   p int8,           -- PACKED (17 bits), NULL at the first row of each frame
   q int8,           -- PACKED without NULLs: its head (16 bytes) is stored as it is
-  rnd int8,         -- PACKED, random values and NULLs: not compressed, a probe
-                    -- copies its head (null bitmap) and the piece of its value
-  h int8,           -- PLAIN pass-by-value, not compressible, likewise
+  rnd int8,         -- PACKED, random values and NULLs: not compressed
+  h int8,           -- PLAIN pass-by-value, random: not compressed
   d int8,           -- DELTA (sorted, 2-byte varints), NULL at some rows
   c text,           -- DICT (200 long values: the dictionary fills the head)
   w text,           -- PLAIN varlena, wide now and then, NULL at the last row of each frame

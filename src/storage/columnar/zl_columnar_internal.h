@@ -58,9 +58,6 @@ typedef enum ZLEncoding
 #define ZL_MAX_VALUE_FRAMES		31	/* value frames of a chunk column at most */
 #define ZL_FRAMES_MIN_RAW_BYTES 2048	/* smaller chunk columns take one frame */
 
-/* a probe reads uncompressed chunk columns in pieces of this many bytes */
-#define ZL_PIECE_BYTES			512
-
 typedef struct ZLFramesHeader
 {
 	uint16		nframes;		/* the head and the value frames */

@@ -13,9 +13,7 @@
  * frames (ZL_CODEC_ZSTD_FRAMES) is decompressed frame by frame as sparse
  * reads need them: its head at once, then the frame holding each row read
  * (the walk of DELTA and variable-length values starts again at the
- * frame's start, from its marks); scans decompress every frame.  Likewise
- * a probe copies an uncompressed chunk column of fixed-width values in
- * pieces: its head and the piece holding its row's value.  Varlenas with short
+ * frame's start, from its marks); scans decompress every frame.  Varlenas with short
  * headers are widened to 4-byte headers as rows are handed out.
  *
  * Buffers are kept and grown across chunks rather than allocated per
@@ -229,7 +227,7 @@ typedef struct ColumnState
 	uint32		next_row;		/* the walk stands before this row */
 	Size		next_off;		/* at this offset */
 	int64		prev;			/* DELTA: the value before it */
-	/* ZL_CODEC_ZSTD_FRAMES or pieces: its frames, those copied into raw */
+	/* ZL_CODEC_ZSTD_FRAMES: its frames, those decompressed into raw */
 	int			nframes;		/* 0: not in frames (all of raw is there) */
 	int			frame_rows;
 	uint32		frames_loaded;	/* bit f: frame f */
@@ -664,34 +662,6 @@ load_raw_range(ZLColumnarReader *r, ColumnState *cs, int att, Size start, Size e
 		load_frames(r, cs, cs->chunk, att, from, to);
 }
 
-/* must a walk sum or step over the values before a row's (DELTA, variable length)? */
-static inline bool
-walked_encoding(const ColumnState *cs, const ColumnTraits *t)
-{
-	return cs->entry->encoding == ZL_ENC_DELTA ||
-		(cs->entry->encoding == ZL_ENC_PLAIN && !t->byval);
-}
-
-/*
- * An uncompressed chunk column of fixed-width values read sparsely: seen as
- * frames of ZL_PIECE_BYTES or more (at most 32) stored as they are, so a
- * probe copies its head and the piece holding its row's value rather than
- * all of it.
- */
-static void
-read_in_pieces(ZLColumnarReader *r, ColumnState *cs)
-{
-	const ZLChunkColumn *e = cs->entry;
-	Size		piece = Max(ZL_PIECE_BYTES, (e->raw_bytes + 31) / 32);
-
-	cs->nframes = (int) ((e->raw_bytes + piece - 1) / piece);
-	for (int f = 0; f < cs->nframes; f++)
-		cs->frame_ends[f].raw_end = cs->frame_ends[f].stored_end =
-			(uint32) Min((Size) (f + 1) * piece, (Size) e->raw_bytes);
-	cs->frames_at = r->header.directory_bytes + e->offset;
-	cs->frames_loaded = 0;
-}
-
 /* the bytes of an attribute's chunk, decompressed, parsed up to its values */
 static void
 fetch_column(ZLColumnarReader *r, ColumnState *cs, int chunk, int att)
@@ -756,18 +726,12 @@ fetch_column(ZLColumnarReader *r, ColumnState *cs, int chunk, int att)
 		if (got != e->raw_bytes)
 			corrupted(r, psprintf("Chunk %d of column %d does not decompress.", chunk, att + 1));
 	}
-	else if (e->stored_bytes != e->raw_bytes)
-		corrupted(r, psprintf("Chunk %d of column %d has a bad entry.", chunk, att + 1));
-	else if (r->sparse && !walked_encoding(cs, &r->traits[att]) && e->raw_bytes > 2 * ZL_PIECE_BYTES)
-	{
-		/* the head: a null bitmap, then a PACKED header or DICT counts */
-		read_in_pieces(r, cs);
-		load_raw_range(r, cs, att, 0,
-					   Min((Size) e->raw_bytes, (e->nulls > 0 ? MAXALIGN((rows + 7) / 8) : 0) +
-						   Max(PACKED_HEADER_BYTES, MAXALIGN(2 * sizeof(uint32)))));
-	}
 	else
+	{
+		if (e->stored_bytes != e->raw_bytes)
+			corrupted(r, psprintf("Chunk %d of column %d has a bad entry.", chunk, att + 1));
 		read_stream(r, r->header.directory_bytes + e->offset, e->raw_bytes, cs->raw);
+	}
 
 	if (e->nulls > 0)
 	{
@@ -801,8 +765,6 @@ fetch_column(ZLColumnarReader *r, ColumnState *cs, int chunk, int att)
 		if (counts[0] == 0 || counts[0] > 65536 || dict_end > head_bytes ||
 			dict_end + (Size) (rows - e->nulls) * cs->code_width > e->raw_bytes)
 			corrupted(r, psprintf("Chunk %d of column %d has a bad dictionary.", chunk, att + 1));
-		if (cs->nframes > 0)
-			load_raw_range(r, cs, att, dict_off, dict_end);
 		if (cs->dictionary_context == NULL)
 			cs->dictionary_context = AllocSetContextCreate(r->context, "zipper_lake dictionary",
 														   ALLOCSET_SMALL_SIZES);
@@ -834,7 +796,7 @@ fetch_column(ZLColumnarReader *r, ColumnState *cs, int chunk, int att)
 			corrupted(r, psprintf("Chunk %d of column %d has bad packed values.", chunk, att + 1));
 		cs->packed_width = width;
 	}
-	if (e->compressed == ZL_CODEC_ZSTD_FRAMES && cs->frame_ends[0].raw_end != off)
+	if (cs->nframes > 0 && cs->frame_ends[0].raw_end != off)
 		corrupted(r, psprintf("Chunk %d of column %d has a bad frame table.", chunk, att + 1));
 	cs->values_at = off;
 	cs->next_off = e->encoding == ZL_ENC_PACKED ? 0 : off;
@@ -1046,6 +1008,14 @@ decode_column(ZLColumnarReader *r, ColumnState *cs, int att)
 	}
 	cs->next_row = cs->rows;
 	cs->decoded = true;
+}
+
+/* must a walk sum or step over the values before a row's (DELTA, variable length)? */
+static inline bool
+walked_encoding(const ColumnState *cs, const ColumnTraits *t)
+{
+	return cs->entry->encoding == ZL_ENC_DELTA ||
+		(cs->entry->encoding == ZL_ENC_PLAIN && !t->byval);
 }
 
 /* decompress the frames holding the fixed-width value the walk stands on */
