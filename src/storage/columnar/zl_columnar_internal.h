@@ -35,6 +35,40 @@ typedef enum ZLEncoding
 #define ZL_CODEC_NONE			0
 #define ZL_CODEC_ZSTD			1
 #define ZL_CODEC_LZ4			2
+#define ZL_CODEC_ZSTD_FRAMES	3	/* zstd in independent frames: below */
+
+/*
+ * ZSTD_FRAMES: the raw bytes cut into independent zstd frames, so a key
+ * probe decompresses the head of a chunk column (null bitmap, dictionary,
+ * PACKED header) and the frame holding its row, not all of it.  Frame 0
+ * is the head, raw bytes [0, the values' start); value frame k (frame
+ * k + 1) holds the values of rows [k * frame_rows, (k + 1) * frame_rows):
+ * its raw bytes start where a walk over the values stands before row
+ * k * frame_rows (PACKED: the byte holding that value's first bit, so a
+ * value's bits may run into the next frame).  The stored bytes:
+ *
+ *   ZLFramesHeader | ZLFrameEnd per frame | DELTA: the sum before each
+ *   value frame (int64) | the frames
+ *
+ * A frame zstd does not shrink is stored as it is (its stored and raw
+ * lengths equal).  The raw bytes are those of the other codecs: scans
+ * decompress every frame and decode them as before.
+ */
+#define ZL_FRAME_ROWS			256 /* rows a value frame holds at least */
+#define ZL_MAX_VALUE_FRAMES		31	/* value frames of a chunk column at most */
+#define ZL_FRAMES_MIN_RAW_BYTES 2048	/* smaller chunk columns take one frame */
+
+typedef struct ZLFramesHeader
+{
+	uint16		nframes;		/* the head and the value frames */
+	uint16		frame_rows;
+} ZLFramesHeader;
+
+typedef struct ZLFrameEnd
+{
+	uint32		raw_end;		/* where its raw bytes end */
+	uint32		stored_end;		/* where its zstd frame ends, from the first */
+} ZLFrameEnd;
 
 /* PACKED: min (int64) and bit width, then the bits, 8 zero bytes after them */
 #define PACKED_HEADER_BYTES		MAXALIGN(sizeof(int64) + 1)

@@ -9,7 +9,11 @@
  * chunk of the row last read, decompressed: decoded whole when the rows
  * come in order (scans), or walked value by value when they come one here,
  * one there (key probes, zl_columnar_set_sparse), so a probe of one row
- * does not decode the other 1,023 of its chunk.  Varlenas with short
+ * does not decode the other 1,023 of its chunk.  A chunk column stored in
+ * frames (ZL_CODEC_ZSTD_FRAMES) is decompressed frame by frame as sparse
+ * reads need them: its head at once, then the frame holding each row read
+ * (the walk of DELTA and variable-length values starts again at the
+ * frame's start, from its marks); scans decompress every frame.  Varlenas with short
  * headers are widened to 4-byte headers as rows are handed out.
  *
  * Buffers are kept and grown across chunks rather than allocated per
@@ -223,6 +227,13 @@ typedef struct ColumnState
 	uint32		next_row;		/* the walk stands before this row */
 	Size		next_off;		/* at this offset */
 	int64		prev;			/* DELTA: the value before it */
+	/* ZL_CODEC_ZSTD_FRAMES: its frames, those decompressed into raw */
+	int			nframes;		/* 0: not in frames (all of raw is there) */
+	int			frame_rows;
+	uint32		frames_loaded;	/* bit f: frame f */
+	uint64		frames_at;		/* where frame 0 starts in the stream */
+	ZLFrameEnd	frame_ends[ZL_MAX_VALUE_FRAMES + 1];
+	int64		frame_prev[ZL_MAX_VALUE_FRAMES];	/* DELTA: the sum before each */
 } ColumnState;
 
 struct ZLColumnarReader
@@ -555,6 +566,102 @@ reader_buffer(ZLColumnarReader *r, char **buffer, Size *allocated, Size size)
 	return *buffer;
 }
 
+/*
+ * Read the frame table of a chunk column stored in frames into cs, checked
+ * against its entry.
+ */
+static void
+read_frame_table(ZLColumnarReader *r, ColumnState *cs, int chunk, int att)
+{
+	const ZLChunkColumn *e = cs->entry;
+	uint64		at = r->header.directory_bytes + e->offset;
+	ZLFramesHeader header;
+	Size		table;
+
+	if (e->stored_bytes < sizeof(header))
+		corrupted(r, psprintf("Chunk %d of column %d has a bad frame table.", chunk, att + 1));
+	read_stream(r, at, sizeof(header), (char *) &header);
+	table = sizeof(header) + sizeof(ZLFrameEnd) * header.nframes +
+		(e->encoding == ZL_ENC_DELTA ? sizeof(int64) * (header.nframes - 1) : 0);
+	if (header.nframes < 2 || header.nframes > ZL_MAX_VALUE_FRAMES + 1 ||
+		header.frame_rows == 0 ||
+		header.nframes - 1 != (cs->rows + header.frame_rows - 1) / header.frame_rows ||
+		table > e->stored_bytes)
+		corrupted(r, psprintf("Chunk %d of column %d has a bad frame table.", chunk, att + 1));
+	read_stream(r, at + sizeof(header), sizeof(ZLFrameEnd) * header.nframes,
+				(char *) cs->frame_ends);
+	if (e->encoding == ZL_ENC_DELTA)
+		read_stream(r, at + sizeof(header) + sizeof(ZLFrameEnd) * header.nframes,
+					sizeof(int64) * (header.nframes - 1), (char *) cs->frame_prev);
+	for (int f = 0; f < header.nframes; f++)
+		if ((f > 0 && (cs->frame_ends[f].raw_end < cs->frame_ends[f - 1].raw_end ||
+					   cs->frame_ends[f].stored_end < cs->frame_ends[f - 1].stored_end)) ||
+			(f == header.nframes - 1 && (cs->frame_ends[f].raw_end != e->raw_bytes ||
+										 table + cs->frame_ends[f].stored_end != e->stored_bytes)))
+			corrupted(r, psprintf("Chunk %d of column %d has a bad frame table.", chunk, att + 1));
+	cs->nframes = header.nframes;
+	cs->frame_rows = header.frame_rows;
+	cs->frames_at = at + table;
+	cs->frames_loaded = 0;
+}
+
+/* decompress the frames [from, to] of a fetched chunk column into its raw bytes */
+static void
+load_frames(ZLColumnarReader *r, ColumnState *cs, int chunk, int att, int from, int to)
+{
+	for (int f = from; f <= to; f++)
+	{
+		Size		raw_start = f == 0 ? 0 : cs->frame_ends[f - 1].raw_end;
+		Size		stored_start = f == 0 ? 0 : cs->frame_ends[f - 1].stored_end;
+		Size		raw_len = cs->frame_ends[f].raw_end - raw_start;
+		Size		stored_len = cs->frame_ends[f].stored_end - stored_start;
+		size_t		got = 0;
+
+		if ((cs->frames_loaded & ((uint32) 1 << f)) != 0)
+			continue;
+		if (stored_len == raw_len)
+		{
+			/* kept as it is: zstd did not shrink it */
+			if (raw_len > 0)
+				read_stream(r, cs->frames_at + stored_start, raw_len, cs->raw + raw_start);
+			got = raw_len;
+		}
+		else if (stored_len > 0)
+		{
+			got = ZSTD_decompressDCtx(decompress_context(), cs->raw + raw_start, raw_len,
+									  stream_bytes(r, cs->frames_at + stored_start, stored_len),
+									  stored_len);
+			if (ZSTD_isError(got))
+				got = 0;
+		}
+		if (got != raw_len)
+			corrupted(r, psprintf("Chunk %d of column %d does not decompress.", chunk, att + 1));
+		cs->frames_loaded |= (uint32) 1 << f;
+	}
+}
+
+/* decompress the frames holding the raw bytes [start, end) of a fetched chunk column */
+static void
+load_raw_range(ZLColumnarReader *r, ColumnState *cs, int att, Size start, Size end)
+{
+	int			from = -1,
+				to = -1;
+
+	for (int f = 0; f < cs->nframes; f++)
+	{
+		Size		raw_start = f == 0 ? 0 : cs->frame_ends[f - 1].raw_end;
+
+		if (raw_start < end && cs->frame_ends[f].raw_end > start)
+		{
+			if (from < 0)
+				from = f;
+			to = f;
+		}
+	}
+	if (from >= 0)
+		load_frames(r, cs, cs->chunk, att, from, to);
+}
+
 /* the bytes of an attribute's chunk, decompressed, parsed up to its values */
 static void
 fetch_column(ZLColumnarReader *r, ColumnState *cs, int chunk, int att)
@@ -562,6 +669,7 @@ fetch_column(ZLColumnarReader *r, ColumnState *cs, int chunk, int att)
 	const ZLChunkColumn *e = chunk_entry(r, chunk, att);
 	uint32		rows = zl_columnar_chunk_start(r, chunk + 1) - zl_columnar_chunk_start(r, chunk);
 	Size		off = 0;
+	Size		head_bytes = e->raw_bytes;	/* what is decompressed of it */
 
 	if (cs->chunk == chunk)
 		return;
@@ -573,6 +681,7 @@ fetch_column(ZLColumnarReader *r, ColumnState *cs, int chunk, int att)
 	cs->nulls = NULL;
 	cs->next_row = 0;
 	cs->prev = 0;
+	cs->nframes = 0;
 	if (e->encoding == ZL_ENC_NULLS)
 	{
 		cs->chunk = chunk;
@@ -583,7 +692,14 @@ fetch_column(ZLColumnarReader *r, ColumnState *cs, int chunk, int att)
 		corrupted(r, psprintf("Chunk %d of column %d has a bad entry.", chunk, att + 1));
 
 	reader_buffer(r, &cs->raw, &cs->raw_size, Max(e->raw_bytes, 1));
-	if (e->compressed)
+	if (e->compressed == ZL_CODEC_ZSTD_FRAMES)
+	{
+		read_frame_table(r, cs, chunk, att);
+		load_frames(r, cs, chunk, att, 0, r->sparse ? 0 : cs->nframes - 1);
+		if (r->sparse)
+			head_bytes = cs->frame_ends[0].raw_end;
+	}
+	else if (e->compressed)
 	{
 		size_t		got;
 
@@ -621,7 +737,7 @@ fetch_column(ZLColumnarReader *r, ColumnState *cs, int chunk, int att)
 	{
 		Size		bitmap = (rows + 7) / 8;
 
-		if (MAXALIGN(bitmap) > e->raw_bytes)
+		if (MAXALIGN(bitmap) > head_bytes)
 			corrupted(r, psprintf("Chunk %d of column %d is too short.", chunk, att + 1));
 		cs->nulls = (const uint8 *) cs->raw;
 		/* the value areas were checked against the entry's count */
@@ -640,13 +756,13 @@ fetch_column(ZLColumnarReader *r, ColumnState *cs, int chunk, int att)
 		Size		dict_end;
 		char	   *cursor;
 
-		if (off + sizeof(counts) > e->raw_bytes)
+		if (off + sizeof(counts) > head_bytes)
 			corrupted(r, psprintf("Chunk %d of column %d is too short.", chunk, att + 1));
 		memcpy(counts, cs->raw + off, sizeof(counts));
 		dict_off = MAXALIGN(off + sizeof(counts));
 		dict_end = dict_off + counts[1];
 		cs->code_width = counts[0] <= 256 ? 1 : 2;
-		if (counts[0] == 0 || counts[0] > 65536 ||
+		if (counts[0] == 0 || counts[0] > 65536 || dict_end > head_bytes ||
 			dict_end + (Size) (rows - e->nulls) * cs->code_width > e->raw_bytes)
 			corrupted(r, psprintf("Chunk %d of column %d has a bad dictionary.", chunk, att + 1));
 		if (cs->dictionary_context == NULL)
@@ -671,7 +787,7 @@ fetch_column(ZLColumnarReader *r, ColumnState *cs, int chunk, int att)
 	{
 		uint8		width;
 
-		if (off + PACKED_HEADER_BYTES > e->raw_bytes)
+		if (off + PACKED_HEADER_BYTES > head_bytes)
 			corrupted(r, psprintf("Chunk %d of column %d is too short.", chunk, att + 1));
 		memcpy(&cs->packed_min, cs->raw + off, sizeof(int64));
 		width = (uint8) cs->raw[off + sizeof(int64)];
@@ -680,6 +796,8 @@ fetch_column(ZLColumnarReader *r, ColumnState *cs, int chunk, int att)
 			corrupted(r, psprintf("Chunk %d of column %d has bad packed values.", chunk, att + 1));
 		cs->packed_width = width;
 	}
+	if (cs->nframes > 0 && cs->frame_ends[0].raw_end != off)
+		corrupted(r, psprintf("Chunk %d of column %d has a bad frame table.", chunk, att + 1));
 	cs->values_at = off;
 	cs->next_off = e->encoding == ZL_ENC_PACKED ? 0 : off;
 	cs->chunk = chunk;
@@ -826,6 +944,8 @@ decode_column(ZLColumnarReader *r, ColumnState *cs, int att)
 {
 	const ColumnTraits *t = &r->traits[att];
 
+	if (cs->nframes > 0)
+		load_frames(r, cs, cs->chunk, att, 0, cs->nframes - 1);
 	if (cs->rows > cs->capacity)
 	{
 		if (cs->values)
@@ -890,6 +1010,38 @@ decode_column(ZLColumnarReader *r, ColumnState *cs, int att)
 	cs->decoded = true;
 }
 
+/* must a walk sum or step over the values before a row's (DELTA, variable length)? */
+static inline bool
+walked_encoding(const ColumnState *cs, const ColumnTraits *t)
+{
+	return cs->entry->encoding == ZL_ENC_DELTA ||
+		(cs->entry->encoding == ZL_ENC_PLAIN && !t->byval);
+}
+
+/* decompress the frames holding the fixed-width value the walk stands on */
+static void
+load_value_bytes(ZLColumnarReader *r, ColumnState *cs, const ColumnTraits *t, int att)
+{
+	Size		start = cs->next_off;
+	Size		len;
+
+	switch (cs->entry->encoding)
+	{
+		case ZL_ENC_PACKED:
+			/* packed_value() reads up to 9 bytes from the first of its bits */
+			start = cs->values_at + (cs->next_off * cs->packed_width) / 8;
+			len = 9;
+			break;
+		case ZL_ENC_DICT:
+			len = cs->code_width;
+			break;
+		default:
+			len = t->len;
+			break;
+	}
+	load_raw_range(r, cs, att, start, Min(start + len, cs->entry->raw_bytes));
+}
+
 /* the value of an attribute at a row of its fetched chunk */
 static Datum
 column_value(ZLColumnarReader *r, ColumnState *cs, int att, uint32 i, bool *isnull)
@@ -911,11 +1063,26 @@ column_value(ZLColumnarReader *r, ColumnState *cs, int att, uint32 i, bool *isnu
 		cs->next_off = cs->entry->encoding == ZL_ENC_PACKED ? 0 : cs->values_at;
 		cs->prev = 0;
 	}
+	if (cs->nframes > 0 && walked_encoding(cs, t))
+	{
+		int			frame = i / cs->frame_rows + 1;
+
+		/* the walk starts again at the row's frame rather than before it */
+		if (cs->next_row < (uint32) (frame - 1) * cs->frame_rows)
+		{
+			cs->next_row = (uint32) (frame - 1) * cs->frame_rows;
+			cs->next_off = cs->frame_ends[frame - 1].raw_end;
+			cs->prev = cs->entry->encoding == ZL_ENC_DELTA ? cs->frame_prev[frame - 1] : 0;
+		}
+		load_frames(r, cs, cs->chunk, att, frame, frame);
+	}
 	skip_values(r, cs, t, nonnull_between(cs, cs->next_row, i));
 	cs->next_row = i + 1;
 	if (null_at(cs, i))
 		return (Datum) 0;
 	*isnull = false;
+	if (cs->nframes > 0 && !walked_encoding(cs, t))
+		load_value_bytes(r, cs, t, att);
 	return step_value(r, cs, t);
 }
 

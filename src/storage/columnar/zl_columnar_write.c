@@ -42,7 +42,12 @@
  *
  * The raw buffer is then compressed with zstd (or lz4, as
  * zipper_lake.columnar_compression says) when that saves bytes; the entry
- * records the codec.
+ * records the codec.  A zstd chunk column of at least
+ * ZL_FRAMES_MIN_RAW_BYTES raw bytes and more than ZL_FRAME_ROWS rows is cut
+ * into independent frames, its head and every ZL_FRAME_ROWS rows' values
+ * (ZL_CODEC_ZSTD_FRAMES, zl_columnar_internal.h), so a key probe
+ * decompresses about a quarter of it; the encoders mark where each
+ * frame's rows begin as they write them (FrameMarks).
  * Values are detoasted as they are written: a columnar sub-group never
  * refers to TOAST, so it shares nothing with the rows it was made from.
  *
@@ -88,6 +93,20 @@
 #include "utils/datum.h"
 #include "utils/memutils.h"
 #include "utils/typcache.h"
+
+/*
+ * Where the value frames of a chunk column start in its raw bytes, as its
+ * encoder wrote them (ZL_CODEC_ZSTD_FRAMES): value frame k holds rows
+ * [k * frame_rows, (k + 1) * frame_rows).
+ */
+typedef struct FrameMarks
+{
+	int			frame_rows;
+	int			nvalue_frames;	/* 0: not marked, stored in one frame */
+	bool		has_prev;		/* DELTA: prev is the sum before each */
+	uint32		start[ZL_MAX_VALUE_FRAMES];
+	int64		prev[ZL_MAX_VALUE_FRAMES];
+} FrameMarks;
 
 /* rows the writer's chunk arrays have room for at first (they double) */
 #define ZL_FIRST_CAPACITY		64
@@ -273,6 +292,7 @@ struct ZLColumnarWriter
 	uint64		data_bytes;
 	uint64		raw_bytes;
 	StringInfoData raw;
+	FrameMarks *marks;			/* per attribute, of its last encoding */
 	int			compression;	/* ZLCompression, as set when it began */
 	char	   *compressed;
 	Size		compressed_size;
@@ -331,6 +351,7 @@ zl_columnar_writer_begin(TupleDesc desc, int compression)
 	}
 	w->max_chunks = 8;
 	w->chunk_first_row = palloc(sizeof(uint32) * w->max_chunks);
+	w->marks = palloc0(sizeof(FrameMarks) * Max(w->natts, 1));
 	w->entries = palloc0(sizeof(ZLChunkColumn) * w->max_chunks * Max(w->natts, 1));
 	initStringInfo(&w->minmax);
 	initStringInfo(&w->raw);
@@ -355,10 +376,13 @@ append_null_bitmap(StringInfo raw, const bool *isnull, int n)
 	append_padding(raw, MAXALIGN(raw->len));
 }
 
-/* DELTA encoding of pass-by-value values; its size first when raw is NULL */
+/*
+ * DELTA encoding of pass-by-value values, marking its frames (marks may be
+ * NULL); its size first when raw is NULL
+ */
 static Size
 encode_delta(StringInfo raw, const ColumnTraits *t, const Datum *values,
-			 const bool *isnull, int n)
+			 const bool *isnull, int n, FrameMarks *marks)
 {
 	int64		prev = 0;
 	Size		size = 0;
@@ -368,6 +392,11 @@ encode_delta(StringInfo raw, const ColumnTraits *t, const Datum *values,
 		int64		v;
 		uint64		z;
 
+		if (raw && marks && i % marks->frame_rows == 0)
+		{
+			marks->start[i / marks->frame_rows] = raw->len;
+			marks->prev[i / marks->frame_rows] = prev;
+		}
 		if (isnull[i])
 			continue;
 		v = byval_as_int64(t->len, values[i]);
@@ -546,7 +575,28 @@ find_minmax(const ColumnTraits *t, const Datum *values, const bool *isnull,
 	}
 }
 
-/* encode one column of the buffered chunk into w->raw; fills the entry */
+/*
+ * Mark the frames of values of a fixed number of bits each, the first at
+ * values_at: a frame starts at the byte holding its first row's value
+ * (PACKED values may share a byte with the frame before).
+ */
+static void
+mark_fixed_width(FrameMarks *marks, const bool *isnull, int n, Size values_at, int bits)
+{
+	uint64		before = 0;		/* non-null values before row i */
+
+	for (int i = 0; i < n; i++)
+	{
+		if (i % marks->frame_rows == 0)
+			marks->start[i / marks->frame_rows] = (uint32) (values_at + before * bits / 8);
+		before += isnull[i] ? 0 : 1;
+	}
+}
+
+/*
+ * encode one column of the buffered chunk into w->raw; fills the entry and
+ * the column's frame marks
+ */
 static void
 encode_column(ZLColumnarWriter *w, int att, ZLChunkColumn *entry)
 {
@@ -559,8 +609,12 @@ encode_column(ZLColumnarWriter *w, int att, ZLChunkColumn *entry)
 	int		   *firsts = NULL;
 	uint16	   *codes = NULL;
 	StringInfo	raw = &w->raw;
+	FrameMarks *marks = &w->marks[att];
 
 	resetStringInfo(raw);
+	marks->frame_rows = Max(ZL_FRAME_ROWS, (n + ZL_MAX_VALUE_FRAMES - 1) / ZL_MAX_VALUE_FRAMES);
+	marks->nvalue_frames = (n + marks->frame_rows - 1) / marks->frame_rows;
+	marks->has_prev = false;
 	for (int i = 0; i < n; i++)
 		nulls += isnull[i] ? 1 : 0;
 	entry->nulls = nulls;
@@ -584,7 +638,7 @@ encode_column(ZLColumnarWriter *w, int att, ZLChunkColumn *entry)
 		/* 1-byte values (bool, "char") are stored as they are */
 		if (t->len >= 2)
 		{
-			delta = encode_delta(NULL, t, values, isnull, n);
+			delta = encode_delta(NULL, t, values, isnull, n, NULL);
 			width = packed_width(t, values, isnull, n, &min);
 			packed = PACKED_HEADER_BYTES + PACKED_BYTES(n - nulls, width);
 		}
@@ -597,16 +651,19 @@ encode_column(ZLColumnarWriter *w, int att, ZLChunkColumn *entry)
 		if (delta < plain && delta * 4 < packed * 3)
 		{
 			entry->encoding = ZL_ENC_DELTA;
-			(void) encode_delta(raw, t, values, isnull, n);
+			marks->has_prev = true;
+			(void) encode_delta(raw, t, values, isnull, n, marks);
 		}
 		else if (packed < plain)
 		{
 			entry->encoding = ZL_ENC_PACKED;
 			encode_packed(raw, t, values, isnull, n, min, width);
+			mark_fixed_width(marks, isnull, n, raw->len - PACKED_BYTES(n - nulls, width), width);
 		}
 		else
 		{
 			entry->encoding = ZL_ENC_PLAIN;
+			mark_fixed_width(marks, isnull, n, raw->len, t->len * 8);
 			for (int i = 0; i < n; i++)
 				if (!isnull[i])
 					append_byval(raw, t->len, values[i]);
@@ -630,6 +687,7 @@ encode_column(ZLColumnarWriter *w, int att, ZLChunkColumn *entry)
 			/* the dictionary's bytes, so readers find the codes */
 			counts[1] = (uint32) (raw->len - MAXALIGN(counts_at + sizeof(counts)));
 			memcpy(raw->data + counts_at, counts, sizeof(counts));
+			mark_fixed_width(marks, isnull, n, raw->len, ndistinct <= 256 ? 8 : 16);
 			if (ndistinct <= 256)
 			{
 				enlargeStringInfo(raw, n - nulls);
@@ -644,8 +702,12 @@ encode_column(ZLColumnarWriter *w, int att, ZLChunkColumn *entry)
 		{
 			entry->encoding = ZL_ENC_PLAIN;
 			for (int i = 0; i < n; i++)
+			{
+				if (i % marks->frame_rows == 0)
+					marks->start[i / marks->frame_rows] = raw->len;
 				if (!isnull[i])
 					append_ref_value(raw, t, values[i]);
+			}
 		}
 	}
 
@@ -698,9 +760,87 @@ append_data(ZLColumnarWriter *w, char *bytes, size_t len)
 		appendBinaryStringInfo(&w->data_head, bytes, len);
 }
 
-/* append a column's raw encoding to the data, compressed if asked and that saves bytes */
+/* the compression buffer, of at least bound bytes */
+static char *
+compression_buffer(ZLColumnarWriter *w, Size bound)
+{
+	if (bound > w->compressed_size)
+	{
+		if (w->compressed)
+			pfree(w->compressed);
+		w->compressed = MemoryContextAllocHuge(w->context, bound);
+		w->compressed_size = bound;
+	}
+	return w->compressed;
+}
+
+/*
+ * A raw encoding as ZL_CODEC_ZSTD_FRAMES into the compression buffer: its
+ * head and value frames, each compressed on its own; returns its bytes.
+ */
+static Size
+compress_frames(ZLColumnarWriter *w, const StringInfoData *raw, const FrameMarks *marks)
+{
+	int			nframes = marks->nvalue_frames + 1;
+	Size		table = sizeof(ZLFramesHeader) + sizeof(ZLFrameEnd) * nframes +
+		(marks->has_prev ? sizeof(int64) * marks->nvalue_frames : 0);
+	Size		bound = table;
+	ZLFramesHeader header;
+	char	   *out;
+	Size		stored = 0;
+
+	header.nframes = (uint16) nframes;
+	header.frame_rows = (uint16) marks->frame_rows;
+	for (int f = 0; f < nframes; f++)
+	{
+		Size		raw_start = f == 0 ? 0 : marks->start[f - 1];
+		Size		raw_end = f < marks->nvalue_frames ? marks->start[f] : (Size) raw->len;
+
+		bound += ZSTD_compressBound(raw_end - raw_start);
+	}
+	out = compression_buffer(w, bound);
+	memcpy(out, &header, sizeof(header));
+	if (marks->has_prev)
+		memcpy(out + sizeof(header) + sizeof(ZLFrameEnd) * nframes, marks->prev,
+			   sizeof(int64) * marks->nvalue_frames);
+	for (int f = 0; f < nframes; f++)
+	{
+		Size		raw_start = f == 0 ? 0 : marks->start[f - 1];
+		Size		raw_end = f < marks->nvalue_frames ? marks->start[f] : (Size) raw->len;
+		ZLFrameEnd	end;
+
+		Assert(raw_start <= raw_end && raw_end <= (Size) raw->len);
+		if (raw_end > raw_start)
+		{
+			size_t		clen = ZSTD_compressCCtx(compress_context(), out + table + stored,
+												 bound - table - stored, raw->data + raw_start,
+												 raw_end - raw_start, ZL_ZSTD_LEVEL);
+
+			if (ZSTD_isError(clen))
+				elog(ERROR, "zstd compression failed: %s", ZSTD_getErrorName(clen));
+			/* a frame zstd does not shrink (a PACKED head) is kept as it is */
+			if (clen >= raw_end - raw_start)
+			{
+				clen = raw_end - raw_start;
+				memcpy(out + table + stored, raw->data + raw_start, clen);
+			}
+			stored += clen;
+		}
+		end.raw_end = (uint32) raw_end;
+		end.stored_end = (uint32) stored;
+		memcpy(out + sizeof(header) + sizeof(ZLFrameEnd) * f, &end, sizeof(end));
+	}
+	return table + stored;
+}
+
+/*
+ * Append a column's raw encoding to the data, compressed if asked and that
+ * saves bytes: in frames when it has marks (marks->nvalue_frames > 1) and
+ * is large enough
+ */
 static void
-store_column(ZLColumnarWriter *w, ZLChunkColumn *entry, const StringInfoData *raw, bool compress)
+store_column(ZLColumnarWriter *w, ZLChunkColumn *entry, const StringInfoData *raw,
+			 const FrameMarks *marks, bool compress)
 {
 	char	   *bytes = raw->data;
 	Size		len = raw->len;
@@ -713,19 +853,25 @@ store_column(ZLColumnarWriter *w, ZLChunkColumn *entry, const StringInfoData *ra
 		entry->stored_bytes = 0;
 		return;
 	}
-	if (compress && len > 64)
+	if (compress && w->compression == ZL_COMPRESSION_ZSTD && marks->nvalue_frames > 1 &&
+		len >= ZL_FRAMES_MIN_RAW_BYTES)
+	{
+		Size		clen = compress_frames(w, raw, marks);
+
+		if (clen < len)
+		{
+			bytes = w->compressed;
+			len = clen;
+			entry->compressed = ZL_CODEC_ZSTD_FRAMES;
+		}
+	}
+	else if (compress && len > 64)
 	{
 		bool		lz4 = w->compression == ZL_COMPRESSION_LZ4;
 		Size		bound = lz4 ? (Size) LZ4_compressBound((int) len) : ZSTD_compressBound(len);
 		size_t		clen;
 
-		if (bound > w->compressed_size)
-		{
-			if (w->compressed)
-				pfree(w->compressed);
-			w->compressed = MemoryContextAllocHuge(w->context, bound);
-			w->compressed_size = bound;
-		}
+		compression_buffer(w, bound);
 		if (lz4)
 		{
 			int			n = LZ4_compress_default(bytes, w->compressed, (int) len, (int) bound);
@@ -812,13 +958,13 @@ encode_chunk(ZLColumnarWriter *w, bool last)
 		CHECK_FOR_INTERRUPTS();
 		if (raws != NULL)
 		{
-			store_column(w, &entries[att], &raws[att], compress);
+			store_column(w, &entries[att], &raws[att], &w->marks[att], compress);
 			pfree(raws[att].data);
 		}
 		else
 		{
 			encode_column(w, att, &entries[att]);
-			store_column(w, &entries[att], &w->raw, compress);
+			store_column(w, &entries[att], &w->raw, &w->marks[att], compress);
 		}
 		MemoryContextSwitchTo(old);
 	}
