@@ -207,5 +207,28 @@ is($node->safe_psql('postgres', $content_sql), $after,
 is($node->safe_psql('postgres', q(SELECT count(*) FROM zipper_lake.verify('acct'))),
 	'0', 'after a second crash: verify is clean');
 
+# --- a crash in the middle of VACUUM FULL, then right after one -------------
+# (README "DDL"): the table keeps its old file, then has its new one whole
+$bg = $node->background_psql('postgres', on_error_stop => 0);
+$bg->query_until(qr/started/, q(
+\echo started
+VACUUM FULL acct;
+));
+$node->stop('immediate');
+eval { $bg->quit };
+$node->start;
+is($node->safe_psql('postgres', $content_sql), $after,
+	'after a crash during VACUUM FULL: the same rows');
+is($node->safe_psql('postgres', q(SELECT count(*) FROM zipper_lake.verify('acct'))),
+	'0', 'after a crash during VACUUM FULL: verify is clean');
+$node->safe_psql('postgres', 'VACUUM FULL acct');
+$node->stop('immediate');
+$node->start;
+is($node->safe_psql('postgres', $content_sql), $after,
+	'after a crash following VACUUM FULL: the same rows');
+is($node->safe_psql('postgres', q{SELECT (SELECT count(*) FROM zipper_lake.verify('acct'))
+		+ (SELECT count(*) FROM zipper_lake.inspect('acct') WHERE masked_rows > 0)}),
+	'0', 'after a crash following VACUUM FULL: verify is clean, no masked rows');
+
 $node->stop;
 done_testing();

@@ -127,6 +127,17 @@ SELECT count(*) > 0 FROM zipper_lake.inspect('acct') WHERE format = 'columnar'))
 is($primary->safe_psql('postgres', q(SELECT count(*) FROM rate)), '902',
 	'primary: rate has the reloaded rows only');
 
+# VACUUM FULL writes acct again into a new file (README "DDL"), which the
+# standby replays: its rows, and no metadata of the old file
+my $acct_before = $primary->safe_psql('postgres', content_sql('acct'));
+my $old_storage = $primary->safe_psql('postgres', q(SELECT zipper_lake._storage_id('acct')));
+$primary->safe_psql('postgres', 'VACUUM FULL acct');
+is($primary->safe_psql('postgres', content_sql('acct')), $acct_before,
+	'primary: VACUUM FULL keeps the rows of acct');
+is($primary->safe_psql('postgres',
+		qq(SELECT count(*) FROM zipper_lake.subgroup WHERE storage_id = $old_storage)),
+	'0', 'primary: the old file of acct has no sub-groups left');
+
 $primary->wait_for_catchup($standby);
 
 # --- compare ---------------------------------------------------------------
