@@ -22,8 +22,18 @@ ALTER TABLE sr ADD COLUMN d int DEFAULT 42, ADD COLUMN n text;
 ALTER TABLE sc ADD COLUMN d int DEFAULT 42, ADD COLUMN n text;
 SELECT id, a, u, w, d, n, valid_from, valid_to FROM sr ORDER BY id, valid_from;
 SELECT (SELECT count(*) FROM (TABLE sr EXCEPT ALL TABLE sc) x) AS formats_differ;
--- a volatile default would rewrite every version: refused
+-- a volatile default rewrites every version (README "DDL"): each its own
+-- value, the others' values kept (d's default of the versions written
+-- before it was added too); dropped again for the steps below
+CREATE TABLE sc_before AS SELECT id, a, u, w, d, n, valid_from, valid_to FROM sc;
 ALTER TABLE sc ADD COLUMN r float DEFAULT random();
+SELECT count(*) AS versions, count(DISTINCT r) AS own_values,
+       (SELECT count(*) FROM ((SELECT id, a, u, w, d, n, valid_from, valid_to FROM sc EXCEPT ALL SELECT * FROM sc_before)
+                              UNION ALL (SELECT * FROM sc_before EXCEPT ALL SELECT id, a, u, w, d, n, valid_from, valid_to FROM sc)) x) AS differences
+  FROM sc;
+SELECT * FROM zipper_lake.verify('sc');
+ALTER TABLE sc DROP COLUMN r;
+DROP TABLE sc_before;
 -- apply with the new columns
 CREATE TABLE ch2 (id int, a int, u text, w text, d int, n text, change_time timestamptz);
 INSERT INTO ch2 VALUES (1, 2, 'z', 'w1', 7, 'added', '2024-01-06'), (2, 5, 'p', 'w2', 42, NULL, '2024-01-06');

@@ -58,6 +58,6 @@ extern bool zl_chunkfilter_may_match(ZLChunkFilter *filter, const ZLColumnarRead
 
 extern void zl_refuse_after_row_triggers(Relation rel);
 extern void zl_refuse_conversion_triggers(Relation rel);
-extern void zl_refuse_pending_rewrite(Relation rel);
+extern bool zl_rewrite_reads_old_rows(Relation rel);
 
 #endif							/* ZL_ACCESS_INTERNAL_H */

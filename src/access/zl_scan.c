@@ -252,10 +252,7 @@ zl_scan_begin(Relation rel, Snapshot snapshot, int nkeys, struct ScanKeyData *ke
 
 	/* a transaction reads its own writes */
 	if (!IsParallelWorker())
-	{
-		zl_refuse_pending_rewrite(rel);
 		zl_write_flush_relation(RelationGetRelid(rel));
-	}
 
 	context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake scan",
 									ALLOCSET_DEFAULT_SIZES);
@@ -269,6 +266,7 @@ zl_scan_begin(Relation rel, Snapshot snapshot, int nkeys, struct ScanKeyData *ke
 	scan->base.rs_parallel = pscan;
 	scan->buffer = InvalidBuffer;
 	scan->sample_block = InvalidBlockNumber;
+	scan->old_columns = !IsParallelWorker() && zl_rewrite_reads_old_rows(rel);
 	scan->metadata_context = AllocSetContextCreate(context, "zipper_lake scan metadata",
 												   ALLOCSET_DEFAULT_SIZES);
 	scan->probe_context = AllocSetContextCreate(context, "zipper_lake key probe",
@@ -762,6 +760,13 @@ zl_scan_getnextslot(TableScanDesc sscan, ScanDirection direction, TupleTableSlot
 		(!forward && scan->base.rs_parallel != NULL))
 		elog(ERROR, "unexpected zipper_lake scan direction %d%s", (int) direction,
 			 scan->base.rs_parallel != NULL ? " in a parallel scan" : "");
+	if (scan->old_columns && scan->row_desc == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(scan->context);
+
+		scan->row_desc = CreateTupleDescCopyConstr(slot->tts_tupleDescriptor);
+		MemoryContextSwitchTo(old);
+	}
 
 	for (;;)
 	{

@@ -37,7 +37,9 @@ zl_scan_open_columnar(ZLScanDesc scan)
 	old = MemoryContextSwitchTo(scan->context);
 	/* one reader for all, so its buffers are made once */
 	if (scan->columnar_reader == NULL)
-		scan->columnar_reader = zl_columnar_open(scan->base.rs_rd, scan->current, scan->strategy);
+		scan->columnar_reader = zl_columnar_open_as(scan->base.rs_rd,
+													scan->row_desc ? scan->row_desc : RelationGetDescr(scan->base.rs_rd),
+													scan->current, scan->strategy);
 	else
 		zl_columnar_reset(scan->columnar_reader, scan->current, scan->strategy);
 	scan->columnar = scan->columnar_reader;

@@ -73,6 +73,15 @@ typedef struct ZLScanDescData
 	ZLSubGroup **by_block;
 	int64		analyze_end;
 
+	/*
+	 * Columns of the rows as written, when the relation descriptor already
+	 * has a rewriting ALTER TABLE's new ones (zl_rewrite_reads_old_rows):
+	 * its caller's slot's, taken at the first row asked for.  NULL: the
+	 * relation's.
+	 */
+	bool		old_columns;
+	TupleDesc	row_desc;
+
 	/* TABLESAMPLE: the blocks it chooses from, and the block it stands on */
 	BlockNumber sample_nblocks;
 	BlockNumber sample_block;	/* InvalidBlockNumber before the first */

@@ -5,8 +5,8 @@
  *
  * Callbacks are grouped as in heapam_handler.c.  Scans live in zl_scan.c,
  * writes in zl_write.c, pages in zl_storage.c.  Everything a zipper table
- * cannot do yet (UPDATE, DELETE, row locks, indexes, TID scans,
- * rewrites of a zipper table) raises ERRCODE_FEATURE_NOT_SUPPORTED with a hint.
+ * cannot do yet (UPDATE, DELETE, row locks, indexes, TID scans, CLUSTER)
+ * raises ERRCODE_FEATURE_NOT_SUPPORTED with a hint.
  *
  *-------------------------------------------------------------------------
  */
@@ -348,25 +348,16 @@ storage_owner(Relation rel)
 }
 
 /*
- * A zipper table is rewritten only by VACUUM FULL, whose copy is ours
- * (zl_relation_copy_for_cluster).  ALTER TABLE forms that rewrite (a type
- * change, a volatile default) read the table with their new column types
- * in its relation descriptor, which its columnar sub-groups were not
- * written with: the table's first scan after the transient relation was
- * made, other than VACUUM FULL's, is refused.
+ * Is rel a zipper table that a rewrite in this transaction is copying
+ * (storage_owner)?  A rewriting ALTER TABLE (a type change, a volatile
+ * default) reads it with the new columns already in its relation
+ * descriptor and the old ones in its slot: the scan decodes columnar rows
+ * by the slot's (zl_scan.c).  VACUUM FULL reads it by unchanged columns.
  */
-void
-zl_refuse_pending_rewrite(Relation rel)
+bool
+zl_rewrite_reads_old_rows(Relation rel)
 {
-	if (rewrite_pending != RelationGetRelid(rel) || rewrite_pending_lxid != MyProc->lxid)
-		return;
-	rewrite_pending = InvalidOid;
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("zipper_lake tables cannot be rewritten by ALTER TABLE"),
-			 errdetail("Table \"%s\": a type change or a volatile default would rewrite it.",
-					   RelationGetRelationName(rel)),
-			 errhint("Add a new column and fill it by copying the rows into a new zipper table with INSERT ... SELECT.")));
+	return rewrite_pending == RelationGetRelid(rel) && rewrite_pending_lxid == MyProc->lxid;
 }
 
 static void
@@ -457,7 +448,6 @@ zl_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 	 */
 	if (OldIndex != NULL)
 		not_supported("CLUSTER", "Run VACUUM FULL; rows are kept sorted by valid_from anyway.");
-	rewrite_pending = InvalidOid;
 	state = zl_write_state_get(NewTable);
 	if (zl_write_state_history_format(state) != ZL_FORMAT_COLUMNAR)
 		not_supported("VACUUM FULL of a table whose history is written in rows",

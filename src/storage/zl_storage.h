@@ -128,6 +128,8 @@ extern void zl_columnar_writer_write(ZLColumnarWriter *w, ZLPageWriter *pages);
 extern void zl_columnar_writer_end(ZLColumnarWriter *w);
 extern ZLColumnarReader *zl_columnar_open(Relation rel, const ZLSubGroup *sg,
 										  BufferAccessStrategy strategy);
+extern ZLColumnarReader *zl_columnar_open_as(Relation rel, TupleDesc desc, const ZLSubGroup *sg,
+											  BufferAccessStrategy strategy);
 extern void zl_columnar_reset(ZLColumnarReader *r, const ZLSubGroup *sg,
 							  BufferAccessStrategy strategy);
 extern void zl_columnar_release(ZLColumnarReader *r);

@@ -416,6 +416,19 @@ zl_columnar_reset(ZLColumnarReader *r, const ZLSubGroup *sg, BufferAccessStrateg
 ZLColumnarReader *
 zl_columnar_open(Relation rel, const ZLSubGroup *sg, BufferAccessStrategy strategy)
 {
+	return zl_columnar_open_as(rel, RelationGetDescr(rel), sg, strategy);
+}
+
+/*
+ * The same, decoding by the columns of desc, which the sub-group was
+ * written with: a rewriting ALTER TABLE reads the table's rows by the
+ * columns they had, while its relation descriptor has the new ones
+ * (access/zl_scan.c).
+ */
+ZLColumnarReader *
+zl_columnar_open_as(Relation rel, TupleDesc desc, const ZLSubGroup *sg,
+					BufferAccessStrategy strategy)
+{
 	MemoryContext context = AllocSetContextCreate(CurrentMemoryContext,
 												  "zipper_lake columnar reader",
 												  ALLOCSET_DEFAULT_SIZES);
@@ -426,7 +439,7 @@ zl_columnar_open(Relation rel, const ZLSubGroup *sg, BufferAccessStrategy strate
 	r->context = context;
 	r->directory_context = AllocSetContextCreate(context, "zipper_lake columnar directory",
 												 ALLOCSET_DEFAULT_SIZES);
-	r->desc = RelationGetDescr(rel);
+	r->desc = desc;
 	r->buffer = InvalidBuffer;
 	r->traits = zl_columnar_traits(r->desc);
 	r->columns = palloc0(sizeof(ColumnState) * Max(r->desc->natts, 1));
