@@ -22,6 +22,7 @@ OBJS = \
 	src/catalog/zl_meta_freespace.o \
 	src/catalog/zl_meta_record.o \
 	src/catalog/zl_meta_registration.o \
+	src/catalog/zl_maskcodec.o \
 	src/catalog/zl_meta_subgroup.o \
 	src/catalog/zl_metaread.o \
 	src/catalog/zl_record.o \

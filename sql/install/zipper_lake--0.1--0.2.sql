@@ -470,3 +470,34 @@ AS 'MODULE_PATHNAME', 'zipper_lake_inspect_bytes'
 LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE ROWS 9;
 COMMENT ON FUNCTION zipper_lake.inspect_bytes(regclass) IS
     'the bytes of a table''s file (sub-groups, free extents, other pages) and of its catalog rows, part by part';
+
+-- ---------------------------------------------------------------------------
+-- Mask rows store their positions compact (src/catalog/zl_maskcodec.c): a
+-- bytea of varints -- how many, the first, then each gap to the next less
+-- one, ascending and distinct -- instead of an int[] of 4 bytes a position.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION zipper_lake._upgrade_mask_positions(positions int[])
+RETURNS bytea LANGUAGE plpgsql IMMUTABLE STRICT AS $$
+DECLARE
+    sorted int[] := ARRAY(SELECT DISTINCT p FROM unnest(positions) p ORDER BY p);
+    result bytea := ''::bytea;
+    previous bigint := -1;
+    v bigint;
+BEGIN
+    FOR i IN 0 .. coalesce(array_length(sorted, 1), 0) LOOP
+        v := CASE WHEN i = 0 THEN coalesce(array_length(sorted, 1), 0)
+                  ELSE sorted[i] - previous - 1 END;
+        IF i > 0 THEN
+            previous := sorted[i];
+        END IF;
+        WHILE v >= 128 LOOP         -- seven bits a byte, lowest first
+            result := result || set_byte('\x00'::bytea, 0, (v % 128 + 128)::int);
+            v := v / 128;
+        END LOOP;
+        result := result || set_byte('\x00'::bytea, 0, v::int);
+    END LOOP;
+    RETURN result;
+END $$;
+ALTER TABLE zipper_lake.mask
+    ALTER COLUMN positions TYPE bytea USING zipper_lake._upgrade_mask_positions(positions);
+DROP FUNCTION zipper_lake._upgrade_mask_positions(int[]);

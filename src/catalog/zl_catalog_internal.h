@@ -100,6 +100,7 @@ typedef enum ZLMetaQuery
 	Q_TAKE_FREE_EXTENTS,
 	Q_DELETE_SUBGROUP_MASKS,
 	Q_INSERT_MASK,
+	Q_INSERT_MASK_ARRAY,
 	Q_TIME_ZONE_EXISTS,
 	Q_TABLE_STORAGES,
 	Q_STORAGE_OWNER,
@@ -140,5 +141,12 @@ extern int	zl_meta_exec(ZLMetaQuery query, Datum *values, const char *nulls,
 						 Snapshot snapshot, bool read_only);
 extern void zl_meta_run(ZLMetaQuery query, Datum *values, const char *nulls);
 extern int64 zl_meta_result_int64(int row, int col);
+
+/* zl_maskcodec.c */
+#define ZL_MASK_POSITIONS_ATTNUM 3	/* zipper_lake.mask.positions */
+extern bytea *zl_mask_encode(int32 *positions, int n);
+extern int32 *zl_mask_decode(const bytea *bytes, int64 subgroup_id, int *n);
+extern bool zl_mask_compact(Oid mask_catalog);
+extern int32 *zl_mask_positions(Datum datum, bool compact, int64 subgroup_id, int *n);
 
 #endif							/* ZL_CATALOG_INTERNAL_H */

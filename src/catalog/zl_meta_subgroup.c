@@ -293,35 +293,43 @@ zl_meta_insert_masks(Relation rel, int nmasks, const int64 *subgroup_ids,
 					 int32 *const *positions, const int *npositions)
 {
 	Datum	   *ids = palloc(sizeof(Datum) * Max(nmasks, 1));
-	Datum	   *firsts = palloc(sizeof(Datum) * Max(nmasks, 1));
-	Datum	   *lasts = palloc(sizeof(Datum) * Max(nmasks, 1));
-	Datum	   *all;
-	int			nall = 0;
-	Datum		values[5];
+	Datum	   *masks = palloc(sizeof(Datum) * Max(nmasks, 1));
+	bool		compact = zl_mask_compact(zl_meta_catalog()->mask);
+	Datum		values[3];
 
 	if (nmasks == 0)
 		return;
-	/* every mask's positions in one array; each mask takes a slice of it */
-	for (int i = 0; i < nmasks; i++)
-		nall += npositions[i];
-	all = palloc(sizeof(Datum) * Max(nall, 1));
-	nall = 0;
+	values[0] = Int64GetDatum((int64) zl_storage_id(rel));
+	if (!compact)
+	{
+		/* 0.1's catalog, until ALTER EXTENSION UPDATE: an int[] a row */
+		for (int i = 0; i < nmasks; i++)
+		{
+			Datum	   *elements = palloc(sizeof(Datum) * Max(npositions[i], 1));
+
+			for (int k = 0; k < npositions[i]; k++)
+				elements[k] = Int32GetDatum(positions[i][k]);
+			values[1] = Int64GetDatum(subgroup_ids[i]);
+			values[2] = PointerGetDatum(construct_array(elements, npositions[i], INT4OID,
+														sizeof(int32), true, TYPALIGN_INT));
+			zl_meta_run(Q_INSERT_MASK_ARRAY, values, NULL);
+		}
+		zl_storage_count_metadata_change(rel);
+		return;
+	}
+	/* each mask's positions compact (zl_maskcodec.c), all in one statement */
 	for (int i = 0; i < nmasks; i++)
 	{
+		int32	   *copy = palloc(sizeof(int32) * Max(npositions[i], 1));
+
+		memcpy(copy, positions[i], sizeof(int32) * npositions[i]);
 		ids[i] = Int64GetDatum(subgroup_ids[i]);
-		firsts[i] = Int32GetDatum(nall + 1);
-		for (int k = 0; k < npositions[i]; k++)
-			all[nall++] = Int32GetDatum(positions[i][k]);
-		lasts[i] = Int32GetDatum(nall);
+		masks[i] = PointerGetDatum(zl_mask_encode(copy, npositions[i]));
+		pfree(copy);
 	}
-	values[0] = Int64GetDatum((int64) zl_storage_id(rel));
 	values[1] = PointerGetDatum(construct_array(ids, nmasks, INT8OID, sizeof(int64),
 												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	values[2] = PointerGetDatum(construct_array(all, nall, INT4OID, sizeof(int32), true,
-												TYPALIGN_INT));
-	values[3] = PointerGetDatum(construct_array(firsts, nmasks, INT4OID, sizeof(int32), true,
-												TYPALIGN_INT));
-	values[4] = PointerGetDatum(construct_array(lasts, nmasks, INT4OID, sizeof(int32), true,
+	values[2] = PointerGetDatum(construct_array(masks, nmasks, BYTEAOID, -1, false,
 												TYPALIGN_INT));
 	zl_meta_run(Q_INSERT_MASK, values, NULL);
 	zl_storage_count_metadata_change(rel);

@@ -211,11 +211,14 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		"DELETE FROM zipper_lake.mask WHERE storage_id = $1 AND subgroup_id = $2",
 		2, {INT8OID, INT8OID}
 	},
+	[Q_INSERT_MASK_ARRAY] = {
+		"INSERT INTO zipper_lake.mask (storage_id, subgroup_id, positions) VALUES ($1, $2, $3)",
+		3, {INT8OID, INT8OID, INT4ARRAYOID}
+	},
 	[Q_INSERT_MASK] = {
 		"INSERT INTO zipper_lake.mask (storage_id, subgroup_id, positions)"
-		" SELECT $1, u.subgroup_id, $3[u.first:u.last]"
-		" FROM unnest($2, $4, $5) AS u(subgroup_id, first, last)",
-		5, {INT8OID, INT8ARRAYOID, INT4ARRAYOID, INT4ARRAYOID, INT4ARRAYOID}
+		" SELECT $1, u.subgroup_id, u.positions FROM unnest($2, $3) AS u(subgroup_id, positions)",
+		3, {INT8OID, INT8ARRAYOID, BYTEAARRAYOID}
 	},
 	[Q_TABLE_STORAGES] = {
 		"SELECT storage_id FROM zipper_lake.storage WHERE relid = $1", 1, {OIDOID}

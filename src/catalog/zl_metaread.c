@@ -271,16 +271,15 @@ zl_meta_or_mask(ZLSubGroup *sg, const int32 *positions, int npositions,
 	sg->masked_rows += added;
 }
 
-/* the same for a positions array datum */
+/* the same for a mask row's positions (zl_maskcodec.c; compact: not 0.1's array) */
 static void
-apply_mask(ZLSubGroup *sg, Datum positions_datum, MemoryContext context)
+apply_mask(ZLSubGroup *sg, Datum positions_datum, bool compact, MemoryContext context)
 {
-	ArrayType  *array = DatumGetArrayTypeP(positions_datum);
+	int			n;
+	int32	   *positions = zl_mask_positions(positions_datum, compact, sg->subgroup_id, &n);
 
-	zl_meta_or_mask(sg, (int32 *) ARR_DATA_PTR(array),
-					ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array)), context);
-	if ((Pointer) array != DatumGetPointer(positions_datum))
-		pfree(array);
+	zl_meta_or_mask(sg, positions, n, context);
+	pfree(positions);
 }
 
 /*
@@ -294,10 +293,12 @@ load_masks(uint64 storage_id, Snapshot snapshot, ZLSubGroup *sgs, int n, bool al
 	Relation	rel;
 	Datum	   *values;
 	bool	   *isnull;
+	bool		compact;
 
 	if (n == 0)
 		return;
 	rel = open_catalog(zl_meta_catalog()->mask, MASK_NATTS);
+	compact = TupleDescAttr(RelationGetDescr(rel), MASK_POSITIONS - 1)->atttypid == BYTEAOID;
 	values = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
 	isnull = palloc(sizeof(bool) * RelationGetDescr(rel)->natts);
 	for (int i = 0; i < (all ? 1 : n); i++)
@@ -316,7 +317,7 @@ load_masks(uint64 storage_id, Snapshot snapshot, ZLSubGroup *sgs, int n, bool al
 			sg = all ? zl_meta_find_subgroup(sgs, n, DatumGetInt64(values[MASK_SUBGROUP_ID - 1]))
 				: &sgs[i];
 			if (sg != NULL && !isnull[MASK_POSITIONS - 1])	/* NULL: a sub-group it lacks */
-				apply_mask(sg, values[MASK_POSITIONS - 1], context);
+				apply_mask(sg, values[MASK_POSITIONS - 1], compact, context);
 		}
 		systable_endscan(scan);
 	}
@@ -392,14 +393,13 @@ void
 zl_meta_row_mask(ZLMetaRowReader *reader, int64 *subgroup_id, int32 **positions,
 				 int *npositions)
 {
-	ArrayType  *array;
-
 	*subgroup_id = DatumGetInt64(reader->values[MASK_SUBGROUP_ID - 1]);
 	if (positions == NULL)
 		return;
-	array = DatumGetArrayTypePCopy(reader->values[MASK_POSITIONS - 1]);
-	*positions = (int32 *) ARR_DATA_PTR(array);
-	*npositions = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));
+	*positions = zl_mask_positions(reader->values[MASK_POSITIONS - 1],
+								   TupleDescAttr(RelationGetDescr(reader->rel),
+												 MASK_POSITIONS - 1)->atttypid == BYTEAOID,
+								   *subgroup_id, npositions);
 }
 
 static int
