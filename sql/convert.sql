@@ -37,6 +37,9 @@ SELECT count(*) AS differences FROM (
   (SELECT * FROM acct_h EXCEPT ALL SELECT * FROM acct_ref)
   UNION ALL (SELECT * FROM acct_ref EXCEPT ALL SELECT * FROM acct_h)) d;
 SELECT partition_end IS NULL AS unplaced, sum(row_count) FROM zipper_lake.inspect('acct_h') GROUP BY 1;
+-- its storage is the table's (not the transient relation's of the rewrite)
+SELECT relid = 'acct_h'::regclass AS storage_of_the_table FROM zipper_lake.storage
+ WHERE storage_id = zipper_lake._storage_id('acct_h');
 
 -- registered: placed, and history reads as it did on the heap table
 SELECT zipper_lake.register('acct_h', ARRAY['id']);
@@ -88,3 +91,6 @@ SELECT * FROM zipper_lake.verify('ovl');
 
 -- a row-level AFTER trigger cannot come along (triggers.sql)
 DROP TABLE acct_h, acct_ref, acct_ch, ovl;
+-- and their metadata went with them
+SELECT count(*) AS orphan_storages FROM zipper_lake.storage s
+ WHERE NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = s.relid);

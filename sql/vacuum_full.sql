@@ -90,3 +90,5 @@ INSERT INTO vf_rows VALUES (1, '2026-01-01', 'infinity');
 VACUUM FULL vf_rows;
 SELECT count(*) FROM vf_rows;
 DROP TABLE vf, vf_ch, vf_ref, vf_ref2, vf_record, vf_rows;
+SELECT count(*) AS orphan_storages FROM zipper_lake.storage s
+ WHERE NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = s.relid);

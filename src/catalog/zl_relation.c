@@ -19,9 +19,11 @@
 
 #include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "access/table.h"
 #include "commands/defrem.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -207,10 +209,12 @@ zl_catalog_row_as_written(Oid catalog, Oid index, int nkeys, ScanKey keys)
 
 /*
  * The table a table rewrite rewrites, when rel is the transient relation it
- * fills: make_new_heap names it "pg_temp_<oid of the table>" in the table's
- * schema, and after the rewrite its file becomes the table's (VACUUM FULL,
- * ALTER TABLE forms that rewrite, SET ACCESS METHOD).  InvalidOid for any
- * other relation.
+ * fills; after the rewrite its file becomes the table's (VACUUM FULL,
+ * ALTER TABLE forms that rewrite, SET ACCESS METHOD).  make_new_heap
+ * records it in pg_class.relrewrite; while that row is being made
+ * (relation_set_new_filenode) it is known by the name make_new_heap gives
+ * the relation, "pg_temp_<oid>" in the table's schema, and by the lock the
+ * rewrite holds on the table.  InvalidOid for any other relation.
  */
 Oid
 zl_rewritten_table(Relation rel)
@@ -218,14 +222,21 @@ zl_rewritten_table(Relation rel)
 	const char *name = RelationGetRelationName(rel);
 	char	   *end;
 	unsigned long oid;
+	Relation	original;
+	bool		rewritten;
 
+	if (OidIsValid(rel->rd_rel->relrewrite))
+		return rel->rd_rel->relrewrite;
 	if (strncmp(name, "pg_temp_", 8) != 0 || !isdigit((unsigned char) name[8]))
 		return InvalidOid;
 	errno = 0;
 	oid = strtoul(name + 8, &end, 10);
 	if (errno != 0 || *end != '\0' || oid == InvalidOid || oid > PG_UINT32_MAX ||
 		(Oid) oid == RelationGetRelid(rel) ||
-		get_rel_namespace((Oid) oid) != RelationGetNamespace(rel))
+		(original = try_relation_open((Oid) oid, NoLock)) == NULL)
 		return InvalidOid;
-	return (Oid) oid;
+	rewritten = RelationGetNamespace(original) == RelationGetNamespace(rel) &&
+		CheckRelationLockedByMe(original, AccessExclusiveLock, true);
+	relation_close(original, NoLock);
+	return rewritten ? (Oid) oid : InvalidOid;
 }
