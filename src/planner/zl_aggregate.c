@@ -23,8 +23,9 @@
  * the users' "SELECT branch, count(*), sum(balance) ... GROUP BY branch".
  * Each row's group is found in a hash table keyed by the grouping columns
  * under the GROUP BY clause's equality operators (execGrouping.c, as the
- * hashed Agg node finds it; zl_aggregate_group.c), whose entries carry the
- * groups' transition states.  A columnar chunk's rows are looked up first,
+ * hashed Agg node finds it; zl_aggregate_group.c, with a memo of bitwise
+ * keys in front: zl_aggregate_memo.c), whose entries carry the groups'
+ * transition states.  A columnar chunk's rows are looked up first,
  * from the decoded grouping columns, then each aggregate walks the column
  * it reads stepping each row's group.  Beyond hash_mem the table freezes;
  * rows of other groups are sorted by key (and scan order) and aggregated
