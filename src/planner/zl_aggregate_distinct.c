@@ -226,6 +226,23 @@ zl_distinct_add(ZLDistinctInput *d, Datum value, bool isnull)
 		spill(d);
 }
 
+/* the inputs values[rows[k]] / nulls[rows[k]] of a batch of rows, in order */
+void
+zl_distinct_add_rows(ZLDistinctInput *d, const Datum *values, const bool *nulls,
+					 const uint32 *rows, uint32 nrows)
+{
+	for (uint32 k = 0; k < nrows; k++)
+	{
+		uint32		r = rows[k];
+
+		/* the memo's values, most of a column with few, skipped in this loop */
+		if (d->memo != NULL && d->set != NULL && !nulls[r] &&
+			zl_key_memo_get(d->memo, values[r]) != NULL)
+			continue;
+		zl_distinct_add(d, values[r], nulls[r]);
+	}
+}
+
 static int
 compare_sorted(const void *a, const void *b, void *arg)
 {

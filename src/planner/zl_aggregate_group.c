@@ -231,6 +231,27 @@ zl_groups_find(ZLGroups *g, const Datum *keys, const bool *nulls, bool *isnew)
 	return entry->additional;
 }
 
+/*
+ * The groups the memo knows of a batch's rows (a single key: the values
+ * and nulls of its column at rows[0 .. nrows-1]) into groups[], NULL where
+ * it does not know them (then zl_groups_find); false without a memo.  One
+ * tight loop, so that the rows' slots are read while others are compared.
+ */
+bool
+zl_groups_find_known(ZLGroups *g, const Datum *keys, const bool *nulls, const uint32 *rows,
+					 uint32 nrows, void **groups)
+{
+	if (g->memo == NULL)
+		return false;
+	for (uint32 i = 0; i < nrows; i++)
+	{
+		uint32		r = rows[i];
+
+		groups[i] = nulls[r] ? g->null_group : zl_key_memo_get(g->memo, keys[r]);
+	}
+	return true;
+}
+
 /* a row of a group the frozen table lacks: the row_desc columns given */
 void
 zl_groups_spill(ZLGroups *g, const Datum *values, const bool *nulls)

@@ -115,6 +115,8 @@ extern ZLDistinctInput *zl_distinct_create(Oid type, Oid eqop, Oid sortop, bool 
 extern void zl_distinct_reset(ZLDistinctInput *d);
 extern void zl_distinct_end(ZLDistinctInput *d);
 extern void zl_distinct_add(ZLDistinctInput *d, Datum value, bool isnull);
+extern void zl_distinct_add_rows(ZLDistinctInput *d, const Datum *values, const bool *nulls,
+								 const uint32 *rows, uint32 nrows);
 extern void zl_distinct_finish(ZLDistinctInput *d);
 extern bool zl_distinct_next(ZLDistinctInput *d, Datum *value, bool *isnull);
 
@@ -127,6 +129,8 @@ extern ZLGroups *zl_groups_create(struct PlanState *parent, TupleDesc row_desc, 
 								  Size entry_size, double groups);
 extern MemoryContext zl_groups_state_memory(ZLGroups *g);
 extern void *zl_groups_find(ZLGroups *g, const Datum *keys, const bool *nulls, bool *isnew);
+extern bool zl_groups_find_known(ZLGroups *g, const Datum *keys, const bool *nulls,
+								 const uint32 *rows, uint32 nrows, void **groups);
 extern void zl_groups_spill(ZLGroups *g, const Datum *values, const bool *nulls);
 extern void zl_groups_input_done(ZLGroups *g);
 extern bool zl_groups_next_hashed(ZLGroups *g, TupleTableSlot **key, void **data);
