@@ -65,6 +65,7 @@ OBJS = \
 	src/planner/zl_aggregate.o \
 	src/planner/zl_aggregate_distinct.o \
 	src/planner/zl_aggregate_group.o \
+	src/planner/zl_aggregate_memo.o \
 	src/planner/zl_chunkfilter.o \
 	src/planner/zl_clauses.o \
 	src/planner/zl_customscan.o \

@@ -5,7 +5,8 @@
 -- row history, NULLs, NaN, collations, empty answers, expressions over
 -- aggregates, DISTINCT (in memory and spilled), parameters, rescans,
 -- masks, rollbacks and parallel plans; grouped by columns of the table
--- (NULL keys, collations, HAVING, groups beyond work_mem). Queries it does
+-- (NULL keys, collations, HAVING, groups beyond work_mem), also through the
+-- memo of bitwise keys in front of its hash tables. Queries it does
 -- not take (grouping by expressions, DISTINCT with GROUP BY, FILTER, other
 -- filters, other aggregates) keep the Agg node.
 SET timezone = 'UTC';
@@ -280,3 +281,110 @@ SELECT sum(n) FROM agg_zl WHERE valid_to = 'infinity';
 ROLLBACK;
 REVOKE SELECT ON agg_zl FROM regress_zl_agg_reader;
 DROP ROLE regress_zl_agg_reader;
+
+-- The memo in front of the node's hash tables (zl_aggregate_memo.c): a
+-- single GROUP BY or DISTINCT column whose equality is bitwise (int2,
+-- int4, int8, bool, date, timestamptz) finds a row's group, or a seen
+-- value, in 1024 direct-mapped slots before the hash table.  The same rows
+-- as the Agg node's (agg_spill_check: EXCEPT ALL both ways, none) with far
+-- more keys than slots (keys sharing a slot, in interleaved rows), NULL
+-- next to 0 and false, negative values, int8 keys alike in their low 32
+-- bits, -0 next to 0 in a float8 key (no memo), groups beyond work_mem
+-- (the frozen table's found in the memo, the others sorted), DISTINCT sets
+-- beyond it, rescans with new bounds, columnar and row history.
+CREATE TABLE memo_zl (id int, g int, g8 bigint, g2 smallint, b bool, d date, ts timestamptz,
+                      f float8, n numeric, valid_from timestamptz NOT NULL,
+                      valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+SELECT zipper_lake.register('memo_zl', ARRAY['id']);
+CREATE TABLE memo_rows (LIKE memo_zl) USING zipper_lake;
+SELECT zipper_lake.register('memo_rows', ARRAY['id'], history_format => 'rows');
+
+-- 6,000 keys changed on three days; about 5,000 values of g, 3,000 of
+-- g8 (each twice: x and x + 2^32), 4,000 of g2, in scattered order
+CREATE TABLE memo_ch AS
+  SELECT k AS id,
+         CASE WHEN (k + day) % 97 = 0 THEN NULL ELSE (k * 7919 + day) % 5003 - 2501 END AS g,
+         CASE WHEN (k + day) % 89 = 0 THEN NULL
+              ELSE ((k * 31 + day) % 3000 - 1500)::bigint + ((k % 2)::bigint << 32) END AS g8,
+         CASE WHEN (k + day) % 83 = 0 THEN NULL ELSE ((k * 13 + day) % 4001 - 2000)::smallint END AS g2,
+         CASE WHEN (k + day) % 5 = 0 THEN NULL ELSE (k + day) % 3 = 0 END AS b,
+         CASE WHEN (k + day) % 79 = 0 THEN NULL
+              ELSE date '2000-01-01' + ((k * 17 + day) % 4099 - 2049) END AS d,
+         CASE WHEN (k + day) % 73 = 0 THEN NULL
+              ELSE timestamptz '2000-01-01' + ((k * 11 + day) % 2999 - 1500) * interval '1 hour' END AS ts,
+         CASE (k + day) % 4 WHEN 0 THEN '-0'::float8 WHEN 1 THEN '0'::float8 ELSE (k % 50) END AS f,
+         (k * (day + 1)) / 7.0 AS n,
+         timestamptz '2026-01-01' + day * interval '1 day' + (k % 600) * interval '1 minute' AS change_time,
+         CASE WHEN day > 0 AND (k + day) % 19 = 0 THEN 'D' ELSE 'U' END AS op,
+         day
+    FROM generate_series(1, 6000) k, generate_series(0, 2) day
+   WHERE day = 0 OR (k + day) % 3 <> 0;
+DO $$
+BEGIN
+  FOR batch_day IN 0 .. 2 LOOP
+    DROP TABLE IF EXISTS memo_batch;
+    CREATE TEMP TABLE memo_batch AS SELECT * FROM memo_ch WHERE day = batch_day;
+    ALTER TABLE memo_batch DROP COLUMN day;
+    PERFORM zipper_lake.apply_changes('memo_zl', 'memo_batch');
+    PERFORM zipper_lake.apply_changes('memo_rows', 'memo_batch');
+  END LOOP;
+END $$;
+SELECT (SELECT count(*) FROM memo_zl) AS versions,
+       (SELECT count(DISTINCT g) FROM memo_zl) AS g_values,
+       (SELECT count(DISTINCT g8) FROM memo_zl) AS g8_values,
+       (SELECT count(DISTINCT g8::int4) FROM memo_zl WHERE g8 BETWEEN -2147483648 AND 2147483647) AS g8_low_values;
+
+CREATE TABLE memo_queries (q int, query text);
+INSERT INTO memo_queries VALUES
+  -- every row of the history (a bound, for a ZipperScan of row history),
+  -- grouped by each column (f: no memo)
+  (1, $q$SELECT g, count(*), sum(n), min(id), max(g2) FROM %1$s WHERE valid_to > '2026-01-01' GROUP BY g$q$),
+  (2, $q$SELECT g8, count(*), sum(n), min(id) FROM %1$s WHERE valid_to > '2026-01-01' GROUP BY g8$q$),
+  (3, $q$SELECT g2, count(*), sum(g), max(n) FROM %1$s WHERE valid_to > '2026-01-01' GROUP BY g2$q$),
+  (4, $q$SELECT b, count(*), sum(n), min(g) FROM %1$s WHERE valid_to > '2026-01-01' GROUP BY b$q$),
+  (5, $q$SELECT d, count(*), sum(n) FROM %1$s WHERE valid_to > '2026-01-01' GROUP BY d$q$),
+  (6, $q$SELECT ts, count(*), max(n) FROM %1$s WHERE valid_to > '2026-01-01' GROUP BY ts$q$),
+  (7, $q$SELECT f, count(*), sum(n) FROM %1$s WHERE valid_to > '2026-01-01' GROUP BY f$q$),
+  -- the changes of a day (chunks checked row by row), HAVING
+  (8, $q$SELECT g, count(*), sum(n) FROM %1$s
+          WHERE valid_from >= '2026-01-02' AND valid_from < '2026-01-03' GROUP BY g$q$),
+  (9, $q$SELECT g8, count(*) FROM %1$s WHERE valid_to = 'infinity' GROUP BY g8 HAVING count(*) > 1$q$),
+  -- DISTINCT of each column
+  (10, $q$SELECT count(DISTINCT g) AS g, sum(DISTINCT g) AS sg, count(DISTINCT g8) AS g8,
+                 sum(DISTINCT g8) AS sg8, count(DISTINCT g2) AS g2, sum(DISTINCT g2) AS sg2,
+                 count(DISTINCT b) AS b, count(DISTINCT d) AS d, min(DISTINCT d) AS md,
+                 count(DISTINCT ts) AS ts, count(DISTINCT f) AS f, count(*) AS c FROM %1$s WHERE valid_to > '2026-01-01'$q$),
+  (11, $q$SELECT count(DISTINCT g) AS g, sum(DISTINCT g8) AS sg8, count(*) AS c FROM %1$s
+           WHERE valid_from >= '2026-01-02' AND valid_from < '2026-01-03'$q$),
+  -- a subquery per outer row: the node is rescanned with new bounds, its
+  -- table and memo emptied in between
+  (12, $q$SELECT day, (SELECT string_agg(s.g || ':' || s.c, ',' ORDER BY s.g)
+                       FROM (SELECT g, count(*) AS c FROM %1$s WHERE valid_from <= o.at AND valid_to > o.at
+                             GROUP BY g) s) AS groups,
+                (SELECT count(DISTINCT g8) FROM %1$s WHERE valid_from <= o.at AND valid_to > o.at) AS distinct_g8
+         FROM (SELECT day, timestamptz '2026-01-01 12:00' + day * interval '1 day' AS at
+                 FROM generate_series(0, 2) day) o$q$);
+
+SELECT q, tbl, c.*
+  FROM memo_queries, (VALUES ('memo_zl'), ('memo_rows')) t(tbl),
+       agg_spill_check(format(query, tbl)) c
+ ORDER BY q, tbl;
+-- beyond work_mem: the frozen table's groups still found in the memo, the
+-- rows of the others sorted; DISTINCT sets spilled to a sort
+SET work_mem = '64kB';
+SELECT q, tbl, c.*
+  FROM memo_queries, (VALUES ('memo_zl'), ('memo_rows')) t(tbl),
+       agg_spill_check(format(query, tbl)) c
+ WHERE q IN (1, 2, 3, 5, 6, 8, 10, 11, 12)
+ ORDER BY q, tbl;
+RESET work_mem;
+
+-- the groups of keys alike in their low 32 bits stay apart; NULL is not 0
+SELECT g8 >> 32 AS high, count(*) AS groups, sum(c) AS rows
+  FROM (SELECT g8, count(*) AS c FROM memo_zl GROUP BY g8) s
+ GROUP BY 1 ORDER BY 1;
+SELECT * FROM (SELECT g, count(*) FROM memo_zl GROUP BY g OFFSET 0) s
+ WHERE g = 0 OR g IS NULL ORDER BY g;
+SELECT b, count(*) FROM memo_zl GROUP BY b ORDER BY b;
+

@@ -151,8 +151,15 @@ scan_check_chunk_rows(ZLScanDesc scan)
 	const bool *from_nulls,
 			   *to_nulls;
 
+	/*
+	 * Bounds on valid_from alone ("began that day") pass any valid_to: that
+	 * column is not decoded for them (the instant 0 stands for every row's).
+	 */
+	bool		to_open = !b->either && b->to_lo == ZL_UNBOUNDED_LO && b->to_hi == ZL_UNBOUNDED_HI;
+
 	chunk_period_values(scan, scan->opts.from_attnum, &from_values, &from_nulls);
-	chunk_period_values(scan, scan->opts.to_attnum, &to_values, &to_nulls);
+	if (!to_open)
+		chunk_period_values(scan, scan->opts.to_attnum, &to_values, &to_nulls);
 	if (n > scan->chunk_pass_size)
 	{
 		if (scan->chunk_pass != NULL)
@@ -165,7 +172,7 @@ scan_check_chunk_rows(ZLScanDesc scan)
 	for (uint32 i = 0; i < n; i++)
 	{
 		int64		from = period_instant(scan, from_values[i], from_nulls[i]);
-		int64		to = period_instant(scan, to_values[i], to_nulls[i]);
+		int64		to = to_open ? 0 : period_instant(scan, to_values[i], to_nulls[i]);
 
 		scan->chunk_pass[i] = zl_bounds_match(b, from, to);
 		if (from > b->from_hi && scan->chunk_past_end == scan->chunk_end)

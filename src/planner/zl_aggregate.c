@@ -23,8 +23,9 @@
  * the users' "SELECT branch, count(*), sum(balance) ... GROUP BY branch".
  * Each row's group is found in a hash table keyed by the grouping columns
  * under the GROUP BY clause's equality operators (execGrouping.c, as the
- * hashed Agg node finds it; zl_aggregate_group.c), whose entries carry the
- * groups' transition states.  A columnar chunk's rows are looked up first,
+ * hashed Agg node finds it; zl_aggregate_group.c, with a memo of bitwise
+ * keys in front: zl_aggregate_memo.c), whose entries carry the groups'
+ * transition states.  A columnar chunk's rows are looked up first,
  * from the decoded grouping columns, then each aggregate walks the column
  * it reads stepping each row's group.  Beyond hash_mem the table freezes;
  * rows of other groups are sorted by key (and scan order) and aggregated
@@ -906,6 +907,7 @@ batch_row_groups(ZipperAggregateState *state, const ZLRowBatch *batch)
 	const Datum **values = state->batch_values;
 	const bool **nulls = state->batch_nulls;
 	int			ncolumns = state->nspill;
+	bool		known;
 
 	if (batch->nrows > state->batch_groups_size)
 	{
@@ -917,11 +919,16 @@ batch_row_groups(ZipperAggregateState *state, const ZLRowBatch *batch)
 	}
 	for (int k = 0; k < ncolumns; k++)
 		batch_column(batch, state->spill_attnums[k], &values[k], &nulls[k]);
+	/* first the groups the memo knows (a single bitwise key), then the rest */
+	known = zl_groups_find_known(state->groups, values[0], nulls[0], batch->rows, batch->nrows,
+								 (void **) state->batch_groups);
 	for (uint32 i = 0; i < batch->nrows; i++)
 	{
 		uint32		r = batch->rows[i];
 		AggTrans   *trans;
 
+		if (known && state->batch_groups[i] != NULL)
+			continue;
 		for (int k = 0; k < state->ngroup; k++)
 		{
 			state->spill_values[k] = values[k][r];
@@ -977,8 +984,7 @@ aggregate_batch(ZipperAggregateState *state, const ZLRowBatch *batch)
 		ResetExprContext(econtext);
 		if (agg->distinct != NULL)
 		{
-			for (uint32 k = 0; k < batch->nrows; k++)
-				zl_distinct_add(agg->distinct, values[batch->rows[k]], nulls[batch->rows[k]]);
+			zl_distinct_add_rows(agg->distinct, values, nulls, batch->rows, batch->nrows);
 			continue;
 		}
 		if (state->groups != NULL)

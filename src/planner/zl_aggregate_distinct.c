@@ -18,6 +18,11 @@
  * nodeAgg.c gives each DISTINCT aggregate) whatever the number of distinct
  * values (README "Bounded memory").
  *
+ * A bitwise equality (an integer, a date: zl_aggregate_memo.c) puts a memo
+ * of values already in the set in front of it, so that a repeated value
+ * costs no call of the hash and equality functions; it is forgotten when
+ * the set spills or is emptied.
+ *
  * NULL inputs are not in the set: the aggregates taken (zl_aggregate.c)
  * ignore them or are strict; whether one came is remembered, and a
  * non-strict one gets a single NULL where the sort order puts it.
@@ -71,6 +76,7 @@ struct ZLDistinctInput
 	FmgrInfo	hash;			/* a hash function for it; fn_oid 0: none */
 	MemoryContext memory;		/* the set, its values, the sort */
 	distinctset_hash *set;		/* NULL once spilled (or without hashing) */
+	ZLKeyMemo  *memo;			/* bitwise equality: values in the set; or NULL */
 	Tuplesortstate *sort;		/* else the inputs, sorted at the end */
 	bool		saw_null;
 
@@ -116,6 +122,7 @@ zl_distinct_create(Oid type, Oid eqop, Oid sortop, bool nulls_first, Oid collati
 	fmgr_info(get_opcode(eqop), &d->equal);
 	if (get_op_hash_functions(eqop, &hashfn, NULL))
 		fmgr_info(hashfn, &d->hash);
+	d->memo = zl_key_memo_create(type, eqop);
 	zl_distinct_reset(d);
 	return d;
 }
@@ -141,6 +148,8 @@ zl_distinct_reset(ZLDistinctInput *d)
 	d->set = NULL;
 	d->sorted = NULL;
 	d->saw_null = false;
+	if (d->memo != NULL)
+		zl_key_memo_clear(d->memo);
 	old = MemoryContextSwitchTo(d->memory);
 	if (OidIsValid(d->hash.fn_oid))
 		d->set = distinctset_create(d->memory, 64, d);
@@ -176,6 +185,8 @@ spill(ZLDistinctInput *d)
 	/* the table goes; the values copied for it stay until the reset */
 	distinctset_destroy(d->set);
 	d->set = NULL;
+	if (d->memo != NULL)
+		zl_key_memo_clear(d->memo);
 }
 
 /* one input */
@@ -195,7 +206,12 @@ zl_distinct_add(ZLDistinctInput *d, Datum value, bool isnull)
 		tuplesort_putdatum(d->sort, value, false);
 		return;
 	}
+	if (d->memo != NULL && zl_key_memo_get(d->memo, value) != NULL)
+		return;
 	entry = distinctset_insert(d->set, value, &found);
+	/* the memo knows the value from now on (any non-NULL pointer will do) */
+	if (d->memo != NULL)
+		zl_key_memo_put(d->memo, value, d);
 	if (found)
 		return;
 	if (!d->typbyval)
@@ -208,6 +224,23 @@ zl_distinct_add(ZLDistinctInput *d, Datum value, bool isnull)
 	}
 	if (MemoryContextMemAllocated(d->memory, true) > (Size) work_mem * 1024 / 2)
 		spill(d);
+}
+
+/* the inputs values[rows[k]] / nulls[rows[k]] of a batch of rows, in order */
+void
+zl_distinct_add_rows(ZLDistinctInput *d, const Datum *values, const bool *nulls,
+					 const uint32 *rows, uint32 nrows)
+{
+	for (uint32 k = 0; k < nrows; k++)
+	{
+		uint32		r = rows[k];
+
+		/* the memo's values, most of a column with few, skipped in this loop */
+		if (d->memo != NULL && d->set != NULL && !nulls[r] &&
+			zl_key_memo_get(d->memo, values[r]) != NULL)
+			continue;
+		zl_distinct_add(d, values[r], nulls[r]);
+	}
 }
 
 static int

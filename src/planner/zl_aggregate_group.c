@@ -22,6 +22,14 @@
  * disk beyond it: one hash_mem whatever the number of groups, as nodeAgg.c
  * keeps a hashed aggregate (README "Bounded memory").
  *
+ * A single key whose equality is bitwise (an integer, a date, a
+ * timestamp: zl_aggregate_memo.c) has a memo in front of the table: the
+ * key's group from the memo when it holds the key, else from the table
+ * (and then remembered); the NULL key's group is remembered apart.  Only
+ * groups the table holds are remembered, and the memo is forgotten with
+ * the table, so it changes nothing but the time a row takes: a row of a
+ * group the frozen table lacks still misses and is spilled.
+ *
  * At the end the caller reads the table's groups (zl_groups_next_hashed),
  * then the sorted rows (zl_groups_next_spilled), told where each group
  * begins, and aggregates those one group at a time.
@@ -55,6 +63,8 @@ struct ZLGroups
 	MemoryContext state_memory; /* the caller's transition states */
 	MemoryContext temp_memory;	/* hashing and comparing */
 	TupleHashTable table;
+	ZLKeyMemo  *memo;			/* single bitwise key: its groups; else NULL */
+	void	   *null_group;		/* with the memo: the NULL key's, once found */
 	TupleTableSlot *key_slot;	/* a row's key, looked up */
 	TupleTableSlot *hash_slot;	/* a group's key, read back */
 	bool		frozen;
@@ -151,6 +161,8 @@ zl_groups_create(PlanState *parent, TupleDesc row_desc, int nkeys, const Oid *eq
 	g->same_key = execTuplesMatchPrepare(g->row_desc, nkeys, g->key_columns, eqops,
 										 g->collations, parent);
 	g->compare = CreateExprContext(parent->state);
+	if (nkeys == 1)
+		g->memo = zl_key_memo_create(TupleDescAttr(row_desc, 0)->atttypid, eqops[0]);
 	return g;
 }
 
@@ -178,7 +190,15 @@ zl_groups_find(ZLGroups *g, const Datum *keys, const bool *nulls, bool *isnew)
 {
 	TupleTableSlot *slot = g->key_slot;
 	TupleHashEntry entry;
+	void	   *known = NULL;
 
+	if (g->memo != NULL)
+		known = nulls[0] ? g->null_group : zl_key_memo_get(g->memo, keys[0]);
+	if (known != NULL)
+	{
+		*isnew = false;
+		return known;
+	}
 	ExecClearTuple(slot);
 	memcpy(slot->tts_values, keys, sizeof(Datum) * g->nkeys);
 	memcpy(slot->tts_isnull, nulls, sizeof(bool) * g->nkeys);
@@ -200,7 +220,36 @@ zl_groups_find(ZLGroups *g, const Datum *keys, const bool *nulls, bool *isnew)
 	}
 	else
 		*isnew = false;
+	if (g->memo != NULL)
+	{
+		/* the entry is in the table, and stays there until the reset */
+		if (nulls[0])
+			g->null_group = entry->additional;
+		else
+			zl_key_memo_put(g->memo, keys[0], entry->additional);
+	}
 	return entry->additional;
+}
+
+/*
+ * The groups the memo knows of a batch's rows (a single key: the values
+ * and nulls of its column at rows[0 .. nrows-1]) into groups[], NULL where
+ * it does not know them (then zl_groups_find); false without a memo.  One
+ * tight loop, so that the rows' slots are read while others are compared.
+ */
+bool
+zl_groups_find_known(ZLGroups *g, const Datum *keys, const bool *nulls, const uint32 *rows,
+					 uint32 nrows, void **groups)
+{
+	if (g->memo == NULL)
+		return false;
+	for (uint32 i = 0; i < nrows; i++)
+	{
+		uint32		r = rows[i];
+
+		groups[i] = nulls[r] ? g->null_group : zl_key_memo_get(g->memo, keys[r]);
+	}
+	return true;
 }
 
 /* a row of a group the frozen table lacks: the row_desc columns given */
@@ -312,6 +361,9 @@ zl_groups_reset(ZLGroups *g)
 	ExecClearTuple(g->group_slot);
 	ExecClearTuple(g->hash_slot);
 	ResetTupleHashTable(g->table);
+	if (g->memo != NULL)
+		zl_key_memo_clear(g->memo);
+	g->null_group = NULL;
 	MemoryContextReset(g->entry_memory);
 	MemoryContextReset(g->state_memory);
 	g->frozen = false;

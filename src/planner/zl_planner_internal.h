@@ -46,6 +46,66 @@ extern struct Path *zl_unfiltered_scan_path(struct PlannerInfo *root, struct Rel
 extern TupleTableSlot *zl_customscan_next_row(struct PlanState *node);
 extern bool zl_customscan_next_batch(struct PlanState *node, ZLRowBatch *batch);
 
+/* ---------- zl_aggregate_memo.c ---------- */
+
+#define ZL_KEY_MEMO_BITS	10
+
+typedef struct ZLKeyMemoEntry
+{
+	Datum		key;			/* normalized (zl_key_memo_normalize) */
+	void	   *value;			/* NULL: an empty slot */
+} ZLKeyMemoEntry;
+
+/* keys already in a hash table whose equality is bitwise, and their entries */
+typedef struct ZLKeyMemo
+{
+	uint64		mask;			/* the bits the type's equality compares */
+	bool		is_bool;		/* bool: compared as zero or not */
+	ZLKeyMemoEntry entries[1 << ZL_KEY_MEMO_BITS];
+} ZLKeyMemo;
+
+extern ZLKeyMemo *zl_key_memo_create(Oid type, Oid eqop);
+extern void zl_key_memo_clear(ZLKeyMemo *memo);
+
+/* the key as its equality sees it: equal keys, equal normalized datums */
+static inline Datum
+zl_key_memo_normalize(const ZLKeyMemo *memo, Datum key)
+{
+	if (memo->is_bool)
+		return (Datum) (key != 0);
+	return (Datum) ((uint64) key & memo->mask);
+}
+
+/* the slot of a normalized key (Fibonacci hashing) */
+static inline ZLKeyMemoEntry *
+zl_key_memo_slot(ZLKeyMemo *memo, Datum normalized)
+{
+	uint64		h = (uint64) normalized * UINT64CONST(0x9E3779B97F4A7C15);
+
+	return &memo->entries[h >> (64 - ZL_KEY_MEMO_BITS)];
+}
+
+/* what was remembered for a (non-NULL) key, or NULL */
+static inline void *
+zl_key_memo_get(ZLKeyMemo *memo, Datum key)
+{
+	Datum		normalized = zl_key_memo_normalize(memo, key);
+	ZLKeyMemoEntry *entry = zl_key_memo_slot(memo, normalized);
+
+	return entry->value != NULL && entry->key == normalized ? entry->value : NULL;
+}
+
+/* remember value (not NULL) for a key the table holds */
+static inline void
+zl_key_memo_put(ZLKeyMemo *memo, Datum key, void *value)
+{
+	Datum		normalized = zl_key_memo_normalize(memo, key);
+	ZLKeyMemoEntry *entry = zl_key_memo_slot(memo, normalized);
+
+	entry->key = normalized;
+	entry->value = value;
+}
+
 /* ---------- zl_aggregate_distinct.c ---------- */
 
 typedef struct ZLDistinctInput ZLDistinctInput;
@@ -55,6 +115,8 @@ extern ZLDistinctInput *zl_distinct_create(Oid type, Oid eqop, Oid sortop, bool 
 extern void zl_distinct_reset(ZLDistinctInput *d);
 extern void zl_distinct_end(ZLDistinctInput *d);
 extern void zl_distinct_add(ZLDistinctInput *d, Datum value, bool isnull);
+extern void zl_distinct_add_rows(ZLDistinctInput *d, const Datum *values, const bool *nulls,
+								 const uint32 *rows, uint32 nrows);
 extern void zl_distinct_finish(ZLDistinctInput *d);
 extern bool zl_distinct_next(ZLDistinctInput *d, Datum *value, bool *isnull);
 
@@ -67,6 +129,8 @@ extern ZLGroups *zl_groups_create(struct PlanState *parent, TupleDesc row_desc, 
 								  Size entry_size, double groups);
 extern MemoryContext zl_groups_state_memory(ZLGroups *g);
 extern void *zl_groups_find(ZLGroups *g, const Datum *keys, const bool *nulls, bool *isnew);
+extern bool zl_groups_find_known(ZLGroups *g, const Datum *keys, const bool *nulls,
+								 const uint32 *rows, uint32 nrows, void **groups);
 extern void zl_groups_spill(ZLGroups *g, const Datum *values, const bool *nulls);
 extern void zl_groups_input_done(ZLGroups *g);
 extern bool zl_groups_next_hashed(ZLGroups *g, TupleTableSlot **key, void **data);

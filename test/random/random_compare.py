@@ -1127,14 +1127,19 @@ class SeedRun:
                          db.all(query, params))
             self.counts["aggregates in the scan"] += any(
                 "ZipperAggregate" in line[0] for line in db.all("EXPLAIN " + query, params))
-            # grouped by name (NULL a group of its own), the groups in any order
-            query = "SELECT name, %s FROM rc_zip WHERE %s GROUP BY name" % (AGGREGATES, where)
-            self.compare("aggregates GROUP BY name WHERE %s" % predicate_text(pred, clock),
-                         db.all("SELECT name, %s FROM rc_fold WHERE %s GROUP BY name"
-                                % (AGGREGATES, where), params),
-                         db.all(query, params))
-            self.counts["aggregates in the scan"] += any(
-                "ZipperAggregate" in line[0] for line in db.all("EXPLAIN " + query, params))
+            # grouped by name (NULL a group of its own), by amount and
+            # valid_from (keys the memo of bitwise keys takes), the groups in
+            # any order; DISTINCT of those (the memo in front of the set)
+            for select, group in (("name, " + AGGREGATES, " GROUP BY name"),
+                                  ("amount, " + AGGREGATES, " GROUP BY amount"),
+                                  ("valid_from, count(*), sum(amount)", " GROUP BY valid_from"),
+                                  ("count(DISTINCT amount), count(DISTINCT valid_from), count(*)", "")):
+                query = "SELECT %s FROM rc_zip WHERE %s%s" % (select, where, group)
+                self.compare("aggregates%s WHERE %s" % (group, predicate_text(pred, clock)),
+                             db.all("SELECT %s FROM rc_fold WHERE %s%s" % (select, where, group), params),
+                             db.all(query, params))
+                self.counts["aggregates in the scan"] += any(
+                    "ZipperAggregate" in line[0] for line in db.all("EXPLAIN " + query, params))
 
         self.check_key_probes(ref)
 
