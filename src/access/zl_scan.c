@@ -695,6 +695,16 @@ scan_entry_block(ZLScanDesc scan, bool forward)
 	return lo;
 }
 
+/* point the scan's tuple at the row of the current page at offset */
+static inline void
+scan_point_at_row(ZLScanDesc scan, Page page, OffsetNumber offset, ItemId itemid)
+{
+	scan->tuple.t_data = (HeapTupleHeader) PageGetItem(page, itemid);
+	scan->tuple.t_len = ItemIdGetLength(itemid);
+	scan->tuple.t_tableOid = RelationGetRelid(scan->base.rs_rd);
+	ItemPointerSet(&scan->tuple.t_self, scan->block, offset);
+}
+
 /*
  * Next unmasked row of the current page, in the scan's direction, into
  * the slot.
@@ -718,10 +728,7 @@ scan_step_on_page(ZLScanDesc scan, TupleTableSlot *slot, bool forward, double *m
 			scan->stats.rows_masked++;
 			continue;
 		}
-		scan->tuple.t_data = (HeapTupleHeader) PageGetItem(page, itemid);
-		scan->tuple.t_len = ItemIdGetLength(itemid);
-		scan->tuple.t_tableOid = RelationGetRelid(scan->base.rs_rd);
-		ItemPointerSet(&scan->tuple.t_self, scan->block, offset);
+		scan_point_at_row(scan, page, offset, itemid);
 		if (scan->current_decision == ZL_CHECK)
 		{
 			int64		from = zl_scan_tuple_instant(scan, &scan->tuple, scan->opts.from_attnum);
@@ -1126,10 +1133,7 @@ zl_scan_sample_next_tuple(TableScanDesc sscan, SampleScanState *scanstate,
 			if (!ItemIdIsNormal(itemid) ||
 				ZL_ROW_MASKED(scan->current, zl_tid_position(scan->current, scan->block, offset)))
 				continue;
-			scan->tuple.t_data = (HeapTupleHeader) PageGetItem(page, itemid);
-			scan->tuple.t_len = ItemIdGetLength(itemid);
-			scan->tuple.t_tableOid = RelationGetRelid(scan->base.rs_rd);
-			ItemPointerSet(&scan->tuple.t_self, scan->block, offset);
+			scan_point_at_row(scan, page, offset, itemid);
 			ExecStoreBufferHeapTuple(&scan->tuple, slot, scan->buffer);
 			return true;
 		}

@@ -147,6 +147,7 @@ extern int64 zl_meta_result_int64(int row, int col);
 extern bytea *zl_mask_encode(int32 *positions, int n);
 extern int32 *zl_mask_decode(const bytea *bytes, int64 subgroup_id, int *n);
 extern bool zl_mask_compact(Oid mask_catalog);
+extern bool zl_mask_compact_desc(TupleDesc desc);
 extern int32 *zl_mask_positions(Datum datum, bool compact, int64 subgroup_id, int *n);
 
 #endif							/* ZL_CATALOG_INTERNAL_H */

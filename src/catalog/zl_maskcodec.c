@@ -109,6 +109,13 @@ zl_mask_compact(Oid mask_catalog)
 	return get_atttype(mask_catalog, ZL_MASK_POSITIONS_ATTNUM) == BYTEAOID;
 }
 
+/* the same, from the mask catalog's descriptor (a reader has it open) */
+bool
+zl_mask_compact_desc(TupleDesc desc)
+{
+	return TupleDescAttr(desc, ZL_MASK_POSITIONS_ATTNUM - 1)->atttypid == BYTEAOID;
+}
+
 /* a mask row's positions datum, compact or an array, decoded (palloc'd) */
 int32 *
 zl_mask_positions(Datum datum, bool compact, int64 subgroup_id, int *n)

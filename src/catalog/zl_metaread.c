@@ -298,7 +298,7 @@ load_masks(uint64 storage_id, Snapshot snapshot, ZLSubGroup *sgs, int n, bool al
 	if (n == 0)
 		return;
 	rel = open_catalog(zl_meta_catalog()->mask, MASK_NATTS);
-	compact = TupleDescAttr(RelationGetDescr(rel), MASK_POSITIONS - 1)->atttypid == BYTEAOID;
+	compact = zl_mask_compact_desc(RelationGetDescr(rel));
 	values = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
 	isnull = palloc(sizeof(bool) * RelationGetDescr(rel)->natts);
 	for (int i = 0; i < (all ? 1 : n); i++)
@@ -397,8 +397,7 @@ zl_meta_row_mask(ZLMetaRowReader *reader, int64 *subgroup_id, int32 **positions,
 	if (positions == NULL)
 		return;
 	*positions = zl_mask_positions(reader->values[MASK_POSITIONS - 1],
-								   TupleDescAttr(RelationGetDescr(reader->rel),
-												 MASK_POSITIONS - 1)->atttypid == BYTEAOID,
+								   zl_mask_compact_desc(RelationGetDescr(reader->rel)),
 								   *subgroup_id, npositions);
 }
 

@@ -28,7 +28,7 @@
 /* the smallest sub-group worth writing into free blocks rather than appending */
 #define ZL_MIN_REUSE_BLOCKS 8
 
-/* a piece of columnar history cut to fit a free extent: its share of it, its least rows */
+/* a piece of a columnar sub-group cut to fit a free extent (relocation): its share of it, its least rows */
 #define ZL_FIT_SHARE		0.875
 #define ZL_FIT_MIN_ROWS		1024
 
