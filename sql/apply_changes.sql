@@ -198,7 +198,7 @@ SELECT id, valid_to, length(doc),
        doc IN (repeat(md5(id::text), 100 * id), repeat(md5('x'), 150)) AS whole
   FROM tst ORDER BY id, valid_from;
 -- the freed memory a backend keeps for reuse (README "Performance"):
--- 64 MB unless set; 0 sets the C library's initial thresholds, and applies
+-- 256 MB unless set; 0 sets the C library's initial thresholds, and applies
 -- give the same answers under either
 SHOW zipper_lake.retained_memory;
 SET zipper_lake.retained_memory = -1;

@@ -47,7 +47,7 @@ typedef enum ZLCompression
 #define ZL_KEY_CACHE_BYTES			((Size) zipper_lake_key_cache_memory * 1024)
 
 /* zipper_lake.retained_memory (zl_malloc.c) */
-#define ZL_RETAINED_MEMORY_KB_DEFAULT	(64 * 1024)
+#define ZL_RETAINED_MEMORY_KB_DEFAULT	(256 * 1024)
 
 extern void zl_guc_init(void);
 

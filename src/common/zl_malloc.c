@@ -15,7 +15,11 @@
  * adaptation would end (the trim threshold to zipper_lake.retained_memory,
  * the mapping threshold to half of it, at most 32 MB), so freed memory is
  * reused from the heap: ~650 page faults a batch, most of them the first
- * touches of shared buffers.  0 sets glibc's initial thresholds (128 kB)
+ * touches of shared buffers.  The default, 256 MB, is the budget of the key
+ * caches (zipper_lake.key_cache_memory): a batch that changes a table makes
+ * the backend build its merged key index again, and with a lower threshold
+ * glibc gave the old one back and faulted the new one in (an end-of-day
+ * snapshot of 150k keys: 17k faults and twice the time).  0 sets glibc's initial thresholds (128 kB)
  * again, without their adaptation.  Nothing else changes: the memory a
  * statement uses is bounded as before (README "Guarantees", "Bounded
  * memory"); up to this much of it stays with the backend between
