@@ -45,6 +45,7 @@ OBJS = \
 	src/access/zl_scan.o \
 	src/access/zl_scan_columnar.o \
 	src/access/zl_scan_probe.o \
+	src/access/zl_tidfetch.o \
 	src/access/zl_tableam.o \
 	src/access/zl_triggers.o \
 	src/apply/events/zl_events.o \

@@ -91,8 +91,6 @@ SELECT * FROM acct FOR UPDATE;
 \echo :SQLSTATE
 CREATE INDEX ON acct (id);
 \echo :SQLSTATE
-SELECT * FROM acct WHERE ctid = '(1,1)';
-\echo :SQLSTATE
 CREATE UNLOGGED TABLE unlogged_z (id int) USING zipper_lake;
 \echo :SQLSTATE
 CREATE TEMP TABLE temp_z (id int) USING zipper_lake;

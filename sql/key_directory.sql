@@ -21,13 +21,14 @@ CREATE FUNCTION kdf_le4(x bigint) RETURNS bytea LANGUAGE sql AS $$
                 lpad(to_hex((x >> 16) & 255), 2, '0') || lpad(to_hex((x >> 24) & 255), 2, '0'),
                 'hex') $$;
 -- the table's one sub-group (the current partition's, rows on pages) and
--- each row's position in it: 291 positions a page from its first block
+-- each row's position in it: 291 positions a TID block from its first one
+-- (README "Row identifiers")
 CREATE VIEW kdf_sg AS
-SELECT subgroup_id, first_block, row_count, key_directory FROM zipper_lake.subgroup
+SELECT subgroup_id, first_tid_block, row_count, key_directory FROM zipper_lake.subgroup
  WHERE storage_id = zipper_lake._storage_id('kdf');
 CREATE VIEW kdf_rows AS
 SELECT t.id, kdf_hash(t.id) AS hash,
-       ((t.ctid::text::point)[0]::int - s.first_block) * 291 + (t.ctid::text::point)[1]::int - 1
+       ((t.ctid::text::point)[0]::int - s.first_tid_block) * 291 + (t.ctid::text::point)[1]::int - 1
          AS position
   FROM kdf t, kdf_sg s;
 SELECT count(*) AS subgroups, sum(row_count) AS row_count FROM kdf_sg;

@@ -501,3 +501,23 @@ END $$;
 ALTER TABLE zipper_lake.mask
     ALTER COLUMN positions TYPE bytea USING zipper_lake._upgrade_mask_positions(positions);
 DROP FUNCTION zipper_lake._upgrade_mask_positions(int[]);
+
+-- ---------------------------------------------------------------------------
+-- README "Row identifiers": every sub-group owns a range of TID blocks from
+-- first_tid_block on, never given again: a row sub-group one a block, a
+-- columnar one one per 291 rows (MaxHeapTuplesPerPage), at least one.  The
+-- sub-groups written before are numbered in order here; the table's
+-- metapage counts on from the last of them (zl_storage_take_tid_blocks).
+-- ---------------------------------------------------------------------------
+ALTER TABLE zipper_lake.subgroup ADD COLUMN first_tid_block bigint;
+UPDATE zipper_lake.subgroup s SET first_tid_block = n.first_tid_block
+  FROM (SELECT storage_id, subgroup_id,
+               coalesce(sum(tid_blocks) OVER (PARTITION BY storage_id ORDER BY subgroup_id
+                                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+                   AS first_tid_block
+          FROM (SELECT storage_id, subgroup_id,
+                       greatest(CASE format WHEN 'c' THEN (row_count + 290) / 291 ELSE blocks END, 1)
+                           AS tid_blocks
+                  FROM zipper_lake.subgroup) t) n
+ WHERE s.storage_id = n.storage_id AND s.subgroup_id = n.subgroup_id;
+ALTER TABLE zipper_lake.subgroup ALTER COLUMN first_tid_block SET NOT NULL;

@@ -60,4 +60,16 @@ extern void zl_refuse_after_row_triggers(Relation rel);
 extern void zl_refuse_conversion_triggers(Relation rel);
 extern bool zl_rewrite_reads_old_rows(Relation rel);
 
+/* zl_tidfetch.c */
+typedef struct ZLTidMap ZLTidMap;
+extern ZLTidMap *zl_tid_map_begin(Relation rel, Snapshot snapshot);
+extern void zl_tid_map_end(ZLTidMap *map);
+extern const ZLSubGroup *zl_tid_map_find(const ZLTidMap *map, ItemPointer tid, int64 *position);
+extern bool zl_tid_map_fetch(const ZLTidMap *map, ItemPointer tid, TupleTableSlot *slot);
+extern bool zl_fetch_row_version(Relation rel, ItemPointer tid, Snapshot snapshot,
+								 TupleTableSlot *slot);
+extern void zl_scan_set_tidrange(TableScanDesc sscan, ItemPointer mintid, ItemPointer maxtid);
+extern bool zl_scan_getnextslot_tidrange(TableScanDesc sscan, ScanDirection direction,
+										 TupleTableSlot *slot);
+
 #endif							/* ZL_ACCESS_INTERNAL_H */

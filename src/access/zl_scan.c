@@ -702,7 +702,7 @@ scan_point_at_row(ZLScanDesc scan, Page page, OffsetNumber offset, ItemId itemid
 	scan->tuple.t_data = (HeapTupleHeader) PageGetItem(page, itemid);
 	scan->tuple.t_len = ItemIdGetLength(itemid);
 	scan->tuple.t_tableOid = RelationGetRelid(scan->base.rs_rd);
-	ItemPointerSet(&scan->tuple.t_self, scan->block, offset);
+	zl_page_item_tid(scan->current, scan->block, offset, &scan->tuple.t_self);
 }
 
 /*
@@ -721,7 +721,7 @@ scan_step_on_page(ZLScanDesc scan, TupleTableSlot *slot, bool forward, double *m
 
 		if (!ItemIdIsNormal(itemid))
 			continue;
-		if (ZL_ROW_MASKED(scan->current, zl_tid_position(scan->current, scan->block, offset)))
+		if (ZL_ROW_MASKED(scan->current, zl_page_position(scan->current, scan->block, offset)))
 		{
 			if (masked)
 				(*masked) += 1;
@@ -979,7 +979,7 @@ subgroup_of_block(ZLScanDesc scan, BlockNumber block)
 /*
  * Stand on a block to read its rows in order: a block of a row sub-group
  * is read; one of a columnar sub-group stands for its share of the rows
- * (zl_position_tid), scan->row before the first of them and analyze_end
+ * (zl_position_page_item), scan->row before the first of them and analyze_end
  * after the last.  False for a block of no visible sub-group: the metapage,
  * free space, space of aborted writes.
  */
@@ -1131,7 +1131,7 @@ zl_scan_sample_next_tuple(TableScanDesc sscan, SampleScanState *scanstate,
 			ItemId		itemid = PageGetItemId(page, offset);
 
 			if (!ItemIdIsNormal(itemid) ||
-				ZL_ROW_MASKED(scan->current, zl_tid_position(scan->current, scan->block, offset)))
+				ZL_ROW_MASKED(scan->current, zl_page_position(scan->current, scan->block, offset)))
 				continue;
 			scan_point_at_row(scan, page, offset, itemid);
 			ExecStoreBufferHeapTuple(&scan->tuple, slot, scan->buffer);

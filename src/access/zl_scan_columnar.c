@@ -44,7 +44,11 @@ zl_scan_open_columnar(ZLScanDesc scan)
 		zl_columnar_reset(scan->columnar_reader, scan->current, scan->strategy);
 	scan->columnar = scan->columnar_reader;
 	scan->tid_position = -2;
-	scan->tid_per_block = (uint32) zl_columnar_rows_per_block(scan->current);
+	/* zl_position_tid, stepping row by row */
+	scan->tid_base = scan->current->first_tid_block >= 0 ?
+		(BlockNumber) scan->current->first_tid_block : scan->current->first_block;
+	scan->tid_per_block = scan->current->first_tid_block >= 0 ? MaxHeapTuplesPerPage :
+		(uint32) zl_columnar_rows_per_block(scan->current);
 	if (scan->columns != NULL && scan->probing && scan->bounded)
 	{
 		/* probed rows are checked against the bounds one by one, on these */
@@ -97,7 +101,7 @@ scan_columnar_tid(ZLScanDesc scan, int64 position, ItemPointer tid)
 {
 	if (position != scan->tid_position + 1)
 	{
-		scan->tid_block = scan->current->first_block + (uint32) position / scan->tid_per_block;
+		scan->tid_block = scan->tid_base + (uint32) position / scan->tid_per_block;
 		scan->tid_index = (uint32) position % scan->tid_per_block;
 	}
 	else if (++scan->tid_index == scan->tid_per_block)

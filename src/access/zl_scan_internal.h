@@ -57,10 +57,13 @@ typedef struct ZLScanDescData
 	int64		chunk_before_start; /* the last row before from_lo */
 	uint32	   *batch_rows;		/* zl_scan_next_batch's, by chunk row */
 	uint32		batch_rows_size;	/* allocated */
+	ItemPointerData tid_range_min;	/* a TID range scan's (zl_tidfetch.c) */
+	ItemPointerData tid_range_max;
+	BlockNumber tid_base;		/* the TID block of the sub-group's position 0 */
 	int64		tid_position;	/* the row whose TID was made last, -2 none, */
 	BlockNumber tid_block;		/* its block */
 	uint32		tid_index;		/* and index in it, of */
-	uint32		tid_per_block;	/* the sub-group's rows per block */
+	uint32		tid_per_block;	/* the sub-group's rows per TID block */
 	bool	   *columns;		/* attributes the plan reads from columnar ones */
 	bool	   *probe_columns;	/* key probes: those and the period columns */
 	ZLChunkFilter *chunk_filter;	/* predicates chunks are skipped by */

@@ -344,7 +344,7 @@ scan_fetch_position(ZLScanDesc scan, int32 position)
 	ItemId		itemid;
 
 	/* inside its blocks: zl_scan_step_probe checked it */
-	zl_position_tid(sg, position, &tid);
+	zl_position_page_item(sg, position, &tid);
 	block = ItemPointerGetBlockNumber(&tid);
 	offset = ItemPointerGetOffsetNumber(&tid);
 	if (!BufferIsValid(scan->buffer) || scan->block != block)
@@ -359,7 +359,7 @@ scan_fetch_position(ZLScanDesc scan, int32 position)
 	scan->tuple.t_data = (HeapTupleHeader) PageGetItem(BufferGetPage(scan->buffer), itemid);
 	scan->tuple.t_len = ItemIdGetLength(itemid);
 	scan->tuple.t_tableOid = RelationGetRelid(scan->base.rs_rd);
-	ItemPointerSet(&scan->tuple.t_self, block, offset);
+	zl_position_tid(sg, position, &scan->tuple.t_self);
 }
 
 /*

@@ -68,23 +68,9 @@ zl_slot_callbacks(Relation relation)
 }
 
 /* ------------------------------------------------------------------------
- * Scans that are not supported
+ * Scans that are not supported (TID scans: zl_tidfetch.c)
  * ------------------------------------------------------------------------
  */
-
-static void
-zl_scan_set_tidrange(TableScanDesc sscan, ItemPointer mintid, ItemPointer maxtid)
-{
-	not_supported("TID range scans", HINT_SCAN);
-}
-
-static bool
-zl_scan_getnextslot_tidrange(TableScanDesc sscan, ScanDirection direction,
-							 TupleTableSlot *slot)
-{
-	not_supported("TID range scans", HINT_SCAN);
-	return false;
-}
 
 static bool
 zl_scan_bitmap_next_block(TableScanDesc scan, struct TBMIterateResult *tbmres)
@@ -136,22 +122,20 @@ static bool
 zl_tuple_fetch_row_version(Relation relation, ItemPointer tid,
 						   Snapshot snapshot, TupleTableSlot *slot)
 {
-	not_supported("fetching rows by TID (TID scans, row-level AFTER triggers)",
-				  HINT_SCAN);
-	return false;
+	return zl_fetch_row_version(relation, tid, snapshot, slot);
 }
 
+/* TIDs outside every sub-group name no row: the fetch finds none */
 static bool
 zl_tuple_tid_valid(TableScanDesc scan, ItemPointer tid)
 {
-	not_supported("TID scans", HINT_SCAN);
-	return false;
+	return ItemPointerIsValid(tid);
 }
 
+/* versions are never updated in place: a row's TID is its latest */
 static void
 zl_tuple_get_latest_tid(TableScanDesc sscan, ItemPointer tid)
 {
-	not_supported("TID scans", HINT_SCAN);
 }
 
 static bool

@@ -90,9 +90,12 @@ typedef enum ZLMetaQuery
 	Q_NEW_ID,
 	Q_INSERT_SUBGROUP,
 	Q_INSERT_COLUMNAR_SUBGROUP,
+	Q_INSERT_NUMBERED_SUBGROUP,
 	Q_INSERT_HISTORY_SUBGROUPS,
 	Q_INSERT_HISTORY_WIDE_SUBGROUPS,
 	Q_INSERT_HISTORY_COLUMNAR_SUBGROUPS,
+	Q_INSERT_HISTORY_NUMBERED_SUBGROUPS,
+	Q_TID_BLOCKS_USED,
 	Q_DELETE_SUBGROUP,
 	Q_FORGET_FREE_EXTENTS,
 	Q_LOAD_FREE_EXTENTS,
@@ -141,6 +144,7 @@ extern int	zl_meta_exec(ZLMetaQuery query, Datum *values, const char *nulls,
 						 Snapshot snapshot, bool read_only);
 extern void zl_meta_run(ZLMetaQuery query, Datum *values, const char *nulls);
 extern int64 zl_meta_result_int64(int row, int col);
+extern int64 zl_meta_run_int64(ZLMetaQuery query, Datum *values);
 
 /* zl_maskcodec.c */
 #define ZL_MASK_POSITIONS_ATTNUM 3	/* zipper_lake.mask.positions */

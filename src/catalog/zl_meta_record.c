@@ -125,14 +125,7 @@ zl_meta_record_pieces(Oid relid, int *npieces)
 int64
 zl_meta_new_id(void)
 {
-	ZLMetaSession session;
-	int64		id;
-
-	zl_meta_begin(&session);
-	zl_meta_exec(Q_NEW_ID, NULL, NULL, InvalidSnapshot, false);
-	id = zl_meta_result_int64(0, 1);
-	zl_meta_end(&session);
-	return id;
+	return zl_meta_run_int64(Q_NEW_ID, NULL);
 }
 
 void

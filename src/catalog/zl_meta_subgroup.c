@@ -120,9 +120,11 @@ zl_meta_insert_subgroup(Relation rel, const ZLSubGroup *sg, int32 rollover_seq,
 						const bytea *key_directory)
 {
 	ZLMetaSession session;
-	Datum		values[11];
-	char		nulls[11];
+	Datum		values[13];
+	char		nulls[13];
 	int64		subgroup_id;
+	ZLMetaQuery query = sg->format == ZL_FORMAT_COLUMNAR ? Q_INSERT_COLUMNAR_SUBGROUP :
+		Q_INSERT_SUBGROUP;
 
 	memset(nulls, ' ', sizeof(nulls));
 	values[0] = Int64GetDatum((int64) zl_storage_id(rel));
@@ -140,10 +142,15 @@ zl_meta_insert_subgroup(Relation rel, const ZLSubGroup *sg, int32 rollover_seq,
 		nulls[10] = 'n';
 	if (!sg->placed)
 		nulls[3] = nulls[4] = nulls[5] = nulls[6] = 'n';
+	if (sg->first_tid_block >= 0)
+	{
+		query = Q_INSERT_NUMBERED_SUBGROUP;
+		values[11] = CharGetDatum(sg->format);
+		values[12] = Int64GetDatum(sg->first_tid_block);
+	}
 
 	zl_meta_begin(&session);
-	zl_meta_exec(sg->format == ZL_FORMAT_COLUMNAR ? Q_INSERT_COLUMNAR_SUBGROUP : Q_INSERT_SUBGROUP,
-			  values, nulls, InvalidSnapshot, false);
+	zl_meta_exec(query, values, nulls, InvalidSnapshot, false);
 	subgroup_id = zl_meta_result_int64(0, 1);
 	zl_meta_end(&session);
 	count_subgroups_written(rel, sg->row_count);
@@ -171,6 +178,7 @@ enum
 	H_BLOCKS,
 	H_DIRECTORY,
 	H_WINDOW_END,
+	H_FIRST_TID_BLOCK,			/* catalogs that number rows */
 	H_COLUMNS
 };
 
@@ -178,6 +186,7 @@ struct ZLHistoryInserts
 {
 	Relation	rel;
 	char		format;			/* of the sub-groups waiting */
+	bool		numbered;		/* they have TIDs (first_tid_block >= 0) */
 	int			n;
 	Size		directory_bytes;
 	int64		rows;
@@ -202,14 +211,15 @@ zl_meta_history_inserts_flush(ZLHistoryInserts *h)
 {
 	static const Oid types[H_COLUMNS] = {
 		DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-		INT8OID, INT8OID, INT4OID, BYTEAOID, TIMESTAMPTZOID
+		INT8OID, INT8OID, INT4OID, BYTEAOID, TIMESTAMPTZOID, INT8OID
 	};
-	Datum		values[1 + H_COLUMNS];
+	Datum		values[1 + H_COLUMNS + 1];
+	int			columns = h->numbered ? H_COLUMNS : H_FIRST_TID_BLOCK;
 
 	if (h->n == 0)
 		return;
 	values[0] = Int64GetDatum((int64) zl_storage_id(h->rel));
-	for (int c = 0; c < H_COLUMNS; c++)
+	for (int c = 0; c < columns; c++)
 	{
 		int16		typlen;
 		bool		typbyval;
@@ -219,13 +229,15 @@ zl_meta_history_inserts_flush(ZLHistoryInserts *h)
 		values[1 + c] = PointerGetDatum(construct_array(h->columns[c], h->n, types[c],
 														typlen, typbyval, typalign));
 	}
-	zl_meta_run(h->format == ZL_FORMAT_COLUMNAR ? Q_INSERT_HISTORY_COLUMNAR_SUBGROUPS :
+	values[1 + H_COLUMNS] = CharGetDatum(h->format);
+	zl_meta_run(h->numbered ? Q_INSERT_HISTORY_NUMBERED_SUBGROUPS :
+				h->format == ZL_FORMAT_COLUMNAR ? Q_INSERT_HISTORY_COLUMNAR_SUBGROUPS :
 				zl_meta_has_window_end() ? Q_INSERT_HISTORY_WIDE_SUBGROUPS :
 				Q_INSERT_HISTORY_SUBGROUPS,
 				values, NULL);
 	count_subgroups_written(h->rel, h->rows);
 
-	for (int c = 0; c < H_COLUMNS; c++)
+	for (int c = 0; c < columns; c++)
 		pfree(DatumGetPointer(values[1 + c]));
 	for (int i = 0; i < h->n; i++)
 		pfree(DatumGetPointer(h->columns[H_DIRECTORY][i]));
@@ -242,10 +254,12 @@ zl_meta_history_insert(ZLHistoryInserts *h, const ZLSubGroup *sg, bytea *key_dir
 
 	Assert(sg->placed && sg->partition_end != ZL_CURRENT_PARTITION && key_directory);
 	if (h->n > 0 && (h->n == HISTORY_INSERTS_MAX || h->format != sg->format ||
+					 h->numbered != (sg->first_tid_block >= 0) ||
 					 h->directory_bytes + VARSIZE(key_directory) > HISTORY_INSERTS_BYTES))
 		zl_meta_history_inserts_flush(h);
 	i = h->n++;
 	h->format = sg->format;
+	h->numbered = sg->first_tid_block >= 0;
 	h->columns[H_PARTITION_END][i] = DateADTGetDatum(sg->partition_end);
 	h->columns[H_WINDOW_START][i] = TimestampTzGetDatum(sg->window_start);
 	h->columns[H_FIRST_START][i] = TimestampTzGetDatum(sg->first_start);
@@ -255,6 +269,7 @@ zl_meta_history_insert(ZLHistoryInserts *h, const ZLSubGroup *sg, bytea *key_dir
 	h->columns[H_BLOCKS][i] = Int32GetDatum(sg->blocks);
 	h->columns[H_DIRECTORY][i] = PointerGetDatum(key_directory);
 	h->columns[H_WINDOW_END][i] = TimestampTzGetDatum(sg->window_end);
+	h->columns[H_FIRST_TID_BLOCK][i] = Int64GetDatum(sg->first_tid_block);
 	h->directory_bytes += VARSIZE(key_directory);
 	h->rows += sg->row_count;
 }
@@ -333,4 +348,17 @@ zl_meta_insert_masks(Relation rel, int nmasks, const int64 *subgroup_ids,
 												TYPALIGN_INT));
 	zl_meta_run(Q_INSERT_MASK, values, NULL);
 	zl_storage_count_metadata_change(rel);
+}
+
+/*
+ * The first TID block after those of every sub-group of the storage: where
+ * the metapage's counter starts on a table written before it
+ * (zl_storage_take_tid_blocks).
+ */
+int64
+zl_meta_tid_blocks_used(uint64 storage_id)
+{
+	Datum		values[1] = {Int64GetDatum((int64) storage_id)};
+
+	return zl_meta_run_int64(Q_TID_BLOCKS_USED, values);
 }

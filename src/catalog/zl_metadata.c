@@ -73,7 +73,7 @@ typedef struct ZLMetaQueryDef
 {
 	const char *sql;
 	int			nargs;
-	Oid			argtypes[11];
+	Oid			argtypes[13];
 } ZLMetaQueryDef;
 
 /* the INSERT of a sub-group row, with extra columns and values */
@@ -94,10 +94,12 @@ typedef struct ZLMetaQueryDef
  * that have window_end (0.2).
  */
 #define INSERT_HISTORY_SUBGROUPS(more_columns, more_values) \
+	INSERT_HISTORY_SUBGROUPS_FROM("", "", more_columns, more_values)
+#define INSERT_HISTORY_SUBGROUPS_FROM(more_arrays, more_names, more_columns, more_values) \
 	"WITH s AS (SELECT * FROM unnest($2::date[], $3::timestamptz[], $4::timestamptz[]," \
-	" $5::timestamptz[], $6::int8[], $7::int8[], $8::int4[], $9::bytea[], $10::timestamptz[])" \
-	" WITH ORDINALITY AS s(partition_end, window_start, first_start, last_start, row_count," \
-	" first_block, blocks, key_directory, window_end, ord))," \
+	" $5::timestamptz[], $6::int8[], $7::int8[], $8::int4[], $9::bytea[], $10::timestamptz[]" \
+	more_arrays ") WITH ORDINALITY AS s(partition_end, window_start, first_start, last_start," \
+	" row_count, first_block, blocks, key_directory, window_end" more_names ", ord))," \
 	" w AS MATERIALIZED (SELECT w.partition_end, w.window_start," \
 	" coalesce(g.file_group, nextval('zipper_lake.id_seq')) AS file_group," \
 	" coalesce(g.rollover_seq, 0) AS rollover_seq" \
@@ -161,6 +163,11 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	[Q_INSERT_COLUMNAR_SUBGROUP] = {
 		INSERT_SUBGROUP(", format)", ", 'c')"), 11, {INSERT_SUBGROUP_TYPES}
 	},
+	/* catalogs that number rows (zl_meta_has_tids) have format and window_end */
+	[Q_INSERT_NUMBERED_SUBGROUP] = {
+		INSERT_SUBGROUP(", format, first_tid_block)", ", $12, $13)"), 13,
+		{INSERT_SUBGROUP_TYPES, CHAROID, INT8OID}
+	},
 	/* 0.1's catalog has neither window_end nor format */
 	[Q_INSERT_HISTORY_SUBGROUPS] = {
 		INSERT_HISTORY_SUBGROUPS(")", ""), 10, {INSERT_HISTORY_SUBGROUPS_TYPES}
@@ -172,6 +179,19 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	[Q_INSERT_HISTORY_COLUMNAR_SUBGROUPS] = {
 		INSERT_HISTORY_SUBGROUPS(", window_end, format)", ", s.window_end, 'c'"), 10,
 		{INSERT_HISTORY_SUBGROUPS_TYPES}
+	},
+	[Q_INSERT_HISTORY_NUMBERED_SUBGROUPS] = {
+		INSERT_HISTORY_SUBGROUPS_FROM(", $11::int8[]", ", first_tid_block",
+									  ", window_end, format, first_tid_block)",
+									  ", s.window_end, $12, s.first_tid_block"), 12,
+		{INSERT_HISTORY_SUBGROUPS_TYPES, INT8ARRAYOID, CHAROID}
+	},
+	/* the first TID block after every sub-group's (zl_subgroup_tid_blocks) */
+	[Q_TID_BLOCKS_USED] = {
+		"SELECT coalesce(max(first_tid_block + greatest(CASE format WHEN 'c'"
+		" THEN (row_count + 290) / 291 ELSE blocks END, 1)), 0)"
+		" FROM zipper_lake.subgroup WHERE storage_id = $1",
+		1, {INT8OID}
 	},
 	[Q_DELETE_SUBGROUP] = {
 		"WITH d AS (DELETE FROM zipper_lake.subgroup"
@@ -466,6 +486,20 @@ zl_meta_run(ZLMetaQuery query, Datum *values, const char *nulls)
 	zl_meta_begin(&session);
 	zl_meta_exec(query, values, nulls, InvalidSnapshot, false);
 	zl_meta_end(&session);
+}
+
+/* one statement in a session of its own: the int8 its first row begins with */
+int64
+zl_meta_run_int64(ZLMetaQuery query, Datum *values)
+{
+	ZLMetaSession session;
+	int64		result;
+
+	zl_meta_begin(&session);
+	zl_meta_exec(query, values, NULL, InvalidSnapshot, false);
+	result = zl_meta_result_int64(0, 1);
+	zl_meta_end(&session);
+	return result;
 }
 
 /* an int8 column of a result row (1-based col); NULL reads as 0 */

@@ -66,7 +66,8 @@ enum
 	SG_KEY_DIRECTORY,
 	SG_NATTS = SG_KEY_DIRECTORY,
 	SG_FORMAT,					/* 0.2: absent until ALTER EXTENSION UPDATE */
-	SG_WINDOW_END				/* 0.2 too */
+	SG_WINDOW_END,				/* 0.2 too */
+	SG_FIRST_TID_BLOCK			/* 0.2 too */
 };
 
 enum
@@ -205,13 +206,9 @@ zl_meta_subgroup_passes(const ZLSubGroup *sg, const ZLSubGroupFilter *filter,
 		sg->partition_end <= filter->max_partition && starts_meet;
 }
 
-/*
- * Does the catalog have subgroup.window_end (0.2), so that history file
- * groups may span several base windows (README "Storage")?  A 0.1 catalog
- * not updated yet keeps one base window a file group.
- */
-bool
-zl_meta_has_window_end(void)
+/* the columns of zipper_lake.subgroup: 0.2 added some (SG_FORMAT on) */
+static int
+subgroup_catalog_natts(void)
 {
 	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(zl_meta_catalog()->subgroup));
 	int			natts;
@@ -220,7 +217,29 @@ zl_meta_has_window_end(void)
 		elog(ERROR, "cache lookup failed for zipper_lake.subgroup");
 	natts = ((Form_pg_class) GETSTRUCT(tuple))->relnatts;
 	ReleaseSysCache(tuple);
-	return natts >= SG_WINDOW_END;
+	return natts;
+}
+
+/*
+ * Does the catalog have subgroup.window_end (0.2), so that history file
+ * groups may span several base windows (README "Storage")?  A 0.1 catalog
+ * not updated yet keeps one base window a file group.
+ */
+bool
+zl_meta_has_window_end(void)
+{
+	return subgroup_catalog_natts() >= SG_WINDOW_END;
+}
+
+/*
+ * Does the catalog number the rows of sub-groups (subgroup.first_tid_block,
+ * 0.2), so that TIDs name rows (README "Row identifiers")?  A 0.1 catalog
+ * not updated yet has TIDs that name pages, and no TID access.
+ */
+bool
+zl_meta_has_tids(void)
+{
+	return subgroup_catalog_natts() >= SG_FIRST_TID_BLOCK;
 }
 
 static void
@@ -242,6 +261,8 @@ subgroup_from_row(ZLSubGroup *sg, Datum *values, bool *isnull, int natts)
 		DatumGetTimestampTz(values[SG_WINDOW_END - 1]);
 	sg->format = natts < SG_FORMAT || isnull[SG_FORMAT - 1] ? ZL_FORMAT_ROWS :
 		DatumGetChar(values[SG_FORMAT - 1]);
+	sg->first_tid_block = natts < SG_FIRST_TID_BLOCK || isnull[SG_FIRST_TID_BLOCK - 1] ? -1 :
+		DatumGetInt64(values[SG_FIRST_TID_BLOCK - 1]);
 }
 
 /* OR a mask row's positions into its sub-group's mask (allocated in context) */

@@ -66,6 +66,8 @@ typedef struct ZLMetaPageData
 	uint64		metadata_changes;	/* zero on metapages written before 0.2 */
 	uint64		scrub_requests; /* erases so far (zl_erase.c) */
 	uint64		scrubbed;		/* of those, wiped by VACUUM (zl_scrub.c) */
+	uint64		next_tid_block; /* TID blocks given so far; 0: none, or not
+								 * counted yet (zl_storage_take_tid_blocks) */
 } ZLMetaPageData;
 
 struct ZLPageWriter
@@ -219,7 +221,8 @@ typedef enum MetaCounter
 {
 	COUNT_METADATA_CHANGE,
 	COUNT_SCRUB_REQUEST,
-	SET_SCRUBBED
+	SET_SCRUBBED,
+	SET_NEXT_TID_BLOCK
 } MetaCounter;
 
 /* change a counter of the metapage (WAL-logged, not transactional) */
@@ -239,8 +242,10 @@ update_metapage(Relation rel, MetaCounter counter, uint64 value)
 		meta->metadata_changes++;
 	else if (counter == COUNT_SCRUB_REQUEST)
 		meta->scrub_requests++;
-	else
+	else if (counter == SET_SCRUBBED)
 		meta->scrubbed = value;
+	else
+		meta->next_tid_block = value;
 	/* older metapages end before the counters (the rest of the page is zero) */
 	((PageHeader) page)->pd_lower = Max(((PageHeader) page)->pd_lower,
 										(char *) (meta + 1) - (char *) page);
@@ -474,6 +479,40 @@ zl_page_writer_finish(ZLPageWriter *writer, BlockNumber *first_block, int32 *blo
 	*first_block = writer->first_block;
 	*blocks = (int32) (writer->next_block - writer->first_block);
 	pfree(writer);
+}
+
+/* ---------- row identifiers ---------- */
+
+/*
+ * Take n TID blocks for a sub-group about to be written (README "Row
+ * identifiers"), from the metapage's counter: WAL-logged and not
+ * transactional, so blocks taken by a write that rolls back are never
+ * given again and no index entry it left can name a later row.  Writers
+ * are serialized (zl_write_lock_table).  A metapage written before the
+ * counter has none: counted_before, the first block after every
+ * sub-group's in the catalog, is where it starts.
+ */
+int64
+zl_storage_take_tid_blocks(Relation rel, int64 n, int64 (*counted_before) (uint64 storage_id))
+{
+	Buffer		buffer = ReadBuffer(rel, ZL_METAPAGE_BLKNO);
+	int64		first;
+
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	first = (int64) ((ZLMetaPageData *) PageGetContents(BufferGetPage(buffer)))->next_tid_block;
+	UnlockReleaseBuffer(buffer);
+	if (first == 0)
+		first = counted_before(zl_storage_id(rel));
+	if (first + n > (int64) MaxBlockNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("zipper_lake table \"%s\" has no row identifiers left",
+						RelationGetRelationName(rel)),
+				 errdetail("A sub-group of " INT64_FORMAT " TID blocks would end past block %u.",
+						   n, MaxBlockNumber),
+				 errhint("VACUUM FULL writes the table into a new file, whose rows are numbered from the start.")));
+	update_metapage(rel, SET_NEXT_TID_BLOCK, (uint64) (first + n));
+	return first;
 }
 
 /* ---------- the writer lock ---------- */

@@ -44,6 +44,8 @@ typedef struct ZLSubGroup
 	int64		row_count;
 	BlockNumber first_block;
 	int32		blocks;
+	int64		first_tid_block;	/* TID block of position 0; -1 before 0.2's
+									 * catalog (TIDs then name pages) */
 	int64		masked_rows;	/* distinct positions in visible masks */
 	bytea	   *key_directory;	/* (zl_keys.c) loaded on demand */
 	const struct ZLKeyFilter *key_filter;	/* in front of a cached directory */
@@ -53,8 +55,8 @@ typedef struct ZLSubGroup
 /*
  * Positions (zl_subgroup_read.c, "Row positions"): in a row sub-group
  * (block - first_block) * MaxHeapTuplesPerPage + (offset - 1); in a
- * columnar one the row's ordinal, its TID spreading the ordinals evenly
- * over the blocks.  zl_subgroup_positions() bounds them (mask bits).
+ * columnar one the row's ordinal.  zl_subgroup_positions() bounds them
+ * (mask bits).
  */
 static inline int64
 zl_subgroup_positions(const ZLSubGroup *sg)
@@ -63,30 +65,87 @@ zl_subgroup_positions(const ZLSubGroup *sg)
 		(int64) sg->blocks * MaxHeapTuplesPerPage;
 }
 
+/*
+ * Row identifiers (src/access/README.md, "Row identifiers"): a sub-group
+ * owns zl_subgroup_tid_blocks() TID blocks from first_tid_block on, taken
+ * from the table's counter when it is written and never given again, and
+ * position p is the TID (first_tid_block + p / MaxHeapTuplesPerPage,
+ * p % MaxHeapTuplesPerPage + 1): offsets stay within what bitmaps hold, a
+ * row sub-group's offsets are its line pointers, and a TID never names
+ * another row, whatever happens to the blocks.
+ */
+static inline int64
+zl_subgroup_tid_blocks(const ZLSubGroup *sg)
+{
+	return Max((zl_subgroup_positions(sg) + MaxHeapTuplesPerPage - 1) / MaxHeapTuplesPerPage, 1);
+}
+
 static inline int64
 zl_columnar_rows_per_block(const ZLSubGroup *sg)
 {
 	return sg->blocks > 0 ? (sg->row_count + sg->blocks - 1) / sg->blocks : 1;
 }
 
+/*
+ * The page item of a position: a row sub-group's block and line pointer;
+ * for a columnar sub-group the ordinals spread evenly over its blocks, so
+ * that a block sampled by ANALYZE or TABLESAMPLE holds its share of them.
+ */
 static inline void
-zl_position_tid(const ZLSubGroup *sg, int64 position, ItemPointer tid)
+zl_position_page_item(const ZLSubGroup *sg, int64 position, ItemPointer item)
 {
 	/* positions and blocks of a sub-group fit 32 bits */
 	uint32		per_block = sg->format == ZL_FORMAT_COLUMNAR ?
 		(uint32) zl_columnar_rows_per_block(sg) : MaxHeapTuplesPerPage;
 
-	ItemPointerSet(tid, sg->first_block + (uint32) position / per_block,
+	ItemPointerSet(item, sg->first_block + (uint32) position / per_block,
 				   (OffsetNumber) ((uint32) position % per_block) + 1);
 }
 
+/* the position of a page item (zl_position_page_item) */
 static inline int64
-zl_tid_position(const ZLSubGroup *sg, BlockNumber block, OffsetNumber offset)
+zl_page_position(const ZLSubGroup *sg, BlockNumber block, OffsetNumber offset)
 {
 	int64		per_block = sg->format == ZL_FORMAT_COLUMNAR ?
 		zl_columnar_rows_per_block(sg) : MaxHeapTuplesPerPage;
 
 	return (int64) (block - sg->first_block) * per_block + (offset - 1);
+}
+
+/* the TID of the row at a position */
+static inline void
+zl_position_tid(const ZLSubGroup *sg, int64 position, ItemPointer tid)
+{
+	if (sg->first_tid_block < 0)
+		zl_position_page_item(sg, position, tid);
+	else
+		ItemPointerSet(tid, (BlockNumber) (sg->first_tid_block + position / MaxHeapTuplesPerPage),
+					   (OffsetNumber) (position % MaxHeapTuplesPerPage) + 1);
+}
+
+/* the TID of the row of a page item of a row sub-group */
+static inline void
+zl_page_item_tid(const ZLSubGroup *sg, BlockNumber block, OffsetNumber offset, ItemPointer tid)
+{
+	if (sg->first_tid_block < 0)
+		ItemPointerSet(tid, block, offset);
+	else
+		ItemPointerSet(tid, (BlockNumber) (sg->first_tid_block + (block - sg->first_block)), offset);
+}
+
+/* the position a TID names in a sub-group, or -1 if none of its rows */
+static inline int64
+zl_tid_position(const ZLSubGroup *sg, ItemPointer tid)
+{
+	int64		block = ItemPointerGetBlockNumber(tid);
+	int64		position;
+
+	if (sg->first_tid_block < 0 || block < sg->first_tid_block ||
+		block >= sg->first_tid_block + zl_subgroup_tid_blocks(sg))
+		return -1;
+	position = (block - sg->first_tid_block) * MaxHeapTuplesPerPage +
+		ItemPointerGetOffsetNumber(tid) - 1;
+	return position < zl_subgroup_positions(sg) ? position : -1;
 }
 
 #define ZL_ROW_MASKED(sg, pos) \
@@ -114,6 +173,8 @@ extern void zl_storage_request_scrub(Relation rel);
 extern uint64 zl_storage_scrub_due(Relation rel);
 extern void zl_storage_scrub_done(Relation rel, uint64 requests);
 extern bool zl_write_lock_table(uint64 storage_id, bool nowait);
+extern int64 zl_storage_take_tid_blocks(Relation rel, int64 n,
+										int64 (*counted_before) (uint64 storage_id));
 extern void zl_write_unlock_table(uint64 storage_id);
 
 /* ---------- zl_columnar_write.c, zl_columnar_read.c ---------- */

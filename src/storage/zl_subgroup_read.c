@@ -15,7 +15,7 @@
  * -------------
  * A row is identified inside its sub-group by its position: in a row
  * sub-group (block - first_block) * MaxHeapTuplesPerPage + (offset - 1),
- * in a columnar one its ordinal (zl_position_tid).  Masks and key
+ * in a columnar one its ordinal (zl_position_page_item).  Masks and key
  * directories list positions.
  *
  *-------------------------------------------------------------------------
@@ -108,7 +108,7 @@ zl_read_subgroup_rows(Relation rel, const ZLSubGroup *sg, bool include_masked,
 		for (OffsetNumber offset = FirstOffsetNumber; offset <= maxoff; offset++)
 		{
 			ItemId		itemid = PageGetItemId(page, offset);
-			int32		position = (int32) zl_tid_position(sg, block, offset);
+			int32		position = (int32) zl_page_position(sg, block, offset);
 			HeapTupleData tuple;
 
 			if (!ItemIdIsNormal(itemid) ||
@@ -117,7 +117,7 @@ zl_read_subgroup_rows(Relation rel, const ZLSubGroup *sg, bool include_masked,
 			tuple.t_data = (HeapTupleHeader) PageGetItem(page, itemid);
 			tuple.t_len = ItemIdGetLength(itemid);
 			tuple.t_tableOid = RelationGetRelid(rel);
-			ItemPointerSet(&tuple.t_self, block, offset);
+			zl_page_item_tid(sg, block, offset, &tuple.t_self);
 			callback(arg, sg, position, &tuple);
 		}
 		ReleaseBuffer(buffer);
@@ -148,7 +148,7 @@ pin_position(Relation rel, const ZLSubGroup *sg, int32 position, PinnedRow *row,
 	row->buffer = InvalidBuffer;
 	if (ZL_ROW_MASKED(sg, position))
 		return;
-	zl_position_tid(sg, position, &row->tid);
+	zl_position_page_item(sg, position, &row->tid);
 	if (before != NULL && BufferIsValid(before->buffer) &&
 		ItemPointerGetBlockNumber(&before->tid) == ItemPointerGetBlockNumber(&row->tid))
 	{
@@ -224,7 +224,7 @@ zl_read_subgroup_positions(Relation rel, const ZLSubGroup *sg,
 		tuple.t_data = (HeapTupleHeader) PageGetItem(BufferGetPage(row->buffer), itemid);
 		tuple.t_len = ItemIdGetLength(itemid);
 		tuple.t_tableOid = RelationGetRelid(rel);
-		tuple.t_self = row->tid;
+		zl_position_tid(sg, positions[i], &tuple.t_self);
 		callback(arg, sg, positions[i], &tuple);
 		ReleaseBuffer(row->buffer);
 	}

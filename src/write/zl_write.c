@@ -122,6 +122,7 @@ static void
 load_registration(ZLWriteState *state, Relation rel)
 {
 	state->registered = zl_meta_load_options(rel, &state->opts, true);
+	state->numbered = zl_meta_has_tids();
 	if (state->registered)
 		state->hasher = zl_key_hasher_create(state->tupdesc, &state->opts);
 }

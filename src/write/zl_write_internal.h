@@ -104,6 +104,7 @@ struct ZLWriteState
 	SubTransactionId subxid;
 	bool		registered;
 	bool		current_columnar;	/* VACUUM's rewrite: current runs columnar too */
+	bool		numbered;		/* the catalog numbers rows (zl_meta_has_tids) */
 	ZLTableOptions opts;
 	ZLKeyHasher *hasher;		/* once registered: key directories, checks */
 	TupleDesc	tupdesc;		/* a copy of rel_desc */

@@ -64,9 +64,9 @@
  * Positions
  * ---------
  * A row's position in a columnar sub-group is its ordinal, so masks and
- * key directories work as with rows.  TIDs spread the positions evenly
- * over the sub-group's blocks (zl_position_tid), so that a block sampled
- * by ANALYZE stands for its share of the rows.
+ * key directories work as with rows.  ANALYZE and TABLESAMPLE spread the
+ * positions evenly over the sub-group's blocks (zl_position_page_item), so
+ * that a sampled block stands for its share of the rows.
  *
  * Memory
  * ------

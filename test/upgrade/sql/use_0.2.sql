@@ -15,6 +15,14 @@ SELECT count(*) FROM dated WHERE valid_to = '9999-12-31';
 SELECT * FROM zipper_lake.apply_changes('compat', 'compat_ch');
 SELECT t, v.* FROM unnest(ARRAY['acct', 'dated', 'preload', 'derived', 'compat']) t,
        zipper_lake.verify(t::regclass) v;
+-- README "Row identifiers": the update numbered the sub-groups 0.1 wrote,
+-- one after another, and rows old and new are found by their TIDs
+SELECT count(*) AS sub_groups, count(DISTINCT first_tid_block) AS tid_starts
+  FROM zipper_lake.subgroup WHERE storage_id = zipper_lake._storage_id('acct');
+SELECT count(*) AS rows,
+       count(*) FILTER (WHERE EXISTS (SELECT 1 FROM acct f WHERE f.ctid = s.ctid AND f.id = s.id
+                                       AND f.valid_from = s.valid_from)) AS found_by_tid
+  FROM acct s;
 -- history 0.1 wrote stays in rows and is read as it is; history written
 -- since the update is columnar (README "Storage formats"), one file group
 -- for the batch's versions that started over several days (README
