@@ -29,6 +29,7 @@ OBJS = \
 	src/catalog/zl_relation.o \
 	src/write/zl_compact.o \
 	src/write/zl_freespace.o \
+	src/write/zl_index_rows.o \
 	src/write/zl_load.o \
 	src/write/zl_merge.o \
 	src/write/zl_rowcheck.o \
@@ -38,6 +39,7 @@ OBJS = \
 	src/lifecycle/zl_erase.o \
 	src/lifecycle/zl_reclaim.o \
 	src/lifecycle/zl_relocate.o \
+	src/lifecycle/zl_index_vacuum.o \
 	src/lifecycle/zl_retention.o \
 	src/lifecycle/zl_scrub.o \
 	src/access/zl_chunkfilter_exec.o \
@@ -46,6 +48,7 @@ OBJS = \
 	src/access/zl_scan_columnar.o \
 	src/access/zl_scan_probe.o \
 	src/access/zl_tidfetch.o \
+	src/access/zl_index_build.o \
 	src/access/zl_tableam.o \
 	src/access/zl_triggers.o \
 	src/apply/events/zl_events.o \
@@ -72,6 +75,7 @@ OBJS = \
 	src/planner/zl_customscan.o \
 	src/planner/zl_inline.o \
 	src/planner/zl_keyprobe.o \
+	src/planner/zl_indexpaths.o \
 	src/api/zl_create.o \
 	src/api/zl_inspect.o \
 	src/api/zl_read.o \

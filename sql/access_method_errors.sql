@@ -89,8 +89,6 @@ MERGE INTO acct a USING heap_t h ON a.id = h.id WHEN MATCHED THEN DELETE;
 \echo :SQLSTATE
 SELECT * FROM acct FOR UPDATE;
 \echo :SQLSTATE
-CREATE INDEX ON acct (id);
-\echo :SQLSTATE
 CREATE UNLOGGED TABLE unlogged_z (id int) USING zipper_lake;
 \echo :SQLSTATE
 CREATE TEMP TABLE temp_z (id int) USING zipper_lake;

@@ -16,7 +16,8 @@ SELECT k, 'n' || k || '.' || v, CASE WHEN k % 100 = 0 THEN repeat(md5(k::text), 
   FROM generate_series(1, 2000) k, generate_series(0, 2) v;
 CREATE TABLE acct_ref AS SELECT * FROM acct_h;
 
--- an index cannot come along: the conversion fails and changes nothing
+-- a unique index cannot come along (README "Indexes"): the conversion
+-- fails and changes nothing
 ALTER TABLE acct_h SET ACCESS METHOD zipper_lake;
 SELECT amname, (SELECT count(*) FROM acct_h) AS rows
   FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = 'acct_h'::regclass;

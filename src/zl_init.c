@@ -36,6 +36,7 @@ _PG_init(void)
 	zl_write_register_callbacks();
 	zl_ddl_init();
 	zl_customscan_init();
+	zl_indexpaths_init();
 	zl_aggregate_init();
 	zl_inline_init();
 }

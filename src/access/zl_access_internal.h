@@ -9,6 +9,8 @@
 #define ZL_ACCESS_INTERNAL_H
 
 #include "access/zl_access.h"
+#include "access/tableam.h"
+#include "nodes/tidbitmap.h"
 
 struct SampleScanState;
 
@@ -64,12 +66,35 @@ extern bool zl_rewrite_reads_old_rows(Relation rel);
 typedef struct ZLTidMap ZLTidMap;
 extern ZLTidMap *zl_tid_map_begin(Relation rel, Snapshot snapshot);
 extern void zl_tid_map_end(ZLTidMap *map);
+extern const ZLSubGroup *zl_tid_map_owner(const ZLTidMap *map, ItemPointer tid, int64 *position);
 extern const ZLSubGroup *zl_tid_map_find(const ZLTidMap *map, ItemPointer tid, int64 *position);
-extern bool zl_tid_map_fetch(const ZLTidMap *map, ItemPointer tid, TupleTableSlot *slot);
+extern bool zl_tid_map_fetch(ZLTidMap *map, ItemPointer tid, TupleTableSlot *slot);
+extern Snapshot zl_tid_map_snapshot(const ZLTidMap *map);
+extern const ZLSubGroup *zl_tid_map_subgroups(const ZLTidMap *map, int *n);
+
+/* zl_index_build.c */
+struct IndexInfo;
+struct ValidateIndexState;
+extern double zl_index_build_range_scan(Relation table, Relation index, struct IndexInfo *info,
+										bool allow_sync, bool anyvisible, bool progress,
+										BlockNumber start_blockno, BlockNumber numblocks,
+										IndexBuildCallback callback, void *callback_state,
+										TableScanDesc scan);
+extern void zl_index_validate_scan(Relation table, Relation index, struct IndexInfo *info,
+								   Snapshot snapshot, struct ValidateIndexState *state);
 extern bool zl_fetch_row_version(Relation rel, ItemPointer tid, Snapshot snapshot,
 								 TupleTableSlot *slot);
 extern void zl_scan_set_tidrange(TableScanDesc sscan, ItemPointer mintid, ItemPointer maxtid);
 extern bool zl_scan_getnextslot_tidrange(TableScanDesc sscan, ScanDirection direction,
 										 TupleTableSlot *slot);
+extern struct IndexFetchTableData *zl_index_fetch_begin(Relation rel);
+extern void zl_index_fetch_reset(struct IndexFetchTableData *scan);
+extern void zl_index_fetch_end(struct IndexFetchTableData *scan);
+extern bool zl_index_fetch_tuple(struct IndexFetchTableData *scan, ItemPointer tid,
+								 Snapshot snapshot, TupleTableSlot *slot,
+								 bool *call_again, bool *all_dead);
+extern bool zl_scan_bitmap_next_block(TableScanDesc sscan, struct TBMIterateResult *tbmres);
+extern bool zl_scan_bitmap_next_tuple(TableScanDesc sscan, struct TBMIterateResult *tbmres,
+									  TupleTableSlot *slot);
 
 #endif							/* ZL_ACCESS_INTERNAL_H */

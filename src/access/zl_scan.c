@@ -293,6 +293,8 @@ zl_scan_end(TableScanDesc sscan)
 	ZLScanDesc	scan = (ZLScanDesc) sscan;
 
 	scan_release(scan);
+	if (scan->tid_map != NULL)
+		zl_tid_map_end(scan->tid_map);
 	if (scan->strategy)
 		FreeAccessStrategy(scan->strategy);
 	if (scan->unregister_snapshot)

@@ -57,6 +57,9 @@ typedef struct ZLScanDescData
 	int64		chunk_before_start; /* the last row before from_lo */
 	uint32	   *batch_rows;		/* zl_scan_next_batch's, by chunk row */
 	uint32		batch_rows_size;	/* allocated */
+	struct ZLTidMap *tid_map;	/* a bitmap scan's (zl_tidfetch.c) */
+	BlockNumber bitmap_block;	/* the TID block it stands on, */
+	int			bitmap_next;	/* and the next of its offsets to try */
 	ItemPointerData tid_range_min;	/* a TID range scan's (zl_tidfetch.c) */
 	ItemPointerData tid_range_max;
 	BlockNumber tid_base;		/* the TID block of the sub-group's position 0 */

@@ -68,55 +68,9 @@ zl_slot_callbacks(Relation relation)
 }
 
 /* ------------------------------------------------------------------------
- * Scans that are not supported (TID scans: zl_tidfetch.c)
+ * Index, bitmap and TID access: zl_tidfetch.c
  * ------------------------------------------------------------------------
  */
-
-static bool
-zl_scan_bitmap_next_block(TableScanDesc scan, struct TBMIterateResult *tbmres)
-{
-	not_supported("bitmap scans", HINT_SCAN);
-	return false;
-}
-
-static bool
-zl_scan_bitmap_next_tuple(TableScanDesc scan, struct TBMIterateResult *tbmres,
-						  TupleTableSlot *slot)
-{
-	not_supported("bitmap scans", HINT_SCAN);
-	return false;
-}
-
-/* ------------------------------------------------------------------------
- * Index and TID access: zipper tables have no indexes
- * ------------------------------------------------------------------------
- */
-
-static struct IndexFetchTableData *
-zl_index_fetch_begin(Relation rel)
-{
-	not_supported("indexes", HINT_SCAN);
-	return NULL;
-}
-
-static void
-zl_index_fetch_reset(struct IndexFetchTableData *scan)
-{
-}
-
-static void
-zl_index_fetch_end(struct IndexFetchTableData *scan)
-{
-}
-
-static bool
-zl_index_fetch_tuple(struct IndexFetchTableData *scan, ItemPointer tid,
-					 Snapshot snapshot, TupleTableSlot *slot,
-					 bool *call_again, bool *all_dead)
-{
-	not_supported("indexes", HINT_SCAN);
-	return false;
-}
 
 static bool
 zl_tuple_fetch_row_version(Relation relation, ItemPointer tid,
@@ -145,38 +99,48 @@ zl_tuple_satisfies_snapshot(Relation rel, TupleTableSlot *slot, Snapshot snapsho
 	return false;
 }
 
+/*
+ * Index entries an index may drop while it inserts: none is known dead
+ * here (fetches never report one, so no entry is marked); VACUUM removes
+ * them.
+ */
 static TransactionId
 zl_index_delete_tuples(Relation rel, TM_IndexDeleteOp *delstate)
 {
-	not_supported("indexes", HINT_SCAN);
+	for (int i = 0; i < delstate->ndeltids; i++)
+		delstate->status[delstate->deltids[i].id].knowndeletable = false;
+	delstate->ndeltids = 0;
 	return InvalidTransactionId;
-}
-
-static double
-zl_index_build_range_scan(Relation table_rel, Relation index_rel,
-						  struct IndexInfo *index_info, bool allow_sync,
-						  bool anyvisible, bool progress,
-						  BlockNumber start_blockno, BlockNumber numblocks,
-						  IndexBuildCallback callback, void *callback_state,
-						  TableScanDesc scan)
-{
-	not_supported("indexes",
-				  "Queries on the period columns are pruned by file-group metadata; no index is needed.");
-	return 0;
-}
-
-static void
-zl_index_validate_scan(Relation table_rel, Relation index_rel,
-					   struct IndexInfo *index_info, Snapshot snapshot,
-					   struct ValidateIndexState *state)
-{
-	not_supported("indexes", HINT_SCAN);
 }
 
 /* ------------------------------------------------------------------------
  * Manipulations of physical tuples
  * ------------------------------------------------------------------------
  */
+
+/*
+ * The executor enters an inserted row into the indexes under the TID the
+ * insert gives it, but a row gets its TID only when its sub-group is
+ * written (README "Row identifiers"), and writes enter their rows then
+ * (src/write/zl_index_rows.c).
+ */
+static void
+refuse_insert_with_indexes(Relation relation)
+{
+	List	   *indexes;
+
+	if (!RelationGetForm(relation)->relhasindex)
+		return;
+	indexes = RelationGetIndexList(relation);
+	if (indexes != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("zipper_lake tables with indexes do not take INSERT or COPY"),
+				 errdetail_plural("Table \"%s\" has %d index.", "Table \"%s\" has %d indexes.",
+								  list_length(indexes), RelationGetRelationName(relation),
+								  list_length(indexes)),
+				 errhint("Apply changes with zipper_lake.apply_changes(), which keeps the indexes, or load the versions before CREATE INDEX.")));
+}
 
 static void
 zl_tuple_insert(Relation relation, TupleTableSlot *slot, CommandId cid,
@@ -188,6 +152,7 @@ zl_tuple_insert(Relation relation, TupleTableSlot *slot, CommandId cid,
 	HeapTuple	stored = tuple;
 
 	zl_refuse_after_row_triggers(relation);
+	refuse_insert_with_indexes(relation);
 
 	/* values too big for a page go to the table's TOAST relation */
 	if (HeapTupleHasExternal(tuple) || tuple->t_len > TOAST_TUPLE_THRESHOLD)
@@ -527,6 +492,9 @@ zl_relation_vacuum(Relation rel, struct VacuumParams *params,
 	for (int i = 0; i < nextents; i++)
 		free_blocks += extents[i].blocks;
 
+	/* index entries of rows no snapshot sees any more (zl_index_vacuum.c) */
+	zl_index_vacuum(rel, bstrategy, rows - masked, elevel);
+
 	ereport((params->options & VACOPT_VERBOSE) ? INFO : DEBUG2,
 			(errmsg("zipper_lake table \"%s\": %d sub-groups, " INT64_FORMAT " live rows, " INT64_FORMAT " masked rows",
 					RelationGetRelationName(rel), nsgs, rows - masked, masked),
@@ -547,7 +515,8 @@ zl_relation_vacuum(Relation rel, struct VacuumParams *params,
 							RelationGetRelationName(rel), instants, bytes, pieces)));
 	}
 
-	vac_update_relstats(rel, nblocks, (double) (rows - masked), 0, false,
+	vac_update_relstats(rel, nblocks, (double) (rows - masked), 0,
+						RelationGetIndexList(rel) != NIL,
 						InvalidTransactionId, InvalidMultiXactId,
 						NULL, NULL, false);
 }

@@ -18,6 +18,12 @@
  * first (read-your-writes).  A TID range scan is the table's scan with the
  * rows outside the range left out.
  *
+ * Index scans and bitmap scans fetch through a map kept for their
+ * snapshot: rows of a row sub-group are handed out pinned on their page,
+ * those of a columnar one formed from a reader kept for the sub-group read
+ * last, so consecutive rows of one chunk decode it once.  A bitmap names
+ * TID blocks; a lossy one stands for all 291 offsets of its block.
+ *
  *-------------------------------------------------------------------------
  */
 #include "common/zl_common.h"
@@ -29,6 +35,9 @@
 
 #include "access/htup_details.h"
 #include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "nodes/tidbitmap.h"
+#include "pgstat.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "utils/memutils.h"
@@ -37,20 +46,17 @@
 struct ZLTidMap
 {
 	Relation	rel;
+	Snapshot	snapshot;
 	MemoryContext context;
 	ZLSubGroup *sgs;			/* visible ones, by first_tid_block */
 	int			n;
+	HeapTupleData tuple;		/* the row of a page a slot points at */
+	/* the columnar sub-group read last, kept for the next row of it */
+	const ZLSubGroup *reader_sg;
+	ZLColumnarReader *reader;
+	Datum	   *values;
+	bool	   *isnull;
 };
-
-static int
-first_tid_block_cmp(const void *a, const void *b)
-{
-	const ZLSubGroup *x = a;
-	const ZLSubGroup *y = b;
-
-	return x->first_tid_block < y->first_tid_block ? -1 :
-		x->first_tid_block > y->first_tid_block ? 1 : 0;
-}
 
 /* the sub-groups and masks a snapshot sees, to find rows by TID in */
 ZLTidMap *
@@ -78,99 +84,144 @@ zl_tid_map_begin(Relation rel, Snapshot snapshot)
 	zl_write_flush_relation(RelationGetRelid(rel));
 
 	map->rel = rel;
+	map->snapshot = snapshot;
 	map->context = context;
 	map->sgs = zl_meta_cached_subgroups(rel, snapshot, NULL, DATEVAL_NOBEGIN, true, &map->n);
-	qsort(map->sgs, map->n, sizeof(ZLSubGroup), first_tid_block_cmp);
+	zl_sort_by_tid_block(map->sgs, map->n);
 	MemoryContextSwitchTo(old);
 	return map;
+}
+
+/* the sub-groups the map's snapshot sees, in TID order */
+const ZLSubGroup *
+zl_tid_map_subgroups(const ZLTidMap *map, int *n)
+{
+	*n = map->n;
+	return map->sgs;
+}
+
+/* the snapshot the map was made for */
+Snapshot
+zl_tid_map_snapshot(const ZLTidMap *map)
+{
+	return map->snapshot;
 }
 
 void
 zl_tid_map_end(ZLTidMap *map)
 {
+	if (map->reader != NULL)
+		zl_columnar_close(map->reader);
 	MemoryContextDelete(map->context);
 }
 
 /*
- * The visible sub-group owning a TID, and the position it names; NULL if
- * none of its rows is visible there (no such sub-group, or masked).
+ * The visible sub-group owning a TID's block, and the position the TID
+ * names in it (-1 past its rows); NULL if none owns the block.
+ */
+const ZLSubGroup *
+zl_tid_map_owner(const ZLTidMap *map, ItemPointer tid, int64 *position)
+{
+	int64		block = ItemPointerGetBlockNumber(tid);
+	int			lo;
+
+	if (!ItemPointerIsValid(tid))
+		return NULL;
+	lo = zl_tid_block_candidate(map->sgs, map->n, block);
+	if (lo < 0 || block >= map->sgs[lo].first_tid_block + zl_subgroup_tid_blocks(&map->sgs[lo]))
+		return NULL;
+	*position = zl_tid_position(&map->sgs[lo], tid);
+	return &map->sgs[lo];
+}
+
+/*
+ * The visible sub-group holding the row a TID names, and its position;
+ * NULL if that row is not visible (no such row, or masked).
  */
 const ZLSubGroup *
 zl_tid_map_find(const ZLTidMap *map, ItemPointer tid, int64 *position)
 {
-	int64		block = ItemPointerGetBlockNumber(tid);
-	int			lo = 0;
-	int			hi = map->n - 1;
+	const ZLSubGroup *sg = zl_tid_map_owner(map, tid, position);
 
-	if (!ItemPointerIsValid(tid))
+	if (sg == NULL || *position < 0 || ZL_ROW_MASKED(sg, *position))
 		return NULL;
-	/* the last sub-group whose TID blocks begin at or before the TID's */
-	while (lo < hi)
-	{
-		int			mid = lo + (hi - lo + 1) / 2;
-
-		if (map->sgs[mid].first_tid_block <= block)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	if (map->n == 0)
-		return NULL;
-	*position = zl_tid_position(&map->sgs[lo], tid);
-	if (*position < 0 || ZL_ROW_MASKED(&map->sgs[lo], *position))
-		return NULL;
-	return &map->sgs[lo];
+	return sg;
 }
 
-/* does a position of a row sub-group have a row (a TID may name any offset)? */
+/* the row at a position of a row sub-group into the slot, if it has one */
 static bool
-row_on_page(Relation rel, const ZLSubGroup *sg, int64 position)
+fetch_page_row(ZLTidMap *map, const ZLSubGroup *sg, int64 position, TupleTableSlot *slot)
 {
 	ItemPointerData item;
+	HeapTuple	tuple = &map->tuple;
 	Buffer		buffer;
 	Page		page;
-	bool		found;
+	ItemId		itemid;
 
 	zl_position_page_item(sg, position, &item);
-	buffer = ReadBuffer(rel, ItemPointerGetBlockNumber(&item));
+	buffer = ReadBuffer(map->rel, ItemPointerGetBlockNumber(&item));
 	page = BufferGetPage(buffer);
-	found = ItemPointerGetOffsetNumber(&item) <= PageGetMaxOffsetNumber(page) &&
-		ItemIdIsNormal(PageGetItemId(page, ItemPointerGetOffsetNumber(&item)));
-	ReleaseBuffer(buffer);
-	return found;
+	/* a TID may name any offset of its block: not every one is a row */
+	if (ItemPointerGetOffsetNumber(&item) > PageGetMaxOffsetNumber(page) ||
+		!ItemIdIsNormal(itemid = PageGetItemId(page, ItemPointerGetOffsetNumber(&item))))
+	{
+		ReleaseBuffer(buffer);
+		return false;
+	}
+	tuple->t_data = (HeapTupleHeader) PageGetItem(page, itemid);
+	tuple->t_len = ItemIdGetLength(itemid);
+	tuple->t_tableOid = RelationGetRelid(map->rel);
+	zl_position_tid(sg, position, &tuple->t_self);
+	ExecStoreBufferHeapTuple(tuple, slot, buffer);
+	ReleaseBuffer(buffer);		/* the slot holds its own pin */
+	return true;
 }
 
+/*
+ * The row at a position of a columnar sub-group into the slot.  The reader
+ * stays for the next fetch: rows of one chunk are decoded once, and
+ * scattered ones (index order) only as far as asked (sparse reading).
+ */
 static void
-store_fetched_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
+fetch_columnar_row(ZLTidMap *map, const ZLSubGroup *sg, int64 position, TupleTableSlot *slot)
 {
-	TupleTableSlot *slot = arg;
-	HeapTuple	copy = heap_copytuple(tuple);
+	TupleDesc	desc = RelationGetDescr(map->rel);
+	HeapTuple	tuple;
+	MemoryContext old;
 
-	copy->t_tableOid = tuple->t_tableOid;
-	zl_position_tid(sg, position, &copy->t_self);
-	ExecForceStoreHeapTuple(copy, slot, true);
+	if (map->reader == NULL)
+	{
+		old = MemoryContextSwitchTo(map->context);
+		map->reader = zl_columnar_open(map->rel, sg, NULL);
+		zl_columnar_set_sparse(map->reader, true);
+		map->values = palloc(sizeof(Datum) * Max(desc->natts, 1));
+		map->isnull = palloc(sizeof(bool) * Max(desc->natts, 1));
+		MemoryContextSwitchTo(old);
+	}
+	else if (map->reader_sg != sg)
+		zl_columnar_reset(map->reader, sg, NULL);
+	map->reader_sg = sg;
+	zl_columnar_row(map->reader, (uint32) position, map->values, map->isnull);
+	tuple = heap_form_tuple(desc, map->values, map->isnull);
+	tuple->t_tableOid = RelationGetRelid(map->rel);
+	zl_position_tid(sg, position, &tuple->t_self);
+	ExecForceStoreHeapTuple(tuple, slot, true);
 }
 
 /* the row a TID names into the slot, if the map's snapshot sees it */
 bool
-zl_tid_map_fetch(const ZLTidMap *map, ItemPointer tid, TupleTableSlot *slot)
+zl_tid_map_fetch(ZLTidMap *map, ItemPointer tid, TupleTableSlot *slot)
 {
 	int64		position;
 	const ZLSubGroup *sg = zl_tid_map_find(map, tid, &position);
-	int32		at;
 
 	ExecClearTuple(slot);
 	if (sg == NULL)
 		return false;
-	at = (int32) position;
-	if (sg->format == ZL_FORMAT_ROWS && !row_on_page(map->rel, sg, position))
+	if (sg->format == ZL_FORMAT_COLUMNAR)
+		fetch_columnar_row(map, sg, position, slot);
+	else if (!fetch_page_row(map, sg, position, slot))
 		return false;
-	zl_read_subgroup_positions(map->rel, sg, &at, 1, store_fetched_row, slot);
-	if (TTS_EMPTY(slot))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("sub-group " INT64_FORMAT " of \"%s\" has no row at position %d",
-						sg->subgroup_id, RelationGetRelationName(map->rel), at)));
 	slot->tts_tableOid = RelationGetRelid(map->rel);
 	return true;
 }
@@ -211,4 +262,122 @@ zl_scan_getnextslot_tidrange(TableScanDesc sscan, ScanDirection direction,
 			return true;
 	}
 	return false;
+}
+
+/* ---------- index scans ---------- */
+
+typedef struct ZLIndexFetch
+{
+	IndexFetchTableData base;
+	MemoryContext context;		/* the scan's: the map outlives each fetch */
+	ZLTidMap   *map;
+} ZLIndexFetch;
+
+IndexFetchTableData *
+zl_index_fetch_begin(Relation rel)
+{
+	ZLIndexFetch *fetch = palloc0(sizeof(ZLIndexFetch));
+
+	fetch->base.rel = rel;
+	fetch->context = CurrentMemoryContext;
+	return &fetch->base;
+}
+
+void
+zl_index_fetch_reset(IndexFetchTableData *scan)
+{
+}
+
+void
+zl_index_fetch_end(IndexFetchTableData *scan)
+{
+	ZLIndexFetch *fetch = (ZLIndexFetch *) scan;
+
+	if (fetch->map != NULL)
+		zl_tid_map_end(fetch->map);
+	pfree(fetch);
+}
+
+/*
+ * The row an index entry points at, if the snapshot sees it.  Versions
+ * are never updated in place, so there is no chain to follow (call_again)
+ * and no entry is reported dead here: VACUUM decides that.
+ */
+bool
+zl_index_fetch_tuple(IndexFetchTableData *scan, ItemPointer tid, Snapshot snapshot,
+					 TupleTableSlot *slot, bool *call_again, bool *all_dead)
+{
+	ZLIndexFetch *fetch = (ZLIndexFetch *) scan;
+
+	*call_again = false;
+	if (all_dead)
+		*all_dead = false;
+	if (fetch->map == NULL || zl_tid_map_snapshot(fetch->map) != snapshot)
+	{
+		MemoryContext old = MemoryContextSwitchTo(fetch->context);
+
+		if (fetch->map != NULL)
+			zl_tid_map_end(fetch->map);
+		fetch->map = NULL;
+		fetch->map = zl_tid_map_begin(scan->rel, snapshot);
+		MemoryContextSwitchTo(old);
+	}
+	return zl_tid_map_fetch(fetch->map, tid, slot);
+}
+
+/* ---------- bitmap scans ---------- */
+
+/* stand on a TID block of the bitmap: false if no visible sub-group owns it */
+bool
+zl_scan_bitmap_next_block(TableScanDesc sscan, TBMIterateResult *tbmres)
+{
+	ZLScanDesc	scan = (ZLScanDesc) sscan;
+	ItemPointerData first;
+	int64		position;
+
+	if (scan->tid_map == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(scan->context);
+
+		scan->tid_map = zl_tid_map_begin(sscan->rs_rd, sscan->rs_snapshot);
+		MemoryContextSwitchTo(old);
+	}
+	scan->bitmap_block = tbmres->blockno;
+	scan->bitmap_next = 0;
+	ItemPointerSet(&first, tbmres->blockno, FirstOffsetNumber);
+	return zl_tid_map_owner(scan->tid_map, &first, &position) != NULL;
+}
+
+/* the next row of the block the bitmap names (all of them when lossy) */
+bool
+zl_scan_bitmap_next_tuple(TableScanDesc sscan, TBMIterateResult *tbmres,
+						  TupleTableSlot *slot)
+{
+	ZLScanDesc	scan = (ZLScanDesc) sscan;
+
+	for (;;)
+	{
+		ItemPointerData tid;
+		OffsetNumber offset;
+
+		if (tbmres->ntuples >= 0)
+		{
+			if (scan->bitmap_next >= tbmres->ntuples)
+				return false;
+			offset = tbmres->offsets[scan->bitmap_next++];
+		}
+		else
+		{
+			if (scan->bitmap_next >= MaxHeapTuplesPerPage)
+				return false;
+			offset = (OffsetNumber) ++scan->bitmap_next;
+		}
+		CHECK_FOR_INTERRUPTS();
+		ItemPointerSet(&tid, scan->bitmap_block, offset);
+		if (zl_tid_map_fetch(scan->tid_map, &tid, slot))
+		{
+			pgstat_count_heap_fetch(sscan->rs_rd);
+			return true;
+		}
+	}
 }

@@ -98,6 +98,8 @@ extern ZLSubGroup *zl_meta_load_filtered_subgroups(uint64 storage_id, Snapshot s
 												   const ZLSubGroupFilter *filter,
 												   int *nsubgroups);
 extern ZLSubGroup *zl_meta_find_subgroup(ZLSubGroup *sgs, int n, int64 subgroup_id);
+extern ZLSubGroup *zl_meta_load_subgroups_not_dead(uint64 storage_id, TransactionId oldest_xmin,
+												  int *n);
 extern void zl_meta_count_subgroups(uint64 storage_id, Snapshot snapshot,
 									ZLPruneStats *stats);
 extern void zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,

@@ -34,6 +34,7 @@
 #include "catalog/zl_catalog_internal.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/skey.h"
 #include "access/stratnum.h"
@@ -41,7 +42,9 @@
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
@@ -682,4 +685,94 @@ zl_subgroup_window_end(const ZLTableOptions *opts, const ZLSubGroup *sg)
 {
 	return sg->window_end != ZL_NO_WINDOW_END ? sg->window_end :
 		zl_window_end(opts, sg->partition_end, sg->window_start);
+}
+
+/*
+ * Is a catalog row found under SnapshotAny still there for someone: not
+ * dead by oldest_xmin, or (every_snapshot) seen by every snapshot, i.e.
+ * inserted by a transaction that committed before oldest_xmin and not
+ * deleted?
+ */
+static bool
+row_status(SysScanDesc scan, HeapTuple tuple, TransactionId oldest_xmin, bool every_snapshot)
+{
+	Buffer		buffer = ((BufferHeapTupleTableSlot *) scan->slot)->buffer;
+	HTSV_Result status;
+
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	status = HeapTupleSatisfiesVacuum(tuple, oldest_xmin, buffer);
+	LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
+	if (!every_snapshot)
+		return status != HEAPTUPLE_DEAD;
+	return status == HEAPTUPLE_LIVE &&
+		TransactionIdPrecedes(HeapTupleHeaderGetXmin(tuple->t_data), oldest_xmin);
+}
+
+/*
+ * VACUUM's index cleanup (src/lifecycle/zl_index_vacuum.c): the sub-groups
+ * of a storage whose catalog row is not dead by oldest_xmin -- some
+ * snapshot may still see them, or a transaction in progress wrote them --
+ * in id order, each with the positions that masks every snapshot sees
+ * cover (mask bits; masked_rows counts them).
+ */
+ZLSubGroup *
+zl_meta_load_subgroups_not_dead(uint64 storage_id, TransactionId oldest_xmin, int *n)
+{
+	Relation	rel = open_catalog(zl_meta_catalog()->subgroup, SG_NATTS);
+	Relation	masks;
+	ScanKeyData keys[1];
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Datum	   *values = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
+	bool	   *isnull = palloc(sizeof(bool) * RelationGetDescr(rel)->natts);
+	ZLSubGroup *sgs = NULL;
+	int			max = 0;
+	bool		compact;
+
+	*n = 0;
+	storage_keys(keys, storage_id, 0, 1);
+	scan = systable_beginscan(rel, catalog.subgroup_pkey, true, SnapshotAny, 1, keys);
+	while ((tuple = systable_getnext(scan)) != NULL)
+	{
+		if (!row_status(scan, tuple, oldest_xmin, false))
+			continue;
+		heap_deform_tuple(tuple, RelationGetDescr(rel), values, isnull);
+		if (*n == max)
+		{
+			max = Max(16, max * 2);
+			sgs = sgs == NULL ? palloc(sizeof(ZLSubGroup) * max) :
+				repalloc(sgs, sizeof(ZLSubGroup) * max);
+		}
+		subgroup_from_row(&sgs[(*n)++], values, isnull, RelationGetDescr(rel)->natts);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	pfree(values);
+	pfree(isnull);
+	if (*n == 0)
+		return NULL;
+	/* in id order for the masks' look-ups (an updated row: both versions) */
+	qsort(sgs, *n, sizeof(ZLSubGroup), subgroup_id_cmp);
+
+	masks = open_catalog(zl_meta_catalog()->mask, MASK_NATTS);
+	compact = zl_mask_compact_desc(RelationGetDescr(masks));
+	values = palloc(sizeof(Datum) * RelationGetDescr(masks)->natts);
+	isnull = palloc(sizeof(bool) * RelationGetDescr(masks)->natts);
+	scan = systable_beginscan(masks, catalog.mask_index, true, SnapshotAny, 1, keys);
+	while ((tuple = systable_getnext(scan)) != NULL)
+	{
+		ZLSubGroup *sg;
+
+		if (!row_status(scan, tuple, oldest_xmin, true))
+			continue;
+		heap_deform_tuple(tuple, RelationGetDescr(masks), values, isnull);
+		sg = zl_meta_find_subgroup(sgs, *n, DatumGetInt64(values[MASK_SUBGROUP_ID - 1]));
+		if (sg != NULL && !isnull[MASK_POSITIONS - 1])
+			apply_mask(sg, values[MASK_POSITIONS - 1], compact, CurrentMemoryContext);
+	}
+	systable_endscan(scan);
+	table_close(masks, AccessShareLock);
+	pfree(values);
+	pfree(isnull);
+	return sgs;
 }

@@ -22,6 +22,8 @@
 #include "catalog/pg_inherits.h"
 #include "commands/defrem.h"
 #include "executor/executor.h"
+#include "nodes/execnodes.h"
+#include "nodes/nodeFuncs.h"
 #include "nodes/parsenodes.h"
 #include "parser/parsetree.h"
 #include "utils/lsyscache.h"
@@ -110,15 +112,44 @@ refuse_on_conflict(PlannedStmt *stmt)
 	}
 }
 
+/*
+ * A bitmap heap scan prefetches the blocks its bitmap names ahead of
+ * reading them.  On a zipper table those are TID blocks (README "Row
+ * identifiers"), not blocks of the file, and may lie past its last
+ * segment, which the prefetch refuses with an error; the pages a bitmap
+ * scan reads are found by the TID map instead.  So bitmap scans of zipper
+ * tables do not prefetch (the node reads prefetch_maximum at its first
+ * row).
+ */
+static bool
+stop_bitmap_prefetch(PlanState *planstate, void *context)
+{
+	if (planstate == NULL)
+		return false;
+	if (IsA(planstate, BitmapHeapScanState))
+	{
+		BitmapHeapScanState *bhs = (BitmapHeapScanState *) planstate;
+
+		if (zl_is_zipper_relation(bhs->ss.ss_currentRelation))
+			bhs->prefetch_maximum = 0;
+	}
+	return planstate_tree_walker(planstate, stop_bitmap_prefetch, context);
+}
+
 static void
 zl_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
+	ListCell   *lc;
+
 	refuse_row_changes(queryDesc);
 	refuse_on_conflict(queryDesc->plannedstmt);
 	if (prev_ExecutorStart)
 		prev_ExecutorStart(queryDesc, eflags);
 	else
 		standard_ExecutorStart(queryDesc, eflags);
+	(void) stop_bitmap_prefetch(queryDesc->planstate, NULL);
+	foreach(lc, queryDesc->estate->es_subplanstates)
+		(void) stop_bitmap_prefetch((PlanState *) lfirst(lc), NULL);
 }
 
 static void

@@ -14,6 +14,7 @@
 #define ZL_PLANNER_H
 
 extern void zl_customscan_init(void);
+extern void zl_indexpaths_init(void);
 extern void zl_aggregate_init(void);
 extern void zl_inline_init(void);
 

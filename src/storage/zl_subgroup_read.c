@@ -316,3 +316,44 @@ zl_subgroups_by_block(ZLSubGroup *sgs, int n)
 	qsort(by_block, n, sizeof(ZLSubGroup *), subgroup_block_cmp);
 	return by_block;
 }
+
+static int
+first_tid_block_cmp(const void *a, const void *b)
+{
+	int64		x = ((const ZLSubGroup *) a)->first_tid_block;
+	int64		y = ((const ZLSubGroup *) b)->first_tid_block;
+
+	return x < y ? -1 : (x > y);
+}
+
+/* sort sub-groups by their TID blocks (README "Row identifiers") */
+void
+zl_sort_by_tid_block(ZLSubGroup *sgs, int n)
+{
+	if (n > 1)
+		qsort(sgs, n, sizeof(ZLSubGroup), first_tid_block_cmp);
+}
+
+/*
+ * In sub-groups sorted by TID blocks, the last whose blocks begin at or
+ * before block (-1 if none): the only one that can own it.
+ */
+int
+zl_tid_block_candidate(const ZLSubGroup *sgs, int n, int64 block)
+{
+	int			lo = 0,
+				hi = n - 1;
+
+	if (n == 0 || sgs[0].first_tid_block > block)
+		return -1;
+	while (lo < hi)
+	{
+		int			mid = lo + (hi - lo + 1) / 2;
+
+		if (sgs[mid].first_tid_block <= block)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}

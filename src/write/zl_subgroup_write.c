@@ -346,6 +346,7 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 	zl_page_writer_finish(writer, &sg.first_block, &sg.blocks);
 	sg.first_tid_block = state->numbered ?
 		zl_storage_take_tid_blocks(rel, zl_subgroup_tid_blocks(&sg), zl_meta_tid_blocks_used) : -1;
+	zl_index_subgroup(rel, &sg);
 
 	if (key->placed)
 		directory = zl_key_directory_build(rr->hashes, rr->positions, i);

@@ -80,4 +80,15 @@ extern HeapTuple zl_row_check(ZLRowCheck *rc, HeapTuple tuple, const Datum *valu
 							  const bool *isnull);
 extern void zl_row_check_end(ZLRowCheck *rc);
 
+/* ---------- zl_index_rows.c ---------- */
+
+struct IndexInfo;
+typedef struct ZLIndexRows ZLIndexRows;
+
+extern ZLIndexRows *zl_index_rows_begin(Relation table, struct IndexInfo *info);
+extern bool zl_index_rows_form(ZLIndexRows *r, HeapTuple tuple, Datum *values, bool *isnull);
+extern void zl_index_rows_end(ZLIndexRows *r);
+extern void zl_index_building(Oid indexoid);
+extern void zl_index_subgroup(Relation table, const ZLSubGroup *sg);
+
 #endif							/* ZL_WRITE_H */

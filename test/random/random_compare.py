@@ -1250,7 +1250,7 @@ class SeedRun:
         defines, computed here with Python's zoneinfo.  (verify() checks
         placement with zipper_lake's own time functions, so a wrong zone, unit
         or window origin there would go unnoticed.)  A row's sub-group is the
-        one whose blocks hold its ctid."""
+        one that owns its ctid's TID block (README "Row identifiers")."""
         clock = self.clock
         zone = self.cfg.time_zone if self.cfg.period_type == "timestamptz" else "UTC"
         res = self.db.all("""
@@ -1258,10 +1258,11 @@ class SeedRun:
                    s.sub_group, s.partition_end::text, s.window_start AT TIME ZONE %s,
                    g.window_end AT TIME ZONE %s
             FROM (SELECT (ctid::text::point)[0] AS block, * FROM rc_zip) r
-            LEFT JOIN zipper_lake.inspect('rc_zip') s
-              ON r.block >= s.first_block AND r.block < s.first_block + s.blocks
             LEFT JOIN zipper_lake.subgroup g
-              ON g.storage_id = zipper_lake._storage_id('rc_zip') AND g.subgroup_id = s.sub_group""",
+              ON g.storage_id = zipper_lake._storage_id('rc_zip') AND r.block >= g.first_tid_block
+             AND r.block < g.first_tid_block + greatest(CASE g.format WHEN 'c'
+                           THEN (g.row_count + 290) / 291 ELSE g.blocks END, 1)
+            LEFT JOIN zipper_lake.inspect('rc_zip') s ON s.sub_group = g.subgroup_id""",
                            (zone, zone))
         for key, f, t, sub_group, partition, window, window_end in res:
             f, t = clock.tick_of(f), clock.tick_of(t)

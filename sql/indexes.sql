@@ -1,0 +1,83 @@
+-- Indexes (README "Indexes"): btree, hash, GiST, GIN, expressions and
+-- predicates; index scans and bitmap scans return what the sequential scan
+-- returns; writes keep the indexes; VACUUM removes the entries of hidden rows
+SET timezone = 'UTC';
+CREATE EXTENSION IF NOT EXISTS amcheck;
+CREATE TABLE ix (id int, branch int, status text, valid_from timestamptz, valid_to timestamptz) USING zipper_lake;
+SELECT zipper_lake.register('ix', key => '{id}', partition_unit => 'day');
+CREATE TABLE ix_ch (id int, branch int, status text, change_time timestamptz);
+INSERT INTO ix_ch SELECT g, g % 17, CASE WHEN g % 5 = 0 THEN 'frozen' ELSE 'open' END, '2026-01-01'
+  FROM generate_series(1, 3000) g;
+SELECT changes FROM zipper_lake.apply_changes('ix', 'ix_ch');
+
+CREATE INDEX ix_branch ON ix (branch);
+CREATE INDEX ix_hash ON ix USING hash (id);
+CREATE INDEX ix_period ON ix USING gist (tstzrange(valid_from, valid_to));
+CREATE INDEX ix_gin ON ix USING gin ((ARRAY[branch, id]));
+CREATE INDEX ix_frozen ON ix (branch) WHERE status = 'frozen';
+SELECT relname, indcheckxmin FROM pg_index JOIN pg_class ON oid = indexrelid
+ WHERE indrelid = 'ix'::regclass ORDER BY 1;
+
+-- writes after CREATE INDEX keep them: closed versions go to columnar history
+TRUNCATE ix_ch;
+INSERT INTO ix_ch SELECT g, (g + 1) % 17, 'frozen', '2026-01-02' FROM generate_series(1, 3000, 3) g;
+SELECT changes FROM zipper_lake.apply_changes('ix', 'ix_ch');
+TRUNCATE ix_ch;
+INSERT INTO ix_ch SELECT g, 99, 'open', '2026-01-03' FROM generate_series(2, 3000, 7) g;
+SELECT changes FROM zipper_lake.apply_changes('ix', 'ix_ch');
+
+-- the same answers by every path: sequential (reference), index, bitmap
+CREATE FUNCTION ix_answers() RETURNS TABLE (q text, rows bigint, checksum bigint)
+LANGUAGE sql AS $$
+  SELECT 'branch = 3', count(*), sum(id) FROM ix WHERE branch = 3
+  UNION ALL SELECT 'branch = 99', count(*), sum(id) FROM ix WHERE branch = 99
+  UNION ALL SELECT 'id = 1234', count(*), sum(branch) FROM ix WHERE id = 1234
+  UNION ALL SELECT 'period @> day 2', count(*), sum(id) FROM ix
+             WHERE tstzrange(valid_from, valid_to) @> timestamptz '2026-01-02 12:00'
+  UNION ALL SELECT 'gin @> 5', count(*), sum(id) FROM ix WHERE ARRAY[branch, id] @> ARRAY[5]
+  UNION ALL SELECT 'frozen branch 4', count(*), sum(id) FROM ix WHERE status = 'frozen' AND branch = 4
+$$;
+SET enable_indexscan = off; SET enable_bitmapscan = off;
+CREATE TEMP TABLE ix_reference AS SELECT * FROM ix_answers();
+RESET enable_indexscan; RESET enable_bitmapscan;
+SET enable_seqscan = off; SET zipper_lake.enable_pruning = off;
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) SELECT * FROM ix WHERE branch = 3;
+SELECT * FROM ix_answers() EXCEPT SELECT * FROM ix_reference;
+RESET enable_bitmapscan; SET enable_indexscan = off;
+EXPLAIN (COSTS OFF) SELECT * FROM ix WHERE ARRAY[branch, id] @> ARRAY[5];
+SELECT * FROM ix_answers() EXCEPT SELECT * FROM ix_reference;
+RESET enable_indexscan;
+SELECT * FROM ix_reference ORDER BY q;
+-- never an index-only scan: the table keeps no visibility map
+EXPLAIN (COSTS OFF) SELECT branch FROM ix WHERE branch = 3;
+RESET enable_seqscan; RESET zipper_lake.enable_pruning;
+
+-- amcheck finds every visible row in every btree
+SELECT bt_index_check('ix_branch', true), bt_index_check('ix_frozen', true);
+
+-- VACUUM compacts the current partition (new TIDs) and removes the entries
+-- of hidden rows; the answers stay
+VACUUM ix;
+VACUUM ix;
+SELECT bt_index_check('ix_branch', true), bt_index_check('ix_frozen', true);
+SET enable_seqscan = off; SET zipper_lake.enable_pruning = off;
+SELECT * FROM ix_answers() EXCEPT SELECT * FROM ix_reference;
+RESET enable_seqscan; RESET zipper_lake.enable_pruning;
+
+-- CREATE INDEX CONCURRENTLY and REINDEX
+CREATE INDEX CONCURRENTLY ix_status ON ix (status, branch);
+SELECT bt_index_check('ix_status', true);
+REINDEX TABLE ix;
+SELECT bt_index_check('ix_branch', true);
+
+-- refused with a hint, changing nothing
+CREATE UNIQUE INDEX ON ix (id, valid_from);
+\echo :SQLSTATE
+CREATE INDEX ON ix USING brin (valid_from);
+\echo :SQLSTATE
+INSERT INTO ix VALUES (9999, 1, 'open', '2026-01-05', 'infinity');
+\echo :SQLSTATE
+SELECT count(*) AS indexes FROM pg_index WHERE indrelid = 'ix'::regclass;
+DROP TABLE ix, ix_ch;
+DROP FUNCTION ix_answers();

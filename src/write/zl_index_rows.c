@@ -1,0 +1,169 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_index_rows.c
+ *	  Index entries of a table's rows: what CREATE INDEX builds from and
+ *	  what every write adds.
+ *
+ * A row gets its TID when its sub-group is written (README "Row
+ * identifiers"), never when INSERT hands it over: rows wait in the write
+ * state and are sorted before they are placed.  So the executor cannot
+ * insert index entries for them, and writes do it themselves: every
+ * sub-group written (by INSERT's flush, the apply functions, packing,
+ * compaction, merges, relocation, rollover -- all of them go through
+ * zl_subgroup_write.c) has its rows read back from its pages and entered
+ * into every index of the table that takes inserts, under their TIDs.  An
+ * index entry of a row that a later write masks or moves stays until
+ * VACUUM removes it; a reader never sees such a row through it, since
+ * fetches check the sub-group and the mask under the reader's snapshot
+ * (src/access/zl_tidfetch.c).
+ *
+ * The index being built by CREATE INDEX is left out while it builds: the
+ * build flushes the transaction's pending rows first and indexes them
+ * itself, with every other visible row.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "common/zl_common.h"
+#include "storage/zl_storage.h"
+#include "write/zl_write.h"
+
+#include "access/genam.h"
+#include "catalog/index.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/execnodes.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+
+struct ZLIndexRows
+{
+	IndexInfo  *info;
+	EState	   *estate;
+	ExprContext *econtext;
+	ExprState  *predicate;
+	TupleTableSlot *slot;
+};
+
+/* the index CREATE INDEX is building, left out of the writes' entries */
+static Oid	index_building = InvalidOid;
+
+void
+zl_index_building(Oid indexoid)
+{
+	index_building = indexoid;
+}
+
+/* evaluate an index's columns and predicate on rows of its table */
+ZLIndexRows *
+zl_index_rows_begin(Relation table, IndexInfo *info)
+{
+	ZLIndexRows *r = palloc0(sizeof(ZLIndexRows));
+
+	r->info = info;
+	r->estate = CreateExecutorState();
+	r->econtext = GetPerTupleExprContext(r->estate);
+	r->slot = MakeSingleTupleTableSlot(RelationGetDescr(table), &TTSOpsHeapTuple);
+	r->econtext->ecxt_scantuple = r->slot;
+	r->predicate = ExecPrepareQual(info->ii_Predicate, r->estate);
+	return r;
+}
+
+/*
+ * The index columns of a row (its t_self the row's TID) into values and
+ * isnull; false if the index's predicate leaves the row out.  They live
+ * until the next row.
+ */
+bool
+zl_index_rows_form(ZLIndexRows *r, HeapTuple tuple, Datum *values, bool *isnull)
+{
+	MemoryContextReset(r->econtext->ecxt_per_tuple_memory);
+	ExecStoreHeapTuple(tuple, r->slot, false);
+	if (r->predicate != NULL && !ExecQual(r->predicate, r->econtext))
+		return false;
+	FormIndexDatum(r->info, r->slot, r->estate, values, isnull);
+	return true;
+}
+
+void
+zl_index_rows_end(ZLIndexRows *r)
+{
+	ExecDropSingleTupleTableSlot(r->slot);
+	FreeExecutorState(r->estate);
+	/* the states were made in the executor state just freed */
+	r->info->ii_ExpressionsState = NIL;
+	r->info->ii_PredicateState = NULL;
+	pfree(r);
+}
+
+typedef struct SubGroupEntries
+{
+	Relation	table;
+	int			nindexes;
+	Relation   *indexes;
+	ZLIndexRows **rows;
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+} SubGroupEntries;
+
+static void
+enter_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
+{
+	SubGroupEntries *e = arg;
+
+	CHECK_FOR_INTERRUPTS();
+	for (int i = 0; i < e->nindexes; i++)
+		if (zl_index_rows_form(e->rows[i], tuple, e->values, e->isnull))
+			(void) index_insert(e->indexes[i], e->values, e->isnull, &tuple->t_self,
+								e->table, UNIQUE_CHECK_NO, false, e->rows[i]->info);
+}
+
+/*
+ * Enter the rows of a sub-group just written into the table's indexes
+ * that take inserts (its TIDs are set; its masks, if any, are not: every
+ * row gets its entry).
+ */
+void
+zl_index_subgroup(Relation table, const ZLSubGroup *sg)
+{
+	List	   *oids;
+	SubGroupEntries e;
+	ListCell   *lc;
+
+	if (!RelationGetForm(table)->relhasindex || sg->first_tid_block < 0 || sg->row_count == 0)
+		return;
+	oids = RelationGetIndexList(table);
+	if (oids == NIL)
+		return;
+
+	memset(&e, 0, sizeof(e));
+	e.table = table;
+	e.indexes = palloc(sizeof(Relation) * list_length(oids));
+	e.rows = palloc(sizeof(ZLIndexRows *) * list_length(oids));
+	foreach(lc, oids)
+	{
+		Relation	index;
+		IndexInfo  *info;
+
+		if (lfirst_oid(lc) == index_building)
+			continue;
+		index = index_open(lfirst_oid(lc), RowExclusiveLock);
+		info = BuildIndexInfo(index);
+		if (!info->ii_ReadyForInserts)
+		{
+			index_close(index, RowExclusiveLock);
+			continue;
+		}
+		e.indexes[e.nindexes] = index;
+		e.rows[e.nindexes++] = zl_index_rows_begin(table, info);
+	}
+	if (e.nindexes > 0)
+		zl_read_subgroup_rows(table, sg, true, enter_row, &e);
+	for (int i = 0; i < e.nindexes; i++)
+	{
+		zl_index_rows_end(e.rows[i]);
+		index_close(e.indexes[i], RowExclusiveLock);
+	}
+	pfree(e.indexes);
+	pfree(e.rows);
+	list_free(oids);
+}
