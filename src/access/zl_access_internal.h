@@ -71,17 +71,6 @@ extern const ZLSubGroup *zl_tid_map_find(const ZLTidMap *map, ItemPointer tid, i
 extern bool zl_tid_map_fetch(ZLTidMap *map, ItemPointer tid, TupleTableSlot *slot);
 extern Snapshot zl_tid_map_snapshot(const ZLTidMap *map);
 extern const ZLSubGroup *zl_tid_map_subgroups(const ZLTidMap *map, int *n);
-
-/* zl_index_build.c */
-struct IndexInfo;
-struct ValidateIndexState;
-extern double zl_index_build_range_scan(Relation table, Relation index, struct IndexInfo *info,
-										bool allow_sync, bool anyvisible, bool progress,
-										BlockNumber start_blockno, BlockNumber numblocks,
-										IndexBuildCallback callback, void *callback_state,
-										TableScanDesc scan);
-extern void zl_index_validate_scan(Relation table, Relation index, struct IndexInfo *info,
-								   Snapshot snapshot, struct ValidateIndexState *state);
 extern bool zl_fetch_row_version(Relation rel, ItemPointer tid, Snapshot snapshot,
 								 TupleTableSlot *slot);
 extern void zl_scan_set_tidrange(TableScanDesc sscan, ItemPointer mintid, ItemPointer maxtid);
@@ -96,5 +85,16 @@ extern bool zl_index_fetch_tuple(struct IndexFetchTableData *scan, ItemPointer t
 extern bool zl_scan_bitmap_next_block(TableScanDesc sscan, struct TBMIterateResult *tbmres);
 extern bool zl_scan_bitmap_next_tuple(TableScanDesc sscan, struct TBMIterateResult *tbmres,
 									  TupleTableSlot *slot);
+
+/* zl_index_build.c */
+struct IndexInfo;
+struct ValidateIndexState;
+extern double zl_index_build_range_scan(Relation table, Relation index, struct IndexInfo *info,
+										bool allow_sync, bool anyvisible, bool progress,
+										BlockNumber start_blockno, BlockNumber numblocks,
+										IndexBuildCallback callback, void *callback_state,
+										TableScanDesc scan);
+extern void zl_index_validate_scan(Relation table, Relation index, struct IndexInfo *info,
+								   Snapshot snapshot, struct ValidateIndexState *state);
 
 #endif							/* ZL_ACCESS_INTERNAL_H */

@@ -140,6 +140,7 @@ refuse_insert_with_indexes(Relation relation)
 								  list_length(indexes), RelationGetRelationName(relation),
 								  list_length(indexes)),
 				 errhint("Apply changes with zipper_lake.apply_changes(), which keeps the indexes, or load the versions before CREATE INDEX.")));
+	list_free(indexes);
 }
 
 static void

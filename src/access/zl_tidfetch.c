@@ -58,15 +58,25 @@ struct ZLTidMap
 	bool	   *isnull;
 };
 
+/* rows are found by TID only in a catalog that numbers them */
+static void
+refuse_without_tids(void)
+{
+	if (!zl_meta_has_tids())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("zipper_lake tables find rows by TID from version 0.2 of the extension on"),
+				 errdetail("The catalog of the extension is still that of version 0.1."),
+				 errhint("Run ALTER EXTENSION zipper_lake UPDATE.")));
+}
+
 /* the sub-groups and masks a snapshot sees, to find rows by TID in */
 ZLTidMap *
 zl_tid_map_begin(Relation rel, Snapshot snapshot)
 {
-	MemoryContext context = AllocSetContextCreate(CurrentMemoryContext,
-												  "zipper_lake TID map",
-												  ALLOCSET_DEFAULT_SIZES);
-	MemoryContext old = MemoryContextSwitchTo(context);
-	ZLTidMap   *map = palloc0(sizeof(ZLTidMap));
+	MemoryContext context;
+	MemoryContext old;
+	ZLTidMap   *map;
 
 	if (snapshot == InvalidSnapshot || !IsMVCCSnapshot(snapshot))
 		ereport(ERROR,
@@ -75,13 +85,13 @@ zl_tid_map_begin(Relation rel, Snapshot snapshot)
 				 errdetail("Table \"%s\" was asked for a row under another kind of snapshot.",
 						   RelationGetRelationName(rel)),
 				 errhint("Read the table with a sequential scan.")));
-	if (!zl_meta_has_tids())
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("zipper_lake tables find rows by TID from version 0.2 of the extension on"),
-				 errdetail("The catalog of the extension is still that of version 0.1."),
-				 errhint("Run ALTER EXTENSION zipper_lake UPDATE.")));
+	refuse_without_tids();
 	zl_write_flush_relation(RelationGetRelid(rel));
+
+	context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake TID map",
+									ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(context);
+	map = palloc0(sizeof(ZLTidMap));
 
 	map->rel = rel;
 	map->snapshot = snapshot;
@@ -243,8 +253,7 @@ zl_scan_set_tidrange(TableScanDesc sscan, ItemPointer mintid, ItemPointer maxtid
 {
 	ZLScanDesc	scan = (ZLScanDesc) sscan;
 
-	if (!zl_meta_has_tids())
-		(void) zl_tid_map_begin(sscan->rs_rd, sscan->rs_snapshot);	/* refuses */
+	refuse_without_tids();
 	scan->tid_range_min = *mintid;
 	scan->tid_range_max = *maxtid;
 }
@@ -318,7 +327,7 @@ zl_index_fetch_tuple(IndexFetchTableData *scan, ItemPointer tid, Snapshot snapsh
 
 		if (fetch->map != NULL)
 			zl_tid_map_end(fetch->map);
-		fetch->map = NULL;
+		fetch->map = NULL;		/* if the next one fails */
 		fetch->map = zl_tid_map_begin(scan->rel, snapshot);
 		MemoryContextSwitchTo(old);
 	}

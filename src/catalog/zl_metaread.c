@@ -307,12 +307,34 @@ apply_mask(ZLSubGroup *sg, Datum positions_datum, bool compact, MemoryContext co
 }
 
 /*
+ * Is a catalog row found under SnapshotAny still there for someone: not
+ * dead by oldest_xmin, or (every_snapshot) seen by every snapshot, i.e.
+ * inserted by a transaction that committed before oldest_xmin and not
+ * deleted?
+ */
+static bool
+row_status(SysScanDesc scan, HeapTuple tuple, TransactionId oldest_xmin, bool every_snapshot)
+{
+	Buffer		buffer = ((BufferHeapTupleTableSlot *) scan->slot)->buffer;
+	HTSV_Result status;
+
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	status = HeapTupleSatisfiesVacuum(tuple, oldest_xmin, buffer);
+	LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
+	if (!every_snapshot)
+		return status != HEAPTUPLE_DEAD;
+	return status == HEAPTUPLE_LIVE &&
+		TransactionIdPrecedes(HeapTupleHeaderGetXmin(tuple->t_data), oldest_xmin);
+}
+
+/*
  * The masks of the loaded sub-groups: every mask row of the storage in one
  * scan when all sub-groups were loaded, else one descent per sub-group.
+ * With oldest_xmin valid (and SnapshotAny), only those every snapshot sees.
  */
 static void
 load_masks(uint64 storage_id, Snapshot snapshot, ZLSubGroup *sgs, int n, bool all,
-		   MemoryContext context)
+		   MemoryContext context, TransactionId oldest_xmin)
 {
 	Relation	rel;
 	Datum	   *values;
@@ -337,6 +359,8 @@ load_masks(uint64 storage_id, Snapshot snapshot, ZLSubGroup *sgs, int n, bool al
 		{
 			ZLSubGroup *sg;
 
+			if (TransactionIdIsValid(oldest_xmin) && !row_status(scan, tuple, oldest_xmin, true))
+				continue;
 			heap_deform_tuple(tuple, RelationGetDescr(rel), values, isnull);
 			sg = all ? zl_meta_find_subgroup(sgs, n, DatumGetInt64(values[MASK_SUBGROUP_ID - 1]))
 				: &sgs[i];
@@ -352,7 +376,7 @@ load_masks(uint64 storage_id, Snapshot snapshot, ZLSubGroup *sgs, int n, bool al
 void
 zl_meta_load_masks(uint64 storage_id, Snapshot snapshot, ZLSubGroup *sgs, int n)
 {
-	load_masks(storage_id, snapshot, sgs, n, false, CurrentMemoryContext);
+	load_masks(storage_id, snapshot, sgs, n, false, CurrentMemoryContext, InvalidTransactionId);
 }
 
 /* ---------- rows one by one, for the cache (zl_metacache.c) ---------- */
@@ -437,12 +461,12 @@ subgroup_id_cmp(const void *a, const void *b)
 /*
  * The sub-group rows of a storage that one scan of the catalog finds
  * (keys: storage id and more), those passing the filter appended to
- * *sgs.
+ * *sgs.  With oldest_xmin valid (and SnapshotAny), those not dead by it.
  */
 static void
 collect_subgroups(Relation rel, Oid index, Snapshot snapshot, ScanKey keys, int nkeys,
 				  const ZLSubGroupFilter *filter, DateADT min_partition,
-				  ZLSubGroup **sgs, int *n, int *max)
+				  ZLSubGroup **sgs, int *n, int *max, TransactionId oldest_xmin)
 {
 	SysScanDesc scan = systable_beginscan(rel, index, true, snapshot, nkeys, keys);
 	Datum	   *values = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
@@ -451,6 +475,8 @@ collect_subgroups(Relation rel, Oid index, Snapshot snapshot, ScanKey keys, int 
 
 	while ((tuple = systable_getnext(scan)) != NULL)
 	{
+		if (TransactionIdIsValid(oldest_xmin) && !row_status(scan, tuple, oldest_xmin, false))
+			continue;
 		heap_deform_tuple(tuple, RelationGetDescr(rel), values, isnull);
 		if (*n == *max)
 		{
@@ -497,7 +523,7 @@ load_subgroups(uint64 storage_id, Snapshot snapshot, const ZLSubGroupFilter *fil
 	if (lowest == DATEVAL_NOBEGIN || IgnoreSystemIndexes ||
 		ReindexIsProcessingIndex(catalog.subgroup_window_index))
 		collect_subgroups(rel, catalog.subgroup_pkey, snapshot, keys, 1, filter, min_partition,
-						  &sgs, &n, &max);
+						  &sgs, &n, &max, InvalidTransactionId);
 	else
 	{
 		/* a filter without its "either" part bounds the partitions above too */
@@ -509,11 +535,11 @@ load_subgroups(uint64 storage_id, Snapshot snapshot, const ZLSubGroupFilter *fil
 			ScanKeyInit(&keys[2], SG_PARTITION_END, BTLessEqualStrategyNumber, F_DATE_LE,
 						DateADTGetDatum(filter->max_partition));
 		collect_subgroups(rel, catalog.subgroup_window_index, snapshot, keys, bounded ? 3 : 2,
-						  filter, min_partition, &sgs, &n, &max);
+						  filter, min_partition, &sgs, &n, &max, InvalidTransactionId);
 		ScanKeyEntryInitialize(&keys[1], SK_ISNULL | SK_SEARCHNULL, SG_PARTITION_END,
 							   InvalidStrategy, InvalidOid, InvalidOid, InvalidOid, (Datum) 0);
 		collect_subgroups(rel, catalog.subgroup_window_index, snapshot, keys, 2, filter,
-						  min_partition, &sgs, &n, &max);
+						  min_partition, &sgs, &n, &max, InvalidTransactionId);
 	}
 	table_close(rel, AccessShareLock);
 	/* by id: the primary key's order; the window index's needs the sort */
@@ -525,7 +551,7 @@ load_subgroups(uint64 storage_id, Snapshot snapshot, const ZLSubGroupFilter *fil
 		}
 
 	load_masks(storage_id, snapshot, sgs, n,
-			   filter == NULL && min_partition == DATEVAL_NOBEGIN, context);
+			   filter == NULL && min_partition == DATEVAL_NOBEGIN, context, InvalidTransactionId);
 	*nsubgroups = n;
 	return sgs;
 }
@@ -688,27 +714,6 @@ zl_subgroup_window_end(const ZLTableOptions *opts, const ZLSubGroup *sg)
 }
 
 /*
- * Is a catalog row found under SnapshotAny still there for someone: not
- * dead by oldest_xmin, or (every_snapshot) seen by every snapshot, i.e.
- * inserted by a transaction that committed before oldest_xmin and not
- * deleted?
- */
-static bool
-row_status(SysScanDesc scan, HeapTuple tuple, TransactionId oldest_xmin, bool every_snapshot)
-{
-	Buffer		buffer = ((BufferHeapTupleTableSlot *) scan->slot)->buffer;
-	HTSV_Result status;
-
-	LockBuffer(buffer, BUFFER_LOCK_SHARE);
-	status = HeapTupleSatisfiesVacuum(tuple, oldest_xmin, buffer);
-	LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
-	if (!every_snapshot)
-		return status != HEAPTUPLE_DEAD;
-	return status == HEAPTUPLE_LIVE &&
-		TransactionIdPrecedes(HeapTupleHeaderGetXmin(tuple->t_data), oldest_xmin);
-}
-
-/*
  * VACUUM's index cleanup (src/lifecycle/zl_index_vacuum.c): the sub-groups
  * of a storage whose catalog row is not dead by oldest_xmin -- some
  * snapshot may still see them, or a transaction in progress wrote them --
@@ -719,60 +724,16 @@ ZLSubGroup *
 zl_meta_load_subgroups_not_dead(uint64 storage_id, TransactionId oldest_xmin, int *n)
 {
 	Relation	rel = open_catalog(zl_meta_catalog()->subgroup, SG_NATTS);
-	Relation	masks;
 	ScanKeyData keys[1];
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	Datum	   *values = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
-	bool	   *isnull = palloc(sizeof(bool) * RelationGetDescr(rel)->natts);
 	ZLSubGroup *sgs = NULL;
 	int			max = 0;
-	bool		compact;
 
 	*n = 0;
 	storage_keys(keys, storage_id, 0, 1);
-	scan = systable_beginscan(rel, catalog.subgroup_pkey, true, SnapshotAny, 1, keys);
-	while ((tuple = systable_getnext(scan)) != NULL)
-	{
-		if (!row_status(scan, tuple, oldest_xmin, false))
-			continue;
-		heap_deform_tuple(tuple, RelationGetDescr(rel), values, isnull);
-		if (*n == max)
-		{
-			max = Max(16, max * 2);
-			sgs = sgs == NULL ? palloc(sizeof(ZLSubGroup) * max) :
-				repalloc(sgs, sizeof(ZLSubGroup) * max);
-		}
-		subgroup_from_row(&sgs[(*n)++], values, isnull, RelationGetDescr(rel)->natts);
-	}
-	systable_endscan(scan);
+	collect_subgroups(rel, catalog.subgroup_pkey, SnapshotAny, keys, 1, NULL, DATEVAL_NOBEGIN,
+					  &sgs, n, &max, oldest_xmin);
 	table_close(rel, AccessShareLock);
-	pfree(values);
-	pfree(isnull);
-	if (*n == 0)
-		return NULL;
-	/* in id order for the masks' look-ups (an updated row: both versions) */
-	qsort(sgs, *n, sizeof(ZLSubGroup), subgroup_id_cmp);
-
-	masks = open_catalog(zl_meta_catalog()->mask, MASK_NATTS);
-	compact = zl_mask_compact_desc(RelationGetDescr(masks));
-	values = palloc(sizeof(Datum) * RelationGetDescr(masks)->natts);
-	isnull = palloc(sizeof(bool) * RelationGetDescr(masks)->natts);
-	scan = systable_beginscan(masks, catalog.mask_index, true, SnapshotAny, 1, keys);
-	while ((tuple = systable_getnext(scan)) != NULL)
-	{
-		ZLSubGroup *sg;
-
-		if (!row_status(scan, tuple, oldest_xmin, true))
-			continue;
-		heap_deform_tuple(tuple, RelationGetDescr(masks), values, isnull);
-		sg = zl_meta_find_subgroup(sgs, *n, DatumGetInt64(values[MASK_SUBGROUP_ID - 1]));
-		if (sg != NULL && !isnull[MASK_POSITIONS - 1])
-			apply_mask(sg, values[MASK_POSITIONS - 1], compact, CurrentMemoryContext);
-	}
-	systable_endscan(scan);
-	table_close(masks, AccessShareLock);
-	pfree(values);
-	pfree(isnull);
+	/* in the primary key's (id) order, as the masks' look-ups need */
+	load_masks(storage_id, SnapshotAny, sgs, *n, true, CurrentMemoryContext, oldest_xmin);
 	return sgs;
 }
