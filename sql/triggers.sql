@@ -69,9 +69,11 @@ ALTER TABLE trg ADD COLUMN ref_id int REFERENCES trg_ref;
 CREATE TABLE trg_fk (id int REFERENCES trg_ref, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
   USING zipper_lake;
 SELECT to_regclass('trg_fk');
--- ... and to one: a zipper table has no unique index to reference
-ALTER TABLE trg ADD PRIMARY KEY (id);
-CREATE TABLE trg_referencing (id int REFERENCES trg (id));
+-- ... and to one: its unique keys take no references (their triggers
+-- would fire after each row)
+ALTER TABLE trg ADD PRIMARY KEY (id, valid_from);
+CREATE TABLE trg_referencing (id int, valid_from timestamptz, FOREIGN KEY (id, valid_from) REFERENCES trg);
+ALTER TABLE trg DROP CONSTRAINT trg_pkey;
 
 -- the table is unchanged: its triggers, constraints and columns
 SELECT tgname, tgtype FROM pg_trigger WHERE tgrelid = 'trg'::regclass ORDER BY tgname;

@@ -521,3 +521,6 @@ UPDATE zipper_lake.subgroup s SET first_tid_block = n.first_tid_block
                   FROM zipper_lake.subgroup) t) n
  WHERE s.storage_id = n.storage_id AND s.subgroup_id = n.subgroup_id;
 ALTER TABLE zipper_lake.subgroup ALTER COLUMN first_tid_block SET NOT NULL;
+-- A row by TID outside MVCC (a unique index's check asks under a dirty
+-- snapshot, README "Indexes") finds the sub-group owning its TID block here.
+CREATE INDEX subgroup_tid_idx ON zipper_lake.subgroup (storage_id, first_tid_block);

@@ -8,10 +8,12 @@
  * table: btree, hash, GiST, GIN, SP-GiST, with expressions and
  * predicates.  Refused: BRIN, which summarizes the table's blocks and
  * would need TID blocks that match them (chunk min/max skipping does its
- * job, README "Pruning"); unique indexes and exclusion constraints, whose
- * checks ask for rows under a dirty snapshot that the catalog-kept
- * visibility does not answer yet; a catalog of version 0.1, whose TIDs
- * name pages.
+ * job, README "Pruning"); exclusion constraints and deferrable unique
+ * ones, which need the executor's checks of inserted rows (rows get their
+ * TIDs only when written, src/write/zl_index_rows.c); a catalog of
+ * version 0.1, whose TIDs name pages.  A unique index checks the rows
+ * the build hands it (all live) and those each write enters
+ * (src/write/zl_index_rows.c).
  *
  * The build reads, in TID order, every row that a snapshot taken after the
  * table was locked sees, and marks the index as one that older snapshots
@@ -61,10 +63,10 @@ refuse_index(Relation table, Relation index, IndexInfo *info)
 		what = "exclusion constraints";
 		hint = "Versions of a key never overlap: zipper_lake checks that itself.";
 	}
-	else if (info->ii_Unique)
+	else if (info->ii_Unique && !index->rd_index->indimmediate)
 	{
-		what = "unique indexes";
-		hint = "Create the index without UNIQUE: zipper_lake keeps one version of a key at a time itself.";
+		what = "deferrable unique constraints";
+		hint = "Make the constraint NOT DEFERRABLE: writes check it as they enter their rows.";
 	}
 	if (what != NULL)
 		ereport(ERROR,
@@ -204,7 +206,7 @@ validate_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 	if (!zl_index_rows_form(v->rows, tuple, v->values, v->isnull))
 		return;
 	(void) index_insert(v->index, v->values, v->isnull, &tuple->t_self, v->table,
-						UNIQUE_CHECK_NO, false, v->info);
+						v->info->ii_Unique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO, false, v->info);
 	v->state->tups_inserted += 1;
 }
 

@@ -122,24 +122,27 @@ zl_index_delete_tuples(Relation rel, TM_IndexDeleteOp *delstate)
  * The executor enters an inserted row into the indexes under the TID the
  * insert gives it, but a row gets its TID only when its sub-group is
  * written (README "Row identifiers"), and writes enter their rows then
- * (src/write/zl_index_rows.c).
+ * (src/write/zl_index_rows.c).  An INSERT's executor leaves that to them
+ * (src/hooks/zl_executor.c); COPY and tuple routing into a partition
+ * would not.
  */
 static void
 refuse_insert_with_indexes(Relation relation)
 {
 	List	   *indexes;
 
-	if (!RelationGetForm(relation)->relhasindex)
+	if (!RelationGetForm(relation)->relhasindex ||
+		zl_index_entries_left_to_writes(RelationGetRelid(relation)))
 		return;
 	indexes = RelationGetIndexList(relation);
 	if (indexes != NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("zipper_lake tables with indexes do not take INSERT or COPY"),
+				 errmsg("zipper_lake tables with indexes take rows from INSERT only"),
 				 errdetail_plural("Table \"%s\" has %d index.", "Table \"%s\" has %d indexes.",
 								  list_length(indexes), RelationGetRelationName(relation),
 								  list_length(indexes)),
-				 errhint("Apply changes with zipper_lake.apply_changes(), which keeps the indexes, or load the versions before CREATE INDEX.")));
+				 errhint("COPY into a staging table and INSERT ... SELECT from it, or load the versions before CREATE INDEX.")));
 	list_free(indexes);
 }
 

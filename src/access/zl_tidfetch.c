@@ -43,19 +43,29 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
-struct ZLTidMap
+/*
+ * Rows of sub-groups into slots: a row sub-group's handed out pinned on
+ * their page, a columnar one's formed from a reader kept for the
+ * sub-group read last, so consecutive rows of one chunk decode it once.
+ */
+typedef struct RowFetcher
 {
 	Relation	rel;
+	MemoryContext context;		/* where the reader lives */
+	HeapTupleData tuple;		/* the row of a page a slot points at */
+	int64		reader_subgroup;	/* the id of the one the reader reads */
+	ZLColumnarReader *reader;
+	Datum	   *values;
+	bool	   *isnull;
+} RowFetcher;
+
+struct ZLTidMap
+{
 	Snapshot	snapshot;
 	MemoryContext context;
 	ZLSubGroup *sgs;			/* visible ones, by first_tid_block */
 	int			n;
-	HeapTupleData tuple;		/* the row of a page a slot points at */
-	/* the columnar sub-group read last, kept for the next row of it */
-	const ZLSubGroup *reader_sg;
-	ZLColumnarReader *reader;
-	Datum	   *values;
-	bool	   *isnull;
+	RowFetcher	rows;
 };
 
 /* rows are found by TID only in a catalog that numbers them */
@@ -93,9 +103,10 @@ zl_tid_map_begin(Relation rel, Snapshot snapshot)
 	old = MemoryContextSwitchTo(context);
 	map = palloc0(sizeof(ZLTidMap));
 
-	map->rel = rel;
 	map->snapshot = snapshot;
 	map->context = context;
+	map->rows.rel = rel;
+	map->rows.context = context;
 	map->sgs = zl_meta_cached_subgroups(rel, snapshot, NULL, DATEVAL_NOBEGIN, true, &map->n);
 	zl_sort_by_tid_block(map->sgs, map->n);
 	MemoryContextSwitchTo(old);
@@ -120,8 +131,8 @@ zl_tid_map_snapshot(const ZLTidMap *map)
 void
 zl_tid_map_end(ZLTidMap *map)
 {
-	if (map->reader != NULL)
-		zl_columnar_close(map->reader);
+	if (map->rows.reader != NULL)
+		zl_columnar_close(map->rows.reader);
 	MemoryContextDelete(map->context);
 }
 
@@ -160,16 +171,16 @@ zl_tid_map_find(const ZLTidMap *map, ItemPointer tid, int64 *position)
 
 /* the row at a position of a row sub-group into the slot, if it has one */
 static bool
-fetch_page_row(ZLTidMap *map, const ZLSubGroup *sg, int64 position, TupleTableSlot *slot)
+fetch_page_row(RowFetcher *f, const ZLSubGroup *sg, int64 position, TupleTableSlot *slot)
 {
 	ItemPointerData item;
-	HeapTuple	tuple = &map->tuple;
+	HeapTuple	tuple = &f->tuple;
 	Buffer		buffer;
 	Page		page;
 	ItemId		itemid;
 
 	zl_position_page_item(sg, position, &item);
-	buffer = ReadBuffer(map->rel, ItemPointerGetBlockNumber(&item));
+	buffer = ReadBuffer(f->rel, ItemPointerGetBlockNumber(&item));
 	page = BufferGetPage(buffer);
 	/* a TID may name any offset of its block: not every one is a row */
 	if (ItemPointerGetOffsetNumber(&item) > PageGetMaxOffsetNumber(page) ||
@@ -180,7 +191,7 @@ fetch_page_row(ZLTidMap *map, const ZLSubGroup *sg, int64 position, TupleTableSl
 	}
 	tuple->t_data = (HeapTupleHeader) PageGetItem(page, itemid);
 	tuple->t_len = ItemIdGetLength(itemid);
-	tuple->t_tableOid = RelationGetRelid(map->rel);
+	tuple->t_tableOid = RelationGetRelid(f->rel);
 	zl_position_tid(sg, position, &tuple->t_self);
 	ExecStoreBufferHeapTuple(tuple, slot, buffer);
 	ReleaseBuffer(buffer);		/* the slot holds its own pin */
@@ -193,29 +204,41 @@ fetch_page_row(ZLTidMap *map, const ZLSubGroup *sg, int64 position, TupleTableSl
  * scattered ones (index order) only as far as asked (sparse reading).
  */
 static void
-fetch_columnar_row(ZLTidMap *map, const ZLSubGroup *sg, int64 position, TupleTableSlot *slot)
+fetch_columnar_row(RowFetcher *f, const ZLSubGroup *sg, int64 position, TupleTableSlot *slot)
 {
-	TupleDesc	desc = RelationGetDescr(map->rel);
+	TupleDesc	desc = RelationGetDescr(f->rel);
 	HeapTuple	tuple;
 	MemoryContext old;
 
-	if (map->reader == NULL)
+	if (f->reader == NULL)
 	{
-		old = MemoryContextSwitchTo(map->context);
-		map->reader = zl_columnar_open(map->rel, sg, NULL);
-		zl_columnar_set_sparse(map->reader, true);
-		map->values = palloc(sizeof(Datum) * Max(desc->natts, 1));
-		map->isnull = palloc(sizeof(bool) * Max(desc->natts, 1));
+		old = MemoryContextSwitchTo(f->context);
+		f->reader = zl_columnar_open(f->rel, sg, NULL);
+		zl_columnar_set_sparse(f->reader, true);
+		f->values = palloc(sizeof(Datum) * Max(desc->natts, 1));
+		f->isnull = palloc(sizeof(bool) * Max(desc->natts, 1));
 		MemoryContextSwitchTo(old);
 	}
-	else if (map->reader_sg != sg)
-		zl_columnar_reset(map->reader, sg, NULL);
-	map->reader_sg = sg;
-	zl_columnar_row(map->reader, (uint32) position, map->values, map->isnull);
-	tuple = heap_form_tuple(desc, map->values, map->isnull);
-	tuple->t_tableOid = RelationGetRelid(map->rel);
+	else if (f->reader_subgroup != sg->subgroup_id)
+		zl_columnar_reset(f->reader, sg, NULL);
+	f->reader_subgroup = sg->subgroup_id;
+	zl_columnar_row(f->reader, (uint32) position, f->values, f->isnull);
+	tuple = heap_form_tuple(desc, f->values, f->isnull);
+	tuple->t_tableOid = RelationGetRelid(f->rel);
 	zl_position_tid(sg, position, &tuple->t_self);
 	ExecForceStoreHeapTuple(tuple, slot, true);
+}
+
+/* the row at a position of a sub-group into the slot, if it has one */
+static bool
+fetch_row(RowFetcher *f, const ZLSubGroup *sg, int64 position, TupleTableSlot *slot)
+{
+	if (sg->format == ZL_FORMAT_COLUMNAR)
+		fetch_columnar_row(f, sg, position, slot);
+	else if (!fetch_page_row(f, sg, position, slot))
+		return false;
+	slot->tts_tableOid = RelationGetRelid(f->rel);
+	return true;
 }
 
 /* the row a TID names into the slot, if the map's snapshot sees it */
@@ -226,14 +249,7 @@ zl_tid_map_fetch(ZLTidMap *map, ItemPointer tid, TupleTableSlot *slot)
 	const ZLSubGroup *sg = zl_tid_map_find(map, tid, &position);
 
 	ExecClearTuple(slot);
-	if (sg == NULL)
-		return false;
-	if (sg->format == ZL_FORMAT_COLUMNAR)
-		fetch_columnar_row(map, sg, position, slot);
-	else if (!fetch_page_row(map, sg, position, slot))
-		return false;
-	slot->tts_tableOid = RelationGetRelid(map->rel);
-	return true;
+	return sg != NULL && fetch_row(&map->rows, sg, position, slot);
 }
 
 /* table_tuple_fetch_row_version: one row by TID */
@@ -280,6 +296,7 @@ typedef struct ZLIndexFetch
 	IndexFetchTableData base;
 	MemoryContext context;		/* the scan's: the map outlives each fetch */
 	ZLTidMap   *map;
+	RowFetcher	rows;			/* fetches outside MVCC read through this */
 } ZLIndexFetch;
 
 IndexFetchTableData *
@@ -289,6 +306,8 @@ zl_index_fetch_begin(Relation rel)
 
 	fetch->base.rel = rel;
 	fetch->context = CurrentMemoryContext;
+	fetch->rows.rel = rel;
+	fetch->rows.context = CurrentMemoryContext;
 	return &fetch->base;
 }
 
@@ -304,7 +323,61 @@ zl_index_fetch_end(IndexFetchTableData *scan)
 
 	if (fetch->map != NULL)
 		zl_tid_map_end(fetch->map);
+	if (fetch->rows.reader != NULL)
+		zl_columnar_close(fetch->rows.reader);
 	pfree(fetch);
+}
+
+/*
+ * The row an index entry points at, under a snapshot that is not MVCC: a
+ * unique check's dirty snapshot, which must learn of writers in progress
+ * (the row counts as there, and snapshot->xmin / xmax name the
+ * transaction writing or hiding it, as heap's HeapTupleSatisfiesDirty
+ * does), or SnapshotSelf (is the row just entered still there?).  The
+ * catalog is read under that snapshot for the one sub-group owning the
+ * TID block and its masks: a map for one check would read all of it.
+ * Writes retire a row's old copy before they enter its new one
+ * (src/write/zl_index_rows.c), so a check never meets the row it moves.
+ */
+static bool
+fetch_unsnapshotted(ZLIndexFetch *fetch, ItemPointer tid, Snapshot snapshot,
+					TupleTableSlot *slot)
+{
+	uint64		storage_id = zl_storage_id(fetch->base.rel);
+	bool		dirty = snapshot->snapshot_type == SNAPSHOT_DIRTY;
+	ZLSubGroup	sg;
+	TransactionId inserting,
+				deleting,
+				masking;
+	int64		position;
+
+	if (!dirty && snapshot->snapshot_type != SNAPSHOT_SELF)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("zipper_lake tables fetch rows by TID under MVCC, dirty and self snapshots only"),
+				 errdetail("Table \"%s\" was asked for a row under another kind of snapshot.",
+						   RelationGetRelationName(fetch->base.rel)),
+				 errhint("Read the table with a sequential scan.")));
+	refuse_without_tids();
+	ExecClearTuple(slot);
+	if (dirty)
+		snapshot->xmin = snapshot->xmax = InvalidTransactionId;
+	if (!ItemPointerIsValid(tid) ||
+		!zl_meta_tid_block_subgroup(storage_id, ItemPointerGetBlockNumber(tid), snapshot, &sg,
+									&inserting, &deleting) ||
+		ItemPointerGetBlockNumber(tid) >= sg.first_tid_block + zl_subgroup_tid_blocks(&sg))
+		return false;
+	position = zl_tid_position(&sg, tid);
+	if (position < 0 ||
+		zl_meta_position_masked(storage_id, sg.subgroup_id, (int32) position, snapshot, &masking) ||
+		!fetch_row(&fetch->rows, &sg, position, slot))
+		return false;
+	if (dirty)
+	{
+		snapshot->xmin = inserting;
+		snapshot->xmax = TransactionIdIsValid(deleting) ? deleting : masking;
+	}
+	return true;
 }
 
 /*
@@ -321,6 +394,8 @@ zl_index_fetch_tuple(IndexFetchTableData *scan, ItemPointer tid, Snapshot snapsh
 	*call_again = false;
 	if (all_dead)
 		*all_dead = false;
+	if (!IsMVCCSnapshot(snapshot))
+		return fetch_unsnapshotted(fetch, tid, snapshot, slot);
 	if (fetch->map == NULL || zl_tid_map_snapshot(fetch->map) != snapshot)
 	{
 		MemoryContext old = MemoryContextSwitchTo(fetch->context);

@@ -100,6 +100,11 @@ extern ZLSubGroup *zl_meta_load_filtered_subgroups(uint64 storage_id, Snapshot s
 extern ZLSubGroup *zl_meta_find_subgroup(ZLSubGroup *sgs, int n, int64 subgroup_id);
 extern ZLSubGroup *zl_meta_load_subgroups_not_dead(uint64 storage_id, TransactionId oldest_xmin,
 												  int *n);
+extern bool zl_meta_tid_block_subgroup(uint64 storage_id, int64 tid_block, Snapshot snapshot,
+									   ZLSubGroup *sg, TransactionId *inserting,
+									   TransactionId *deleting);
+extern bool zl_meta_position_masked(uint64 storage_id, int64 subgroup_id, int32 position,
+									Snapshot snapshot, TransactionId *masking);
 extern void zl_meta_count_subgroups(uint64 storage_id, Snapshot snapshot,
 									ZLPruneStats *stats);
 extern void zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,

@@ -18,6 +18,7 @@ typedef struct ZLCatalog
 	Oid			subgroup;
 	Oid			subgroup_pkey;
 	Oid			subgroup_window_index;	/* (storage_id, partition_end, window_start) */
+	Oid			subgroup_tid_index; /* (storage_id, first_tid_block); 0.2 */
 	Oid			mask;
 	Oid			mask_index;
 	Oid			registration;

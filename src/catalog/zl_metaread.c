@@ -88,7 +88,8 @@ static void
 catalog_invalidate(Datum arg, Oid relid)
 {
 	if (!OidIsValid(relid) || relid == catalog.subgroup || relid == catalog.subgroup_pkey ||
-		relid == catalog.subgroup_window_index || relid == catalog.mask ||
+		relid == catalog.subgroup_window_index || relid == catalog.subgroup_tid_index ||
+		relid == catalog.mask ||
 		relid == catalog.mask_index || relid == catalog.registration ||
 		relid == catalog.registration_pkey)
 		catalog_valid = false;
@@ -127,6 +128,8 @@ zl_meta_catalog(void)
 	catalog.subgroup = catalog_relation(nspid, "subgroup");
 	catalog.subgroup_pkey = catalog_relation(nspid, "subgroup_pkey");
 	catalog.subgroup_window_index = catalog_relation(nspid, "subgroup_window_idx");
+	/* a catalog of 0.1 lacks it, and has no TIDs to look up (zl_meta_has_tids) */
+	catalog.subgroup_tid_index = get_relname_relid("subgroup_tid_idx", nspid);
 	catalog.mask = catalog_relation(nspid, "mask");
 	catalog.mask_index = catalog_relation(nspid, "mask_subgroup_idx");
 	catalog.registration = catalog_relation(nspid, "registration");
@@ -736,4 +739,117 @@ zl_meta_load_subgroups_not_dead(uint64 storage_id, TransactionId oldest_xmin, in
 	/* in the primary key's (id) order, as the masks' look-ups need */
 	load_masks(storage_id, SnapshotAny, sgs, *n, true, CurrentMemoryContext, oldest_xmin);
 	return sgs;
+}
+
+/* ---------- one row by TID, outside MVCC ---------- */
+
+/*
+ * The sub-group that may own a TID block, as a snapshot that is not MVCC
+ * sees the catalog (a unique check's dirty snapshot, SnapshotSelf): the
+ * one with the greatest first_tid_block at or below the block -- since
+ * blocks are never given twice, the owner if that one covers the block,
+ * else the block has none this snapshot sees.  Under a dirty snapshot,
+ * *inserting and *deleting name transactions in progress that inserted
+ * or delete its catalog row (InvalidTransactionId if none).  False if
+ * the storage has no such sub-group.
+ */
+bool
+zl_meta_tid_block_subgroup(uint64 storage_id, int64 tid_block, Snapshot snapshot,
+						   ZLSubGroup *sg, TransactionId *inserting, TransactionId *deleting)
+{
+	Relation	rel = open_catalog(zl_meta_catalog()->subgroup, SG_FIRST_TID_BLOCK);
+	Relation	index = index_open(catalog.subgroup_tid_index, AccessShareLock);
+	SnapshotData dirty;
+	Snapshot	scan_snapshot = snapshot;
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	/* a dirty snapshot learns of the last row it judged: ours, not the caller's */
+	if (snapshot->snapshot_type == SNAPSHOT_DIRTY)
+	{
+		InitDirtySnapshot(dirty);
+		scan_snapshot = &dirty;
+	}
+	*inserting = *deleting = InvalidTransactionId;
+	ScanKeyInit(&keys[0], SG_STORAGE_ID, BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum((int64) storage_id));
+	ScanKeyInit(&keys[1], SG_FIRST_TID_BLOCK, BTLessEqualStrategyNumber, F_INT8LE,
+				Int64GetDatum(tid_block));
+	scan = systable_beginscan_ordered(rel, index, scan_snapshot, 2, keys);
+	tuple = systable_getnext_ordered(scan, BackwardScanDirection);
+	if (tuple != NULL)
+	{
+		int			natts = RelationGetDescr(rel)->natts;
+		Datum	   *values = palloc(sizeof(Datum) * natts);
+		bool	   *isnull = palloc(sizeof(bool) * natts);
+
+		heap_deform_tuple(tuple, RelationGetDescr(rel), values, isnull);
+		subgroup_from_row(sg, values, isnull, natts);
+		pfree(values);
+		pfree(isnull);
+		if (scan_snapshot == &dirty)
+		{
+			*inserting = dirty.xmin;
+			*deleting = dirty.xmax;
+		}
+	}
+	systable_endscan_ordered(scan);
+	index_close(index, AccessShareLock);
+	table_close(rel, AccessShareLock);
+	return tuple != NULL;
+}
+
+/*
+ * Is a row of a sub-group masked, as a snapshot that is not MVCC sees the
+ * catalog?  A mask row it sees that lists the position hides the row --
+ * unless, under a dirty snapshot, a transaction in progress inserted it:
+ * then the row is still there and *masking names that transaction.
+ */
+bool
+zl_meta_position_masked(uint64 storage_id, int64 subgroup_id, int32 position,
+						Snapshot snapshot, TransactionId *masking)
+{
+	Relation	rel = open_catalog(zl_meta_catalog()->mask, MASK_NATTS);
+	bool		compact = zl_mask_compact_desc(RelationGetDescr(rel));
+	SnapshotData dirty;
+	Snapshot	scan_snapshot = snapshot;
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		masked = false;
+
+	if (snapshot->snapshot_type == SNAPSHOT_DIRTY)
+	{
+		InitDirtySnapshot(dirty);
+		scan_snapshot = &dirty;
+	}
+	*masking = InvalidTransactionId;
+	storage_keys(keys, storage_id, subgroup_id, 2);
+	scan = systable_beginscan(rel, catalog.mask_index, true, scan_snapshot, 2, keys);
+	while (!masked && (tuple = systable_getnext(scan)) != NULL)
+	{
+		TransactionId in_progress = scan_snapshot == &dirty ? dirty.xmin : InvalidTransactionId;
+		bool		isnull;
+		Datum		datum = heap_getattr(tuple, MASK_POSITIONS, RelationGetDescr(rel), &isnull);
+		int32	   *positions;
+		int			n;
+
+		if (isnull)
+			continue;			/* a sub-group it lacks */
+		positions = zl_mask_positions(datum, compact, subgroup_id, &n);
+		for (int i = 0; i < n; i++)
+			if (positions[i] == position)
+			{
+				if (TransactionIdIsValid(in_progress))
+					*masking = in_progress;
+				else
+					masked = true;
+				break;
+			}
+		pfree(positions);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return masked;
 }

@@ -10,6 +10,12 @@
  * zipper_lake's own catalog statements, which run while a writer is
  * between its changes: zl_meta_statement_running).
  *
+ * An INSERT into a zipper table with indexes hands its rows over without
+ * TIDs, which they get when written: so the ExecutorStart hook closes the
+ * indexes the executor opened for such a table, and the flush enters the
+ * rows into them, checking unique ones (src/write/zl_index_rows.c); the
+ * table is marked as one whose entries writes make until ExecutorEnd.
+ *
  *-------------------------------------------------------------------------
  */
 #include "common/zl_common.h"
@@ -31,6 +37,7 @@
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
+static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
 
 static void
 refuse_row_changes(QueryDesc *queryDesc)
@@ -104,7 +111,7 @@ refuse_on_conflict(PlannedStmt *stmt)
 					ereport(ERROR,
 							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 							 errmsg("zipper_lake tables do not support INSERT ... ON CONFLICT"),
-							 errdetail("Table \"%s\" has no unique index for the clause to act on.",
+							 errdetail("Rows of table \"%s\" get their index entries when written, at the end of the statement.",
 									   get_rel_name(lfirst_oid(lc3))),
 							 errhint("Load versions with a plain INSERT or COPY, which refuses overlapping ones, or apply changes with zipper_lake.apply_changes().")));
 			}
@@ -136,6 +143,33 @@ stop_bitmap_prefetch(PlanState *planstate, void *context)
 	return planstate_tree_walker(planstate, stop_bitmap_prefetch, context);
 }
 
+/*
+ * The indexes of the zipper tables an INSERT writes: closed for the
+ * executor, the tables marked as ones whose entries the writes make.
+ */
+static void
+indexes_entered_by_writes(QueryDesc *queryDesc)
+{
+	ListCell   *lc;
+
+	if (queryDesc->operation != CMD_INSERT && !queryDesc->plannedstmt->hasModifyingCTE)
+		return;
+	foreach(lc, queryDesc->estate->es_opened_result_relations)
+	{
+		ResultRelInfo *rri = lfirst(lc);
+		Relation	rel = rri->ri_RelationDesc;
+
+		if (!RelationGetForm(rel)->relhasindex || !zl_is_zipper_relation(rel))
+			continue;
+		/* ExecInsert opens them at its first row unless none are set */
+		ExecCloseIndices(rri);
+		rri->ri_NumIndices = 0;
+		rri->ri_IndexRelationDescs = palloc0(sizeof(Relation));
+		rri->ri_IndexRelationInfo = palloc0(sizeof(IndexInfo *));
+		zl_index_entries_by_writes(RelationGetRelid(rel), queryDesc);
+	}
+}
+
 static void
 zl_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
@@ -150,6 +184,8 @@ zl_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	(void) stop_bitmap_prefetch(queryDesc->planstate, NULL);
 	foreach(lc, queryDesc->estate->es_subplanstates)
 		(void) stop_bitmap_prefetch((PlanState *) lfirst(lc), NULL);
+	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
+		indexes_entered_by_writes(queryDesc);
 }
 
 static void
@@ -165,6 +201,16 @@ zl_ExecutorFinish(QueryDesc *queryDesc)
 		zl_write_flush_all();
 }
 
+static void
+zl_ExecutorEnd(QueryDesc *queryDesc)
+{
+	zl_index_entries_by_writes_end(queryDesc);
+	if (prev_ExecutorEnd)
+		prev_ExecutorEnd(queryDesc);
+	else
+		standard_ExecutorEnd(queryDesc);
+}
+
 void
 zl_executor_init(void)
 {
@@ -172,4 +218,6 @@ zl_executor_init(void)
 	ExecutorStart_hook = zl_ExecutorStart;
 	prev_ExecutorFinish = ExecutorFinish_hook;
 	ExecutorFinish_hook = zl_ExecutorFinish;
+	prev_ExecutorEnd = ExecutorEnd_hook;
+	ExecutorEnd_hook = zl_ExecutorEnd;
 }

@@ -17,6 +17,26 @@
  * fetches check the sub-group and the mask under the reader's snapshot
  * (src/access/zl_tidfetch.c).
  *
+ * Unique indexes check every entry as it goes in (UNIQUE_CHECK_YES), as
+ * heap's inserts do: the index meets the entries of equal keys and asks
+ * for their rows under a dirty snapshot, which reads the catalog -- so a
+ * sub-group's rows are entered once its catalog row is in (a history
+ * sub-group's, batched otherwise, is inserted at once), and every write
+ * retires a row's old copy before it writes the new one: apply masks the
+ * versions a batch replaces before it flushes (zl_apply.c, retire_rows),
+ * a load those it merges (zl_load.c), and a sub-group rewritten by
+ * compaction, packing, merges, relocation or erase is deleted as its rows
+ * are handed to the write state (zl_rewrite_subgroup).  A version that
+ * closes thus never conflicts with its own open row, nor a moved row with
+ * its old copy.  Writers of a table hold its writer lock until they end,
+ * so a conflicting writer in progress is rare (the index waits for it).
+ *
+ * INSERT hands its rows over without TIDs: the executor hook closes the
+ * indexes the executor opened for the table and marks it as one whose
+ * entries the writes make (zl_index_entries_by_writes); the flush at the
+ * end of the statement enters them.  A path that would enter them itself
+ * (tuple routing into a partition, a replication worker) is refused.
+ *
  * The index being built by CREATE INDEX is left out while it builds: the
  * build flushes the transaction's pending rows first and indexes them
  * itself, with every other visible row.
@@ -28,12 +48,15 @@
 #include "write/zl_write.h"
 
 #include "access/genam.h"
+#include "access/xact.h"
+#include "catalog/pg_index.h"
 #include "catalog/index.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/execnodes.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
+#include "utils/syscache.h"
 
 struct ZLIndexRows
 {
@@ -43,6 +66,84 @@ struct ZLIndexRows
 	ExprState  *predicate;
 	TupleTableSlot *slot;
 };
+
+/*
+ * Tables whose running INSERT statements leave the index entries to the
+ * writes (the executor hook closed the indexes it opened for them), with
+ * the statement and its transaction nesting level.
+ */
+typedef struct EntriesByWrites
+{
+	Oid			relid;
+	const void *statement;
+	int			nest_level;
+} EntriesByWrites;
+
+static List *entries_by_writes = NIL;
+
+void
+zl_index_entries_by_writes(Oid relid, const void *statement)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	EntriesByWrites *e = palloc(sizeof(EntriesByWrites));
+
+	e->relid = relid;
+	e->statement = statement;
+	e->nest_level = GetCurrentTransactionNestLevel();
+	entries_by_writes = lappend(entries_by_writes, e);
+	MemoryContextSwitchTo(old);
+}
+
+/* the statement ended (ExecutorEnd) */
+void
+zl_index_entries_by_writes_end(const void *statement)
+{
+	ListCell   *lc;
+
+	foreach(lc, entries_by_writes)
+	{
+		EntriesByWrites *e = lfirst(lc);
+
+		if (e->statement == statement)
+		{
+			entries_by_writes = foreach_delete_current(entries_by_writes, lc);
+			pfree(e);
+		}
+	}
+}
+
+/* (sub)transactions of this nesting level or deeper ended with an error */
+void
+zl_index_entries_by_writes_forget(int nest_level)
+{
+	ListCell   *lc;
+
+	foreach(lc, entries_by_writes)
+	{
+		EntriesByWrites *e = lfirst(lc);
+
+		if (e->nest_level >= nest_level)
+		{
+			entries_by_writes = foreach_delete_current(entries_by_writes, lc);
+			pfree(e);
+		}
+	}
+}
+
+/*
+ * May rows be inserted into the table, which has indexes?  Only if the
+ * executor will not enter them itself, under TIDs they do not have yet.
+ */
+bool
+zl_index_entries_left_to_writes(Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, entries_by_writes)
+		if (((EntriesByWrites *) lfirst(lc))->relid == relid)
+			return true;
+	return false;
+}
 
 /* the index CREATE INDEX is building, left out of the writes' entries */
 static Oid	index_building = InvalidOid;
@@ -113,14 +214,43 @@ enter_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 	CHECK_FOR_INTERRUPTS();
 	for (int i = 0; i < e->nindexes; i++)
 		if (zl_index_rows_form(e->rows[i], tuple, e->values, e->isnull))
-			(void) index_insert(e->indexes[i], e->values, e->isnull, &tuple->t_self,
-								e->table, UNIQUE_CHECK_NO, false, e->rows[i]->info);
+			(void) index_insert(e->indexes[i], e->values, e->isnull, &tuple->t_self, e->table,
+								e->indexes[i]->rd_index->indisunique ? UNIQUE_CHECK_YES :
+								UNIQUE_CHECK_NO,
+								false, e->rows[i]->info);
+}
+
+/* has the table a unique index that takes inserts? */
+bool
+zl_index_has_unique(Relation table)
+{
+	List	   *oids;
+	ListCell   *lc;
+	bool		unique = false;
+
+	if (!RelationGetForm(table)->relhasindex)
+		return false;
+	oids = RelationGetIndexList(table);
+	foreach(lc, oids)
+	{
+		HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+		Form_pg_index form;
+
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "cache lookup failed for index %u", lfirst_oid(lc));
+		form = (Form_pg_index) GETSTRUCT(tuple);
+		unique |= form->indisunique && form->indisready;
+		ReleaseSysCache(tuple);
+	}
+	list_free(oids);
+	return unique;
 }
 
 /*
  * Enter the rows of a sub-group just written into the table's indexes
- * that take inserts (its TIDs are set; its masks, if any, are not: every
- * row gets its entry).
+ * that take inserts (its TIDs are set and, if the table has a unique
+ * index, its catalog row is in; its masks, if any, are not: every row gets
+ * its entry).
  */
 void
 zl_index_subgroup(Relation table, const ZLSubGroup *sg)

@@ -115,6 +115,7 @@ typedef struct RunReader
 	uint32	   *hashes;			/* key hashes of a sub-group's rows */
 	int32	   *positions;		/* and their positions */
 	ZLHistoryInserts *history_inserts;	/* history sub-groups' catalog rows */
+	bool		unique_checks;	/* a unique index checks the rows entered */
 	int64		next_from_before;	/* valid_from of the row buffered last */
 } RunReader;
 
@@ -346,7 +347,6 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 	zl_page_writer_finish(writer, &sg.first_block, &sg.blocks);
 	sg.first_tid_block = state->numbered ?
 		zl_storage_take_tid_blocks(rel, zl_subgroup_tid_blocks(&sg), zl_meta_tid_blocks_used) : -1;
-	zl_index_subgroup(rel, &sg);
 
 	if (key->placed)
 		directory = zl_key_directory_build(rr->hashes, rr->positions, i);
@@ -358,6 +358,11 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 		if (directory)
 			pfree(directory);
 	}
+
+	/* a unique check finds the rows entered through their catalog row */
+	if (rr->unique_checks)
+		zl_meta_history_inserts_flush(rr->history_inserts);
+	zl_index_subgroup(rel, &sg);
 }
 
 /*
@@ -437,6 +442,7 @@ zl_write_placed(ZLWriteState *state, Relation rel)
 	rr.hashes = palloc(sizeof(uint32) * ZL_MAX_SUBGROUP_ROWS);
 	rr.positions = palloc(sizeof(int32) * ZL_MAX_SUBGROUP_ROWS);
 	rr.history_inserts = zl_meta_history_inserts_begin(rel);
+	rr.unique_checks = zl_index_has_unique(rel);
 	read_next(&rr);
 	while (rr.have)
 	{

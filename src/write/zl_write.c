@@ -672,6 +672,7 @@ zl_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			/* memory went with TopTransactionContext, files with its owner */
 			write_states = NIL;
+			zl_index_entries_by_writes_forget(1);
 			list_free(packing_holds);
 			packing_holds = NIL;
 			break;
@@ -686,6 +687,7 @@ zl_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 	{
+		zl_index_entries_by_writes_forget(GetCurrentTransactionNestLevel());
 		foreach(lc, write_states)
 		{
 			ZLWriteState *state = lfirst(lc);

@@ -89,6 +89,11 @@ extern ZLIndexRows *zl_index_rows_begin(Relation table, struct IndexInfo *info);
 extern bool zl_index_rows_form(ZLIndexRows *r, HeapTuple tuple, Datum *values, bool *isnull);
 extern void zl_index_rows_end(ZLIndexRows *r);
 extern void zl_index_building(Oid indexoid);
+extern void zl_index_entries_by_writes(Oid relid, const void *statement);
+extern void zl_index_entries_by_writes_end(const void *statement);
+extern void zl_index_entries_by_writes_forget(int nest_level);
+extern bool zl_index_entries_left_to_writes(Oid relid);
+extern bool zl_index_has_unique(Relation table);
 extern void zl_index_subgroup(Relation table, const ZLSubGroup *sg);
 
 #endif							/* ZL_WRITE_H */
