@@ -5,7 +5,7 @@
  *
  * Callbacks are grouped as in heapam_handler.c.  Scans live in zl_scan.c,
  * writes in zl_write.c, pages in zl_storage.c.  Everything a zipper table
- * cannot do yet (UPDATE, DELETE, row locks, indexes, TID scans, CLUSTER)
+ * cannot do yet (UPDATE, DELETE, row locks, COPY into an indexed table)
  * raises ERRCODE_FEATURE_NOT_SUPPORTED with a hint.
  *
  *-------------------------------------------------------------------------
@@ -397,10 +397,16 @@ zl_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 	 * swaps TOAST by content, and values toasted into the new TOAST table
 	 * could not be read before the swap).  Rows pass untoasted; the old
 	 * TOAST values their row sub-groups refer to are read at the flush.
-	 * CLUSTER needs an index, which zipper tables have none of.
+	 * CLUSTER does the same: rows keep the order placement gives them (end
+	 * date, file group, valid_from), which queries by time rely on, not the
+	 * index's.
 	 */
 	if (OldIndex != NULL)
-		not_supported("CLUSTER", "Run VACUUM FULL; rows are kept sorted by valid_from anyway.");
+		ereport(NOTICE,
+				(errmsg("CLUSTER rewrites zipper table \"%s\" as VACUUM FULL does",
+						RelationGetRelationName(OldTable)),
+				 errdetail("Rows keep their order by end-date partition and valid_from, not that of index \"%s\".",
+						   RelationGetRelationName(OldIndex))));
 	state = zl_write_state_get(NewTable);
 	if (zl_write_state_history_format(state) != ZL_FORMAT_COLUMNAR)
 		not_supported("VACUUM FULL of a table whose history is written in rows",
@@ -411,13 +417,14 @@ zl_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 	slot = table_slot_create(OldTable, NULL);
 	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
 	{
-		bool		should_free;
-		HeapTuple	tuple = ExecFetchSlotHeapTuple(slot, true, &should_free);
+		HeapTuple	tuple;
 
 		CHECK_FOR_INTERRUPTS();
+		/* every column, those added with a default since the row was written too */
+		slot_getallattrs(slot);
+		tuple = heap_form_tuple(RelationGetDescr(OldTable), slot->tts_values, slot->tts_isnull);
 		zl_write_load(state, tuple);
-		if (should_free)
-			heap_freetuple(tuple);
+		heap_freetuple(tuple);
 		*num_tuples += 1;
 	}
 	ExecDropSingleTupleTableSlot(slot);
