@@ -105,6 +105,7 @@ import math
 import operator
 import os
 import random
+import re
 import sys
 import tempfile
 import time
@@ -809,6 +810,14 @@ class Db:
         self.cur = self.conn.cursor()
         self.cur.execute("SET client_min_messages = warning")
         self.clock = None
+        self._second = None
+
+    def second(self):
+        """Another session (made once), with this one's clock."""
+        if self._second is None:
+            self._second = Db()
+        self._second.clock = self.clock
+        return self._second
 
     def run(self, sql, params=None):
         self.cur.execute(sql, params)
@@ -977,6 +986,72 @@ def check_invariants(db, table, track="all"):
         raise Failure("%s violates invariants: %s" % (table, problems[:10]), [], [], "", "")
 
 
+# --------------------------------------------------------------------------- indexes
+#
+# README "Indexes": btree, hash, GiST and GIN indexes on a zipper table serve
+# index and bitmap scans, every write keeps them and VACUUM removes entries of
+# hidden rows.  Half the seeds (seed s when (s - 1) // 7 is even, so every
+# configuration and tracking both ways; --indexes on|off forces it) give
+# rc_zip some of the indexes below, each created (now and then CONCURRENTLY)
+# before the first batch or between two batches, now and then REINDEXed or
+# dropped (and maybe created again later).  Every check then reads rc_zip
+# through them with enable_seqscan off, with enable_bitmapscan on and off, and
+# compares with the same query on rc_fold, and runs amcheck's
+# bt_index_check(index, heapallindexed => true) on the btrees.  The index plan
+# and the reads come from their own random.Random, so a seed's data are the
+# same with indexes or without.
+
+RANGE_TYPES = {"timestamptz": "tstzrange", "timestamp": "tsrange", "date": "daterange"}
+# one index of each kind at a time, named rc_zip_ix_<kind>; each kind has
+# reads written for it, that no other kind serves
+INDEX_KINDS = ("amount", "name", "id", "period", "array", "current")
+BTREE_KINDS = ("amount", "current")
+INDEX_USE = re.compile(r"(?:Index Scan(?: Backward)? using|Bitmap Index Scan on) rc_zip_ix_(\w+)")
+# VACUUM (VERBOSE)'s report of an index pass (src/lifecycle/zl_index_vacuum.c)
+INDEX_ENTRIES = re.compile(r'index "rc_zip_ix_(\w+)" now has (\d+) entries')
+
+# A read through the indexes: kind (the index it is written for), sql (with
+# {t}: rc_zip or rc_fold; shape "rows": what follows SELECT <COLS> FROM,
+# otherwise the whole query), params, shape ("rows"; "ordered": its first
+# column is the ORDER BY, compared in order, the rows as a multiset unless
+# there is a LIMIT; "cursor": an ordered query run through a SCROLL cursor,
+# forward and back).
+IndexRead = collections.namedtuple("IndexRead", "kind sql params shape limit", defaults=(None,))
+
+
+def open_literal(cfg):
+    """The table's open end as a constant of the period type, written
+    so that it does not depend on the session's TimeZone (it goes into a
+    partial index's predicate and the reads that must imply it)."""
+    if cfg.open_end == "infinity":
+        text = "infinity"
+    else:
+        text = {"timestamptz": "9999-12-31 00:00:00+00", "timestamp": "9999-12-31 00:00:00",
+                "date": "9999-12-31"}[cfg.period_type]
+    return "'%s'::%s" % (text, cfg.period_type)
+
+
+def index_variants(kind, cfg):
+    """What follows USING in CREATE INDEX for an index of this kind."""
+    period = "%s(valid_from, valid_to)" % RANGE_TYPES[cfg.period_type]
+    return {
+        "amount": ["btree (amount)", "btree (amount DESC)", "btree (amount, name)"],
+        "name": ["hash (name)"],
+        "id": ["hash (id)"],
+        "period": ["gist (%s)" % period, "gist (%s) INCLUDE (amount)" % period],
+        "array": ["gin ((ARRAY[id, amount]))", "gin ((ARRAY[id, amount])) WITH (fastupdate = off)"],
+        "current": ["btree (valid_from) WHERE valid_to = %s" % open_literal(cfg),
+                    "btree (valid_from, id) WHERE valid_to = %s" % open_literal(cfg)],
+    }[kind]
+
+
+def indexes_of(args, seed):
+    """Whether seed s gives rc_zip indexes: --indexes, or (s - 1) // 7 even."""
+    if args.indexes:
+        return args.indexes == "on"
+    return ((seed - 1) // len(CONFIGS)) % 2 == 0
+
+
 # --------------------------------------------------------------------------- one seed
 
 class SeedRun:
@@ -999,6 +1074,18 @@ class SeedRun:
         self.stats = collections.Counter()      # the model's counts, summed over the run
         self.layout_max = collections.Counter()  # --verbose: see layout()
         self.life_rng = random.Random("life-%d" % seed)     # erase, VACUUM
+        # indexes ("indexes" above): their own random numbers, so that the
+        # data are the same with them or without
+        self.index_rng = random.Random("index-%d" % seed)
+        self.with_indexes = self.zip and indexes_of(args, seed)
+        self.indexes = {}               # kind -> its definition, of the indexes rc_zip has now
+        self.index_due = collections.defaultdict(list)      # batch number -> kinds to create before it
+        self.index_log = []             # what was done to the indexes, for a report
+        self.index_checked = set()      # kinds read through at least once
+        self.index_seen = set()         # (kind, enable_bitmapscan) of the plans that read an index
+        self.held = None                # rows a second session's held snapshot read (hold_snapshot)
+        if self.with_indexes:
+            self.plan_indexes()
 
     def fmt_row(self, r):
         return "(id=%s name=%s amount=%s [%s, %s))" % (
@@ -1092,6 +1179,8 @@ class SeedRun:
             self.check_placement()
         if not self.args.no_read_helpers:
             self.check_reads(ref)
+        if self.with_indexes:
+            self.check_indexes()
 
     def compare(self, label, want, got, want_label="rc_fold"):
         missing, extra = diff(want, got)
@@ -1311,6 +1400,363 @@ class SeedRun:
             for k, v in self.layout().items():
                 self.layout_max[k] = max(self.layout_max[k], v)
 
+    # ---- indexes (README "Indexes"; "indexes" above)
+    def plan_indexes(self):
+        """Which kinds of index this seed creates, and before which batch
+        (the first: on the empty table; a later one: between two batches)."""
+        rng = self.index_rng
+        kinds = [k for k in INDEX_KINDS if rng.random() < 0.75]
+        while len(kinds) < 2:
+            kinds = sorted(set(kinds) | {rng.choice(INDEX_KINDS)}, key=INDEX_KINDS.index)
+        for kind in kinds:
+            bno = 1 if rng.random() < 0.4 else rng.randint(2, max(2, self.args.batches))
+            self.index_due[bno].append(kind)
+
+    def index_sql(self, sql, bno):
+        self.db.run(sql)
+        self.index_log.append("before batch %d: %s" % (bno, sql))
+
+    def create_index(self, kind, bno):
+        rng = self.index_rng
+        definition = rng.choice(index_variants(kind, self.cfg))
+        concurrently = rng.random() < 0.35
+        self.index_sql("CREATE INDEX %src_zip_ix_%s ON rc_zip USING %s"
+                       % ("CONCURRENTLY " if concurrently else "", kind, definition), bno)
+        self.indexes[kind] = definition
+        self.counts["indexes created"] += 1
+        self.counts["created concurrently"] += concurrently
+
+    def index_step(self, bno):
+        """Before batch bno: create the indexes due; now and then REINDEX one
+        index or the table (CONCURRENTLY or not), or drop an index
+        (CONCURRENTLY or not; it may come back before a later batch).  What
+        changed is read through at once.  False after reporting a failure."""
+        rng = self.index_rng
+        if not self.with_indexes:
+            return True
+        before, apps = self.model.rows(), self.model.apps
+        kind = "index step before batch %d" % bno
+        try:
+            changed = False
+            for k in self.index_due.pop(bno, []):
+                if k not in self.indexes:
+                    self.create_index(k, bno)
+                    changed = True
+            if bno > 1 and self.indexes:
+                r = rng.random()
+                if r < 0.08:
+                    concurrently = "CONCURRENTLY " if rng.random() < 0.5 else ""
+                    if rng.random() < 0.5:
+                        self.index_sql("REINDEX TABLE %src_zip" % concurrently, bno)
+                    else:
+                        self.index_sql("REINDEX INDEX %src_zip_ix_%s"
+                                       % (concurrently, rng.choice(sorted(self.indexes))), bno)
+                    self.counts["reindexes"] += 1
+                    changed = True
+                elif r < 0.12:
+                    k = rng.choice(sorted(self.indexes))
+                    self.index_sql("DROP INDEX %src_zip_ix_%s"
+                                   % ("CONCURRENTLY " if rng.random() < 0.5 else "", k), bno)
+                    del self.indexes[k]
+                    self.counts["indexes dropped"] += 1
+                    if bno < self.args.batches and rng.random() < 0.6:
+                        self.index_due[rng.randint(bno + 1, self.args.batches)].append(k)
+            if changed and bno > 1:
+                self.check_indexes()
+            if bno > 1 and self.indexes and rng.random() < 0.15:
+                kind = "a snapshot taken before batch %d" % bno
+                self.hold_snapshot()
+        except (Failure, psycopg2.Error) as err:
+            self.report(bno, kind, [], err, before, apps)
+            return False
+        return True
+
+    def hold_snapshot(self):
+        """A second session begins a REPEATABLE READ transaction and reads
+        rc_zip: what the model holds now.  It keeps that snapshot across
+        the next batch and a VACUUM (release_snapshot); no index DDL, nor
+        VACUUM FULL, runs meanwhile (they would wait for it)."""
+        db2 = self.db.second()
+        db2.run("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        self.held = db2.rows("SELECT %s FROM rc_zip" % COLS)
+        self.compare("rc_zip read in a second session's new REPEATABLE READ snapshot",
+                     self.model.rows(), self.held, "the model")
+        self.counts["snapshots held"] += 1
+
+    def release_snapshot(self, bno):
+        """After batch bno, when a second session holds a snapshot taken
+        before it: VACUUM (moving sub-groups off the end too), which must
+        keep the index entries of every row that snapshot sees; in that
+        session rc_zip still reads as it did, the reads through the indexes
+        (enable_seqscan off, enable_bitmapscan on and off) return what the
+        same reads return without index paths, and bt_index_check finds
+        the btrees clean under the old snapshot; then it ends, and the
+        tables are checked as after a batch.  False after reporting a
+        failure."""
+        if self.held is None:
+            return True
+        rows0, self.held = self.held, None
+        db, db2 = self.db, self.db.second()
+        before, apps = self.model.rows(), self.model.apps
+        settings = ("enable_seqscan", "enable_indexscan", "enable_bitmapscan",
+                    "enable_hashjoin", "enable_mergejoin")
+        try:
+            db.run("SET zipper_lake.relocate_min_blocks = 1")
+            db.run("VACUUM rc_zip")
+            db.run("RESET zipper_lake.relocate_min_blocks")
+            db2.run("SET enable_indexscan = off")
+            db2.run("SET enable_bitmapscan = off")
+            self.compare("rc_zip read again in the snapshot held since before batch %d" % bno,
+                         rows0, db2.rows("SELECT %s FROM rc_zip" % COLS), "its first read")
+            reads = [r for r in self.index_reads() if r.shape != "cursor"]
+            want = [self.read_index(r, "rc_zip", db2) for r in reads]
+            db2.run("RESET enable_indexscan")
+            for setting in ("enable_seqscan", "enable_hashjoin", "enable_mergejoin"):
+                db2.run("SET %s = off" % setting)
+            used = 0
+            for bitmap in (True, False):
+                db2.run("SET enable_bitmapscan = %s" % ("on" if bitmap else "off"))
+                for read, w in zip(reads, want):
+                    sql = read.sql.format(t="rc_zip")
+                    label = ("in the snapshot held since before batch %d, read through the indexes "
+                             "(enable_seqscan off, enable_bitmapscan %s): %s"
+                             % (bno, "on" if bitmap else "off", db2.cur.mogrify(sql, read.params).decode()))
+                    self.compare_index_read(read, label, w, self.read_index(read, "rc_zip", db2))
+                    if read.shape == "rows":
+                        sql = "SELECT %s FROM %s" % (COLS, sql)
+                    used += bool(INDEX_USE.search("\n".join(
+                        r[0] for r in db2.all("EXPLAIN (COSTS OFF) " + sql, read.params))))
+                    self.counts["held snapshot reads"] += 1
+            if not used:
+                raise Failure("no read in the held snapshot used an index", [], [], "", "")
+            for kind in BTREE_KINDS:
+                if kind in self.indexes:
+                    try:
+                        db2.run("SELECT bt_index_check('rc_zip_ix_%s', true)" % kind)
+                    except psycopg2.Error as err:
+                        raise Failure("in the snapshot held since before batch %d, bt_index_check("
+                                      "'rc_zip_ix_%s', heapallindexed => true): %s"
+                                      % (bno, kind, str(err).strip()), [], [], "", "")
+            db2.run("COMMIT")
+            for setting in settings:
+                db2.run("RESET %s" % setting)
+            self.check()
+        except (Failure, psycopg2.Error) as err:
+            try:
+                db2.run("ROLLBACK")
+            except psycopg2.Error:
+                pass
+            self.report(bno, "VACUUM while a second session held a snapshot taken before the batch",
+                        [], err, before, apps)
+            return False
+        return True
+
+    def index_reads(self):
+        """Reads written for the indexes rc_zip has now, with random
+        constants: values of amount, name and id, instants (ticks, half
+        ticks, the special values) and periods."""
+        rng, clock, cfg = self.index_rng, self.clock, self.cfg
+        top, typ = self.gen.wm + 2, cfg.period_type
+        date = typ == "date"
+        specials = [NEG, OPEN] + ([AFTER] if clock.finite_open_end else [])
+        cols = COLS
+
+        def instant():
+            r = rng.random()
+            if r < 0.1:
+                return rng.choice(specials)
+            if r < 0.3 and not date:
+                return rng.randint(0, top) + 0.5
+            return rng.randint(-1, top)
+
+        def period():
+            f, u = sorted((instant(), instant()))
+            return clock.value(f), clock.value(u)
+
+        t = instant()
+        asof = "valid_from <= %%s::%s AND valid_to > %%s::%s" % (typ, typ)
+        out = []
+        if "amount" in self.indexes:
+            x = rng.choice([1, 2, 2, 3])
+            op = rng.choice(["<", "<=", ">", ">=", "<>"])
+            out += [IndexRead("amount", "{t} WHERE amount = %s", [x], "rows"),
+                    IndexRead("amount", "{t} WHERE amount %s %%s" % op, [rng.choice([0, 1, 2, 3])], "rows"),
+                    rng.choice([IndexRead("amount", "{t} WHERE amount IS NULL", [], "rows"),
+                                IndexRead("amount", "{t} WHERE amount IS NOT NULL", [], "rows"),
+                                IndexRead("amount", "{t} WHERE amount = ANY (%s)",
+                                          [rng.choice([[1, 2], [2, 5], [1]])], "rows"),
+                                IndexRead("amount", "{t} WHERE amount BETWEEN %s AND %s",
+                                          sorted([rng.randint(0, 3), rng.randint(0, 3)]), "rows")]),
+                    # as of t, through the value's index
+                    IndexRead("amount", "{t} WHERE amount = %%s AND %s" % asof,
+                              [x, clock.value(t), clock.value(t)], "rows"),
+                    # a nested loop probing the index once per outer row (a rescan)
+                    IndexRead("amount", "(VALUES (1), (2), (%s)) v(a) JOIN {t} ON amount = v.a",
+                              [rng.choice([1, 2, 3])], "rows")]
+            order = rng.choice(["", " DESC", " DESC NULLS LAST", " NULLS FIRST"])
+            limit = rng.choice([None, None, rng.randint(1, 2 * self.args.keys)])
+            where = rng.choice(["", " WHERE amount IS NOT NULL", " WHERE amount >= 2"])
+            sql = "SELECT amount, id, valid_from, valid_to FROM {t}%s ORDER BY amount%s" % (where, order)
+            out.append(IndexRead("amount", sql + (" LIMIT %d" % limit if limit else ""), [], "ordered", limit))
+            if rng.random() < 0.3:
+                out.append(IndexRead("amount", sql, [], "cursor"))
+        if "name" in self.indexes:
+            name = rng.choice(["a", "b", "b", "c"])
+            out += [IndexRead("name", "{t} WHERE name = %s", [name], "rows"),
+                    IndexRead("name", "{t} WHERE name = %%s AND valid_to = %s" % open_literal(cfg),
+                              [rng.choice(["a", "b"])], "rows")]
+        if "id" in self.indexes:
+            keys = list(range(1, self.args.keys + 1))
+            some = rng.sample(keys, min(3, len(keys)))
+            out += [IndexRead("id", "{t} WHERE id = %s", [rng.choice(keys + [-1])], "rows"),
+                    IndexRead("id", "{t} WHERE id = %%s AND %s" % asof,
+                              [rng.choice(keys), clock.value(t), clock.value(t)], "rows"),
+                    IndexRead("id", "(VALUES %s) v(k) JOIN {t} ON id = v.k"
+                              % ", ".join("(%d)" % k for k in some), [], "rows")]
+        if "period" in self.indexes:
+            rng_fn = RANGE_TYPES[typ]
+            p = "%s(valid_from, valid_to)" % rng_fn
+            f, u = period()
+            out += [IndexRead("period", "{t} WHERE %s @> %%s::%s" % (p, typ), [clock.value(t)], "rows"),
+                    IndexRead("period", "{t} WHERE %s && %s(%%s::%s, %%s::%s)" % (p, rng_fn, typ, typ),
+                              [f, u], "rows"),
+                    IndexRead("period", "{t} WHERE %s %s %s(%%s::%s, %%s::%s)"
+                              % (p, rng.choice(["<@", "@>", "&<", "&>", "-|-"]), rng_fn, typ, typ),
+                              list(period()), "rows")]
+        if "array" in self.indexes:
+            vals = lambda n: [rng.randint(1, max(3, self.args.keys)) for _ in range(n)]
+            out += [IndexRead("array", "{t} WHERE ARRAY[id, amount] @> %s::int[]",
+                              [vals(rng.choice([1, 1, 2]))], "rows"),
+                    IndexRead("array", "{t} WHERE ARRAY[id, amount] %s %%s::int[]" % rng.choice(["&&", "<@", "="]),
+                              [vals(rng.choice([1, 2, 3, 5]))], "rows")]
+        if "current" in self.indexes:
+            f, u = sorted((rng.randint(-1, top), rng.randint(-1, top)))
+            cur = "valid_to = %s" % open_literal(cfg)
+            out += [IndexRead("current", "{t} WHERE %s AND valid_from %s %%s::%s"
+                              % (cur, rng.choice(["<", "<=", ">=", ">"]), typ), [clock.value(instant())], "rows"),
+                    IndexRead("current", "{t} WHERE %s AND valid_from >= %%s::%s AND valid_from < %%s::%s"
+                              % (cur, typ, typ), [clock.value(f), clock.value(u)], "rows")]
+        return out
+
+    def read_index(self, read, table, db=None):
+        """The result of a read on a table (in the session db), in the form
+        its shape compares."""
+        db = db or self.db
+        if read.shape == "rows":
+            return db.rows("SELECT %s FROM %s" % (COLS, read.sql.format(t=table)), read.params)
+        sql = read.sql.format(t=table)
+        if read.shape == "ordered" or table != "rc_zip":
+            return db.all(sql, read.params)
+        db.run("BEGIN")
+        try:
+            db.run("DECLARE rc_ix_cursor SCROLL CURSOR FOR " + sql, read.params)
+            forward = db.all("FETCH ALL FROM rc_ix_cursor")
+            backward = db.all("FETCH BACKWARD ALL FROM rc_ix_cursor")
+        finally:
+            db.run("ROLLBACK")
+        # ties may come back in another order (PostgreSQL's btree returns a
+        # posting list's TIDs in ascending order also when it scans backward,
+        # on heap tables too): the order column and the rows must agree
+        if [r[0] for r in backward[::-1]] != [r[0] for r in forward] or \
+                collections.Counter(backward) != collections.Counter(forward):
+            plan = "\n      ".join(r[0] for r in db.all("EXPLAIN (COSTS OFF) " + sql, read.params))
+            missing, extra = diff(forward, backward)
+            raise Failure("a SCROLL cursor over rc_zip (enable_bitmapscan %s) read back other rows "
+                          "than forward (%d rows forward, %d back): %s\n    plan:\n      %s\n"
+                          "    only forward  %s\n    only backward %s"
+                          % (db.one("SHOW enable_bitmapscan")["enable_bitmapscan"], len(forward),
+                             len(backward), sql, plan, missing, extra), [], [], "", "")
+        return forward
+
+    def compare_index_read(self, read, label, want, got):
+        if read.shape == "rows":
+            return self.compare(label, want, got)
+        if [r[0] for r in want] != [r[0] for r in got] or (
+                read.limit is None and collections.Counter(want) != collections.Counter(got)):
+            raise Failure("%s differs from rc_fold (first column: the order):\n    rc_fold %s\n    rc_zip  %s"
+                          % (label, want, got), [], [], "", "")
+
+    def note_plan(self, read, bitmap):
+        """EXPLAIN a read until the plans of its kind used an index, in
+        either setting of enable_bitmapscan."""
+        if (read.kind, bitmap) in self.index_seen or (read.kind == "array" and not bitmap):
+            return
+        sql = read.sql.format(t="rc_zip")
+        if read.shape == "rows":
+            sql = "SELECT %s FROM %s" % (COLS, sql)
+        plan = "\n".join(r[0] for r in self.db.all("EXPLAIN (COSTS OFF) " + sql, read.params))
+        self.counts["index explains"] += 1
+        for kind in INDEX_USE.findall(plan):
+            self.index_seen.add((kind, bitmap))
+
+    def check_indexes(self):
+        """The reads written for the indexes rc_zip has now, with
+        enable_seqscan off and enable_bitmapscan on and off, return what
+        they return on rc_fold; bt_index_check(heapallindexed) finds every
+        btree clean."""
+        if not self.indexes:
+            return
+        db = self.db
+        reads = self.index_reads()
+        want = [self.read_index(r, "rc_fold") for r in reads]
+        try:
+            db.run("SET enable_seqscan = off")
+            db.run("SET enable_hashjoin = off")
+            db.run("SET enable_mergejoin = off")
+            for bitmap in (True, False):
+                db.run("SET enable_bitmapscan = %s" % ("on" if bitmap else "off"))
+                for read, w in zip(reads, want):
+                    label = "read through the indexes (enable_seqscan off, enable_bitmapscan %s): %s" % (
+                        "on" if bitmap else "off",
+                        db.cur.mogrify(read.sql.format(t="rc_zip"), read.params).decode())
+                    self.compare_index_read(read, label, w, self.read_index(read, "rc_zip"))
+                    self.note_plan(read, bitmap)
+                    self.counts["index reads"] += 1
+        finally:
+            for setting in ("enable_seqscan", "enable_hashjoin", "enable_mergejoin", "enable_bitmapscan"):
+                db.run("RESET %s" % setting)
+        self.index_checked |= set(self.indexes)
+        for kind in BTREE_KINDS:
+            if kind in self.indexes:
+                try:
+                    db.run("SELECT bt_index_check('rc_zip_ix_%s', true)" % kind)
+                except psycopg2.Error as err:
+                    raise Failure("bt_index_check('rc_zip_ix_%s', heapallindexed => true) on %s: %s"
+                                  % (kind, self.indexes[kind], str(err).strip()), [], [], "", "")
+                self.counts["amchecks"] += 1
+
+    def check_index_entries(self, notices):
+        """After a VACUUM: every btree, hash and GiST index has exactly one
+        entry per row it covers (rc_zip equals rc_fold by now): VACUUM
+        removed the entries of hidden rows (README "Indexes") and no write
+        entered a row twice.  GIN's count is an estimate: not checked."""
+        if any("index entries of hidden rows not removed" in n for n in notices):
+            raise Failure("VACUUM skipped the index pass (no writer holds the table):\n    " +
+                          "    ".join(notices), [], [], "", "")
+        entries = {m.group(1): int(m.group(2)) for n in notices for m in [INDEX_ENTRIES.search(n)] if m}
+        rows = self.db.one("SELECT count(*) AS amount, count(name) AS name, count(id) AS id, "
+                           "count(*) AS period, count(*) FILTER (WHERE valid_to = %s) AS current "
+                           "FROM rc_fold" % open_literal(self.cfg))
+        for kind in sorted(set(self.indexes) - {"array"}):
+            if entries.get(kind) != rows[kind]:
+                raise Failure("after VACUUM rc_zip_ix_%s (%s) has %s entries, rc_fold %d rows it would "
+                              "cover (hash: non-NULL keys; the partial index: open versions); "
+                              "VACUUM said:\n    %s" % (kind, self.indexes[kind], entries.get(kind),
+                                                         rows[kind], "    ".join(notices)),
+                              [], [], "", "")
+        self.counts["index entry counts"] += 1
+
+    def check_index_use(self):
+        """Every index read through was used by a plan, with
+        enable_bitmapscan on and off (GIN, which has no index scans, with
+        it on), or the comparisons above would not test it."""
+        unused = sorted((k, b) for k in self.index_checked for b in (True, False)
+                        if (k, b) not in self.index_seen and (b or k != "array"))
+        if unused:
+            raise Failure("no plan read through %s (with enable_seqscan off)" % ", ".join(
+                "rc_zip_ix_%s with enable_bitmapscan %s" % (k, "on" if b else "off") for k, b in unused),
+                [], [], "", "")
+
     # ---- reporting
     def report(self, bno, kind, changes, err, before, apps):
         """before: the model's rows before the batch, apps: the applications
@@ -1344,6 +1790,10 @@ class SeedRun:
                         key, clock.show(c.t), c.seq, "upsert %s" % (c.vals,) if c.upsert else
                         "delete" + (" (snapshot's, of a missing key)" if c.snapshot_delete else ""),
                         c.app))
+        if self.with_indexes:
+            out.append("  indexes of rc_zip now: %s" % (", ".join(
+                "rc_zip_ix_%s USING %s" % kv for kv in sorted(self.indexes.items())) or "none"))
+            out += ["    " + line for line in self.index_log]
         rerun = "  rerun: %s %s" % (sys.argv[0], repro_args(self.args, self.seed, self.cfg))
         if len(out) > 150:      # big batches: the whole story goes to a file
             path = os.path.join(tempfile.gettempdir(), "random_compare-seed%d-batch%d.txt"
@@ -1358,6 +1808,8 @@ class SeedRun:
         args, rng, gen = self.args, self.rng, self.gen
         self.setup()
         for bno in range(1, args.batches + 1):
+            if not self.index_step(bno):
+                return False
             before, apps = self.model.rows(), self.model.apps
             self.session_zone()
             if bno > 1 and rng.random() < 0.1:
@@ -1376,6 +1828,8 @@ class SeedRun:
                 self.counts["snapshots"] += 1
                 self.counts["partial snapshots"] += any(KEEP in r[1:] for r in rows)
                 self.track_layout()
+                if not self.release_snapshot(bno):
+                    return False
                 continue
 
             kind = gen.batch_kind()
@@ -1406,7 +1860,16 @@ class SeedRun:
             self.counts["partial changes"] += sum(KEEP in (c.name, c.amount) for c in changes
                                                   if is_upsert(c.op))
             self.track_layout()
+            if not self.release_snapshot(bno):
+                return False
             if self.zip and not self.lifecycle(bno):
+                return False
+        if self.with_indexes:
+            try:
+                self.check_index_use()
+            except Failure as err:
+                self.report(args.batches, "the plans of the reads through the indexes", [], err,
+                            self.model.rows(), self.model.apps)
                 return False
         return True
 
@@ -1445,10 +1908,15 @@ class SeedRun:
                     db.run("VACUUM FULL rc_zip")
                     self.counts["vacuum fulls"] += 1
                 else:
-                    db.run("VACUUM rc_zip")
+                    # with indexes VERBOSE: how many entries each has after it
+                    del db.conn.notices[:]
+                    db.run("VACUUM (VERBOSE) rc_zip" if self.indexes else "VACUUM rc_zip")
+                    notices = list(db.conn.notices)
                 db.run("RESET zipper_lake.columnar_current")
                 db.run("RESET zipper_lake.relocate_min_blocks")
                 self.check()
+                if self.indexes and "FULL" not in kind:
+                    self.check_index_entries(notices)
                 self.counts["vacuums"] += 1
                 # later batches then meet columnar open versions (README "Storage formats")
                 self.counts["columnar current"] += db.one(
@@ -2019,6 +2487,8 @@ def repro_args(args, seed, cfg):
         parts.append("--no-read-helpers")
     if args.check_zipper:
         parts.append("--check-zipper")
+    if args.mode != "batching" and not args.reference_only:
+        parts.append("--indexes %s" % ("on" if indexes_of(args, seed) else "off"))
     return " ".join(parts)
 
 
@@ -2106,6 +2576,9 @@ def main():
                    help="check zl_fold against the Python fold model only; no zipper_lake needed")
     p.add_argument("--no-read-helpers", action="store_true",
                    help="skip the read comparisons (WHERE clauses, as_of, changes, current)")
+    p.add_argument("--indexes", choices=["on", "off"],
+                   help="give rc_zip indexes and read through them (default: seed s does "
+                        "when (s - 1) // %d is even)" % len(CONFIGS))
     p.add_argument("--verbose", action="store_true",
                    help="also print the largest table layout per seed")
     args = p.parse_args()
@@ -2130,6 +2603,8 @@ def main():
         db.run(f.read())
     if (not args.reference_only and not batching) or args.check_zipper:
         db.run("CREATE EXTENSION IF NOT EXISTS zipper_lake")
+    if not args.reference_only and not batching:
+        db.run("CREATE EXTENSION IF NOT EXISTS amcheck")     # bt_index_check
     if batching:
         sys.exit(main_batching(db, args, seeds))
 
@@ -2155,6 +2630,14 @@ def main():
                  run.counts["changes"], run.counts["partial changes"],
                  len(run.model.rows()), st["late"], st["unchanged"], st["inserted"],
                  st["deleted"], st["closed"], time.time() - t0))
+        if run.with_indexes:
+            c = run.counts
+            print("  indexes %s: %d created (%d concurrently), %d reindexes, %d dropped; "
+                  "%d reads through them, %d plans explained, %d amchecks, entries counted after %d VACUUMs; "
+                  "%d snapshots held across a batch and a VACUUM, %d reads through the indexes in them"
+                  % (",".join(sorted(run.index_checked)), c["indexes created"], c["created concurrently"],
+                     c["reindexes"], c["indexes dropped"], c["index reads"], c["index explains"],
+                     c["amchecks"], c["index entry counts"], c["snapshots held"], c["held snapshot reads"]))
         if args.verbose and run.zip:
             print("  layout, most after any batch: %s; newest change %s" % (
                 ", ".join("%s %s" % (k.replace("_", " "), v) for k, v in run.layout_max.items()),
