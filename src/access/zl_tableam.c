@@ -5,7 +5,7 @@
  *
  * Callbacks are grouped as in heapam_handler.c.  Scans live in zl_scan.c,
  * writes in zl_write.c, pages in zl_storage.c.  Everything a zipper table
- * cannot do yet (UPDATE, DELETE, row locks, COPY into an indexed table)
+ * cannot do yet (UPDATE, DELETE, row locks)
  * raises ERRCODE_FEATURE_NOT_SUPPORTED with a hint.
  *
  *-------------------------------------------------------------------------
@@ -123,26 +123,21 @@ zl_index_delete_tuples(Relation rel, TM_IndexDeleteOp *delstate)
  * insert gives it, but a row gets its TID only when its sub-group is
  * written (README "Row identifiers"), and writes enter their rows then
  * (src/write/zl_index_rows.c).  An INSERT's executor leaves that to them
- * (src/hooks/zl_executor.c); COPY and tuple routing into a partition
- * would not.
+ * (src/hooks/zl_executor.c); COPY and tuple routing into a partition get
+ * a placeholder TID, which names no row.
  */
 static void
-refuse_insert_with_indexes(Relation relation)
+set_inserted_tid(Relation relation, TupleTableSlot *slot)
 {
-	List	   *indexes;
+	List	   *indexes = NIL;
 
+	ItemPointerSetInvalid(&slot->tts_tid);
 	if (!RelationGetForm(relation)->relhasindex ||
 		zl_index_entries_left_to_writes(RelationGetRelid(relation)))
 		return;
 	indexes = RelationGetIndexList(relation);
 	if (indexes != NIL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("zipper_lake tables with indexes take rows from INSERT only"),
-				 errdetail_plural("Table \"%s\" has %d index.", "Table \"%s\" has %d indexes.",
-								  list_length(indexes), RelationGetRelationName(relation),
-								  list_length(indexes)),
-				 errhint("COPY into a staging table and INSERT ... SELECT from it, or load the versions before CREATE INDEX.")));
+		zl_index_placeholder_tid(relation, &slot->tts_tid);
 	list_free(indexes);
 }
 
@@ -156,7 +151,6 @@ zl_tuple_insert(Relation relation, TupleTableSlot *slot, CommandId cid,
 	HeapTuple	stored = tuple;
 
 	zl_refuse_after_row_triggers(relation);
-	refuse_insert_with_indexes(relation);
 
 	/* values too big for a page go to the table's TOAST relation */
 	if (HeapTupleHasExternal(tuple) || tuple->t_len > TOAST_TUPLE_THRESHOLD)
@@ -166,7 +160,7 @@ zl_tuple_insert(Relation relation, TupleTableSlot *slot, CommandId cid,
 
 	/* the row gets its TID when its sub-group is written */
 	slot->tts_tableOid = RelationGetRelid(relation);
-	ItemPointerSetInvalid(&slot->tts_tid);
+	set_inserted_tid(relation, slot);
 
 	if (stored != tuple)
 		heap_freetuple(stored);

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * zl_executor.c
- *	  Executor hooks: statements zipper tables refuse, flushes of INSERT.
+ *	  Executor hooks: statements zipper tables refuse, flushes of INSERT and COPY.
  *
  * The ExecutorStart hook refuses UPDATE, DELETE and MERGE on zipper tables
  * before any row is touched, and INSERT ... ON CONFLICT; the
@@ -32,12 +32,14 @@
 #include "nodes/nodeFuncs.h"
 #include "nodes/parsenodes.h"
 #include "parser/parsetree.h"
+#include "tcop/utility.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
 static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 static void
 refuse_row_changes(QueryDesc *queryDesc)
@@ -211,6 +213,23 @@ zl_ExecutorEnd(QueryDesc *queryDesc)
 		standard_ExecutorEnd(queryDesc);
 }
 
+static void
+zl_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+				  ProcessUtilityContext context, ParamListInfo params,
+				  QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *stmt = pstmt->utilityStmt;
+
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv,
+							dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv,
+								dest, qc);
+	if (IsA(stmt, CopyStmt) && ((CopyStmt *) stmt)->is_from && !zl_meta_statement_running())
+		zl_write_flush_indexed();
+}
+
 void
 zl_executor_init(void)
 {
@@ -220,4 +239,6 @@ zl_executor_init(void)
 	ExecutorFinish_hook = zl_ExecutorFinish;
 	prev_ExecutorEnd = ExecutorEnd_hook;
 	ExecutorEnd_hook = zl_ExecutorEnd;
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = zl_ProcessUtility;
 }

@@ -34,8 +34,11 @@
  * INSERT hands its rows over without TIDs: the executor hook closes the
  * indexes the executor opened for the table and marks it as one whose
  * entries the writes make (zl_index_entries_by_writes); the flush at the
- * end of the statement enters them.  A path that would enter them itself
- * (tuple routing into a partition, a replication worker) is refused.
+ * end of the statement enters them.  A path that enters them itself (COPY,
+ * tuple routing into a partition) is given a placeholder TID for each row
+ * (zl_index_placeholder_tid): one of a TID block taken from the table's
+ * counter for no sub-group, so its entry names no row -- fetches pass it
+ * by, VACUUM removes it -- and the row's own entries come with its flush.
  *
  * The index being built by CREATE INDEX is left out while it builds: the
  * build flushes the transaction's pending rows first and indexes them
@@ -45,6 +48,7 @@
  */
 #include "common/zl_common.h"
 #include "storage/zl_storage.h"
+#include "catalog/zl_catalog.h"
 #include "write/zl_write.h"
 
 #include "access/genam.h"
@@ -81,6 +85,11 @@ typedef struct EntriesByWrites
 
 static List *entries_by_writes = NIL;
 
+/* the TID block placeholders are taken from, and its next offset */
+static Oid	placeholder_relfilenode = InvalidOid;
+static int64 placeholder_block = -1;
+static OffsetNumber placeholder_next = 0;
+
 void
 zl_index_entries_by_writes(Oid relid, const void *statement)
 {
@@ -112,11 +121,17 @@ zl_index_entries_by_writes_end(const void *statement)
 	}
 }
 
-/* (sub)transactions of this nesting level or deeper ended with an error */
+/*
+ * (Sub)transactions of this nesting level or deeper ended with an error,
+ * or (1) the transaction ended.
+ */
 void
 zl_index_entries_by_writes_forget(int nest_level)
 {
 	ListCell   *lc;
+
+	if (nest_level <= 1)
+		placeholder_block = -1;
 
 	foreach(lc, entries_by_writes)
 	{
@@ -143,6 +158,24 @@ zl_index_entries_left_to_writes(Oid relid)
 		if (((EntriesByWrites *) lfirst(lc))->relid == relid)
 			return true;
 	return false;
+}
+
+/*
+ * A placeholder TID for a row whose inserter enters index entries itself
+ * (see the top of the file).  Blocks are never given twice, so no row
+ * ever has one of these TIDs.
+ */
+void
+zl_index_placeholder_tid(Relation rel, ItemPointer tid)
+{
+	if (placeholder_relfilenode != rel->rd_node.relNode || placeholder_block < 0 ||
+		placeholder_next > MaxHeapTuplesPerPage)
+	{
+		placeholder_block = zl_storage_take_tid_blocks(rel, 1, zl_meta_tid_blocks_used);
+		placeholder_relfilenode = rel->rd_node.relNode;
+		placeholder_next = FirstOffsetNumber;
+	}
+	ItemPointerSet(tid, (BlockNumber) placeholder_block, placeholder_next++);
 }
 
 /* the index CREATE INDEX is building, left out of the writes' entries */

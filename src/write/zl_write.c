@@ -519,9 +519,23 @@ flush_state(ZLWriteState *state)
 	forget_pending(state);
 }
 
-/* flush the current subtransaction's pending rows of one table (or all) */
+/* has a table with pending rows (so locked) indexes? */
+static bool
+relation_has_index(Oid relid)
+{
+	Relation	rel = table_open(relid, NoLock);
+	bool		has = RelationGetForm(rel)->relhasindex;
+
+	table_close(rel, NoLock);
+	return has;
+}
+
+/*
+ * Flush the current subtransaction's pending rows of one table (or all, or
+ * with indexed_only those of tables with indexes).
+ */
 static void
-flush_matching(Oid relid)
+flush_matching(Oid relid, bool indexed_only)
 {
 	SubTransactionId subxid = GetCurrentSubTransactionId();
 	ListCell   *lc;
@@ -537,6 +551,8 @@ flush_matching(Oid relid)
 		if (state->subxid != subxid || !state_has_rows(state))
 			continue;
 		if (OidIsValid(relid) && state->relid != relid)
+			continue;
+		if (indexed_only && !relation_has_index(state->relid))
 			continue;
 		if (!pushed && !ActiveSnapshotSet())
 		{
@@ -561,13 +577,20 @@ flush_matching(Oid relid)
 void
 zl_write_flush_relation(Oid relid)
 {
-	flush_matching(relid);
+	flush_matching(relid, false);
 }
 
 void
 zl_write_flush_all(void)
 {
-	flush_matching(InvalidOid);
+	flush_matching(InvalidOid, false);
+}
+
+/* at the end of COPY: the rows of tables whose indexes check them */
+void
+zl_write_flush_indexed(void)
+{
+	flush_matching(InvalidOid, true);
 }
 
 /* end a state's sorts and free it */

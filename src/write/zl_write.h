@@ -38,6 +38,7 @@ extern void zl_write_set_current_columnar(ZLWriteState *state, bool on);
 extern char zl_write_state_history_format(const ZLWriteState *state);
 extern void zl_write_flush_relation(Oid relid);
 extern void zl_write_flush_all(void);
+extern void zl_write_flush_indexed(void);
 extern void zl_write_discard_relation(Oid relid);
 extern void zl_write_place_unplaced(Relation rel);
 extern void zl_write_register_callbacks(void);
@@ -93,6 +94,7 @@ extern void zl_index_entries_by_writes(Oid relid, const void *statement);
 extern void zl_index_entries_by_writes_end(const void *statement);
 extern void zl_index_entries_by_writes_forget(int nest_level);
 extern bool zl_index_entries_left_to_writes(Oid relid);
+extern void zl_index_placeholder_tid(Relation rel, ItemPointer tid);
 extern bool zl_index_has_unique(Relation table);
 extern void zl_index_subgroup(Relation table, const ZLSubGroup *sg);
 
