@@ -50,10 +50,13 @@ SELECT id, v, valid_to FROM tid_t WHERE ctid = (SELECT ctid FROM tid_t WHERE id 
 ROLLBACK;
 SELECT id, v, valid_to FROM tid_t WHERE ctid = (SELECT tid FROM tid_one);
 
--- TID range scans return exactly the rows of their range
+-- TID range scans return exactly the rows of their range (one reads the
+-- whole table, as a ZipperScan reading fewer columns does more cheaply)
+SET zipper_lake.enable_pruning = off;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM tid_t WHERE ctid >= '(1,0)' AND ctid < '(3,0)';
 SELECT (SELECT count(*) FROM tid_t WHERE ctid >= '(1,0)' AND ctid < '(3,0)') AS ranged,
        (SELECT count(*) FROM tid_seen WHERE tid >= '(1,0)' AND tid < '(3,0)') AS expected;
+RESET zipper_lake.enable_pruning;
 
 -- VACUUM writes the current partition again (columnar, README "Lifecycle"):
 -- its rows get new TIDs past every TID given before; the old ones name nothing

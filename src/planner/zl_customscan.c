@@ -292,8 +292,39 @@ extract_bounds(List *rinfos, Index rti, const ZLTableOptions *opts)
 	return eb;
 }
 
+/*
+ * The cheapest unparameterized index or bitmap path of rel, as EXPLAIN
+ * names it next to the ZipperScan preferred to it (NULL: none).
+ */
+static Node *
+cheapest_index_path(RelOptInfo *rel)
+{
+	Path	   *best = NULL;
+	Path	   *index = NULL;
+	ListCell   *lc;
+
+	foreach(lc, rel->pathlist)
+	{
+		Path	   *path = lfirst(lc);
+
+		if ((IsA(path, IndexPath) || IsA(path, BitmapHeapPath)) && path->param_info == NULL &&
+			(best == NULL || path->total_cost < best->total_cost))
+			best = path;
+	}
+	if (best == NULL)
+		return NULL;
+	index = IsA(best, BitmapHeapPath) ? ((BitmapHeapPath *) best)->bitmapqual : best;
+	return (Node *) makeString(psprintf("%s%s (cost=%.2f)",
+										IsA(best, BitmapHeapPath) ? "Bitmap Heap Scan" : "Index Scan",
+										IsA(index, IndexPath) ?
+										psprintf(" using %s",
+												 get_rel_name(((IndexPath *) index)->indexinfo->indexoid)) :
+										"", best->total_cost));
+}
+
+/* the serial sequential scan, whose costs a ZipperScan's are scaled from */
 static Path *
-plain_seqscan_path(RelOptInfo *rel)
+plain_seqscan_path(PlannerInfo *root, RelOptInfo *rel)
 {
 	ListCell   *lc;
 
@@ -304,7 +335,8 @@ plain_seqscan_path(RelOptInfo *rel)
 		if (path->pathtype == T_SeqScan && path->parallel_workers == 0)
 			return path;
 	}
-	return NULL;
+	/* an index path cheaper than it put it out of the list: cost it again */
+	return create_seqscan_path(root, rel, NULL, 0);
 }
 
 /*
@@ -555,12 +587,7 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 		table_close(relation, NoLock);
 		return;
 	}
-	seqscan = plain_seqscan_path(rel);
-	if (seqscan == NULL)
-	{
-		table_close(relation, NoLock);
-		return;
-	}
+	seqscan = plain_seqscan_path(root, rel);
 	/* add_path() may free the dominated sequential scan: keep its costs */
 	seq_startup = seqscan->startup_cost;
 	seq_total = seqscan->total_cost;
@@ -576,7 +603,7 @@ zl_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 	if (eb.exprs == NIL && key_terms == NIL && columnar_share >= 1.0 && !chunk_predicates)
 		return;
 
-	private = list_make3(makeInteger(eb.either), eb.triples, key_info);
+	private = list_make4(makeInteger(eb.either), eb.triples, key_info, cheapest_index_path(rel));
 	selectivity = columnar_share;
 	if (eb.exprs != NIL)
 		selectivity *= eb.either ?
@@ -642,7 +669,9 @@ zl_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->scan.scanrelid = rel->relid;
 	cscan->flags = best_path->flags;
 	cscan->custom_exprs = list_concat(list_concat(list_copy(eb.exprs), key_terms), chunk_clauses);
-	cscan->custom_private = list_make4(makeInteger(eb.either), eb.triples, key_info, chunk_info);
+	cscan->custom_private = list_make5(makeInteger(eb.either), eb.triples, key_info, chunk_info,
+									   list_length(best_path->custom_private) > 3 ?
+									   lfourth(best_path->custom_private) : NULL);
 	cscan->methods = &zl_scan_methods;
 	return &cscan->scan.plan;
 }
@@ -1030,6 +1059,9 @@ zl_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 							es);
 	if (!zipper_lake_enable_pruning)
 		ExplainPropertyText("Pruning", "off", es);
+	/* why not an index: the cheapest index path, which cost more */
+	if (es->costs && list_length(cscan->custom_private) > 4 && list_nth(cscan->custom_private, 4) != NULL)
+		ExplainPropertyText("Preferred To", strVal(list_nth(cscan->custom_private, 4)), es);
 
 	/*
 	 * Without ANALYZE, decide now unless the bounds depend on the run; the
