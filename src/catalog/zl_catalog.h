@@ -99,7 +99,7 @@ extern ZLSubGroup *zl_meta_load_filtered_subgroups(uint64 storage_id, Snapshot s
 												   int *nsubgroups);
 extern ZLSubGroup *zl_meta_find_subgroup(ZLSubGroup *sgs, int n, int64 subgroup_id);
 extern ZLSubGroup *zl_meta_load_subgroups_not_dead(uint64 storage_id, TransactionId oldest_xmin,
-												  int *n);
+												  int64 lo, Size budget, int *n, int64 *next);
 extern bool zl_meta_tid_block_subgroup(uint64 storage_id, int64 tid_block, Snapshot snapshot,
 									   ZLSubGroup *sg, TransactionId *inserting,
 									   TransactionId *deleting);

@@ -464,12 +464,12 @@ subgroup_id_cmp(const void *a, const void *b)
 /*
  * The sub-group rows of a storage that one scan of the catalog finds
  * (keys: storage id and more), those passing the filter appended to
- * *sgs.  With oldest_xmin valid (and SnapshotAny), those not dead by it.
+ * *sgs.
  */
 static void
 collect_subgroups(Relation rel, Oid index, Snapshot snapshot, ScanKey keys, int nkeys,
 				  const ZLSubGroupFilter *filter, DateADT min_partition,
-				  ZLSubGroup **sgs, int *n, int *max, TransactionId oldest_xmin)
+				  ZLSubGroup **sgs, int *n, int *max)
 {
 	SysScanDesc scan = systable_beginscan(rel, index, true, snapshot, nkeys, keys);
 	Datum	   *values = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
@@ -478,8 +478,6 @@ collect_subgroups(Relation rel, Oid index, Snapshot snapshot, ScanKey keys, int 
 
 	while ((tuple = systable_getnext(scan)) != NULL)
 	{
-		if (TransactionIdIsValid(oldest_xmin) && !row_status(scan, tuple, oldest_xmin, false))
-			continue;
 		heap_deform_tuple(tuple, RelationGetDescr(rel), values, isnull);
 		if (*n == *max)
 		{
@@ -526,7 +524,7 @@ load_subgroups(uint64 storage_id, Snapshot snapshot, const ZLSubGroupFilter *fil
 	if (lowest == DATEVAL_NOBEGIN || IgnoreSystemIndexes ||
 		ReindexIsProcessingIndex(catalog.subgroup_window_index))
 		collect_subgroups(rel, catalog.subgroup_pkey, snapshot, keys, 1, filter, min_partition,
-						  &sgs, &n, &max, InvalidTransactionId);
+						  &sgs, &n, &max);
 	else
 	{
 		/* a filter without its "either" part bounds the partitions above too */
@@ -538,11 +536,11 @@ load_subgroups(uint64 storage_id, Snapshot snapshot, const ZLSubGroupFilter *fil
 			ScanKeyInit(&keys[2], SG_PARTITION_END, BTLessEqualStrategyNumber, F_DATE_LE,
 						DateADTGetDatum(filter->max_partition));
 		collect_subgroups(rel, catalog.subgroup_window_index, snapshot, keys, bounded ? 3 : 2,
-						  filter, min_partition, &sgs, &n, &max, InvalidTransactionId);
+						  filter, min_partition, &sgs, &n, &max);
 		ScanKeyEntryInitialize(&keys[1], SK_ISNULL | SK_SEARCHNULL, SG_PARTITION_END,
 							   InvalidStrategy, InvalidOid, InvalidOid, InvalidOid, (Datum) 0);
 		collect_subgroups(rel, catalog.subgroup_window_index, snapshot, keys, 2, filter,
-						  min_partition, &sgs, &n, &max, InvalidTransactionId);
+						  min_partition, &sgs, &n, &max);
 	}
 	table_close(rel, AccessShareLock);
 	/* by id: the primary key's order; the window index's needs the sort */
@@ -716,28 +714,76 @@ zl_subgroup_window_end(const ZLTableOptions *opts, const ZLSubGroup *sg)
 		zl_window_end(opts, sg->partition_end, sg->window_start);
 }
 
+/* what a sub-group of VACUUM's index pass holds in memory, its mask bits at most */
+static Size
+subgroup_bytes(const ZLSubGroup *sg)
+{
+	return sizeof(ZLSubGroup) + (Size) (zl_subgroup_positions(sg) + 7) / 8;
+}
+
 /*
- * VACUUM's index cleanup (src/lifecycle/zl_index_vacuum.c): the sub-groups
- * of a storage whose catalog row is not dead by oldest_xmin -- some
- * snapshot may still see them, or a transaction in progress wrote them --
- * in id order, each with the positions that masks every snapshot sees
- * cover (mask bits; masked_rows counts them).
+ * VACUUM's index pass (src/lifecycle/zl_index_vacuum.c), a range of TID
+ * blocks at a time: the sub-groups of a storage whose catalog row is not
+ * dead by oldest_xmin -- some snapshot may still see them, or a
+ * transaction in progress wrote them -- with first_tid_block from lo on,
+ * in that order, as many as fit budget bytes with their mask bits (one at
+ * least), each with the positions that masks every snapshot sees cover.
+ * *next is the first_tid_block of the first sub-group left for the next
+ * range, -1 if none is left.
  */
 ZLSubGroup *
-zl_meta_load_subgroups_not_dead(uint64 storage_id, TransactionId oldest_xmin, int *n)
+zl_meta_load_subgroups_not_dead(uint64 storage_id, TransactionId oldest_xmin, int64 lo,
+								Size budget, int *n, int64 *next)
 {
-	Relation	rel = open_catalog(zl_meta_catalog()->subgroup, SG_NATTS);
-	ScanKeyData keys[1];
+	Relation	rel = open_catalog(zl_meta_catalog()->subgroup, SG_FIRST_TID_BLOCK);
+	Relation	index = index_open(catalog.subgroup_tid_index, AccessShareLock);
+	int			natts = RelationGetDescr(rel)->natts;
+	Datum	   *values = palloc(sizeof(Datum) * natts);
+	bool	   *isnull = palloc(sizeof(bool) * natts);
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tuple;
 	ZLSubGroup *sgs = NULL;
 	int			max = 0;
+	Size		used = 0;
 
 	*n = 0;
-	storage_keys(keys, storage_id, 0, 1);
-	collect_subgroups(rel, catalog.subgroup_pkey, SnapshotAny, keys, 1, NULL, DATEVAL_NOBEGIN,
-					  &sgs, n, &max, oldest_xmin);
+	*next = -1;
+	ScanKeyInit(&keys[0], SG_STORAGE_ID, BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum((int64) storage_id));
+	ScanKeyInit(&keys[1], SG_FIRST_TID_BLOCK, BTGreaterEqualStrategyNumber, F_INT8GE,
+				Int64GetDatum(lo));
+	scan = systable_beginscan_ordered(rel, index, SnapshotAny, 2, keys);
+	while ((tuple = systable_getnext_ordered(scan, ForwardScanDirection)) != NULL)
+	{
+		ZLSubGroup	sg;
+
+		if (!row_status(scan, tuple, oldest_xmin, false))
+			continue;
+		heap_deform_tuple(tuple, RelationGetDescr(rel), values, isnull);
+		subgroup_from_row(&sg, values, isnull, natts);
+		/* versions of one catalog row stay together */
+		if (*n > 0 && used + subgroup_bytes(&sg) > budget &&
+			sg.first_tid_block != sgs[*n - 1].first_tid_block)
+		{
+			*next = sg.first_tid_block;
+			break;
+		}
+		if (*n == max)
+		{
+			max = Max(64, max * 2);
+			sgs = sgs == NULL ? palloc(sizeof(ZLSubGroup) * max) :
+				repalloc(sgs, sizeof(ZLSubGroup) * max);
+		}
+		sgs[(*n)++] = sg;
+		used += subgroup_bytes(&sg);
+	}
+	systable_endscan_ordered(scan);
+	index_close(index, AccessShareLock);
 	table_close(rel, AccessShareLock);
-	/* in the primary key's (id) order, as the masks' look-ups need */
-	load_masks(storage_id, SnapshotAny, sgs, *n, true, CurrentMemoryContext, oldest_xmin);
+	pfree(values);
+	pfree(isnull);
+	load_masks(storage_id, SnapshotAny, sgs, *n, false, CurrentMemoryContext, oldest_xmin);
 	return sgs;
 }
 

@@ -21,8 +21,10 @@
  * is in progress its entries could look dead.  When a writer holds the
  * table, the pass is skipped and VACUUM says so; the next VACUUM does it.
  * The sub-groups still there, with the bits of their masked positions,
- * are held in memory during the pass: a bit per row position of the
- * table's sub-groups.
+ * are held in memory: as many as fit maintenance_work_mem (autovacuum's
+ * autovacuum_work_mem), a range of TID blocks at a time, each range one
+ * pass over every index that judges only the entries in it -- as heap
+ * makes a pass per memory-full of dead TIDs.
  *
  *-------------------------------------------------------------------------
  */
@@ -34,11 +36,16 @@
 #include "access/genam.h"
 #include "access/multixact.h"
 #include "commands/vacuum.h"
+#include "miscadmin.h"
+#include "postmaster/autovacuum.h"
 #include "storage/procarray.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 
 typedef struct DeadEntries
 {
+	int64		lo;				/* the range of TID blocks judged: from lo */
+	int64		next;			/* to before next (-1: to the end) */
 	ZLSubGroup *sgs;			/* still there for someone, by first_tid_block */
 	int			n;
 } DeadEntries;
@@ -49,8 +56,11 @@ entry_is_dead(ItemPointer tid, void *state)
 {
 	DeadEntries *d = state;
 	int64		block = ItemPointerGetBlockNumber(tid);
-	int			lo = zl_tid_block_candidate(d->sgs, d->n, block);
+	int			lo;
 
+	if (block < d->lo || (d->next >= 0 && block >= d->next))
+		return false;			/* another pass judges it */
+	lo = zl_tid_block_candidate(d->sgs, d->n, block);
 	if (lo < 0)
 		return true;
 	/* sub-groups own disjoint blocks; an updated catalog row leaves two versions */
@@ -72,9 +82,15 @@ void
 zl_index_vacuum(Relation rel, BufferAccessStrategy bstrategy, int64 rows, int elevel)
 {
 	uint64		storage_id = zl_storage_id(rel);
+	TransactionId oldest_xmin = GetOldestNonRemovableTransactionId(NULL);
+	Size		budget = (Size) (IsAutoVacuumWorkerProcess() && autovacuum_work_mem != -1 ?
+								 autovacuum_work_mem : maintenance_work_mem) * 1024;
 	Relation   *indexes;
 	int			nindexes;
 	DeadEntries d;
+	IndexVacuumInfo info;
+	IndexBulkDeleteResult **stats;
+	MemoryContext pass_context;
 
 	if (!RelationGetForm(rel)->relhasindex)
 		return;
@@ -94,34 +110,49 @@ zl_index_vacuum(Relation rel, BufferAccessStrategy bstrategy, int64 rows, int el
 		return;
 	}
 
-	d.sgs = zl_meta_load_subgroups_not_dead(storage_id,
-											GetOldestNonRemovableTransactionId(NULL), &d.n);
-	zl_sort_by_tid_block(d.sgs, d.n);
+	stats = palloc0(sizeof(IndexBulkDeleteResult *) * nindexes);
+	memset(&info, 0, sizeof(info));
+	info.estimated_count = true;
+	info.message_level = elevel;
+	info.num_heap_tuples = (double) rows;
+	info.strategy = bstrategy;
+	pass_context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake index vacuum pass",
+										 ALLOCSET_DEFAULT_SIZES);
+	d.next = 0;
+	do
+	{
+		MemoryContext old = MemoryContextSwitchTo(pass_context);
+
+		d.lo = d.next;
+		d.sgs = zl_meta_load_subgroups_not_dead(storage_id, oldest_xmin, d.lo, budget,
+												&d.n, &d.next);
+		MemoryContextSwitchTo(old);		/* the AMs' statistics outlive the pass */
+		for (int i = 0; i < nindexes; i++)
+		{
+			info.index = indexes[i];
+			stats[i] = index_bulk_delete(&info, stats[i], entry_is_dead, &d);
+		}
+		MemoryContextReset(pass_context);
+	} while (d.next >= 0);
+	MemoryContextDelete(pass_context);
+
 	for (int i = 0; i < nindexes; i++)
 	{
-		IndexVacuumInfo info;
-		IndexBulkDeleteResult *stats;
-
-		memset(&info, 0, sizeof(info));
 		info.index = indexes[i];
-		info.estimated_count = true;
-		info.message_level = elevel;
-		info.num_heap_tuples = (double) rows;
-		info.strategy = bstrategy;
-		stats = index_bulk_delete(&info, NULL, entry_is_dead, &d);
-		stats = index_vacuum_cleanup(&info, stats);
-		if (stats == NULL)
+		stats[i] = index_vacuum_cleanup(&info, stats[i]);
+		if (stats[i] == NULL)
 			continue;
 		ereport(elevel,
 				(errmsg("zipper_lake table \"%s\": index \"%s\" now has %.0f entries, %.0f of hidden rows removed",
 						RelationGetRelationName(rel), RelationGetRelationName(indexes[i]),
-						stats->num_index_tuples, stats->tuples_removed)));
-		if (!stats->estimated_count)
-			vac_update_relstats(indexes[i], stats->num_pages, stats->num_index_tuples, 0,
+						stats[i]->num_index_tuples, stats[i]->tuples_removed)));
+		if (!stats[i]->estimated_count)
+			vac_update_relstats(indexes[i], stats[i]->num_pages, stats[i]->num_index_tuples, 0,
 								false, InvalidTransactionId, InvalidMultiXactId,
 								NULL, NULL, false);
-		pfree(stats);
+		pfree(stats[i]);
 	}
+	pfree(stats);
 	zl_write_unlock_table(storage_id);
 	vac_close_indexes(nindexes, indexes, NoLock);
 }
