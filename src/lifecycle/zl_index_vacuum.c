@@ -82,7 +82,8 @@ void
 zl_index_vacuum(Relation rel, BufferAccessStrategy bstrategy, int64 rows, int elevel)
 {
 	uint64		storage_id = zl_storage_id(rel);
-	TransactionId oldest_xmin = GetOldestNonRemovableTransactionId(NULL);
+	/* the sub-groups' catalog rows are seen from this database only */
+	TransactionId oldest_xmin = GetOldestNonRemovableTransactionId(rel);
 	Size		budget = (Size) (IsAutoVacuumWorkerProcess() && autovacuum_work_mem != -1 ?
 								 autovacuum_work_mem : maintenance_work_mem) * 1024;
 	Relation   *indexes;
