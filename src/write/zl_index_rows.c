@@ -40,6 +40,11 @@
  * counter for no sub-group, so its entry names no row -- fetches pass it
  * by, VACUUM removes it -- and the row's own entries come with its flush.
  *
+ * A btree's entries of a sub-group go in sorted by key (a tuplesort within
+ * work_mem): consecutive descents then meet the pages the last one read,
+ * where entries in the sub-group's order (by valid_from) would each land
+ * on a page of their own.
+ *
  * The index being built by CREATE INDEX is left out while it builds: the
  * build flushes the transaction's pending rows first and indexes them
  * itself, with every other visible row.
@@ -53,6 +58,7 @@
 
 #include "access/genam.h"
 #include "access/xact.h"
+#include "catalog/pg_am_d.h"
 #include "catalog/pg_index.h"
 #include "catalog/index.h"
 #include "executor/executor.h"
@@ -61,6 +67,7 @@
 #include "utils/rel.h"
 #include "utils/relcache.h"
 #include "utils/syscache.h"
+#include "utils/tuplesort.h"
 
 struct ZLIndexRows
 {
@@ -235,9 +242,19 @@ typedef struct SubGroupEntries
 	int			nindexes;
 	Relation   *indexes;
 	ZLIndexRows **rows;
+	Tuplesortstate **sorts;		/* a btree's entries, sorted before they go in */
 	Datum		values[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
 } SubGroupEntries;
+
+/* one entry into an index, checking a unique one */
+static void
+insert_entry(SubGroupEntries *e, int i, ItemPointer tid)
+{
+	(void) index_insert(e->indexes[i], e->values, e->isnull, tid, e->table,
+						e->indexes[i]->rd_index->indisunique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
+						false, e->rows[i]->info);
+}
 
 static void
 enter_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
@@ -246,11 +263,31 @@ enter_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 
 	CHECK_FOR_INTERRUPTS();
 	for (int i = 0; i < e->nindexes; i++)
-		if (zl_index_rows_form(e->rows[i], tuple, e->values, e->isnull))
-			(void) index_insert(e->indexes[i], e->values, e->isnull, &tuple->t_self, e->table,
-								e->indexes[i]->rd_index->indisunique ? UNIQUE_CHECK_YES :
-								UNIQUE_CHECK_NO,
-								false, e->rows[i]->info);
+	{
+		if (!zl_index_rows_form(e->rows[i], tuple, e->values, e->isnull))
+			continue;
+		if (e->sorts[i] != NULL)
+			tuplesort_putindextuplevalues(e->sorts[i], e->indexes[i], &tuple->t_self,
+										  e->values, e->isnull);
+		else
+			insert_entry(e, i, &tuple->t_self);
+	}
+}
+
+/* a btree's entries of the sub-group, in key order: descents meet the pages the last one read */
+static void
+enter_sorted(SubGroupEntries *e, int i)
+{
+	IndexTuple	itup;
+
+	tuplesort_performsort(e->sorts[i]);
+	while ((itup = tuplesort_getindextuple(e->sorts[i], true)) != NULL)
+	{
+		CHECK_FOR_INTERRUPTS();
+		index_deform_tuple(itup, RelationGetDescr(e->indexes[i]), e->values, e->isnull);
+		insert_entry(e, i, &itup->t_tid);
+	}
+	tuplesort_end(e->sorts[i]);
 }
 
 /* has the table a unique index that takes inserts? */
@@ -302,6 +339,7 @@ zl_index_subgroup(Relation table, const ZLSubGroup *sg)
 	e.table = table;
 	e.indexes = palloc(sizeof(Relation) * list_length(oids));
 	e.rows = palloc(sizeof(ZLIndexRows *) * list_length(oids));
+	e.sorts = palloc0(sizeof(Tuplesortstate *) * list_length(oids));
 	foreach(lc, oids)
 	{
 		Relation	index;
@@ -317,16 +355,24 @@ zl_index_subgroup(Relation table, const ZLSubGroup *sg)
 			continue;
 		}
 		e.indexes[e.nindexes] = index;
+		/* the btrees share work_mem */
+		if (index->rd_rel->relam == BTREE_AM_OID)
+			e.sorts[e.nindexes] = tuplesort_begin_index_btree(table, index, false, false,
+															  Max(work_mem / list_length(oids), 64),
+															  NULL, TUPLESORT_NONE);
 		e.rows[e.nindexes++] = zl_index_rows_begin(table, info);
 	}
 	if (e.nindexes > 0)
 		zl_read_subgroup_rows(table, sg, true, enter_row, &e);
 	for (int i = 0; i < e.nindexes; i++)
 	{
+		if (e.sorts[i] != NULL)
+			enter_sorted(&e, i);
 		zl_index_rows_end(e.rows[i]);
 		index_close(e.indexes[i], RowExclusiveLock);
 	}
 	pfree(e.indexes);
 	pfree(e.rows);
+	pfree(e.sorts);
 	list_free(oids);
 }
