@@ -149,6 +149,7 @@ bench-smoke:
 	dropdb --if-exists zl_bench_smoke >/dev/null && createdb zl_bench_smoke
 	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_apply.py --smoke --quiet --late 0.1
 	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_read.py --smoke
+	PGDATABASE=zl_bench_smoke $(PYTHON) $(srcdir)/test/bench/bench_indexes.py --smoke --quiet --grow keys
 	PGDATABASE=zl_bench_smoke PATH="$(shell $(PG_CONFIG) --bindir):$$PATH" \
 		$(PYTHON) $(srcdir)/test/bench/report.py --smoke
 

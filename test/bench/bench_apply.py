@@ -53,17 +53,15 @@ summary gives each build's median ratio and its quotient by the first
 build's.
 """
 import argparse
-import io
 import random
 import re
-import statistics
 import sys
 import time
 
 import psycopg2
 
-from bench_common import (add_connection_args, add_json_arg, connect, describe_zipper, q, result,
-                          write_json, zipper_stats)
+from bench_common import (add_connection_args, add_json_arg, connect, describe_zipper, KeySpace, median, q, result,
+                          stage_changes, write_json, zipper_stats)
 
 T0 = '2024-01-01 00:00:00+00'      # first batch day; the initial load lies before it
 INIT_SPREAD_DAYS = 30              # initial valid_from spread over the 30 days before T0
@@ -114,10 +112,6 @@ def parse_args():
         builds.append((m.group(1), m.group(2)))
     a.build = builds
     return a
-
-
-def median(xs):
-    return statistics.median(xs) if xs else float('nan')
 
 
 # ---------------------------------------------------------------------------
@@ -191,43 +185,11 @@ def setup(conn, a):
 # change batches
 # ---------------------------------------------------------------------------
 
-class KeySpace:
-    """Alive keys (with an open version) and the next new key."""
-
-    def __init__(self, nkeys):
-        self.alive = list(range(1, nkeys + 1))
-        self.pos = {k: i for i, k in enumerate(self.alive)}
-        self.next_id = nkeys + 1
-
-    def remove(self, k):
-        i = self.pos.pop(k)
-        last = self.alive.pop()
-        if i < len(self.alive):
-            self.alive[i] = last
-            self.pos[last] = i
-
-    def add(self, k):
-        self.pos[k] = len(self.alive)
-        self.alive.append(k)
-
-
 def make_batch(conn, rng, ks, a, b):
     """Build the table `changes` for batch b (0-based): its changes lie in
     slice b % per_day of day b // per_day; return its row count."""
     day, part = divmod(b, a.per_day)
-    n = a.batch
-    n_new = n // 10
-    n_del = n // 10
-    n_upd = n - n_new - n_del
-    picked = rng.sample(ks.alive, n_upd + n_del)
-    upd, dele = picked[:n_upd], picked[n_upd:]
-    new = list(range(ks.next_id, ks.next_id + n_new))
-    ks.next_id += n_new
-    for k in dele:
-        ks.remove(k)
-    for k in new:
-        ks.add(k)
-
+    upd, dele, new = ks.pick_batch(rng, a.batch)
     rows = []
 
     def when():
@@ -252,28 +214,8 @@ def make_batch(conn, rng, ks, a, b):
     rng.shuffle(rows)
 
     cur = conn.cursor()
-    cur.execute('DROP TABLE IF EXISTS changes, bench_stage')
-    cur.execute("""CREATE TEMP TABLE bench_stage (id bigint, kind text, op text, secs float8,
-                   balance numeric, name text, branch int)""")
-    buf = '\n'.join('\t'.join(r'\N' if v is None else str(v) for v in r) for r in rows) + '\n'
-    cur.copy_from(io.StringIO(buf), 'bench_stage')
-    # values of updates come from the key's open version (no-ops copy all of it),
-    # read from the heap table before either side runs
-    cur.execute(f"""
-        CREATE TABLE changes AS
-        SELECT s.id,
-               CASE s.kind WHEN 'del' THEN NULL WHEN 'new' THEN s.name
-                           WHEN 'noop' THEN h.name ELSE coalesce(s.name, h.name) END AS name,
-               CASE s.kind WHEN 'del' THEN NULL WHEN 'new' THEN s.balance
-                           WHEN 'noop' THEN h.balance ELSE s.balance END AS balance,
-               CASE s.kind WHEN 'del' THEN NULL WHEN 'new' THEN s.branch
-                           WHEN 'noop' THEN h.branch ELSE coalesce(s.branch, h.branch) END AS branch,
-               timestamptz '{T0}' + %s * interval '1 day' + s.secs * interval '1 second' AS change_time,
-               s.op
-          FROM bench_stage s
-          LEFT JOIN h_acct h ON h.id = s.id AND h.valid_to = 'infinity'
-         ORDER BY random()""", (day,))
-    cur.execute('DROP TABLE bench_stage')
+    stage_changes(cur, rows, (('balance', 'numeric', False), ('name', 'text', True), ('branch', 'int', True)),
+                  'bench_stage', 'changes', 'h_acct', T0, day)
     if a.late:
         cur.execute('INSERT INTO bench_log SELECT id, name, balance, branch, change_time, op, %s FROM changes',
                     (b + 1,))
@@ -478,7 +420,7 @@ def run_round(side, a, rnd, say):
     if not a.quiet:
         say(f'{"batch":>5} {"changes":>8} {"zipper s":>9} {"heap s":>9} {"ratio":>6}  first   zipper counts')
     rng = random.Random(a.seed)
-    ks = KeySpace(a.keys)
+    ks = KeySpace(range(1, a.keys + 1), a.keys + 1)
     rz, rh, rr = [], [], []
     counts = {}
     for b in range(a.batches):

@@ -1,9 +1,12 @@
 """
 test/bench/bench_common.py -- what the benchmarks share: connection
 options, connecting, running a query, comparing two tables, the size
-facts of a zipper table, and results as JSON for report.py.
+facts of a zipper table, staging a batch of changes, and results as JSON
+for report.py.
 """
+import io
 import json
+import statistics
 
 import psycopg2
 
@@ -33,6 +36,77 @@ def rows_differ(cur, a, b):
     """How many rows one of two tables holds more than the other (EXCEPT ALL both ways)."""
     return q(cur, f"""SELECT (SELECT count(*) FROM (SELECT * FROM {a} EXCEPT ALL SELECT * FROM {b}) x)
                            + (SELECT count(*) FROM (SELECT * FROM {b} EXCEPT ALL SELECT * FROM {a}) y)""")[0][0]
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float('nan')
+
+
+class KeySpace:
+    """Alive keys (with an open version), every key that ever was, and the
+    next new key."""
+
+    def __init__(self, alive, next_id):
+        self.alive = list(alive)
+        self.pos = {k: i for i, k in enumerate(self.alive)}
+        self.ever = list(self.alive)
+        self.next_id = next_id
+
+    def remove(self, k):
+        i = self.pos.pop(k)
+        last = self.alive.pop()
+        if i < len(self.alive):
+            self.alive[i] = last
+            self.pos[last] = i
+
+    def add(self, k):
+        self.pos[k] = len(self.alive)
+        self.alive.append(k)
+        self.ever.append(k)
+
+    def pick_batch(self, rng, n):
+        """The keys of a batch of n changes, 80% updates of alive keys, 10%
+        deletes of others, 10% new keys: (updated, deleted, new); the key
+        space already counts the batch as applied."""
+        n_new = n_del = n // 10
+        n_upd = n - n_new - n_del
+        picked = rng.sample(self.alive, n_upd + n_del)
+        upd, dele = picked[:n_upd], picked[n_upd:]
+        new = list(range(self.next_id, self.next_id + n_new))
+        self.next_id += n_new
+        for k in dele:
+            self.remove(k)
+        for k in new:
+            self.add(k)
+        return upd, dele, new
+
+
+def stage_changes(cur, rows, columns, stage, changes, open_table, t0, day):
+    """Create table `changes` (id, the columns, change_time, op) from `rows`
+    of (id, kind, op, secs, *values of columns), kind one of new, chg, noop,
+    del.  columns are (name, type, keep): an update leaves a keep column
+    whose value is NULL as the key's open version in open_table has it; a
+    no-op copies every column of the open version; a delete has none."""
+    cur.execute(f'DROP TABLE IF EXISTS {changes}, {stage}')
+    cur.execute(f"""CREATE TEMP TABLE {stage} (id bigint, kind text, op text, secs float8,
+                   {', '.join(f'{c} {t}' for c, t, _ in columns)})""")
+    buf = '\n'.join('\t'.join(r'\N' if v is None else str(v) for v in r) for r in rows) + '\n'
+    cur.copy_from(io.StringIO(buf), stage)
+    values = ',\n'.join(
+        f"""CASE s.kind WHEN 'del' THEN NULL WHEN 'new' THEN s.{c} WHEN 'noop' THEN h.{c}
+                       ELSE {f'coalesce(s.{c}, h.{c})' if keep else f's.{c}'} END AS {c}"""
+        for c, _, keep in columns)
+    # values of updates come from the key's open version, read before any
+    # table is written
+    cur.execute(f"""
+        CREATE TABLE {changes} AS
+        SELECT s.id, {values},
+               timestamptz '{t0}' + %s * interval '1 day' + s.secs * interval '1 second' AS change_time,
+               s.op
+          FROM {stage} s
+          LEFT JOIN {open_table} h ON h.id = s.id AND h.valid_to = 'infinity'
+         ORDER BY random()""", (day,))
+    cur.execute(f'DROP TABLE {stage}')
 
 
 def zipper_stats(conn, tbl):

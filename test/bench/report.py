@@ -59,6 +59,7 @@ BENCHES = {
     'events': ('bench_events.py', [], ['--smoke']),
     'retention': ('bench_retention.py', [], ['--smoke']),
     'users': ('bench_users.py', [], ['--smoke']),
+    'indexes': ('bench_indexes.py', ['--no-verify', '--quiet'], ['--smoke', '--quiet']),
 }
 
 # the results the README's table shows, in this order (latest.md shows all)
@@ -181,6 +182,11 @@ def size_text(doc, key=None):
         return f"{count(s['events'])} events"
     if b == 'retention':
         return f"{s['partitions']} days, half dropped"
+    if b == 'indexes':
+        if key and key.startswith('indexes_lookup'):
+            n = s['versions_big' if '_big' in key else 'versions_small']
+            return f"{count(n)} versions"
+        return f"{count(s['keys'])} keys, {count(s['batch'])} a batch"
     return ''
 
 
@@ -215,6 +221,12 @@ LABELS = {
     'users_point': 'point lookup (key + time)',
     'users_snapshot': 'end-of-day apply_snapshot vs UPDATE + INSERT',
     'users_size': 'bytes: table + catalog rows vs heap table',
+    'indexes_lookup_small': 'lookup by a btree column (WHERE iban = $1)',
+    'indexes_lookup_small_new': 'lookup by a btree column, new connection',
+    'indexes_lookup_big': 'lookup by a btree column, {scale}x the versions',
+    'indexes_lookup_big_new': 'lookup by a btree column, {scale}x the versions, new connection',
+    'indexes_apply': 'apply with two secondary indexes',
+    'indexes_apply_big': 'apply with two secondary indexes, {scale}x the versions',
 }
 
 
