@@ -101,7 +101,7 @@ zl_guc_init(void)
 							GUC_UNIT_KB,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("zipper_lake.maintenance_pause",
-							"Time VACUUM's maintenance worker waits before it commits what it did.",
+							"Time VACUUM's maintenance worker waits before it commits what it did, and once after the first of several moves.",
 							"For tests of crashes and concurrent sessions during a merge; keep 0 otherwise.",
 							&zipper_lake_maintenance_pause,
 							0, 0, 3600 * 1000,

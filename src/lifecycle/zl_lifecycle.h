@@ -23,5 +23,6 @@ extern void zl_index_vacuum(Relation rel, BufferAccessStrategy bstrategy, int64 
 extern bool zl_retention_cut_time(TimestampTz now, const Interval *keep, TimestampTz *cut);
 extern bool zl_relocation_due(Relation rel, const ZLSubGroup *sgs, int nsgs, int min_blocks);
 extern int64 zl_relocate_tail(Relation rel, int min_blocks);
+extern bool zl_maintenance_gives_way(Relation rel);
 
 #endif							/* ZL_LIFECYCLE_H */

@@ -34,7 +34,9 @@
  *      the move reads the old blocks, which stay until no snapshot can see
  *      them; readers never see a row twice or miss one, since the new and
  *      the old sub-group are never visible to the same snapshot.  The
- *      worker holds the table's writer lock: no write runs meanwhile.  It
+ *      worker holds the table's writer lock: no write runs meanwhile; when
+ *      a writer waits for it, the worker stops after a move (the next
+ *      VACUUM goes on, zl_maintenance_gives_way).  It
  *      all commits or rolls back with the worker's transaction; a crash
  *      before the commit leaves the old sub-groups (the blocks written for
  *      the new ones belong to nothing; reclaim or a later move reuses them).
@@ -176,6 +178,8 @@ zl_relocate_tail(Relation rel, int min_blocks)
 		if (largest < (BlockNumber) sg->blocks && !worth_cutting(sg, largest, total))
 			break;
 		CHECK_FOR_INTERRUPTS();
+		if (moved > 0 && zl_maintenance_gives_way(rel))
+			break;
 		zl_write_state_reuse_below(state, sg->first_block);
 		zl_write_state_fit_free_extents(state, largest < (BlockNumber) sg->blocks ?
 										(double) sg->row_count / sg->blocks : 0);

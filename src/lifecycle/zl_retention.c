@@ -33,7 +33,9 @@
  * drop in a transaction of its own, and waits for it; VACUUM VERBOSE
  * reports what went.  The worker gives up rather than wait for a lock
  * (a writer of the table, or DDL queued behind VACUUM's own lock): the next
- * VACUUM tries again.  Autovacuum visits a zipper table after enough rows
+ * VACUUM tries again.  Nor does it keep a writer waiting for long: when
+ * one waits for the table, it stops moving sub-groups off the end of the
+ * file after the one at hand and commits (zl_maintenance_gives_way).  Autovacuum visits a zipper table after enough rows
  * were written (writes count as inserts in pg_stat_user_tables).
  *
  * The same worker compacts: a sub-group more than an eighth of whose rows
@@ -543,7 +545,8 @@ zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs_inout, int *nsgs_inout, int
 /*
  * zipper_lake.maintenance_pause: wait, with the work done and not
  * committed, so that tests can crash the server or run other sessions
- * meanwhile (wait event Extension).
+ * meanwhile (wait event Extension); also once after the first of several
+ * moves (zl_maintenance_gives_way).
  */
 static void
 pause_before_commit(int pause_ms)
@@ -563,6 +566,35 @@ pause_before_commit(int pause_ms)
 	}
 }
 
+/*
+ * Does a writer wait for the table while the worker moves sub-groups off
+ * the end of the file?  Then the worker stops moving (having moved one at
+ * least, so a stream of writers cannot starve it) and commits what it
+ * did: a batch waits for one sub-group's move, not for all of them.
+ * Compaction and merging, which retire masked rows, are not cut short.
+ */
+static int	pause_after_first_ms;	/* zipper_lake.maintenance_pause, once */
+
+static void pause_before_commit(int pause_ms);
+
+bool
+zl_maintenance_gives_way(Relation rel)
+{
+	/* tests: hold the worker after its first move, for a writer to queue */
+	if (pause_after_first_ms > 0)
+	{
+		pause_before_commit(pause_after_first_ms);
+		pause_after_first_ms = 0;
+	}
+	if (!zl_write_lock_has_waiters(zl_storage_id(rel)))
+		return false;
+	ereport(LOG,
+			(errmsg("zipper_lake table \"%s\": maintenance gave way to a waiting writer",
+					RelationGetRelationName(rel)),
+			 errhint("The next VACUUM goes on.")));
+	return true;
+}
+
 /* the worker's work, under the table's writer lock, as the table's owner */
 static void
 maintain(Relation rel, ZLTableOptions *opts, const MaintenanceTask *task)
@@ -570,6 +602,7 @@ maintain(Relation rel, ZLTableOptions *opts, const MaintenanceTask *task)
 	Oid			save_userid;
 	int			save_sec_context;
 
+	pause_after_first_ms = task->pause_ms;
 	/* as VACUUM does: the owner's rights, no user code with more */
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	SetUserIdAndSecContext(rel->rd_rel->relowner,
@@ -600,7 +633,7 @@ maintain(Relation rel, ZLTableOptions *opts, const MaintenanceTask *task)
 				(errmsg("zipper_lake table \"%s\": merged %d small history file groups (%d sub-groups)",
 						RelationGetRelationName(rel), merged, subgroups)));
 	}
-	if (task->relocate)
+	if (task->relocate && !zl_write_lock_has_waiters(zl_storage_id(rel)))
 	{
 		/* the end an earlier move left, once no snapshot sees it; then more moves */
 		int64		released = zl_free_space_reclaim(rel);

@@ -540,6 +540,20 @@ zl_write_lock_table(uint64 storage_id, bool nowait)
 	return LockAcquire(&tag, ExclusiveLock, false, nowait) != LOCKACQUIRE_NOT_AVAIL;
 }
 
+/*
+ * Does a writer wait for the table's writer lock we hold?  VACUUM's
+ * optional work gives way to it, as heap's truncation does to a waiting
+ * lock (lazy_truncate_heap).
+ */
+bool
+zl_write_lock_has_waiters(uint64 storage_id)
+{
+	LOCKTAG		tag;
+
+	writer_lock_tag(&tag, storage_id);
+	return LockHasWaiters(&tag, ExclusiveLock, false);
+}
+
 /* before the end of the transaction: only for what wrote nothing */
 void
 zl_write_unlock_table(uint64 storage_id)
