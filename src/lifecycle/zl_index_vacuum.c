@@ -16,10 +16,16 @@
  * and blocks freed by deleted sub-groups need not wait for this pass
  * before writers take them again.
  *
- * The pass holds the table's writer lock (zl_write_lock_table): a writer
- * enters its rows before its sub-group's catalog row exists, so while one
- * is in progress its entries could look dead.  When a writer holds the
- * table, the pass is skipped and VACUUM says so; the next VACUUM does it.
+ * A writer enters its rows before its sub-group's catalog row exists, so
+ * while one is in progress its entries could look dead.  So the pass
+ * takes the table's writer lock (zl_write_lock_table) -- when a writer
+ * holds it, the pass is skipped and VACUUM says so; the next VACUUM does
+ * it -- notes the first TID block not taken yet and lets the lock go:
+ * writers after that take blocks from there on (the counter is only
+ * moved under the lock), and the pass judges no entry of such a block.
+ * Writes go on while the pass runs, as heap's go on during its index
+ * vacuuming; what they mask or delete meanwhile is not dead by the
+ * horizon the pass took, so its entries stay for the next VACUUM.
  * The sub-groups still there, with the bits of their masked positions,
  * are held in memory: as many as fit maintenance_work_mem (autovacuum's
  * autovacuum_work_mem), a range of TID blocks at a time, each range one
@@ -44,6 +50,7 @@
 
 typedef struct DeadEntries
 {
+	int64		taken;			/* TID blocks from here on are left alone */
 	int64		lo;				/* the range of TID blocks judged: from lo */
 	int64		next;			/* to before next (-1: to the end) */
 	ZLSubGroup *sgs;			/* still there for someone, by first_tid_block */
@@ -58,6 +65,8 @@ entry_is_dead(ItemPointer tid, void *state)
 	int64		block = ItemPointerGetBlockNumber(tid);
 	int			lo;
 
+	if (block >= d->taken)
+		return false;			/* taken since the pass began: a writer's */
 	if (block < d->lo || (d->next >= 0 && block >= d->next))
 		return false;			/* another pass judges it */
 	lo = zl_tid_block_candidate(d->sgs, d->n, block);
@@ -110,6 +119,8 @@ zl_index_vacuum(Relation rel, BufferAccessStrategy bstrategy, int64 rows, int el
 		vac_close_indexes(nindexes, indexes, NoLock);
 		return;
 	}
+	d.taken = zl_storage_next_tid_block(rel, zl_meta_tid_blocks_used);
+	zl_write_unlock_table(storage_id);
 
 	stats = palloc0(sizeof(IndexBulkDeleteResult *) * nindexes);
 	memset(&info, 0, sizeof(info));
@@ -154,6 +165,5 @@ zl_index_vacuum(Relation rel, BufferAccessStrategy bstrategy, int64 rows, int el
 		pfree(stats[i]);
 	}
 	pfree(stats);
-	zl_write_unlock_table(storage_id);
 	vac_close_indexes(nindexes, indexes, NoLock);
 }

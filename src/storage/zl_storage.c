@@ -484,6 +484,23 @@ zl_page_writer_finish(ZLPageWriter *writer, BlockNumber *first_block, int32 *blo
 /* ---------- row identifiers ---------- */
 
 /*
+ * The first TID block no sub-group or placeholder has taken yet: what
+ * zl_storage_take_tid_blocks gives next (while the caller holds the
+ * writer lock, every later taker gets blocks from here on).
+ */
+int64
+zl_storage_next_tid_block(Relation rel, int64 (*counted_before) (uint64 storage_id))
+{
+	Buffer		buffer = ReadBuffer(rel, ZL_METAPAGE_BLKNO);
+	int64		next;
+
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	next = (int64) ((ZLMetaPageData *) PageGetContents(BufferGetPage(buffer)))->next_tid_block;
+	UnlockReleaseBuffer(buffer);
+	return next != 0 ? next : counted_before(zl_storage_id(rel));
+}
+
+/*
  * Take n TID blocks for a sub-group about to be written (README "Row
  * identifiers"), from the metapage's counter: WAL-logged and not
  * transactional, so blocks taken by a write that rolls back are never
@@ -495,14 +512,8 @@ zl_page_writer_finish(ZLPageWriter *writer, BlockNumber *first_block, int32 *blo
 int64
 zl_storage_take_tid_blocks(Relation rel, int64 n, int64 (*counted_before) (uint64 storage_id))
 {
-	Buffer		buffer = ReadBuffer(rel, ZL_METAPAGE_BLKNO);
-	int64		first;
+	int64		first = zl_storage_next_tid_block(rel, counted_before);
 
-	LockBuffer(buffer, BUFFER_LOCK_SHARE);
-	first = (int64) ((ZLMetaPageData *) PageGetContents(BufferGetPage(buffer)))->next_tid_block;
-	UnlockReleaseBuffer(buffer);
-	if (first == 0)
-		first = counted_before(zl_storage_id(rel));
 	if (first + n > (int64) MaxBlockNumber)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),

@@ -173,6 +173,7 @@ extern void zl_storage_request_scrub(Relation rel);
 extern uint64 zl_storage_scrub_due(Relation rel);
 extern void zl_storage_scrub_done(Relation rel, uint64 requests);
 extern bool zl_write_lock_table(uint64 storage_id, bool nowait);
+extern int64 zl_storage_next_tid_block(Relation rel, int64 (*counted_before) (uint64 storage_id));
 extern int64 zl_storage_take_tid_blocks(Relation rel, int64 n,
 										int64 (*counted_before) (uint64 storage_id));
 extern bool zl_write_lock_has_waiters(uint64 storage_id);

@@ -87,5 +87,56 @@ is($node->safe_psql('postgres', q(SELECT pad FROM rl WHERE id = 1 AND valid_to =
 	'changed', 'the apply\'s version is there');
 is($node->safe_psql('postgres', q(SELECT count(*) FROM zipper_lake.verify('rl'))), '0', 'verify() clean');
 
+# --- VACUUM's index pass lets writers in ------------------------------------
+# The pass notes the first TID block not taken and lets the writer lock go
+# (src/lifecycle/zl_index_vacuum.c): applies that commit while VACUUMs run
+# one after the other leave every index answering what a sequential scan
+# answers, and amcheck clean.
+$node->safe_psql('postgres', q(
+CREATE EXTENSION amcheck;
+CREATE TABLE ix (id int, v text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+SELECT zipper_lake.register('ix', ARRAY['id']);
+INSERT INTO ix SELECT g, 'v' || g % 50, '2026-01-01', 'infinity' FROM generate_series(1, 3000) g;
+CREATE INDEX ix_v ON ix (v);
+CREATE INDEX ix_vid ON ix USING hash (id);
+CREATE TABLE ix_ch (id int, v text, change_time timestamptz);
+));
+my $writer = $node->background_psql('postgres', on_error_stop => 1);
+$writer->query_until(qr/writes started/, q(
+\echo writes started
+DO $$
+BEGIN
+  FOR b IN 1..60 LOOP
+    DELETE FROM ix_ch;
+    INSERT INTO ix_ch SELECT (b * 37 + g * 50) % 3000 + 1, 'v' || (random() * 50)::int,
+                             '2026-01-02'::timestamptz + b * interval '1 hour'
+      FROM generate_series(1, 60) g;
+    PERFORM zipper_lake.apply_changes('ix', 'ix_ch');
+    COMMIT;
+  END LOOP;
+END $$;
+\echo writes done
+));
+for (1 .. 15) { $node->safe_psql('postgres', 'VACUUM ix'); }
+$writer->query_until(qr/writes done/, '');
+$writer->quit;
+$node->safe_psql('postgres', 'VACUUM ix');
+my $answers_sql = q(
+SELECT string_agg(v || ':' || n, ' ' ORDER BY v)
+  FROM (SELECT v, count(*) n FROM ix WHERE v IN (SELECT 'v' || g FROM generate_series(0, 50) g) GROUP BY v) a);
+my $seq = $node->safe_psql('postgres', "SET enable_indexscan = off; SET enable_bitmapscan = off; $answers_sql");
+is($node->safe_psql('postgres', "SET enable_seqscan = off; SET enable_bitmapscan = off; $answers_sql"), $seq,
+	'after VACUUMs amid applies: the btree index scan answers as the sequential scan');
+is($node->safe_psql('postgres', "SET enable_seqscan = off; SET enable_indexscan = off; $answers_sql"), $seq,
+	'and the bitmap scan');
+is($node->safe_psql('postgres', q(
+SET enable_seqscan = off; SET enable_bitmapscan = off;
+SELECT count(*) FROM generate_series(1, 3000) g
+ WHERE (SELECT count(*) FROM ix WHERE id = g) <> (SELECT count(*) FROM ix WHERE id + 0 = g))), '0',
+	'hash look-ups of every id answer as the scan');
+is($node->safe_psql('postgres', q(SELECT bt_index_check('ix_v', true))), '', 'bt_index_check clean');
+is($node->safe_psql('postgres', q(SELECT count(*) FROM zipper_lake.verify('ix'))), '0', 'verify() clean');
+
 $node->stop;
 done_testing();
