@@ -64,7 +64,8 @@ BENCHES = {
 
 # the results the README's table shows, in this order (latest.md shows all)
 README_ROWS = ['apply', 'users_asof_old', 'users_asof_recent', 'users_changes', 'users_current',
-               'users_history', 'users_point', 'users_snapshot', 'users_size', 'retention_100']
+               'users_history', 'users_point', 'users_snapshot', 'users_size', 'retention_100',
+               'indexes_lookup_big', 'indexes_apply_big']
 
 
 def parse_args():
