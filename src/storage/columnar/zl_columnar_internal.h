@@ -36,10 +36,13 @@ typedef enum ZLEncoding
 #define ZL_CODEC_ZSTD			1
 #define ZL_CODEC_LZ4			2
 #define ZL_CODEC_ZSTD_FRAMES	3	/* zstd in independent frames: below */
+#define ZL_CODEC_LZ4_FRAMES		4	/* lz4 in independent frames (0.2) */
+#define ZL_CODEC_IN_FRAMES(c)	((c) == ZL_CODEC_ZSTD_FRAMES || (c) == ZL_CODEC_LZ4_FRAMES)
 
 /*
- * ZSTD_FRAMES: the raw bytes cut into independent zstd frames, so a key
- * probe decompresses the head of a chunk column (null bitmap, dictionary,
+ * ZSTD_FRAMES, LZ4_FRAMES: the raw bytes cut into independent zstd (lz4)
+ * frames, so a key probe -- or apply reading the stored versions of a
+ * batch's keys, one here, one there -- decompresses the head of a chunk column (null bitmap, dictionary,
  * PACKED header) and the frame holding its row, not all of it.  Frame 0
  * is the head, raw bytes [0, the values' start); value frame k (frame
  * k + 1) holds the values of rows [k * frame_rows, (k + 1) * frame_rows):
@@ -50,8 +53,8 @@ typedef enum ZLEncoding
  *   ZLFramesHeader | ZLFrameEnd per frame | DELTA: the sum before each
  *   value frame (int64) | the frames
  *
- * A frame zstd does not shrink is stored as it is (its stored and raw
- * lengths equal).  The raw bytes are those of the other codecs: scans
+ * A frame the codec does not shrink is stored as it is (its stored and
+ * raw lengths equal).  The raw bytes are those of the other codecs: scans
  * decompress every frame and decode them as before.
  */
 #define ZL_FRAME_ROWS			256 /* rows a value frame holds at least */
@@ -67,7 +70,7 @@ typedef struct ZLFramesHeader
 typedef struct ZLFrameEnd
 {
 	uint32		raw_end;		/* where its raw bytes end */
-	uint32		stored_end;		/* where its zstd frame ends, from the first */
+	uint32		stored_end;		/* where its compressed frame ends, from the first */
 } ZLFrameEnd;
 
 /* PACKED: min (int64) and bit width, then the bits, 8 zero bytes after them */

@@ -10,7 +10,7 @@
  * come in order (scans), or walked value by value when they come one here,
  * one there (key probes, zl_columnar_set_sparse), so a probe of one row
  * does not decode the other 1,023 of its chunk.  A chunk column stored in
- * frames (ZL_CODEC_ZSTD_FRAMES) is decompressed frame by frame as sparse
+ * frames (ZL_CODEC_ZSTD_FRAMES, ZL_CODEC_LZ4_FRAMES) is decompressed frame by frame as sparse
  * reads need them: its head at once, then the frame holding each row read
  * (the walk of DELTA and variable-length values starts again at the
  * frame's start, from its marks); scans decompress every frame.  Varlenas with short
@@ -227,7 +227,7 @@ typedef struct ColumnState
 	uint32		next_row;		/* the walk stands before this row */
 	Size		next_off;		/* at this offset */
 	int64		prev;			/* DELTA: the value before it */
-	/* ZL_CODEC_ZSTD_FRAMES: its frames, those decompressed into raw */
+	/* in frames (ZL_CODEC_IN_FRAMES): its frames, those decompressed into raw */
 	int			nframes;		/* 0: not in frames (all of raw is there) */
 	int			frame_rows;
 	uint32		frames_loaded;	/* bit f: frame f */
@@ -618,6 +618,25 @@ read_frame_table(ZLColumnarReader *r, ColumnState *cs, int chunk, int att)
 	cs->frames_loaded = 0;
 }
 
+/* decompress src with codec (ZL_CODEC_LZ4 or ZL_CODEC_ZSTD); the bytes made, 0 on failure */
+static size_t
+decompress_bytes(int codec, char *dst, Size raw_len, const char *src, Size stored_len)
+{
+	if (codec == ZL_CODEC_LZ4)
+	{
+		int			n = LZ4_decompress_safe(src, dst, (int) stored_len, (int) raw_len);
+
+		return n < 0 ? 0 : (size_t) n;
+	}
+	if (codec == ZL_CODEC_ZSTD)
+	{
+		size_t		n = ZSTD_decompressDCtx(decompress_context(), dst, raw_len, src, stored_len);
+
+		return ZSTD_isError(n) ? 0 : n;
+	}
+	return 0;
+}
+
 /* decompress the frames [from, to] of a fetched chunk column into its raw bytes */
 static void
 load_frames(ZLColumnarReader *r, ColumnState *cs, int chunk, int att, int from, int to)
@@ -634,19 +653,16 @@ load_frames(ZLColumnarReader *r, ColumnState *cs, int chunk, int att, int from, 
 			continue;
 		if (stored_len == raw_len)
 		{
-			/* kept as it is: zstd did not shrink it */
+			/* kept as it is: the codec did not shrink it */
 			if (raw_len > 0)
 				read_stream(r, cs->frames_at + stored_start, raw_len, cs->raw + raw_start);
 			got = raw_len;
 		}
 		else if (stored_len > 0)
-		{
-			got = ZSTD_decompressDCtx(decompress_context(), cs->raw + raw_start, raw_len,
-									  stream_bytes(r, cs->frames_at + stored_start, stored_len),
-									  stored_len);
-			if (ZSTD_isError(got))
-				got = 0;
-		}
+			got = decompress_bytes(cs->entry->compressed == ZL_CODEC_LZ4_FRAMES ?
+								   ZL_CODEC_LZ4 : ZL_CODEC_ZSTD, cs->raw + raw_start, raw_len,
+								   stream_bytes(r, cs->frames_at + stored_start, stored_len),
+								   stored_len);
 		if (got != raw_len)
 			corrupted(r, psprintf("Chunk %d of column %d does not decompress.", chunk, att + 1));
 		cs->frames_loaded |= (uint32) 1 << f;
@@ -705,7 +721,7 @@ fetch_column(ZLColumnarReader *r, ColumnState *cs, int chunk, int att)
 		corrupted(r, psprintf("Chunk %d of column %d has a bad entry.", chunk, att + 1));
 
 	reader_buffer(r, &cs->raw, &cs->raw_size, Max(e->raw_bytes, 1));
-	if (e->compressed == ZL_CODEC_ZSTD_FRAMES)
+	if (ZL_CODEC_IN_FRAMES(e->compressed))
 	{
 		read_frame_table(r, cs, chunk, att);
 		load_frames(r, cs, chunk, att, 0, r->sparse ? 0 : cs->nframes - 1);
@@ -720,22 +736,7 @@ fetch_column(ZLColumnarReader *r, ColumnState *cs, int chunk, int att)
 		const char *stored = stream_bytes(r, r->header.directory_bytes + e->offset,
 										  e->stored_bytes);
 
-		if (e->compressed == ZL_CODEC_LZ4)
-		{
-			int			n = LZ4_decompress_safe(stored, cs->raw, (int) e->stored_bytes,
-												(int) e->raw_bytes);
-
-			got = n < 0 ? 0 : (size_t) n;
-		}
-		else if (e->compressed == ZL_CODEC_ZSTD)
-		{
-			got = ZSTD_decompressDCtx(decompress_context(), cs->raw, e->raw_bytes, stored,
-									  e->stored_bytes);
-			if (ZSTD_isError(got))
-				got = 0;
-		}
-		else
-			got = 0;
+		got = decompress_bytes(e->compressed, cs->raw, e->raw_bytes, stored, e->stored_bytes);
 		if (got != e->raw_bytes)
 			corrupted(r, psprintf("Chunk %d of column %d does not decompress.", chunk, att + 1));
 	}

@@ -42,11 +42,11 @@
  *
  * The raw buffer is then compressed with zstd (or lz4, as
  * zipper_lake.columnar_compression says) when that saves bytes; the entry
- * records the codec.  A zstd chunk column of at least
- * ZL_FRAMES_MIN_RAW_BYTES raw bytes and more than ZL_FRAME_ROWS rows is cut
- * into independent frames, its head and every ZL_FRAME_ROWS rows' values
- * (ZL_CODEC_ZSTD_FRAMES, zl_columnar_internal.h), so a key probe
- * decompresses about a quarter of it; the encoders mark where each
+ * records the codec.  A chunk column of at least ZL_FRAMES_MIN_RAW_BYTES
+ * raw bytes and more than ZL_FRAME_ROWS rows is cut into independent
+ * frames, its head and every ZL_FRAME_ROWS rows' values
+ * (ZL_CODEC_ZSTD_FRAMES, ZL_CODEC_LZ4_FRAMES: zl_columnar_internal.h), so
+ * a key probe decompresses about a quarter of it; the encoders mark where each
  * frame's rows begin as they write them (FrameMarks).
  * Values are detoasted as they are written: a columnar sub-group never
  * refers to TOAST, so it shares nothing with the rows it was made from.
@@ -96,7 +96,7 @@
 
 /*
  * Where the value frames of a chunk column start in its raw bytes, as its
- * encoder wrote them (ZL_CODEC_ZSTD_FRAMES): value frame k holds rows
+ * encoder wrote them (frame codecs): value frame k holds rows
  * [k * frame_rows, (k + 1) * frame_rows).
  */
 typedef struct FrameMarks
@@ -774,9 +774,40 @@ compression_buffer(ZLColumnarWriter *w, Size bound)
 	return w->compressed;
 }
 
+/* compress src into dst (capacity bytes) with the writer's codec; its length */
+static Size
+compress_bytes(ZLColumnarWriter *w, char *dst, Size capacity, const char *src, Size len)
+{
+	if (w->compression == ZL_COMPRESSION_LZ4)
+	{
+		int			n = LZ4_compress_default(src, dst, (int) len, (int) capacity);
+
+		if (n <= 0)
+			elog(ERROR, "lz4 compression failed");
+		return (Size) n;
+	}
+	else
+	{
+		size_t		n = ZSTD_compressCCtx(compress_context(), dst, capacity, src, len, ZL_ZSTD_LEVEL);
+
+		if (ZSTD_isError(n))
+			elog(ERROR, "zstd compression failed: %s", ZSTD_getErrorName(n));
+		return n;
+	}
+}
+
+/* the most compress_bytes can make of len bytes */
+static Size
+compress_bound(ZLColumnarWriter *w, Size len)
+{
+	return w->compression == ZL_COMPRESSION_LZ4 ? (Size) LZ4_compressBound((int) len) :
+		ZSTD_compressBound(len);
+}
+
 /*
- * A raw encoding as ZL_CODEC_ZSTD_FRAMES into the compression buffer: its
- * head and value frames, each compressed on its own; returns its bytes.
+ * A raw encoding in frames (ZL_CODEC_ZSTD_FRAMES, ZL_CODEC_LZ4_FRAMES) into
+ * the compression buffer: its head and value frames, each compressed on
+ * its own; returns its bytes.
  */
 static Size
 compress_frames(ZLColumnarWriter *w, const StringInfoData *raw, const FrameMarks *marks)
@@ -796,7 +827,7 @@ compress_frames(ZLColumnarWriter *w, const StringInfoData *raw, const FrameMarks
 		Size		raw_start = f == 0 ? 0 : marks->start[f - 1];
 		Size		raw_end = f < marks->nvalue_frames ? marks->start[f] : (Size) raw->len;
 
-		bound += ZSTD_compressBound(raw_end - raw_start);
+		bound += compress_bound(w, raw_end - raw_start);
 	}
 	out = compression_buffer(w, bound);
 	memcpy(out, &header, sizeof(header));
@@ -812,13 +843,10 @@ compress_frames(ZLColumnarWriter *w, const StringInfoData *raw, const FrameMarks
 		Assert(raw_start <= raw_end && raw_end <= (Size) raw->len);
 		if (raw_end > raw_start)
 		{
-			size_t		clen = ZSTD_compressCCtx(compress_context(), out + table + stored,
-												 bound - table - stored, raw->data + raw_start,
-												 raw_end - raw_start, ZL_ZSTD_LEVEL);
+			Size		clen = compress_bytes(w, out + table + stored, bound - table - stored,
+											  raw->data + raw_start, raw_end - raw_start);
 
-			if (ZSTD_isError(clen))
-				elog(ERROR, "zstd compression failed: %s", ZSTD_getErrorName(clen));
-			/* a frame zstd does not shrink (a PACKED head) is kept as it is */
+			/* a frame the codec does not shrink (a PACKED head) is kept as it is */
 			if (clen >= raw_end - raw_start)
 			{
 				clen = raw_end - raw_start;
@@ -853,8 +881,7 @@ store_column(ZLColumnarWriter *w, ZLChunkColumn *entry, const StringInfoData *ra
 		entry->stored_bytes = 0;
 		return;
 	}
-	if (compress && w->compression == ZL_COMPRESSION_ZSTD && marks->nvalue_frames > 1 &&
-		len >= ZL_FRAMES_MIN_RAW_BYTES)
+	if (compress && marks->nvalue_frames > 1 && len >= ZL_FRAMES_MIN_RAW_BYTES)
 	{
 		Size		clen = compress_frames(w, raw, marks);
 
@@ -862,36 +889,22 @@ store_column(ZLColumnarWriter *w, ZLChunkColumn *entry, const StringInfoData *ra
 		{
 			bytes = w->compressed;
 			len = clen;
-			entry->compressed = ZL_CODEC_ZSTD_FRAMES;
+			entry->compressed = w->compression == ZL_COMPRESSION_LZ4 ?
+				ZL_CODEC_LZ4_FRAMES : ZL_CODEC_ZSTD_FRAMES;
 		}
 	}
 	else if (compress && len > 64)
 	{
-		bool		lz4 = w->compression == ZL_COMPRESSION_LZ4;
-		Size		bound = lz4 ? (Size) LZ4_compressBound((int) len) : ZSTD_compressBound(len);
-		size_t		clen;
+		Size		bound = compress_bound(w, len);
+		Size		clen;
 
 		compression_buffer(w, bound);
-		if (lz4)
-		{
-			int			n = LZ4_compress_default(bytes, w->compressed, (int) len, (int) bound);
-
-			if (n <= 0)
-				elog(ERROR, "lz4 compression failed");
-			clen = (size_t) n;
-		}
-		else
-		{
-			clen = ZSTD_compressCCtx(compress_context(), w->compressed, bound, bytes, len,
-									 ZL_ZSTD_LEVEL);
-			if (ZSTD_isError(clen))
-				elog(ERROR, "zstd compression failed: %s", ZSTD_getErrorName(clen));
-		}
+		clen = compress_bytes(w, w->compressed, bound, bytes, len);
 		if (clen < len)
 		{
 			bytes = w->compressed;
 			len = clen;
-			entry->compressed = lz4 ? ZL_CODEC_LZ4 : ZL_CODEC_ZSTD;
+			entry->compressed = w->compression == ZL_COMPRESSION_LZ4 ? ZL_CODEC_LZ4 : ZL_CODEC_ZSTD;
 		}
 	}
 	append_data(w, bytes, len);
