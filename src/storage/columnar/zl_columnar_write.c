@@ -83,6 +83,7 @@
 #include "storage/columnar/zl_columnar_internal.h"
 
 #include <lz4.h>
+#include <lz4hc.h>
 #include <zstd.h>
 
 #include "access/detoast.h"
@@ -774,13 +775,20 @@ compression_buffer(ZLColumnarWriter *w, Size bound)
 	return w->compressed;
 }
 
-/* compress src into dst (capacity bytes) with the writer's codec; its length */
+/*
+ * compress src into dst (capacity bytes) with the writer's codec; its
+ * length.  An lz4 frame is compressed harder (lz4hc: slower to write, as
+ * fast to read), to win back what cutting the chunk column loses.
+ */
 static Size
-compress_bytes(ZLColumnarWriter *w, char *dst, Size capacity, const char *src, Size len)
+compress_bytes(ZLColumnarWriter *w, char *dst, Size capacity, const char *src, Size len,
+			   bool frame)
 {
 	if (w->compression == ZL_COMPRESSION_LZ4)
 	{
-		int			n = LZ4_compress_default(src, dst, (int) len, (int) capacity);
+		int			n = frame ?
+			LZ4_compress_HC(src, dst, (int) len, (int) capacity, LZ4HC_CLEVEL_DEFAULT) :
+			LZ4_compress_default(src, dst, (int) len, (int) capacity);
 
 		if (n <= 0)
 			elog(ERROR, "lz4 compression failed");
@@ -844,7 +852,7 @@ compress_frames(ZLColumnarWriter *w, const StringInfoData *raw, const FrameMarks
 		if (raw_end > raw_start)
 		{
 			Size		clen = compress_bytes(w, out + table + stored, bound - table - stored,
-											  raw->data + raw_start, raw_end - raw_start);
+											  raw->data + raw_start, raw_end - raw_start, true);
 
 			/* a frame the codec does not shrink (a PACKED head) is kept as it is */
 			if (clen >= raw_end - raw_start)
@@ -893,13 +901,14 @@ store_column(ZLColumnarWriter *w, ZLChunkColumn *entry, const StringInfoData *ra
 				ZL_CODEC_LZ4_FRAMES : ZL_CODEC_ZSTD_FRAMES;
 		}
 	}
-	else if (compress && len > 64)
+	/* frames that save nothing: the chunk column may still shrink whole */
+	if (compress && entry->compressed == ZL_CODEC_NONE && len > 64)
 	{
 		Size		bound = compress_bound(w, len);
 		Size		clen;
 
 		compression_buffer(w, bound);
-		clen = compress_bytes(w, w->compressed, bound, bytes, len);
+		clen = compress_bytes(w, w->compressed, bound, bytes, len, false);
 		if (clen < len)
 		{
 			bytes = w->compressed;
