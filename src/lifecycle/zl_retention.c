@@ -35,8 +35,9 @@
  * (a writer of the table, or DDL queued behind VACUUM's own lock): the next
  * VACUUM tries again.  Nor does it keep a writer waiting for long: when
  * one waits for the table, it stops moving sub-groups off the end of the
- * file after the one at hand and commits (zl_maintenance_gives_way).  Autovacuum visits a zipper table after enough rows
- * were written (writes count as inserts in pg_stat_user_tables).
+ * file after the one at hand and commits (zl_maintenance_gives_way).
+ * Autovacuum visits a zipper table after enough rows were written (writes
+ * count as inserts in pg_stat_user_tables).
  *
  * The same worker compacts: a sub-group more than an eighth of whose rows
  * are masked (replaced versions, late changes, a boundary partition) is
@@ -566,6 +567,8 @@ pause_before_commit(int pause_ms)
 	}
 }
 
+static int	pause_after_first_ms;	/* zipper_lake.maintenance_pause, once */
+
 /*
  * Does a writer wait for the table while the worker moves sub-groups off
  * the end of the file?  Then the worker stops moving (having moved one at
@@ -573,10 +576,6 @@ pause_before_commit(int pause_ms)
  * did: a batch waits for one sub-group's move, not for all of them.
  * Compaction and merging, which retire masked rows, are not cut short.
  */
-static int	pause_after_first_ms;	/* zipper_lake.maintenance_pause, once */
-
-static void pause_before_commit(int pause_ms);
-
 bool
 zl_maintenance_gives_way(Relation rel)
 {

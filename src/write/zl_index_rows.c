@@ -355,7 +355,7 @@ zl_index_subgroup(Relation table, const ZLSubGroup *sg)
 			continue;
 		}
 		e.indexes[e.nindexes] = index;
-		/* the btrees share work_mem */
+		/* a btree's sort gets its share of work_mem among the indexes */
 		if (index->rd_rel->relam == BTREE_AM_OID)
 			e.sorts[e.nindexes] = tuplesort_begin_index_btree(table, index, false, false,
 															  Max(work_mem / list_length(oids), 64),

@@ -42,8 +42,9 @@ typedef enum ZLEncoding
 /*
  * ZSTD_FRAMES, LZ4_FRAMES: the raw bytes cut into independent zstd (lz4)
  * frames, so a key probe -- or apply reading the stored versions of a
- * batch's keys, one here, one there -- decompresses the head of a chunk column (null bitmap, dictionary,
- * PACKED header) and the frame holding its row, not all of it.  Frame 0
+ * batch's keys, one here, one there -- decompresses the head of a chunk
+ * column (null bitmap, dictionary, PACKED header) and the frame holding
+ * its row, not all of it.  Frame 0
  * is the head, raw bytes [0, the values' start); value frame k (frame
  * k + 1) holds the values of rows [k * frame_rows, (k + 1) * frame_rows):
  * its raw bytes start where a walk over the values stands before row

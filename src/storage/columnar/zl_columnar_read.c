@@ -10,11 +10,12 @@
  * come in order (scans), or walked value by value when they come one here,
  * one there (key probes, zl_columnar_set_sparse), so a probe of one row
  * does not decode the other 1,023 of its chunk.  A chunk column stored in
- * frames (ZL_CODEC_ZSTD_FRAMES, ZL_CODEC_LZ4_FRAMES) is decompressed frame by frame as sparse
- * reads need them: its head at once, then the frame holding each row read
- * (the walk of DELTA and variable-length values starts again at the
- * frame's start, from its marks); scans decompress every frame.  Varlenas with short
- * headers are widened to 4-byte headers as rows are handed out.
+ * frames (ZL_CODEC_ZSTD_FRAMES, ZL_CODEC_LZ4_FRAMES) is decompressed frame
+ * by frame as sparse reads need them: its head at once, then the frame
+ * holding each row read (the walk of DELTA and variable-length values
+ * starts again at the frame's start, from its marks); scans decompress
+ * every frame.  Varlenas with short headers are widened to 4-byte headers
+ * as rows are handed out.
  *
  * Buffers are kept and grown across chunks rather than allocated per
  * chunk; a reader holds the directory, the bytes of one chunk of each

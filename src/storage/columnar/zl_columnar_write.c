@@ -46,8 +46,8 @@
  * raw bytes and more than ZL_FRAME_ROWS rows is cut into independent
  * frames, its head and every ZL_FRAME_ROWS rows' values
  * (ZL_CODEC_ZSTD_FRAMES, ZL_CODEC_LZ4_FRAMES: zl_columnar_internal.h), so
- * a key probe decompresses about a quarter of it; the encoders mark where each
- * frame's rows begin as they write them (FrameMarks).
+ * a key probe decompresses about a quarter of it; the encoders mark where
+ * each frame's rows begin as they write them (FrameMarks).
  * Values are detoasted as they are written: a columnar sub-group never
  * refers to TOAST, so it shares nothing with the rows it was made from.
  *
