@@ -47,16 +47,20 @@ CREATE TABLE fr_ch AS
          day
     FROM generate_series(1, 3000) k, generate_series(0, 2) day;
 
-CREATE FUNCTION fr_apply(first_day int, last_day int) RETURNS void LANGUAGE plpgsql AS $$
+-- each day's changes of every keys_every-th key, into each of tables
+CREATE FUNCTION fr_apply(first_day int, last_day int, tables text[] DEFAULT '{fr_zl,fr_rows}',
+                         keys_every int DEFAULT 1) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
   batch_day int;
+  tbl text;
 BEGIN
   FOR batch_day IN first_day .. last_day LOOP
     DROP TABLE IF EXISTS fr_batch;
-    CREATE TEMP TABLE fr_batch AS SELECT * FROM fr_ch WHERE day = batch_day;
+    CREATE TEMP TABLE fr_batch AS SELECT * FROM fr_ch WHERE day = batch_day AND id % keys_every = 0;
     ALTER TABLE fr_batch DROP COLUMN day;
-    PERFORM zipper_lake.apply_changes('fr_zl', 'fr_batch');
-    PERFORM zipper_lake.apply_changes('fr_rows', 'fr_batch');
+    FOREACH tbl IN ARRAY tables LOOP
+      PERFORM zipper_lake.apply_changes(tbl::regclass, 'fr_batch');
+    END LOOP;
   END LOOP;
 END $$;
 SET client_min_messages = warning;
@@ -135,23 +139,11 @@ CREATE TABLE fr_lz4 (LIKE fr_zl) USING zipper_lake;
 CREATE TABLE fr_lz4_rows (LIKE fr_zl) USING zipper_lake;
 SELECT zipper_lake.register('fr_lz4', ARRAY['id']);
 SELECT zipper_lake.register('fr_lz4_rows', ARRAY['id'], history_format => 'rows');
-CREATE FUNCTION fr_apply_lz4(first_day int, last_day int) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE
-  batch_day int;
-BEGIN
-  FOR batch_day IN first_day .. last_day LOOP
-    DROP TABLE IF EXISTS fr_batch;
-    CREATE TEMP TABLE fr_batch AS SELECT * FROM fr_ch WHERE day = batch_day AND (day < 2 OR id % 3 = 0);
-    ALTER TABLE fr_batch DROP COLUMN day;
-    PERFORM zipper_lake.apply_changes('fr_lz4', 'fr_batch');
-    PERFORM zipper_lake.apply_changes('fr_lz4_rows', 'fr_batch');
-  END LOOP;
-END $$;
-SELECT fr_apply_lz4(0, 1);
+SELECT fr_apply(0, 1, '{fr_lz4,fr_lz4_rows}');
 VACUUM fr_lz4;
 SELECT partition_end = 'infinity' AS current, format, count(*) AS sub_groups, sum(row_count) AS rows
   FROM zipper_lake.inspect('fr_lz4') GROUP BY 1, 2 ORDER BY 1, 2;
-SELECT fr_apply_lz4(2, 2);
+SELECT fr_apply(2, 2, '{fr_lz4,fr_lz4_rows}', keys_every => 3);
 RESET zipper_lake.columnar_compression;
 SELECT count(*) AS scan_differences
   FROM ((SELECT z::text FROM fr_lz4 z EXCEPT ALL SELECT r::text FROM fr_lz4_rows r)
@@ -165,4 +157,4 @@ SELECT (SELECT sum(hashtext(z::text)) FROM fr_lz4 z WHERE id = ANY (ARRAY(SELECT
 SELECT * FROM zipper_lake.verify('fr_lz4');
 
 DROP TABLE fr_zl, fr_rows, fr_ch, fr_keys, fr_lz4, fr_lz4_rows;
-DROP FUNCTION fr_apply_lz4(int, int);
+DROP FUNCTION fr_apply(int, int, text[], int);
