@@ -25,6 +25,7 @@ OBJS = \
 	src/catalog/zl_maskcodec.o \
 	src/catalog/zl_meta_subgroup.o \
 	src/catalog/zl_metaread.o \
+	src/catalog/zl_parent.o \
 	src/catalog/zl_record.o \
 	src/catalog/zl_relation.o \
 	src/write/zl_compact.o \
@@ -62,6 +63,7 @@ OBJS = \
 	src/apply/events/zl_events_wal2json.o \
 	src/apply/zl_apply.o \
 	src/apply/zl_apply_batch.o \
+	src/apply/zl_apply_leaves.o \
 	src/apply/zl_apply_conflict.o \
 	src/apply/zl_apply_lookup.o \
 	src/apply/zl_apply_record.o \

@@ -53,7 +53,8 @@ CREATE FUNCTION zipper_lake.create_table(
     time_zone text DEFAULT NULL,
     late_horizon interval DEFAULT NULL,
     track_columns text[] DEFAULT NULL,
-    history_format text DEFAULT NULL)
+    history_format text DEFAULT NULL,
+    partitions int DEFAULT NULL)      -- README "Scaling out"
 RETURNS regclass
 AS 'MODULE_PATHNAME', 'zipper_lake_create_table'
 LANGUAGE C;
@@ -115,6 +116,17 @@ DECLARE
     value_lags text;
     key_texts text;
 BEGIN
+    IF (SELECT c.relkind FROM pg_class c WHERE c.oid = tbl) = 'p' THEN
+        -- a zipper parent (README "Scaling out"): every leaf, named first
+        RETURN QUERY SELECT 'partition not registered'::text, format('Partition %s.', i.inhrelid::regclass)
+          FROM pg_inherits i WHERE i.inhparent = tbl
+           AND NOT EXISTS (SELECT FROM zipper_lake.registration r WHERE r.tbl = i.inhrelid);
+        RETURN QUERY SELECT v.check_name, format('%s: %s', i.inhrelid::regclass, v.detail)
+          FROM pg_inherits i, zipper_lake.verify(i.inhrelid::regclass) v
+         WHERE i.inhparent = tbl
+           AND EXISTS (SELECT FROM zipper_lake.registration r WHERE r.tbl = i.inhrelid);
+        RETURN;
+    END IF;
     RETURN QUERY SELECT * FROM zipper_lake._verify_storage(tbl);
     SELECT * INTO reg FROM zipper_lake.registration r WHERE r.tbl = verify.tbl;
     IF NOT FOUND THEN
@@ -231,7 +243,7 @@ ALTER EVENT TRIGGER zipper_lake_column_drops ENABLE ALWAYS;
 
 ALTER FUNCTION zipper_lake.register(regclass, text[], name, name, text, interval, interval, int, timestamptz, text, interval, text[], text)
     VOLATILE PARALLEL UNSAFE;
-ALTER FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval, interval, int, timestamptz, text, interval, text[], text)
+ALTER FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval, interval, int, timestamptz, text, interval, text[], text, int)
     VOLATILE PARALLEL UNSAFE;
 ALTER FUNCTION zipper_lake.apply_changes(regclass, regclass, name, name, name, boolean, text)
     VOLATILE PARALLEL UNSAFE ROWS 1;
@@ -263,7 +275,7 @@ REVOKE ALL ON FUNCTION zipper_lake._storage_id(regclass) FROM PUBLIC;
 
 COMMENT ON FUNCTION zipper_lake.register(regclass, text[], name, name, text, interval, interval, int, timestamptz, text, interval, text[], text) IS
     'registers a zipper_lake table: its key, period columns and layout (owner only)';
-COMMENT ON FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval, interval, int, timestamptz, text, interval, text[], text) IS
+COMMENT ON FUNCTION zipper_lake.create_table(text, regclass, name, name, text, interval, interval, int, timestamptz, text, interval, text[], text, int) IS
     'creates and registers a zipper table with the columns and primary key of a source table';
 COMMENT ON FUNCTION zipper_lake.apply_changes(regclass, regclass, name, name, name, boolean, text) IS
     'applies a batch of changes, each at its own change time, to a zipper table';

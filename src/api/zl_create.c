@@ -13,7 +13,9 @@
  * The options are register()'s: a NULL option means "register()'s
  * default", and register() is called with only the options given, so its
  * SQL signature is the one place where the defaults are written (README
- * "Reference").
+ * "Reference").  With partitions => n the table is a zipper parent
+ * (README "Scaling out"): partitioned BY HASH of the key, with n zipper
+ * partitions <name>_0 .. <name>_<n-1>, which register() registers too.
  *
  *-------------------------------------------------------------------------
  */
@@ -58,6 +60,62 @@ static const struct
 };
 
 #define FIRST_OPTION_ARG 2
+#define PARTITIONS_ARG (FIRST_OPTION_ARG + lengthof(register_options))
+#define MAX_PARTITIONS 1024
+
+/*
+ * partitions => n: "PARTITION BY HASH (<key>)", and the n partitions
+ * <name>_0 .. <name>_<n-1> made after the parent (README "Scaling out").
+ */
+static char *
+partition_clause(FunctionCallInfo fcinfo, ArrayType *key)
+{
+	StringInfoData clause;
+	Datum	   *names;
+	int			nkeys;
+	int			n = PG_GETARG_INT32(PARTITIONS_ARG);
+
+	if (n < 1 || n > MAX_PARTITIONS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid number of partitions %d", n),
+				 errdetail("A zipper parent has from 1 to %d hash partitions.", MAX_PARTITIONS),
+				 errhint("Pass partitions => a number such as the cores or servers the table should spread over, or NULL for one table.")));
+	deconstruct_array(key, TEXTOID, -1, false, TYPALIGN_INT, &names, NULL, &nkeys);
+	initStringInfo(&clause);
+	appendStringInfoString(&clause, " PARTITION BY HASH (");
+	for (int k = 0; k < nkeys; k++)
+		appendStringInfo(&clause, "%s%s", k > 0 ? ", " : "",
+						 quote_identifier(TextDatumGetCString(names[k])));
+	appendStringInfoChar(&clause, ')');
+	return clause.data;
+}
+
+static void
+create_partitions(FunctionCallInfo fcinfo, const char *schema, const char *name)
+{
+	int			n = PG_GETARG_INT32(PARTITIONS_ARG);
+	StringInfoData sql;
+
+	if (strlen(name) + 1 + snprintf(NULL, 0, "%d", n - 1) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("table name \"%s\" is too long for its partitions' names", name),
+				 errdetail("The partitions are named %s_0 to %s_%d.", name, name, n - 1),
+				 errhint("Pass a name of at most %d bytes.",
+						 (int) (NAMEDATALEN - 2 - snprintf(NULL, 0, "%d", n - 1)))));
+	initStringInfo(&sql);
+	for (int i = 0; i < n; i++)
+	{
+		resetStringInfo(&sql);
+		appendStringInfo(&sql, "CREATE TABLE %s PARTITION OF %s"
+						 " FOR VALUES WITH (MODULUS %d, REMAINDER %d) USING zipper_lake",
+						 quote_qualified_identifier(schema, psprintf("%s_%d", name, i)),
+						 quote_qualified_identifier(schema, name), n, i);
+		if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "creating a partition failed: %s", sql.data);
+	}
+}
 
 /* the source's primary key columns, in key order, as a text[] */
 static ArrayType *
@@ -97,6 +155,7 @@ zipper_lake_create_table(PG_FUNCTION_ARGS)
 	Oid			types[2 + lengthof(register_options)];
 	int			nparams = 0;
 	Oid			created;
+	bool		partitioned = PG_NARGS() > PARTITIONS_ARG && !PG_ARGISNULL(PARTITIONS_ARG);
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -129,12 +188,14 @@ zipper_lake_create_table(PG_FUNCTION_ARGS)
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING COMMENTS,"
-					 " %s pg_catalog.timestamptz NOT NULL, %s pg_catalog.timestamptz NOT NULL)"
-					 " USING zipper_lake",
+					 " %s pg_catalog.timestamptz NOT NULL, %s pg_catalog.timestamptz NOT NULL)%s",
 					 quote_qualified_identifier(get_namespace_name(namespace), target->relname),
-					 source_name, quote_identifier(period[0]), quote_identifier(period[1]));
+					 source_name, quote_identifier(period[0]), quote_identifier(period[1]),
+					 partitioned ? partition_clause(fcinfo, key) : " USING zipper_lake");
 	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "creating the zipper table failed: %s", sql.data);
+	if (partitioned)
+		create_partitions(fcinfo, get_namespace_name(namespace), target->relname);
 	CommandCounterIncrement();
 	created = get_relname_relid(target->relname, namespace);
 

@@ -23,6 +23,8 @@
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/tupconvert.h"
+#include "executor/tuptable.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -40,7 +42,10 @@ PG_FUNCTION_INFO_V1(zipper_lake_current);
 PG_FUNCTION_INFO_V1(zipper_lake_changes);
 PG_FUNCTION_INFO_V1(zipper_lake_time_arg);
 
-/* the zipper table named by the row type of the first argument */
+/*
+ * The zipper table (or zipper parent, README "Scaling out") named by the
+ * row type of the first argument.
+ */
 static Relation
 open_table_of_row_type(FunctionCallInfo fcinfo, ZLTableOptions *opts)
 {
@@ -55,7 +60,8 @@ open_table_of_row_type(FunctionCallInfo fcinfo, ZLTableOptions *opts)
 				 errdetail("The argument has type %s.",
 						   OidIsValid(typid) ? format_type_be(typid) : "unknown"),
 				 errhint("Pass NULL::table_name.")));
-	rel = zl_open_readable_zipper_table(relid);
+	rel = zl_is_partitioned_table(relid) ? zl_open_readable_parent(relid) :
+		zl_open_readable_zipper_table(relid);
 	zl_load_registration(rel, opts, false,
 						 "The read helpers need the period columns named at registration.",
 						 "Register it with zipper_lake.register().");
@@ -87,22 +93,56 @@ zipper_lake_time_arg(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(PG_GETARG_DATUM(0));
 }
 
+/* the rows of one zipper table within bounds into the result, as rows of desc */
+static void
+put_bounded_rows(ReturnSetInfo *rsinfo, Relation rel, const ZLTableOptions *opts,
+				 const ZLScanBounds *bounds, TupleDesc desc)
+{
+	TableScanDesc scan;
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	TupleConversionMap *map = convert_tuples_by_name(RelationGetDescr(rel), desc);
+	TupleTableSlot *converted = map ? MakeSingleTupleTableSlot(desc, &TTSOpsVirtual) : NULL;
+
+	scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	zl_scan_set_bounds(scan, opts, bounds);
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+		tuplestore_puttupleslot(rsinfo->setResult,
+								map ? execute_attr_map_slot(map->attrMap, slot, converted) : slot);
+	table_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	if (converted)
+		ExecDropSingleTupleTableSlot(converted);
+}
+
+/*
+ * The rows within bounds: of the table, or of each leaf of a zipper
+ * parent (registered as the parent is, so the bounds hold for each).
+ */
 static Datum
 return_bounded_rows(FunctionCallInfo fcinfo, Relation rel, const ZLTableOptions *opts,
 					const ZLScanBounds *bounds)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	TableScanDesc scan;
-	TupleTableSlot *slot;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	slot = table_slot_create(rel, NULL);
-	scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
-	zl_scan_set_bounds(scan, opts, bounds);
-	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
-		tuplestore_puttupleslot(rsinfo->setResult, slot);
-	table_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		ZLParent   *parent = zl_parent_open(RelationGetRelid(rel), AccessShareLock);
+
+		for (int i = 0; i < zl_parent_nleaves(parent); i++)
+		{
+			Relation	leaf = zl_open_zipper_table(zl_parent_leaf(parent, i), AccessShareLock);
+			ZLTableOptions leaf_opts;
+
+			zl_load_registration(leaf, &leaf_opts, false, NULL,
+								 "Register the parent again with zipper_lake.register(); it registers every partition.");
+			put_bounded_rows(rsinfo, leaf, &leaf_opts, bounds, RelationGetDescr(rel));
+			table_close(leaf, AccessShareLock);
+		}
+		zl_parent_close(parent);
+	}
+	else
+		put_bounded_rows(rsinfo, rel, opts, bounds, RelationGetDescr(rel));
 	table_close(rel, AccessShareLock);
 	return (Datum) 0;
 }

@@ -36,6 +36,7 @@
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "partitioning/partdesc.h"
 #include "utils/partcache.h"
 #include "utils/timestamp.h"
 
@@ -273,9 +274,14 @@ open_table_to_register(FunctionCallInfo fcinfo)
 						quote_qualified_identifier(get_namespace_name(get_rel_namespace(PG_GETARG_OID(0))),
 												   table_name)),
 				 errhint("Only the owner of a table registers it.")));
-	rel = zl_open_zipper_table(PG_GETARG_OID(0), ShareUpdateExclusiveLock);
-	/* writers of the table wait, then see the registration (zl_write.c) */
-	(void) zl_write_lock_table(zl_storage_id(rel), false);
+	if (zl_is_partitioned_table(PG_GETARG_OID(0)))
+		rel = table_open(PG_GETARG_OID(0), ShareUpdateExclusiveLock);	/* a parent */
+	else
+	{
+		rel = zl_open_zipper_table(PG_GETARG_OID(0), ShareUpdateExclusiveLock);
+		/* writers of the table wait, then see the registration (zl_write.c) */
+		(void) zl_write_lock_table(zl_storage_id(rel), false);
+	}
 	if (zl_meta_load_options(rel, &existing, true))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
@@ -470,6 +476,34 @@ stored_open_end(TimestampTz open_end, Oid period_type, bool open_end_converted)
 }
 
 /*
+ * A zipper parent (README "Scaling out"): partitioned BY HASH of key
+ * columns, its partitions zipper tables, each registered as the parent
+ * is (one already registered the same way is kept).
+ */
+static void
+register_leaves(Relation parent, ArrayType *key_names)
+{
+	Datum	   *elems;
+	int			nkeys;
+	char	  **names;
+	PartitionDesc pd;
+
+	deconstruct_array(key_names, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR, &elems, NULL, &nkeys);
+	names = palloc(sizeof(char *) * nkeys);
+	for (int k = 0; k < nkeys; k++)
+		names[k] = NameStr(*DatumGetName(elems[k]));
+	zl_parent_check(parent, names, nkeys);
+	pd = RelationGetPartitionDesc(parent, true);
+	for (int i = 0; i < pd->nparts; i++)
+	{
+		Relation	leaf = table_open(pd->oids[i], ShareUpdateExclusiveLock);
+
+		zl_parent_register_leaf(parent, leaf);
+		table_close(leaf, NoLock);
+	}
+}
+
+/*
  * zipper_lake.register(tbl, key, valid_from, valid_to, partition_unit,
  * history_group_span, current_group_span, max_subgroups, open_end,
  * time_zone): every check of a registration, then the registration row
@@ -528,6 +562,8 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
 	if (PG_NARGS() > 12 && !PG_ARGISNULL(12))
 		zl_meta_set_history_format(RelationGetRelid(rel),
 								   checked_history_format(PG_GETARG_TEXT_PP(12)));
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		register_leaves(rel, key_names);
 	/* cached registrations (zl_meta_registration.c) follow a commit or rollback */
 	CacheInvalidateRelcache(rel);
 	table_close(rel, NoLock);
@@ -551,6 +587,25 @@ open_for_option(FunctionCallInfo fcinfo, const char *option, const char *null_me
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("table must not be null"),
 				 errhint("Pass the zipper table; a NULL %s %s.", option, null_means)));
+	if (zl_is_partitioned_table(PG_GETARG_OID(0)))
+	{
+		/* a zipper parent: the option is set for it and every leaf at once */
+		ZLParent   *parent;
+
+		if (!pg_class_ownercheck(PG_GETARG_OID(0), GetUserId()))
+			aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(PG_GETARG_OID(0)));
+		parent = zl_parent_open(PG_GETARG_OID(0), ShareUpdateExclusiveLock);
+		for (int i = 0; i < zl_parent_nleaves(parent); i++)
+		{
+			Relation	leaf = zl_open_zipper_table(zl_parent_leaf(parent, i), ShareUpdateExclusiveLock);
+
+			(void) zl_write_lock_table(zl_storage_id(leaf), false);
+			table_close(leaf, NoLock);
+		}
+		rel = zl_parent_relation(parent);
+		zl_load_registration(rel, opts, true, NULL, "Register it with zipper_lake.register().");
+		return rel;
+	}
 	rel = zl_open_owned_registered_table(PG_GETARG_OID(0), ShareUpdateExclusiveLock, opts,
 										 psprintf("Register it with zipper_lake.register(), which takes %s too.",
 												  option));
@@ -558,11 +613,21 @@ open_for_option(FunctionCallInfo fcinfo, const char *option, const char *null_me
 	return rel;
 }
 
-/* cached registrations (zl_meta_registration.c) follow a commit or rollback */
+/*
+ * cached registrations (zl_meta_registration.c) follow a commit or
+ * rollback: the table's, or a zipper parent's and its leaves'
+ */
 static void
 option_changed(Relation rel)
 {
 	CacheInvalidateRelcache(rel);
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		PartitionDesc pd = RelationGetPartitionDesc(rel, true);
+
+		for (int i = 0; i < pd->nparts; i++)
+			CacheInvalidateRelcacheByRelid(pd->oids[i]);
+	}
 	table_close(rel, NoLock);
 }
 
@@ -660,6 +725,8 @@ zipper_lake_place_unplaced_trigger(PG_FUNCTION_ARGS)
 				 errhint("It is an internal trigger function of the extension.")));
 	newrow = trigdata->tg_trigtuple;
 	relid = DatumGetObjectId(heap_getattr(newrow, 1, trigdata->tg_relation->rd_att, &isnull));
+	if (zl_is_partitioned_table(relid))
+		return PointerGetDatum(newrow); /* a zipper parent: its leaves hold the rows */
 	rel = zl_open_zipper_table(relid, ShareUpdateExclusiveLock);
 	zl_write_place_unplaced(rel);
 	table_close(rel, NoLock);

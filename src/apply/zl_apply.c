@@ -638,16 +638,31 @@ check_apply_privileges(Relation rel)
 
 /*
  * Open the zipper table and the relation of changes (its argument named
- * source_argument) for applying.
+ * source_argument) for applying; with leaves, the leaf-th leaf of a
+ * zipper parent, whose privileges were checked on the parent, as INSERT
+ * into a partitioned table checks them (zl_apply_leaves.c).
  */
 static void
-apply_begin(ApplyContext *ac, Oid relid, Oid source_relid, const char *source_argument)
+apply_begin(ApplyContext *ac, ZLApplyLeaves *leaves, int leaf, Oid relid, Oid source_relid,
+			const char *source_argument)
 {
 	memset(ac, 0, sizeof(*ac));
+	if (leaves != NULL)
+	{
+		check_apply_privileges(zl_parent_relation(leaves->parent));
+		zl_refuse_row_security(zl_parent_relation(leaves->parent));
+		relid = zl_parent_leaf(leaves->parent, leaf);
+		ac->parent = leaves->parent;
+		ac->leaf = leaf;
+		ac->parent_newest = leaves->newest;
+	}
 	ac->rel = zl_open_zipper_table(relid, RowExclusiveLock);
 	ac->tupdesc = RelationGetDescr(ac->rel);
 	ac->source_name = zl_relation_arg_name(source_relid, source_argument);
-	check_apply_privileges(ac->rel);
+	if (leaves == NULL)
+		check_apply_privileges(ac->rel);
+	else
+		zl_parent_route_rows_of(leaves->parent, ac->tupdesc);
 	zl_refuse_row_security(ac->rel);
 	zl_load_registration(ac->rel, &ac->opts, true,
 						 "Changes are placed by the key and period columns named at registration.",
@@ -660,25 +675,14 @@ apply_begin(ApplyContext *ac, Oid relid, Oid source_relid, const char *source_ar
 		ac->record_codec = zl_record_codec_create(ac->tupdesc, &ac->opts, ac->hasher);
 }
 
-static Datum
-apply_result(FunctionCallInfo fcinfo, ApplyContext *ac, int64 skipped)
+/* apply the batch read (apply_chunks), close the table, add the counts to *total */
+static void
+apply_end(ApplyContext *ac, ApplyCounts *total)
 {
-	TupleDesc	tupdesc;
-	Datum		values[7];
-	bool		nulls[7] = {0};
-
+	apply_chunks(ac);
 	zl_row_check_end(ac->row_check);
 	table_close(ac->rel, NoLock);
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	values[0] = Int64GetDatum(ac->counts.changes);
-	values[1] = Int64GetDatum(ac->counts.inserted);
-	values[2] = Int64GetDatum(ac->counts.closed);
-	values[3] = Int64GetDatum(ac->counts.deleted);
-	values[4] = Int64GetDatum(ac->counts.unchanged);
-	values[5] = Int64GetDatum(ac->counts.late);
-	values[6] = Int64GetDatum(skipped); /* apply_events only */
-	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
+	zl_apply_add_counts(total, &ac->counts);
 }
 
 static ZLMissingColumns
@@ -718,6 +722,76 @@ name_arg(FunctionCallInfo fcinfo, int argno)
 }
 
 /*
+ * What an apply function reads into the batch of one table (or leaf):
+ * the changes, or the image.
+ */
+typedef struct ApplyCall
+{
+	const char *source_argument;
+	char	   *time_column;	/* apply_changes */
+	char	   *op_column;
+	char	   *seq_column;
+	TimestampTz snapshot_time;	/* apply_snapshot */
+	bool		deletes;
+	bool		allow_empty;
+} ApplyCall;
+
+static void
+read_call_batch(ApplyContext *ac, FunctionCallInfo fcinfo, const ApplyCall *call)
+{
+	int64		snapshot_time;
+
+	partial_options(fcinfo, ac, 5);
+	if (call->time_column != NULL)
+	{
+		zl_apply_read_batch(ac, PG_GETARG_OID(1), call->time_column, call->op_column,
+							call->seq_column, 0);
+		return;
+	}
+	/* snapshot_time arrives as timestamptz: take it in the column's terms */
+	snapshot_time = zl_instant_to_precision(&ac->opts,
+											zl_timestamptz_to_instant(&ac->opts, call->snapshot_time));
+	ac->delete_missing = call->deletes;
+	ac->delete_time = snapshot_time;
+	zl_apply_read_batch(ac, PG_GETARG_OID(1), NULL, NULL, NULL, snapshot_time);
+	/* the whole image: every pass of a zipper parent reads all of it */
+	if (ac->rows_seen == 0 && !call->allow_empty)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("snapshot \"%s\" is empty", ac->source_name),
+				 ac->delete_missing ?
+				 errdetail("Applied with deletes, an empty image would delete every key of zipper table \"%s\" at %s.",
+						   get_rel_name(PG_GETARG_OID(0)), time_text(ac, snapshot_time)) :
+				 errdetail("An empty image changes nothing in zipper table \"%s\".",
+						   get_rel_name(PG_GETARG_OID(0))),
+				 errhint("Pass allow_empty => true if the source really is empty; nothing was applied.")));
+}
+
+/* apply a call's batch to its table, or leaf by leaf to a zipper parent */
+static Datum
+apply_call(FunctionCallInfo fcinfo, const ApplyCall *call)
+{
+	ZLApplyLeaves *leaves = zl_apply_leaves_begin(PG_GETARG_OID(0));
+	ApplyCounts total = {0};
+
+	for (int leaf = 0; leaf < zl_apply_leaves_count(leaves); leaf++)
+	{
+		ApplyContext ac;
+		MemoryContext pass = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake apply pass",
+												   ALLOCSET_DEFAULT_SIZES);
+		MemoryContext old = MemoryContextSwitchTo(pass);
+
+		apply_begin(&ac, leaves, leaf, PG_GETARG_OID(0), PG_GETARG_OID(1), call->source_argument);
+		read_call_batch(&ac, fcinfo, call);
+		apply_end(&ac, &total);
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(pass);
+	}
+	zl_apply_leaves_end(leaves);
+	return zl_apply_result(fcinfo, &total, -1);
+}
+
+/*
  * The SQL entry points.  The install script of 0.1 binds apply_changes and
  * apply_snapshot to the first two symbols; 0.2's script binds them to the
  * _v2 ones.  A 0.1 installation running this library keeps 0.1's meaning
@@ -728,30 +802,26 @@ name_arg(FunctionCallInfo fcinfo, int argno)
 static Datum
 apply_changes(FunctionCallInfo fcinfo, bool op_defaults_to_op)
 {
-	ApplyContext ac;
-	char	   *time_column = name_arg(fcinfo, 2);
-	char	   *op_column = name_arg(fcinfo, 3);
+	ApplyCall	call = {"changes"};
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || time_column == NULL)
+	call.time_column = name_arg(fcinfo, 2);
+	call.op_column = name_arg(fcinfo, 3);
+	call.seq_column = name_arg(fcinfo, 4);
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || call.time_column == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("table, changes and change_time must not be null"),
 				 errdetail("Argument %s is null.", PG_ARGISNULL(0) ? "tbl" : PG_ARGISNULL(1) ? "changes" : "change_time"),
 				 errhint("Pass the zipper table, the relation holding the changes and its change-time column.")));
-	if (op_defaults_to_op && op_column != NULL && strcmp(op_column, "op") == 0)
-		op_column = NULL;
-	apply_begin(&ac, PG_GETARG_OID(0), PG_GETARG_OID(1), "changes");
-	partial_options(fcinfo, &ac, 5);
-	zl_apply_read_batch(&ac, PG_GETARG_OID(1), time_column, op_column, name_arg(fcinfo, 4), 0);
-	apply_chunks(&ac);
-	return apply_result(fcinfo, &ac, -1);
+	if (op_defaults_to_op && call.op_column != NULL && strcmp(call.op_column, "op") == 0)
+		call.op_column = NULL;
+	return apply_call(fcinfo, &call);
 }
 
 static Datum
 apply_snapshot(FunctionCallInfo fcinfo, bool allow_empty)
 {
-	ApplyContext ac;
-	int64		snapshot_time;
+	ApplyCall	call = {"snapshot"};
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
 		ereport(ERROR,
@@ -760,27 +830,10 @@ apply_snapshot(FunctionCallInfo fcinfo, bool allow_empty)
 				 errdetail("Argument %s is null.", PG_ARGISNULL(0) ? "tbl" : PG_ARGISNULL(1) ? "snapshot" :
 						   PG_ARGISNULL(2) ? "snapshot_time" : "deletes"),
 				 errhint("Pass the zipper table, the relation holding the image and the time it was taken.")));
-	apply_begin(&ac, PG_GETARG_OID(0), PG_GETARG_OID(1), "snapshot");
-
-	/* snapshot_time arrives as timestamptz: take it in the column's terms */
-	snapshot_time = zl_instant_to_precision(&ac.opts,
-											zl_timestamptz_to_instant(&ac.opts, PG_GETARG_TIMESTAMPTZ(2)));
-	ac.delete_missing = PG_GETARG_BOOL(3);
-	ac.delete_time = snapshot_time;
-	partial_options(fcinfo, &ac, 5);
-	zl_apply_read_batch(&ac, PG_GETARG_OID(1), NULL, NULL, NULL, snapshot_time);
-	if (ac.counts.changes == 0 && !allow_empty)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("snapshot \"%s\" is empty", ac.source_name),
-				 ac.delete_missing ?
-				 errdetail("Applied with deletes, an empty image would delete every key of zipper table \"%s\" at %s.",
-						   RelationGetRelationName(ac.rel), time_text(&ac, snapshot_time)) :
-				 errdetail("An empty image changes nothing in zipper table \"%s\".",
-						   RelationGetRelationName(ac.rel)),
-				 errhint("Pass allow_empty => true if the source really is empty; nothing was applied.")));
-	apply_chunks(&ac);
-	return apply_result(fcinfo, &ac, -1);
+	call.snapshot_time = PG_GETARG_TIMESTAMPTZ(2);
+	call.deletes = PG_GETARG_BOOL(3);
+	call.allow_empty = allow_empty;
+	return apply_call(fcinfo, &call);
 }
 
 /* 0.1: apply_changes(tbl, changes, change_time, op DEFAULT 'op', seq) */
@@ -821,12 +874,12 @@ zipper_lake_apply_snapshot_v2(PG_FUNCTION_ARGS)
  * all), and zl_apply_batch_finish() applies them and returns the counts.
  */
 ZLApplyBatch *
-zl_apply_batch_begin(Oid relid, Oid source_relid, const char *source_argument,
-					 bool ignore_nulls, const char *missing_columns)
+zl_apply_batch_begin(ZLApplyLeaves *leaves, int leaf, Oid relid, Oid source_relid,
+					 const char *source_argument, bool ignore_nulls, const char *missing_columns)
 {
 	ApplyContext *ac = palloc(sizeof(ApplyContext));
 
-	apply_begin(ac, relid, source_relid, source_argument);
+	apply_begin(ac, leaves, leaf, relid, source_relid, source_argument);
 	ac->ignore_nulls = ignore_nulls;
 	ac->missing_columns = parse_missing_columns(missing_columns);
 	ac->batch_context = CurrentMemoryContext;
@@ -896,12 +949,11 @@ zl_apply_batch_add(ZLApplyBatch *ac, const ZLBatchChange *bc)
 	zl_apply_take_change(ac, c, ac->batch_context);
 }
 
-Datum
-zl_apply_batch_finish(ZLApplyBatch *ac, FunctionCallInfo fcinfo, int64 skipped)
+void
+zl_apply_batch_finish(ZLApplyBatch *ac, ApplyCounts *total)
 {
 	zl_apply_end_batch(ac);
-	apply_chunks(ac);
-	return apply_result(fcinfo, ac, skipped);
+	apply_end(ac, total);
 }
 
 int

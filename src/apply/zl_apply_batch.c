@@ -543,6 +543,10 @@ zl_apply_add_table_delete(ApplyContext *ac, ZLTableInstant delete)
 void
 zl_apply_take_change(ApplyContext *ac, Change *c, MemoryContext batch_memory)
 {
+	bool		counted;
+
+	if (!zl_apply_route_change(ac, c, &counted))
+		return;					/* another leaf's (zl_apply_leaves.c) */
 	if (c->op == OP_IGNORE)
 		ac->counts.unchanged++;
 	else if (c->op == OP_TRUNCATE)
@@ -555,7 +559,8 @@ zl_apply_take_change(ApplyContext *ac, Change *c, MemoryContext batch_memory)
 	}
 	else
 		hold_change(ac, c);
-	ac->counts.changes++;
+	if (counted)
+		ac->counts.changes++;
 }
 
 /*

@@ -116,15 +116,41 @@ typedef struct ZLBatchChange
 	const uint8 *given;			/* a bit per column it gives; NULL: all */
 } ZLBatchChange;
 
-extern ZLApplyBatch *zl_apply_batch_begin(Oid relid, Oid source_relid,
-										  const char *source_argument, bool ignore_nulls,
-										  const char *missing_columns);
+typedef struct ApplyCounts
+{
+	int64		changes;
+	int64		inserted;
+	int64		closed;
+	int64		deleted;
+	int64		unchanged;
+	int64		late;
+} ApplyCounts;
+
+/*
+ * A call on a zipper parent (README "Scaling out") applies its batch leaf
+ * by leaf, each pass reading the whole batch and taking the changes of the
+ * keys that hash to its leaf (zl_apply_leaves.c).  NULL: a single table.
+ */
+typedef struct ZLApplyLeaves
+{
+	ZLParent   *parent;
+	int64		newest;			/* newest change applied to any leaf before */
+} ZLApplyLeaves;
+
+extern ZLApplyLeaves *zl_apply_leaves_begin(Oid relid);
+extern int	zl_apply_leaves_count(ZLApplyLeaves *leaves);
+extern void zl_apply_leaves_end(ZLApplyLeaves *leaves);
+extern void zl_apply_add_counts(ApplyCounts *total, const ApplyCounts *counts);
+extern Datum zl_apply_result(FunctionCallInfo fcinfo, const ApplyCounts *counts, int64 skipped);
+
+extern ZLApplyBatch *zl_apply_batch_begin(ZLApplyLeaves *leaves, int leaf, Oid relid,
+										  Oid source_relid, const char *source_argument,
+										  bool ignore_nulls, const char *missing_columns);
 extern Relation zl_apply_batch_relation(ZLApplyBatch *batch, const ZLTableOptions **opts);
 extern bool zl_apply_batch_keeps_missing(ZLApplyBatch *batch, const char *column,
 										 const char *change);
 extern void zl_apply_batch_add(ZLApplyBatch *batch, const ZLBatchChange *change);
-extern Datum zl_apply_batch_finish(ZLApplyBatch *batch, FunctionCallInfo fcinfo,
-								   int64 skipped);
+extern void zl_apply_batch_finish(ZLApplyBatch *batch, ApplyCounts *total);
 struct NumericData;
 extern bool zl_numeric_is_integer(struct NumericData *n);
 
@@ -215,16 +241,6 @@ typedef struct TouchedSubGroup
 	int64		row_count;
 	int64		masked_rows;	/* before the batch */
 } TouchedSubGroup;
-
-typedef struct ApplyCounts
-{
-	int64		changes;
-	int64		inserted;
-	int64		closed;
-	int64		deleted;
-	int64		unchanged;
-	int64		late;
-} ApplyCounts;
 
 typedef enum ZLMissingColumns
 {
@@ -351,6 +367,12 @@ typedef struct ApplyContext
 	MemoryContext batch_context;
 
 	ApplyCounts counts;
+	int64		rows_seen;		/* of the batch, whichever leaf they are for */
+
+	/* a pass of a call on a zipper parent: only the changes of its leaf */
+	ZLParent   *parent;
+	int			leaf;
+	int64		parent_newest;
 } ApplyContext;
 
 /* grow an array to hold needed elements (huge allocations allowed) */
@@ -406,6 +428,9 @@ extern void zl_apply_drop_batch(ApplyContext *ac);
 extern uint8 *zl_apply_given_columns(ApplyContext *ac, Change *c);
 extern void zl_apply_add_table_delete(ApplyContext *ac, ZLTableInstant delete);
 extern void zl_apply_take_change(ApplyContext *ac, Change *c, MemoryContext batch_memory);
+
+/* zl_apply_leaves.c */
+extern bool zl_apply_route_change(ApplyContext *ac, Change *c, bool *counted);
 extern void zl_apply_read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 								const char *op_column, const char *seq_column,
 								int64 snapshot_time);

@@ -83,10 +83,29 @@ extern Relation zl_open_owned_registered_table(Oid relid, LOCKMODE lockmode,
 extern void zl_load_registration(Relation rel, ZLTableOptions *opts, bool for_write,
 								 const char *detail, const char *hint);
 extern Relation zl_open_readable_zipper_table(Oid relid);
+extern Relation zl_open_readable_parent(Oid relid);
 extern void zl_refuse_row_security(Relation rel);
 extern void zl_refuse_row_change(Relation rel, CmdType command);
 extern HeapTuple zl_catalog_row_as_written(Oid catalog, Oid index, int nkeys,
 										   struct ScanKeyData *keys);
+
+/* ---------- zl_parent.c ---------- */
+
+/* a registered hash-partitioned table whose leaves are zipper tables */
+typedef struct ZLParent ZLParent;
+
+extern bool zl_is_partitioned_table(Oid relid);
+extern void zl_parent_check(Relation rel, char **key_names, int nkeys);
+extern ZLParent *zl_parent_open(Oid relid, LOCKMODE lockmode);
+extern void zl_parent_close(ZLParent *p);
+extern Relation zl_parent_relation(ZLParent *p);
+extern int	zl_parent_nleaves(ZLParent *p);
+extern Oid	zl_parent_leaf(ZLParent *p, int i);
+extern void zl_parent_route_rows_of(ZLParent *p, TupleDesc desc);
+extern int	zl_parent_leaf_of(ZLParent *p, const Datum *values, const bool *isnull);
+extern char *zl_parent_key_text(ZLParent *p);
+extern void zl_parent_register_leaf(Relation parent, Relation leaf);
+extern int64 zl_parent_call_per_leaf(FunctionCallInfo fcinfo, PGFunction fn);
 
 /* ---------- zl_metaread.c ---------- */
 
@@ -138,6 +157,8 @@ extern void zl_meta_set_track_columns(Oid relid, ArrayType *names);
 extern void zl_meta_set_history_format(Oid relid, text *format);
 extern void zl_meta_set_retention(Oid relid, Interval *keep);
 extern void zl_meta_raise_history_cut(Oid relid, int64 cut);
+extern void zl_meta_copy_registration(Oid parent, Oid leaf);
+extern bool zl_meta_same_registration(Oid a, Oid b);
 extern bool zl_meta_time_zone_exists(const char *name);
 extern bool zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write);
 extern bool zl_meta_load_options_any_zone(Relation rel, ZLTableOptions *opts, bool for_write,

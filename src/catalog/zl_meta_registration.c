@@ -160,6 +160,30 @@ zl_meta_set_retention(Oid relid, Interval *keep)
 	set_registration_option(Q_SET_RETENTION, relid, (Pointer) keep);
 }
 
+/* a zipper parent's new leaf is registered as the parent is (zl_parent.c) */
+void
+zl_meta_copy_registration(Oid parent, Oid leaf)
+{
+	Datum		values[2] = {ObjectIdGetDatum(parent), ObjectIdGetDatum(leaf)};
+
+	zl_meta_run(Q_COPY_REGISTRATION, values, NULL);
+}
+
+/* are two tables registered with the same columns and options? */
+bool
+zl_meta_same_registration(Oid a, Oid b)
+{
+	ZLMetaSession session;
+	Datum		values[2] = {ObjectIdGetDatum(a), ObjectIdGetDatum(b)};
+	bool		same;
+
+	zl_meta_begin(&session);
+	zl_meta_exec(Q_SAME_REGISTRATION, values, NULL, InvalidSnapshot, true);
+	same = SPI_processed == 1;
+	zl_meta_end(&session);
+	return same;
+}
+
 /* README "Lifecycle": history dropped up to cut (an instant); never lowered */
 void
 zl_meta_raise_history_cut(Oid relid, int64 cut)

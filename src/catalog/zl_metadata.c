@@ -124,6 +124,10 @@ typedef struct ZLMetaQueryDef
 	INT8OID, INT8OID, INT4OID, DATEOID, TIMESTAMPTZOID, TIMESTAMPTZOID, \
 	TIMESTAMPTZOID, INT8OID, INT8OID, INT4OID, BYTEAOID
 
+/* an option set on a zipper parent is set on its leaves too (zl_parent.c) */
+#define LEAVES_TOO \
+	" OR tbl IN (SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent = $1)"
+
 static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	[Q_NEW_STORAGE] = {
 		"INSERT INTO zipper_lake.storage (storage_id, relid) "
@@ -250,25 +254,49 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		"DELETE FROM zipper_lake.registration WHERE tbl = $1", 1, {OIDOID}
 	},
 	[Q_SET_LATE_HORIZON] = {
-		"UPDATE zipper_lake.registration SET late_horizon = $2 WHERE tbl = $1",
+		"UPDATE zipper_lake.registration SET late_horizon = $2 WHERE tbl = $1" LEAVES_TOO,
 		2, {OIDOID, INTERVALOID}
 	},
 	[Q_SET_TRACK_COLUMNS] = {
-		"UPDATE zipper_lake.registration SET track_columns = $2 WHERE tbl = $1",
+		"UPDATE zipper_lake.registration SET track_columns = $2 WHERE tbl = $1" LEAVES_TOO,
 		2, {OIDOID, NAMEARRAYOID}
 	},
 	[Q_SET_HISTORY_FORMAT] = {
-		"UPDATE zipper_lake.registration SET history_format = $2 WHERE tbl = $1",
+		"UPDATE zipper_lake.registration SET history_format = $2 WHERE tbl = $1" LEAVES_TOO,
 		2, {OIDOID, TEXTOID}
 	},
 	[Q_SET_RETENTION] = {
-		"UPDATE zipper_lake.registration SET retention = $2 WHERE tbl = $1",
+		"UPDATE zipper_lake.registration SET retention = $2 WHERE tbl = $1" LEAVES_TOO,
 		2, {OIDOID, INTERVALOID}
 	},
 	[Q_RAISE_HISTORY_CUT] = {
 		"UPDATE zipper_lake.registration SET history_cut = greatest(history_cut, $2)"
 		" WHERE tbl = $1",
 		2, {OIDOID, TIMESTAMPTZOID}
+	},
+	/* a zipper parent's leaf takes the parent's registration (zl_parent.c) */
+	[Q_COPY_REGISTRATION] = {
+		"INSERT INTO zipper_lake.registration (tbl, key, valid_from, valid_to,"
+		" partition_unit, history_group_span, current_group_span, max_subgroups,"
+		" open_end, time_zone, late_horizon, track_columns, history_format,"
+		" history_cut, retention)"
+		" SELECT $2, key, valid_from, valid_to, partition_unit, history_group_span,"
+		" current_group_span, max_subgroups, open_end, time_zone, late_horizon,"
+		" track_columns, history_format, history_cut, retention"
+		" FROM zipper_lake.registration WHERE tbl = $1",
+		2, {OIDOID, OIDOID}
+	},
+	/* do two registrations name the same columns and options (not the cut)? */
+	[Q_SAME_REGISTRATION] = {
+		"SELECT 1 FROM zipper_lake.registration a, zipper_lake.registration b"
+		" WHERE a.tbl = $1 AND b.tbl = $2 AND (a.key, a.valid_from, a.valid_to,"
+		" a.partition_unit, a.history_group_span, a.current_group_span,"
+		" a.max_subgroups, a.open_end, a.time_zone, a.late_horizon, a.track_columns,"
+		" a.history_format, a.retention) IS NOT DISTINCT FROM (b.key, b.valid_from,"
+		" b.valid_to, b.partition_unit, b.history_group_span, b.current_group_span,"
+		" b.max_subgroups, b.open_end, b.time_zone, b.late_horizon, b.track_columns,"
+		" b.history_format, b.retention)",
+		2, {OIDOID, OIDOID}
 	},
 	/* every sub-group of the history partitions up to $2, masks and all */
 	[Q_DROP_PARTITIONS] = {

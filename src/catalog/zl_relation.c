@@ -133,6 +133,8 @@ zl_load_registration(Relation rel, ZLTableOptions *opts, bool for_write, const c
 				 errhint("%s", hint)));
 }
 
+static Relation check_readable(Relation rel);
+
 /*
  * A zipper table the caller may read (inspect, inspect_record, verify, the
  * read helpers): with SELECT on it, and no row-level security hiding rows
@@ -144,7 +146,21 @@ zl_load_registration(Relation rel, ZLTableOptions *opts, bool for_write, const c
 Relation
 zl_open_readable_zipper_table(Oid relid)
 {
-	Relation	rel = zl_open_zipper_table(relid, AccessShareLock);
+	return check_readable(zl_open_zipper_table(relid, AccessShareLock));
+}
+
+/* the same for a zipper parent (zl_parent.c), checked on the parent */
+Relation
+zl_open_readable_parent(Oid relid)
+{
+	(void) zl_relation_arg_name(relid, "tbl");
+	return check_readable(table_open(relid, AccessShareLock));
+}
+
+static Relation
+check_readable(Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
 
 	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		ereport(ERROR,

@@ -215,6 +215,9 @@ forget_dropped_relation(Oid relid)
 
 	if (rel == NULL)
 		return;
+	/* a zipper parent has a registration and nothing else */
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE && metadata_present())
+		(void) zl_meta_forget_table(relid);
 	if (!zl_is_zipper_relation(rel) || !metadata_present())
 	{
 		relation_close(rel, NoLock);
@@ -388,6 +391,66 @@ zl_ddl_init(void)
 }
 
 /*
+ * A partition created in or attached to a registered zipper parent
+ * (README "Scaling out"): it must be a zipper table, and is registered as
+ * the parent is (or must be registered so already).  PostgreSQL 15 makes
+ * a partition created without USING a heap table: refused here, at the
+ * end of its command, never left as a silent heap leaf.
+ */
+static void
+register_new_partition(Oid parent_relid, Oid partition_relid)
+{
+	Relation	parent;
+	Relation	partition;
+	ZLTableOptions opts;
+
+	if (!OidIsValid(parent_relid) || !OidIsValid(partition_relid) ||
+		get_rel_relkind(parent_relid) != RELKIND_PARTITIONED_TABLE || !metadata_present())
+		return;
+	parent = table_open(parent_relid, AccessShareLock);
+	if (!zl_meta_load_options(parent, &opts, true))
+	{
+		table_close(parent, AccessShareLock);
+		return;
+	}
+	partition = table_open(partition_relid, ShareUpdateExclusiveLock);
+	zl_parent_check(parent, NULL, 0);
+	zl_parent_register_leaf(parent, partition);
+	table_close(partition, NoLock);
+	table_close(parent, AccessShareLock);
+}
+
+/* the partitions a CREATE TABLE ... PARTITION OF or ATTACH PARTITION made */
+static void
+register_new_partitions(Node *parsetree)
+{
+	if (IsA(parsetree, CreateStmt))
+	{
+		CreateStmt *stmt = (CreateStmt *) parsetree;
+
+		if (stmt->partbound != NULL && list_length(stmt->inhRelations) == 1)
+			register_new_partition(RangeVarGetRelid(linitial_node(RangeVar, stmt->inhRelations),
+													NoLock, true),
+								   RangeVarGetRelid(stmt->relation, NoLock, true));
+	}
+	else if (IsA(parsetree, AlterTableStmt))
+	{
+		AlterTableStmt *stmt = (AlterTableStmt *) parsetree;
+		ListCell   *lc;
+
+		foreach(lc, stmt->cmds)
+		{
+			AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+
+			if (cmd->subtype == AT_AttachPartition)
+				register_new_partition(RangeVarGetRelid(stmt->relation, NoLock, true),
+									   RangeVarGetRelid(((PartitionCmd *) cmd->def)->name,
+														NoLock, true));
+		}
+	}
+}
+
+/*
  * zipper_lake._load_hooks(): the event trigger.  At ddl_command_start its
  * work is done by being called: the library, and with it the hook above,
  * is loaded before the command runs.  At ddl_command_end it refuses the
@@ -403,6 +466,9 @@ zipper_lake_load_hooks(PG_FUNCTION_ARGS)
 				 errhint("It is an internal function of the extension.")));
 	/* at the end of a command: registered columns it dropped, table kept */
 	if (strcmp(((EventTriggerData *) fcinfo->context)->event, "ddl_command_end") == 0)
+	{
 		refuse_pending_column_drops();
+		register_new_partitions(((EventTriggerData *) fcinfo->context)->parsetree);
+	}
 	PG_RETURN_VOID();
 }

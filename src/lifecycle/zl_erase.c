@@ -344,6 +344,8 @@ zipper_lake_erase(PG_FUNCTION_ARGS)
 				 errmsg("%s must not be null", PG_ARGISNULL(0) ? "table" : "keys"),
 				 errhint("Pass the zipper table and a relation with the key columns of the keys to erase.")));
 	relid = PG_GETARG_OID(0);
+	if (zl_is_partitioned_table(relid))
+		PG_RETURN_INT64(zl_parent_call_per_leaf(fcinfo, zipper_lake_erase));
 	ec.rel = zl_open_owned_registered_table(relid, RowExclusiveLock, &ec.opts,
 											"Register it with zipper_lake.register().");
 	ec.desc = RelationGetDescr(ec.rel);

@@ -26,8 +26,12 @@ Datum
 zipper_lake_reclaim(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
-	Relation	rel = zl_open_zipper_table(relid, RowExclusiveLock);
+	Relation	rel;
 	int64		reclaimed;
+
+	if (zl_is_partitioned_table(relid))
+		PG_RETURN_INT64(zl_parent_call_per_leaf(fcinfo, zipper_lake_reclaim));
+	rel = zl_open_zipper_table(relid, RowExclusiveLock);
 
 	if (!pg_class_ownercheck(relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, RelationGetRelationName(rel));

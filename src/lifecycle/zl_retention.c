@@ -214,6 +214,16 @@ zipper_lake_drop_history(PG_FUNCTION_ARGS)
 				 errmsg("%s must not be null", PG_ARGISNULL(0) ? "table" : "ended_before"),
 				 errhint("Pass the zipper table and the time up to which its history goes.")));
 	relid = PG_GETARG_OID(0);
+	if (zl_is_partitioned_table(relid))
+	{
+		/* every leaf, then the parent's cut, which leaves created later take */
+		removed = zl_parent_call_per_leaf(fcinfo, zipper_lake_drop_history);
+		rel = table_open(relid, NoLock);
+		zl_load_registration(rel, &opts, true, NULL, "Register it with zipper_lake.register().");
+		zl_meta_raise_history_cut(relid, zl_timestamptz_to_instant(&opts, PG_GETARG_TIMESTAMPTZ(1)));
+		table_close(rel, NoLock);
+		PG_RETURN_INT64(removed);
+	}
 	rel = zl_open_owned_registered_table(relid, RowExclusiveLock, &opts,
 										 "Register it with zipper_lake.register().");
 	cut = zl_timestamptz_to_instant(&opts, PG_GETARG_TIMESTAMPTZ(1));

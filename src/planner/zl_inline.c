@@ -13,7 +13,8 @@
  *     FROM (SELECT * FROM ONLY t WHERE valid_from <= T AND valid_to > T) a
  *
  * (current: valid_to = open end; changes: valid_from in [A, B) OR valid_to
- * in [A, B) and before the open end), which the planner pulls up like any
+ * in [A, B) and before the open end; on a zipper parent FROM t, each leaf
+ * a ZipperScan of its own), which the planner pulls up like any
  * subquery: the rows stream from a ZipperScan (zl_customscan.c) with the
  * same pruning, in parallel when worthwhile, and other quals and joins
  * combine with it as usual.
@@ -202,9 +203,9 @@ make_subquery(Relation rel, Node *quals)
 
 	rte->rtekind = RTE_RELATION;
 	rte->relid = RelationGetRelid(rel);
-	rte->relkind = RELKIND_RELATION;
+	rte->relkind = rel->rd_rel->relkind;
 	rte->rellockmode = AccessShareLock;
-	rte->inh = false;
+	rte->inh = rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE;	/* a zipper parent's leaves */
 	rte->requiredPerms = ACL_SELECT;
 	rte->checkAsUser = InvalidOid;
 	rte->eref = makeAlias(RelationGetRelationName(rel), colnames);
@@ -245,7 +246,8 @@ try_inline(RangeTblEntry *rte)
 		return;
 	row = linitial(call->args);
 	relid = typeidTypeRelid(row->consttype);
-	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
+	if (!OidIsValid(relid) || (get_rel_relkind(relid) != RELKIND_RELATION &&
+							   get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE))
 		return;
 	for_each_from(lc, call->args, 1)
 		if (!movable(lfirst(lc)))
@@ -255,7 +257,8 @@ try_inline(RangeTblEntry *rte)
 	rel = table_open(relid, NoLock);
 	/* no inlining under row-level security, even where it is bypassed now:
 	 * the plan could be cached and reused by another role */
-	ok = zl_is_zipper_relation(rel) && zl_meta_load_options(rel, &opts, false) &&
+	ok = (zl_is_zipper_relation(rel) || rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE) &&
+		zl_meta_load_options(rel, &opts, false) &&
 		opts.period_type == TIMESTAMPTZOID && !rel->rd_rel->relrowsecurity;
 	if (ok && (args = checked_args(helper, call->args)) != NIL)
 	{

@@ -148,23 +148,19 @@ take_event_change(void *arg, const ZLEventChange *ec)
 	MemoryContextReset(ea->change_context);
 }
 
-/*
- * apply_events(tbl, events, format, event, seq, source_table,
- *				ignore_nulls, missing_columns)
- */
-Datum
-zipper_lake_apply_events(PG_FUNCTION_ARGS)
+/* decode the events into the batch of one table or leaf; returns the events skipped */
+static int64
+apply_events_to(FunctionCallInfo fcinfo, ZLApplyLeaves *leaves, int leaf, ApplyCounts *total)
 {
 	EventsApply ea = {0};
 	char	   *format;
 	char	   *event_column;
 
-	zl_events_check_arguments(fcinfo);
 	format = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	ea.multi_row = pg_strcasecmp(format, "canal") == 0;
 	event_column = NameStr(*PG_GETARG_NAME(3));
 
-	ea.batch = zl_apply_batch_begin(PG_GETARG_OID(0), PG_GETARG_OID(1), "events",
+	ea.batch = zl_apply_batch_begin(leaves, leaf, PG_GETARG_OID(0), PG_GETARG_OID(1), "events",
 									!PG_ARGISNULL(6) && PG_GETARG_BOOL(6),
 									PG_ARGISNULL(7) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(7)));
 	ea.rel = zl_apply_batch_relation(ea.batch, &ea.opts);
@@ -197,5 +193,35 @@ zipper_lake_apply_events(PG_FUNCTION_ARGS)
 						   ea.skipped, RelationGetRelationName(ea.rel),
 						   PG_ARGISNULL(5) ? "" : " from the source table named"),
 				 errhint("Check format and source_table; nothing was applied.")));
-	return zl_apply_batch_finish(ea.batch, fcinfo, ea.skipped);
+	zl_apply_batch_finish(ea.batch, total);
+	return ea.skipped;
+}
+
+/*
+ * apply_events(tbl, events, format, event, seq, source_table,
+ *				ignore_nulls, missing_columns): the events decoded into one
+ * table's batch, or, on a zipper parent, once per leaf, each pass taking
+ * its leaf's changes (src/apply/zl_apply_leaves.c).
+ */
+Datum
+zipper_lake_apply_events(PG_FUNCTION_ARGS)
+{
+	ZLApplyLeaves *leaves;
+	ApplyCounts total = {0};
+	int64		skipped = 0;
+
+	zl_events_check_arguments(fcinfo);
+	leaves = zl_apply_leaves_begin(PG_GETARG_OID(0));
+	for (int leaf = 0; leaf < zl_apply_leaves_count(leaves); leaf++)
+	{
+		MemoryContext pass = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake events pass",
+												   ALLOCSET_DEFAULT_SIZES);
+		MemoryContext old = MemoryContextSwitchTo(pass);
+
+		skipped = apply_events_to(fcinfo, leaves, leaf, &total);
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(pass);
+	}
+	zl_apply_leaves_end(leaves);
+	return zl_apply_result(fcinfo, &total, skipped);
 }

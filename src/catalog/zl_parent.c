@@ -1,0 +1,302 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_parent.c
+ *	  Zipper parents: hash-partitioned tables whose leaves are zipper tables.
+ *
+ * A table PARTITION BY HASH of key columns, whose partitions are zipper
+ * tables, is registered as a whole (README "Scaling out"): the parent has
+ * a registration row of its own, the options every leaf gets, and each
+ * leaf one with the same options.  Every version of a key lives in the
+ * leaf its key hashes to, and keys are independent, so each leaf is a
+ * zipper table of its own and the functions of the extension called on
+ * the parent call them leaf by leaf.
+ *
+ * This file opens and checks such a parent (zl_parent_open) and routes a
+ * key to its leaf (zl_parent_leaf_of) as PostgreSQL's tuple routing does:
+ * the partition key's hash support functions, combined, modulo the
+ * greatest modulus of the bounds, name the partition.  Nothing relies on
+ * the routing being right for safety: every row written to a leaf is
+ * checked against the leaf's partition constraint.
+ *
+ * Only one level: a partition that is itself partitioned, or a leaf that
+ * is not a zipper table, is refused when the parent is opened (and when
+ * it is created or attached: src/hooks/zl_ddl.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "common/zl_common.h"
+#include "catalog/zl_catalog.h"
+
+#include "access/table.h"
+#include "catalog/partition.h"
+#include "catalog/pg_class.h"
+#include "partitioning/partbounds.h"
+#include "partitioning/partdesc.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/partcache.h"
+#include "utils/rel.h"
+
+struct ZLParent
+{
+	Relation	rel;			/* the parent, locked */
+	int			nleaves;
+	Oid		   *leaves;			/* in the order of the partition descriptor */
+	int			partnatts;
+	FmgrInfo   *hash_functions; /* the partition key's hash support */
+	Oid		   *collations;
+	char	  **key_names;		/* the partition key's columns */
+	int			modulus;		/* greatest modulus of the bounds */
+	int		   *leaf_of_remainder;	/* remainder -> leaf, -1: none */
+	AttrNumber *attnums;		/* key columns in the routed rows' descriptor */
+};
+
+/* is relid a partitioned table (which may be a zipper parent)? */
+bool
+zl_is_partitioned_table(Oid relid)
+{
+	return get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE;
+}
+
+static void
+refuse_parent(Relation rel, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("table %s cannot be a zipper parent", zl_qualified_name(rel)),
+			 errdetail("%s", detail),
+			 errhint("Partition the table BY HASH of key columns, one level, with zipper_lake partitions (CREATE TABLE ... PARTITION OF ... USING zipper_lake), or use zipper_lake.create_table(..., partitions => n).")));
+}
+
+/*
+ * Check that a partitioned table can be a zipper parent: BY HASH of plain
+ * columns, one level, every partition a zipper table.  key_names (NULL:
+ * not checked) are the key columns the partition key must be among.
+ */
+void
+zl_parent_check(Relation rel, char **key_names, int nkeys)
+{
+	PartitionKey key = RelationGetPartitionKey(rel);
+	PartitionDesc pd = RelationGetPartitionDesc(rel, true);
+
+	if (key->strategy != PARTITION_STRATEGY_HASH)
+		refuse_parent(rel, "It is not partitioned BY HASH.");
+	for (int i = 0; i < key->partnatts; i++)
+	{
+		const char *column;
+		bool		is_key = (key_names == NULL);
+
+		if (key->partattrs[i] == 0)
+			refuse_parent(rel, "Its partition key holds an expression.");
+		column = get_attname(RelationGetRelid(rel), key->partattrs[i], false);
+		for (int k = 0; k < nkeys && !is_key; k++)
+			is_key = strcmp(key_names[k], column) == 0;
+		if (!is_key)
+			refuse_parent(rel, psprintf("Its partition key column \"%s\" is not a key column: the versions of a key could land in different partitions.",
+										column));
+	}
+	for (int i = 0; i < pd->nparts; i++)
+	{
+		Relation	leaf;
+
+		if (!pd->is_leaf[i])
+			refuse_parent(rel, psprintf("Its partition %s is partitioned itself.",
+										get_rel_name(pd->oids[i])));
+		leaf = table_open(pd->oids[i], AccessShareLock);
+		if (!zl_is_zipper_relation(leaf))
+			refuse_parent(rel, psprintf("Its partition %s does not use the zipper_lake access method.",
+										zl_qualified_name(leaf)));
+		table_close(leaf, AccessShareLock);
+	}
+}
+
+/*
+ * Open a registered zipper parent with lockmode (its leaves are opened by
+ * the callers, each as the zipper table it is) and check it.
+ */
+ZLParent *
+zl_parent_open(Oid relid, LOCKMODE lockmode)
+{
+	ZLParent   *p = palloc0(sizeof(ZLParent));
+	PartitionKey key;
+	PartitionDesc pd;
+	PartitionBoundInfo bounds;
+	ZLTableOptions opts;
+	char	  **key_names;
+
+	p->rel = table_open(relid, lockmode);
+	zl_load_registration(p->rel, &opts, true, NULL,
+						 "Register the parent with zipper_lake.register(); it registers every partition.");
+	key_names = palloc(sizeof(char *) * opts.nkeys);
+	for (int k = 0; k < opts.nkeys; k++)
+		key_names[k] = get_attname(relid, opts.key_attnums[k], false);
+	zl_parent_check(p->rel, key_names, opts.nkeys);
+
+	key = RelationGetPartitionKey(p->rel);
+	pd = RelationGetPartitionDesc(p->rel, true);
+	p->nleaves = pd->nparts;
+	p->leaves = palloc(sizeof(Oid) * Max(1, pd->nparts));
+	memcpy(p->leaves, pd->oids, sizeof(Oid) * pd->nparts);
+	p->partnatts = key->partnatts;
+	p->hash_functions = palloc(sizeof(FmgrInfo) * key->partnatts);
+	p->collations = palloc(sizeof(Oid) * key->partnatts);
+	p->key_names = palloc(sizeof(char *) * key->partnatts);
+	p->attnums = palloc0(sizeof(AttrNumber) * key->partnatts);
+	for (int i = 0; i < key->partnatts; i++)
+	{
+		fmgr_info_copy(&p->hash_functions[i], &key->partsupfunc[i], CurrentMemoryContext);
+		p->collations[i] = key->partcollation[i];
+		p->key_names[i] = get_attname(relid, key->partattrs[i], false);
+	}
+	bounds = pd->boundinfo;
+	p->modulus = bounds != NULL ? bounds->nindexes : 0;
+	p->leaf_of_remainder = palloc(sizeof(int) * Max(1, p->modulus));
+	for (int r = 0; r < p->modulus; r++)
+		p->leaf_of_remainder[r] = bounds->indexes[r];
+	return p;
+}
+
+void
+zl_parent_close(ZLParent *p)
+{
+	table_close(p->rel, NoLock);
+}
+
+Relation
+zl_parent_relation(ZLParent *p)
+{
+	return p->rel;
+}
+
+int
+zl_parent_nleaves(ZLParent *p)
+{
+	return p->nleaves;
+}
+
+Oid
+zl_parent_leaf(ZLParent *p, int i)
+{
+	return p->leaves[i];
+}
+
+/* the rows zl_parent_leaf_of routes are of this descriptor (a leaf's) */
+void
+zl_parent_route_rows_of(ZLParent *p, TupleDesc desc)
+{
+	for (int i = 0; i < p->partnatts; i++)
+	{
+		p->attnums[i] = InvalidAttrNumber;
+		for (int a = 0; a < desc->natts; a++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, a);
+
+			if (!att->attisdropped && strcmp(NameStr(att->attname), p->key_names[i]) == 0)
+				p->attnums[i] = att->attnum;
+		}
+		if (p->attnums[i] == InvalidAttrNumber)
+			elog(ERROR, "partition key column \"%s\" not found", p->key_names[i]);
+	}
+}
+
+/*
+ * The leaf (index into the leaves) a row of the descriptor given to
+ * zl_parent_route_rows_of belongs to, or -1 when no partition takes it.
+ */
+int
+zl_parent_leaf_of(ZLParent *p, const Datum *values, const bool *isnull)
+{
+	Datum		key_values[PARTITION_MAX_KEYS];
+	bool		key_nulls[PARTITION_MAX_KEYS];
+	uint64		hash;
+
+	if (p->modulus == 0)
+		return -1;
+	for (int i = 0; i < p->partnatts; i++)
+	{
+		key_values[i] = values[p->attnums[i] - 1];
+		key_nulls[i] = isnull[p->attnums[i] - 1];
+	}
+	hash = compute_partition_hash_value(p->partnatts, p->hash_functions, p->collations,
+										key_values, key_nulls);
+	return p->leaf_of_remainder[hash % (uint64) p->modulus];
+}
+
+/* the partition key's columns, for messages: "(a, b)" */
+char *
+zl_parent_key_text(ZLParent *p)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < p->partnatts; i++)
+		appendStringInfo(&buf, "%s%s", i > 0 ? ", " : "(", quote_identifier(p->key_names[i]));
+	appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
+/*
+ * Register a leaf of a registered parent as the parent is registered (a
+ * copy of its registration row, which places rows the leaf already holds),
+ * or, when the leaf is registered already, check that it is registered
+ * the same way.  Its writers wait for the registration, as register()'s.
+ */
+void
+zl_parent_register_leaf(Relation parent, Relation leaf)
+{
+	ZLTableOptions existing;
+
+	if (!zl_is_zipper_relation(leaf))
+		refuse_parent(parent, psprintf("Its partition %s does not use the zipper_lake access method.",
+									   zl_qualified_name(leaf)));
+	(void) zl_write_lock_table(zl_storage_id(leaf), false);
+	if (zl_meta_load_options(leaf, &existing, true))
+	{
+		if (!zl_meta_same_registration(RelationGetRelid(parent), RelationGetRelid(leaf)))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("partition %s is registered otherwise than its parent %s",
+							zl_qualified_name(leaf), zl_qualified_name(parent)),
+					 errdetail("Its key, period columns or options differ from the parent's registration."),
+					 errhint("Every partition of a zipper parent is registered with the parent's options: attach a table registered the same way, or an unregistered one.")));
+		return;
+	}
+	zl_meta_copy_registration(RelationGetRelid(parent), RelationGetRelid(leaf));
+	CacheInvalidateRelcache(leaf);
+}
+
+/*
+ * A function of the extension called on a zipper parent (its first
+ * argument) is called on each leaf in turn, with the other arguments as
+ * given, after checking the caller owns the parent; returns the sum of
+ * the leaves' bigint results (the lifecycle functions: README "Scaling
+ * out").
+ */
+int64
+zl_parent_call_per_leaf(FunctionCallInfo fcinfo, PGFunction fn)
+{
+	ZLParent   *p;
+	int64		sum = 0;
+	LOCAL_FCINFO(leaf_call, FUNC_MAX_ARGS);
+
+	if (!pg_class_ownercheck(PG_GETARG_OID(0), GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(PG_GETARG_OID(0)));
+	p = zl_parent_open(PG_GETARG_OID(0), RowExclusiveLock);
+	for (int i = 0; i < p->nleaves; i++)
+	{
+		Datum		result;
+
+		InitFunctionCallInfoData(*leaf_call, fcinfo->flinfo, fcinfo->nargs,
+								 fcinfo->fncollation, NULL, NULL);
+		memcpy(leaf_call->args, fcinfo->args, sizeof(NullableDatum) * fcinfo->nargs);
+		leaf_call->args[0].value = ObjectIdGetDatum(p->leaves[i]);
+		result = fn(leaf_call);
+		if (!leaf_call->isnull)
+			sum += DatumGetInt64(result);
+	}
+	zl_parent_close(p);
+	return sum;
+}
