@@ -59,6 +59,9 @@ zl_apply_check_horizon(ApplyContext *ac, KeyState *ks)
 {
 	int64		cutoff;
 	int64		time = ks != NULL ? ks->min_time : ac->table_deletes[0].time;
+	/* a leaf of a zipper parent: the parent's cut and horizon */
+	const char *table = ac->parent != NULL ?
+		RelationGetRelationName(zl_parent_relation(ac->parent)) : RelationGetRelationName(ac->rel);
 
 	if (ks != NULL && ks->nchanges == 0)
 		return;
@@ -72,7 +75,7 @@ zl_apply_check_horizon(ApplyContext *ac, KeyState *ks)
 						time_text(ac, time)) :
 				 errmsg("snapshot at %s is before the history cut", time_text(ac, time)),
 				 errdetail("Zipper table \"%s\" dropped the history that ended at or before %s (zipper_lake.drop_history or its retention); it accepts changes after that.",
-						   RelationGetRelationName(ac->rel), time_text(ac, ac->opts.history_cut)),
+						   table, time_text(ac, ac->opts.history_cut)),
 				 errhint("Drop the change; nothing was applied.")));
 	if (ac->opts.late_horizon <= 0 || ac->newest_change == PG_INT64_MIN)
 		return;
@@ -86,8 +89,7 @@ zl_apply_check_horizon(ApplyContext *ac, KeyState *ks)
 						time_text(ac, time)) :
 				 errmsg("snapshot at %s is beyond the late horizon", time_text(ac, time)),
 				 errdetail("Zipper table \"%s\" accepts changes from %s on (its newest change, %s, minus its late_horizon).",
-						   RelationGetRelationName(ac->rel), time_text(ac, cutoff),
-						   time_text(ac, ac->newest_change)),
+						   table, time_text(ac, cutoff), time_text(ac, ac->newest_change)),
 				 errhint("Drop the change, or widen the horizon with zipper_lake.set_late_horizon(); nothing was applied.")));
 }
 

@@ -38,9 +38,11 @@
  * session_replication_role = replica), whose only job is to be a function
  * of this library: calling it loads the library, and with it the hook,
  * before the command runs (the same function at ddl_command_end refuses
- * registered columns the command dropped).  Nothing depends on that trigger but the
- * loading; with it disabled, the hook still serves every session that has
- * used zipper_lake (preload the library to be sure: README "Upgrading").
+ * registered columns the command dropped, and registers a partition
+ * created in or attached to a zipper parent, README "Scaling out").  With
+ * the trigger disabled, the hook still serves every session that has used
+ * zipper_lake (preload the library to be sure: README "Upgrading"), and a
+ * call on a zipper parent refuses a partition that is not a zipper table.
  *
  *-------------------------------------------------------------------------
  */
