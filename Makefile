@@ -64,6 +64,8 @@ OBJS = \
 	src/apply/zl_apply.o \
 	src/apply/zl_apply_batch.o \
 	src/apply/zl_apply_leaves.o \
+	src/apply/zl_apply_workers.o \
+	src/apply/zl_apply_pool.o \
 	src/apply/zl_apply_conflict.o \
 	src/apply/zl_apply_lookup.o \
 	src/apply/zl_apply_record.o \

@@ -170,12 +170,15 @@ SELECT p.oid::regprocedure AS not_for_public
    AND NOT EXISTS (SELECT 1 FROM aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
                     WHERE a.grantee = 0 AND a.privilege_type = 'EXECUTE')
  ORDER BY 1::text;
--- every function of the extension is walked above or called by the server only
+-- every function of the extension is walked above or called by the server
+-- only, but resolve(), which needs no privilege and runs outside any
+-- transaction block (the walk's are subtransactions): it settles only the
+-- caller's own prepared transactions (sql/zipper_parents_workers.sql)
 SELECT p.oid::regprocedure AS unwalked
   FROM pg_proc p
  WHERE p.pronamespace = 'zipper_lake'::regnamespace
    AND p.proname NOT IN (SELECT fn FROM pv_walk)
-   AND p.proname NOT IN ('tableam_handler', '_place_unplaced', '_load_hooks');
+   AND p.proname NOT IN ('tableam_handler', '_place_unplaced', '_load_hooks', 'resolve');
 -- and none is SECURITY DEFINER: each checks the role that calls it
 SELECT p.oid::regprocedure AS security_definer
   FROM pg_proc p

@@ -11,12 +11,14 @@
  * (write/zl_write.c), DDL through the object access hook
  * (hooks/zl_ddl.c: dropped tables, registered columns, row-level AFTER
  * triggers), and the planner's (planner/: pruned scans, aggregates in
- * the scan, read helpers inlined into scans).
+ * the scan, read helpers inlined into scans), and, when the library is
+ * preloaded, the shared pool of idle apply workers (apply/zl_apply_pool.c).
  *
  *-------------------------------------------------------------------------
  */
 #include "common/zl_guc.h"
 #include "write/zl_write.h"
+#include "apply/zl_apply.h"
 #include "access/zl_access.h"
 #include "planner/zl_planner.h"
 #include "hooks/zl_hooks.h"
@@ -39,4 +41,5 @@ _PG_init(void)
 	zl_indexpaths_init();
 	zl_aggregate_init();
 	zl_inline_init();
+	zl_apply_pool_init();
 }

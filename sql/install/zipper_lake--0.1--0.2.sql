@@ -257,7 +257,8 @@ RETURNS TABLE (partition_end date, file_group bigint, sub_group bigint,
                window_start timestamptz, first_start timestamptz,
                last_start timestamptz, row_count bigint, masked_rows bigint,
                first_block bigint, blocks int, format text,
-               compressed_bytes bigint, raw_bytes bigint)
+               compressed_bytes bigint, raw_bytes bigint,
+               leaf regclass)      -- README "Scaling out"
 AS 'MODULE_PATHNAME', 'zipper_lake_inspect'
 LANGUAGE C STRICT;
 ALTER FUNCTION zipper_lake.inspect(regclass) VOLATILE PARALLEL UNSAFE ROWS 100;
@@ -536,3 +537,16 @@ ALTER TABLE zipper_lake.subgroup ALTER COLUMN first_tid_block SET NOT NULL;
 -- A row by TID outside MVCC (a unique index's check asks under a dirty
 -- snapshot, README "Indexes") finds the sub-group owning its TID block here.
 CREATE INDEX subgroup_tid_idx ON zipper_lake.subgroup (storage_id, first_tid_block);
+
+-- ---------------------------------------------------------------------------
+-- Zipper parents (README "Scaling out"): resolve() settles the prepared
+-- transactions that applies in background workers left after a crash.
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION zipper_lake.resolve()
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'zipper_lake_resolve'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION zipper_lake.resolve() IS
+    'commits or rolls back what applies in background workers left prepared, as their coordinator ended';

@@ -9,9 +9,12 @@
  * columnar ones the bytes of their directory and chunks as stored
  * (compressed) and as encoded before compression (raw) — unplaced ones
  * (loaded before registration) first, then by partition, window, file
- * group and sub-group.  It reads the metadata on the caller's behalf
- * after checking SELECT on the table (zl_open_readable_zipper_table), and
- * flushes the transaction's pending rows first so it shows them.
+ * group and sub-group, each row naming its table (leaf).  It reads the
+ * metadata on the caller's behalf after checking SELECT on the table
+ * (zl_open_readable_zipper_table), and flushes the transaction's pending
+ * rows first so it shows them.  On a zipper parent (README "Scaling out")
+ * inspect() lists each leaf's sub-groups and inspect_bytes() adds up the
+ * leaves; inspect_record() takes one table.
  *
  * inspect_bytes() adds up what the table costs: its file's pages (those of
  * its sub-groups, its free extents, the rest: metapage, rows not yet
@@ -36,6 +39,7 @@
 #include "funcapi.h"
 #include "storage/bufmgr.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
@@ -43,6 +47,9 @@
 PG_FUNCTION_INFO_V1(zipper_lake_inspect);
 PG_FUNCTION_INFO_V1(zipper_lake_inspect_record);
 PG_FUNCTION_INFO_V1(zipper_lake_inspect_bytes);
+
+/* inspect()'s columns (0.1's definition has all but the last, leaf) */
+#define INSPECT_COLUMNS 14
 
 static int
 inspect_order(const void *a, const void *b)
@@ -61,17 +68,15 @@ inspect_order(const void *a, const void *b)
 	return x->subgroup_id < y->subgroup_id ? -1 : (x->subgroup_id > y->subgroup_id);
 }
 
-Datum
-zipper_lake_inspect(PG_FUNCTION_ARGS)
+/* one row per visible sub-group of a zipper table into the result (arg) */
+static void
+inspect_table(Relation rel, void *arg)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Relation	rel;
+	ReturnSetInfo *rsinfo = arg;
 	ZLSubGroup *sgs;
 	ZLSubGroup **order;
 	int			nsgs;
 
-	InitMaterializedSRF(fcinfo, 0);
-	rel = zl_open_readable_zipper_table(PG_GETARG_OID(0));
 	zl_write_flush_relation(RelationGetRelid(rel));
 	sgs = zl_meta_load_subgroups(zl_storage_id(rel), GetActiveSnapshot(),
 								 DATEVAL_NOBEGIN, &nsgs);
@@ -83,8 +88,8 @@ zipper_lake_inspect(PG_FUNCTION_ARGS)
 	for (int i = 0; i < nsgs; i++)
 	{
 		ZLSubGroup *sg = order[i];
-		Datum		values[13];
-		bool		nulls[13] = {0};
+		Datum		values[INSPECT_COLUMNS];
+		bool		nulls[INSPECT_COLUMNS] = {0};
 
 		values[0] = DateADTGetDatum(sg->partition_end);
 		values[1] = Int64GetDatum(sg->file_group);
@@ -111,11 +116,52 @@ zipper_lake_inspect(PG_FUNCTION_ARGS)
 			values[12] = Int64GetDatum(directory + raw);
 			nulls[11] = nulls[12] = false;
 		}
+		values[13] = ObjectIdGetDatum(RelationGetRelid(rel));	/* not in 0.1's columns */
 		if (!sg->placed)
 			nulls[0] = nulls[3] = nulls[4] = nulls[5] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
+}
+
+/*
+ * Call fn on a zipper table, or on each leaf of a zipper parent (README
+ * "Scaling out") in partition order; SELECT on the table named suffices,
+ * as for reading it.
+ */
+static void
+for_table_or_leaves(Oid relid, void (*fn) (Relation table, void *arg), void *arg)
+{
+	Relation	rel;
+
+	if (zl_is_partitioned_table(relid))
+	{
+		ZLParent   *parent;
+
+		rel = zl_open_readable_parent(relid);
+		parent = zl_parent_open(relid, AccessShareLock);
+		for (int i = 0; i < zl_parent_nleaves(parent); i++)
+		{
+			Relation	leaf = zl_open_zipper_table(zl_parent_leaf(parent, i), AccessShareLock);
+
+			fn(leaf, arg);
+			table_close(leaf, AccessShareLock);
+		}
+		zl_parent_close(parent);
+	}
+	else
+	{
+		rel = zl_open_readable_zipper_table(relid);
+		fn(rel, arg);
+	}
 	table_close(rel, AccessShareLock);
+}
+
+/* inspect(tbl): the sub-groups of a zipper table, or of each leaf of a zipper parent */
+Datum
+zipper_lake_inspect(PG_FUNCTION_ARGS)
+{
+	InitMaterializedSRF(fcinfo, 0);
+	for_table_or_leaves(PG_GETARG_OID(0), inspect_table, fcinfo->resultinfo);
 	return (Datum) 0;
 }
 
@@ -125,6 +171,13 @@ zipper_lake_inspect_record(PG_FUNCTION_ARGS)
 	Relation	rel;
 
 	InitMaterializedSRF(fcinfo, 0);
+	if (zl_is_partitioned_table(PG_GETARG_OID(0)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("inspect_record() shows one zipper table's change record"),
+				 errdetail("Table \"%s\" is a zipper parent: each of its partitions has a record of its own.",
+						   get_rel_name(PG_GETARG_OID(0))),
+				 errhint("Call it on a partition; inspect(), inspect_bytes() and verify() take the parent.")));
 	rel = zl_open_readable_zipper_table(PG_GETARG_OID(0));
 	zl_meta_record_inspect(RelationGetRelid(rel), (ReturnSetInfo *) fcinfo->resultinfo);
 	table_close(rel, AccessShareLock);
@@ -141,35 +194,59 @@ put_bytes_row(ReturnSetInfo *rsinfo, const char *kind, const char *part, int64 b
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
-Datum
-zipper_lake_inspect_bytes(PG_FUNCTION_ARGS)
+/* what inspect_bytes() adds up: three parts of the file, then the catalog's */
+typedef struct TableBytes
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Relation	rel;
+	int64		file[3];		/* sub-groups, free extents, other pages */
+	ZLCatalogBytes catalog[ZL_CATALOG_PARTS];
+	int			ncatalog;
+} TableBytes;
+
+static void
+add_table_bytes(Relation rel, void *arg)
+{
+	TableBytes *sum = arg;
 	ZLSubGroup *sgs;
 	int			nsgs;
 	ZLCatalogBytes parts[ZL_CATALOG_PARTS];
-	int			nparts;
 	int64		file_bytes,
 				subgroup_bytes = 0,
 				free_bytes;
 
-	InitMaterializedSRF(fcinfo, 0);
-	rel = zl_open_readable_zipper_table(PG_GETARG_OID(0));
 	zl_write_flush_relation(RelationGetRelid(rel));
 	sgs = zl_meta_load_subgroups(zl_storage_id(rel), GetActiveSnapshot(),
 								 DATEVAL_NOBEGIN, &nsgs);
 	for (int i = 0; i < nsgs; i++)
 		subgroup_bytes += (int64) sgs[i].blocks * BLCKSZ;
-	nparts = zl_meta_catalog_bytes(RelationGetRelid(rel), parts, ZL_CATALOG_PARTS, &free_bytes);
+	sum->ncatalog = zl_meta_catalog_bytes(RelationGetRelid(rel), parts, ZL_CATALOG_PARTS,
+										  &free_bytes);
 	file_bytes = (int64) RelationGetNumberOfBlocks(rel) * BLCKSZ;
+	sum->file[0] += subgroup_bytes;
+	sum->file[1] += free_bytes;
+	sum->file[2] += Max(file_bytes - subgroup_bytes - free_bytes, 0);
+	for (int i = 0; i < sum->ncatalog; i++)
+	{
+		sum->catalog[i].part = parts[i].part;
+		sum->catalog[i].bytes += parts[i].bytes;
+	}
+}
 
-	put_bytes_row(rsinfo, "table file", "sub-groups", subgroup_bytes);
-	put_bytes_row(rsinfo, "table file", "free extents", free_bytes);
-	put_bytes_row(rsinfo, "table file", "other pages",
-				  Max(file_bytes - subgroup_bytes - free_bytes, 0));
-	for (int i = 0; i < nparts; i++)
-		put_bytes_row(rsinfo, "catalog", parts[i].part, parts[i].bytes);
-	table_close(rel, AccessShareLock);
+/*
+ * inspect_bytes(tbl): what a zipper table costs, or a zipper parent's
+ * leaves together (README "Scaling out").
+ */
+Datum
+zipper_lake_inspect_bytes(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TableBytes	sum = {0};
+
+	InitMaterializedSRF(fcinfo, 0);
+	for_table_or_leaves(PG_GETARG_OID(0), add_table_bytes, &sum);
+	put_bytes_row(rsinfo, "table file", "sub-groups", sum.file[0]);
+	put_bytes_row(rsinfo, "table file", "free extents", sum.file[1]);
+	put_bytes_row(rsinfo, "table file", "other pages", sum.file[2]);
+	for (int i = 0; i < sum.ncatalog; i++)
+		put_bytes_row(rsinfo, "catalog", sum.catalog[i].part, sum.catalog[i].bytes);
 	return (Datum) 0;
 }

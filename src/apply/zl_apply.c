@@ -704,48 +704,41 @@ parse_missing_columns(const char *mode)
 
 /* ignore_nulls and missing_columns, at argno and argno + 1 (0.2 only) */
 static void
-partial_options(FunctionCallInfo fcinfo, ApplyContext *ac, int argno)
+partial_options(FunctionCallInfo fcinfo, ZLApplyCall *call, int argno)
 {
 	char	   *mode;
 
+	call->missing_columns = MISSING_ERROR;
 	if (PG_NARGS() <= argno + 1)
 		return;
-	ac->ignore_nulls = !PG_ARGISNULL(argno) && PG_GETARG_BOOL(argno);
+	call->ignore_nulls = !PG_ARGISNULL(argno) && PG_GETARG_BOOL(argno);
 	mode = PG_ARGISNULL(argno + 1) ? "error" : text_to_cstring(PG_GETARG_TEXT_PP(argno + 1));
-	ac->missing_columns = parse_missing_columns(mode);
+	call->missing_columns = parse_missing_columns(mode);
 }
 
-static char *
-name_arg(FunctionCallInfo fcinfo, int argno)
+/* a name argument into *name; false if NULL */
+static bool
+name_arg(FunctionCallInfo fcinfo, int argno, NameData *name)
 {
-	return PG_ARGISNULL(argno) ? NULL : pstrdup(NameStr(*PG_GETARG_NAME(argno)));
+	if (PG_ARGISNULL(argno))
+		return false;
+	namestrcpy(name, NameStr(*PG_GETARG_NAME(argno)));
+	return true;
 }
 
-/*
- * What an apply function reads into the batch of one table (or leaf):
- * the changes, or the image.
- */
-typedef struct ApplyCall
-{
-	const char *source_argument;
-	char	   *time_column;	/* apply_changes */
-	char	   *op_column;
-	char	   *seq_column;
-	TimestampTz snapshot_time;	/* apply_snapshot */
-	bool		deletes;
-	bool		allow_empty;
-} ApplyCall;
-
+/* what a call reads into the batch of one table (or leaf): the changes, or the image */
 static void
-read_call_batch(ApplyContext *ac, FunctionCallInfo fcinfo, const ApplyCall *call)
+read_call_batch(ApplyContext *ac, const ZLApplyCall *call)
 {
 	int64		snapshot_time;
 
-	partial_options(fcinfo, ac, 5);
-	if (call->time_column != NULL)
+	ac->ignore_nulls = call->ignore_nulls;
+	ac->missing_columns = call->missing_columns;
+	if (!call->snapshot)
 	{
-		zl_apply_read_batch(ac, PG_GETARG_OID(1), call->time_column, call->op_column,
-							call->seq_column, 0);
+		zl_apply_read_batch(ac, call->source_relid, NameStr(call->time_column),
+							call->has_op ? NameStr(call->op_column) : NULL,
+							call->has_seq ? NameStr(call->seq_column) : NULL, 0);
 		return;
 	}
 	/* snapshot_time arrives as timestamptz: take it in the column's terms */
@@ -753,7 +746,7 @@ read_call_batch(ApplyContext *ac, FunctionCallInfo fcinfo, const ApplyCall *call
 											zl_timestamptz_to_instant(&ac->opts, call->snapshot_time));
 	ac->delete_missing = call->deletes;
 	ac->delete_time = snapshot_time;
-	zl_apply_read_batch(ac, PG_GETARG_OID(1), NULL, NULL, NULL, snapshot_time);
+	zl_apply_read_batch(ac, call->source_relid, NULL, NULL, NULL, snapshot_time);
 	/* the whole image: every pass of a zipper parent reads all of it */
 	if (ac->rows_seen == 0 && !call->allow_empty)
 		ereport(ERROR,
@@ -761,32 +754,51 @@ read_call_batch(ApplyContext *ac, FunctionCallInfo fcinfo, const ApplyCall *call
 				 errmsg("snapshot \"%s\" is empty", ac->source_name),
 				 ac->delete_missing ?
 				 errdetail("Applied with deletes, an empty image would delete every key of zipper table \"%s\" at %s.",
-						   get_rel_name(PG_GETARG_OID(0)), time_text(ac, snapshot_time)) :
+						   get_rel_name(call->relid), time_text(ac, snapshot_time)) :
 				 errdetail("An empty image changes nothing in zipper table \"%s\".",
-						   get_rel_name(PG_GETARG_OID(0))),
+						   get_rel_name(call->relid)),
 				 errhint("Pass allow_empty => true if the source really is empty; nothing was applied.")));
 }
 
-/* apply a call's batch to its table, or leaf by leaf to a zipper parent */
-static Datum
-apply_call(FunctionCallInfo fcinfo, const ApplyCall *call)
+/*
+ * Apply a call's batch to its table, or to the leaves first, first + step,
+ * ... of a zipper parent, one after another, adding the counts to *total.
+ */
+void
+zl_apply_call_leaves(const ZLApplyCall *call, ZLApplyLeaves *leaves, int first, int step,
+					 ApplyCounts *total)
 {
-	ZLApplyLeaves *leaves = zl_apply_leaves_begin(PG_GETARG_OID(0));
-	ApplyCounts total = {0};
-
-	for (int leaf = 0; leaf < zl_apply_leaves_count(leaves); leaf++)
+	for (int leaf = first; leaf < zl_apply_leaves_count(leaves); leaf += step)
 	{
 		ApplyContext ac;
 		MemoryContext pass = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake apply pass",
 												   ALLOCSET_DEFAULT_SIZES);
 		MemoryContext old = MemoryContextSwitchTo(pass);
 
-		apply_begin(&ac, leaves, leaf, PG_GETARG_OID(0), PG_GETARG_OID(1), call->source_argument);
-		read_call_batch(&ac, fcinfo, call);
-		apply_end(&ac, &total);
+		apply_begin(&ac, leaves, leaf, call->relid, call->source_relid,
+					call->snapshot ? "snapshot" : "changes");
+		read_call_batch(&ac, call);
+		apply_end(&ac, total);
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(pass);
 	}
+}
+
+/*
+ * Apply a call: to its table, or to a zipper parent's leaves, one after
+ * another or, with zipper_lake.apply_workers, in background workers
+ * (zl_apply_workers.c).
+ */
+static Datum
+apply_call(FunctionCallInfo fcinfo, const ZLApplyCall *call)
+{
+	ApplyCounts total = {0};
+	ZLApplyLeaves *leaves;
+
+	if (zl_apply_in_workers(call, &total))
+		return zl_apply_result(fcinfo, &total, -1);
+	leaves = zl_apply_leaves_begin(call->relid, 0, 1);
+	zl_apply_call_leaves(call, leaves, 0, 1, &total);
 	zl_apply_leaves_end(leaves);
 	return zl_apply_result(fcinfo, &total, -1);
 }
@@ -802,26 +814,29 @@ apply_call(FunctionCallInfo fcinfo, const ApplyCall *call)
 static Datum
 apply_changes(FunctionCallInfo fcinfo, bool op_defaults_to_op)
 {
-	ApplyCall	call = {"changes"};
+	ZLApplyCall call = {0};
 
-	call.time_column = name_arg(fcinfo, 2);
-	call.op_column = name_arg(fcinfo, 3);
-	call.seq_column = name_arg(fcinfo, 4);
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || call.time_column == NULL)
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("table, changes and change_time must not be null"),
 				 errdetail("Argument %s is null.", PG_ARGISNULL(0) ? "tbl" : PG_ARGISNULL(1) ? "changes" : "change_time"),
 				 errhint("Pass the zipper table, the relation holding the changes and its change-time column.")));
-	if (op_defaults_to_op && call.op_column != NULL && strcmp(call.op_column, "op") == 0)
-		call.op_column = NULL;
+	call.relid = PG_GETARG_OID(0);
+	call.source_relid = PG_GETARG_OID(1);
+	(void) name_arg(fcinfo, 2, &call.time_column);
+	call.has_op = name_arg(fcinfo, 3, &call.op_column);
+	call.has_seq = name_arg(fcinfo, 4, &call.seq_column);
+	if (op_defaults_to_op && call.has_op && strcmp(NameStr(call.op_column), "op") == 0)
+		call.has_op = false;
+	partial_options(fcinfo, &call, 5);
 	return apply_call(fcinfo, &call);
 }
 
 static Datum
 apply_snapshot(FunctionCallInfo fcinfo, bool allow_empty)
 {
-	ApplyCall	call = {"snapshot"};
+	ZLApplyCall call = {0};
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
 		ereport(ERROR,
@@ -830,9 +845,13 @@ apply_snapshot(FunctionCallInfo fcinfo, bool allow_empty)
 				 errdetail("Argument %s is null.", PG_ARGISNULL(0) ? "tbl" : PG_ARGISNULL(1) ? "snapshot" :
 						   PG_ARGISNULL(2) ? "snapshot_time" : "deletes"),
 				 errhint("Pass the zipper table, the relation holding the image and the time it was taken.")));
+	call.relid = PG_GETARG_OID(0);
+	call.source_relid = PG_GETARG_OID(1);
+	call.snapshot = true;
 	call.snapshot_time = PG_GETARG_TIMESTAMPTZ(2);
 	call.deletes = PG_GETARG_BOOL(3);
 	call.allow_empty = allow_empty;
+	partial_options(fcinfo, &call, 5);
 	return apply_call(fcinfo, &call);
 }
 

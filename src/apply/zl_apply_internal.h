@@ -137,7 +137,7 @@ typedef struct ZLApplyLeaves
 	int64		newest;			/* newest change applied to any leaf before */
 } ZLApplyLeaves;
 
-extern ZLApplyLeaves *zl_apply_leaves_begin(Oid relid);
+extern ZLApplyLeaves *zl_apply_leaves_begin(Oid relid, int first, int step);
 extern int	zl_apply_leaves_count(ZLApplyLeaves *leaves);
 extern void zl_apply_leaves_end(ZLApplyLeaves *leaves);
 extern void zl_apply_add_counts(ApplyCounts *total, const ApplyCounts *counts);
@@ -248,6 +248,34 @@ typedef enum ZLMissingColumns
 	MISSING_NULL,
 	MISSING_KEEP
 } ZLMissingColumns;
+
+/*
+ * The arguments of an apply_changes or apply_snapshot call, of fixed size:
+ * background workers get a copy (zl_apply_workers.c).
+ */
+typedef struct ZLApplyCall
+{
+	Oid			relid;			/* the table or zipper parent */
+	Oid			source_relid;
+	bool		snapshot;		/* apply_snapshot, else apply_changes */
+	NameData	time_column;	/* apply_changes */
+	bool		has_op;
+	NameData	op_column;
+	bool		has_seq;
+	NameData	seq_column;
+	TimestampTz snapshot_time;	/* apply_snapshot */
+	bool		deletes;
+	bool		allow_empty;
+	bool		ignore_nulls;	/* README "Partial changes" */
+	ZLMissingColumns missing_columns;
+} ZLApplyCall;
+
+extern void zl_apply_call_leaves(const ZLApplyCall *call, ZLApplyLeaves *leaves, int first,
+								 int step, ApplyCounts *total);
+
+/* zl_apply_workers.c */
+extern bool zl_apply_in_workers(const ZLApplyCall *call, ApplyCounts *total);
+extern int64 zl_apply_resolve(void);
 
 /* everything one application needs */
 typedef struct ApplyContext

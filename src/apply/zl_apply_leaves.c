@@ -37,12 +37,13 @@
 #include "utils/snapmgr.h"
 
 /*
- * The leaves of a zipper parent locked for writing, with their newest
- * change; NULL when relid is not a partitioned table.  The privileges are
- * checked on the parent, as for INSERT into it (zl_apply.c).
+ * The leaves of a zipper parent, those to apply (first, first + step, ...)
+ * locked for writing, with the newest change of any leaf; NULL when relid
+ * is not a partitioned table.  The privileges are checked on the parent,
+ * as for INSERT into it (zl_apply.c).
  */
 ZLApplyLeaves *
-zl_apply_leaves_begin(Oid relid)
+zl_apply_leaves_begin(Oid relid, int first, int step)
 {
 	ZLApplyLeaves *leaves;
 	Snapshot	snapshot;
@@ -53,7 +54,7 @@ zl_apply_leaves_begin(Oid relid)
 	leaves = palloc0(sizeof(ZLApplyLeaves));
 	leaves->parent = zl_parent_open(relid, RowExclusiveLock);
 	leaves->newest = PG_INT64_MIN;
-	for (int i = 0; i < zl_parent_nleaves(leaves->parent); i++)
+	for (int i = first; i < zl_parent_nleaves(leaves->parent); i += step)
 	{
 		Relation	leaf = zl_open_zipper_table(zl_parent_leaf(leaves->parent, i), RowExclusiveLock);
 

@@ -25,6 +25,9 @@ int			zipper_lake_columnar_compression = ZL_COMPRESSION_ZSTD;
 int			zipper_lake_key_cache_memory = ZL_KEY_CACHE_KB_DEFAULT;
 int			zipper_lake_retained_memory = ZL_RETAINED_MEMORY_KB_DEFAULT;
 int			zipper_lake_maintenance_pause = 0;
+int			zipper_lake_apply_workers = 0;
+int			zipper_lake_apply_prepared_pause = 0;
+int			zipper_lake_apply_worker_idle = 4000;
 
 static const struct config_enum_entry compression_options[] = {
 	{"zstd", ZL_COMPRESSION_ZSTD, false},
@@ -104,6 +107,30 @@ zl_guc_init(void)
 							"Time VACUUM's maintenance worker waits before it commits what it did, and once after the first of several moves.",
 							"For tests of crashes and concurrent sessions during a merge; keep 0 otherwise.",
 							&zipper_lake_maintenance_pause,
+							0, 0, 3600 * 1000,
+							PGC_SUSET,
+							GUC_UNIT_MS | GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("zipper_lake.apply_workers",
+							"Background workers that apply a batch to the leaves of a zipper parent at once.",
+							"0 applies leaf by leaf in the caller's transaction; more needs max_prepared_transactions (README \"Scaling out\").",
+							&zipper_lake_apply_workers,
+							0, 0, 64,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("zipper_lake.apply_worker_idle",
+							"Time an apply worker waits, idle and with warm caches, for the next batch of its database and role.",
+							"Needs shared_preload_libraries = 'zipper_lake'; a connected worker holds up DROP DATABASE, which waits five seconds.",
+							&zipper_lake_apply_worker_idle,
+							4000, 0, 3600 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("zipper_lake.apply_prepared_pause",
+							"Time apply workers wait once every one is ready: the coordinator before it commits, each other one after it before it finishes its prepared transaction.",
+							"For tests of crashes between the two commits; keep 0 otherwise.",
+							&zipper_lake_apply_prepared_pause,
 							0, 0, 3600 * 1000,
 							PGC_SUSET,
 							GUC_UNIT_MS | GUC_NOT_IN_SAMPLE,

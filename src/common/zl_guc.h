@@ -24,6 +24,9 @@ extern int	zipper_lake_columnar_compression;
 extern int	zipper_lake_key_cache_memory;
 extern int	zipper_lake_retained_memory;
 extern int	zipper_lake_maintenance_pause;
+extern int	zipper_lake_apply_workers;
+extern int	zipper_lake_apply_prepared_pause;
+extern int	zipper_lake_apply_worker_idle;
 
 /* zipper_lake.columnar_compression */
 typedef enum ZLCompression

@@ -211,7 +211,7 @@ zipper_lake_apply_events(PG_FUNCTION_ARGS)
 	int64		skipped = 0;
 
 	zl_events_check_arguments(fcinfo);
-	leaves = zl_apply_leaves_begin(PG_GETARG_OID(0));
+	leaves = zl_apply_leaves_begin(PG_GETARG_OID(0), 0, 1);
 	for (int leaf = 0; leaf < zl_apply_leaves_count(leaves); leaf++)
 	{
 		MemoryContext pass = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake events pass",

@@ -1,0 +1,83 @@
+-- Applying to a zipper parent in background workers (README "Scaling
+-- out"): the same counts and rows as one table, all leaves or none, leaf by
+-- leaf in the caller's transaction wherever workers cannot be used.
+SET timezone = 'UTC';
+
+CREATE TABLE zw_src (id int PRIMARY KEY, owner text, bal numeric);
+SELECT zipper_lake.create_table('zw', 'zw_src', partitions => 4);
+SELECT zipper_lake.create_table('zw_one', 'zw_src');
+CREATE TABLE zw_ch (id int, owner text, bal numeric, change_time timestamptz, op text);
+CREATE TABLE zw_img (id int, owner text, bal numeric);
+
+CREATE FUNCTION zw_same(OUT same boolean, OUT versions bigint) LANGUAGE sql AS $$
+  SELECT NOT EXISTS ((SELECT * FROM zw EXCEPT ALL SELECT * FROM zw_one)
+                     UNION ALL (SELECT * FROM zw_one EXCEPT ALL SELECT * FROM zw)),
+         (SELECT count(*) FROM zw) $$;
+-- the transactions that last wrote the leaves' change records: one per
+-- worker when workers applied, one when the caller did
+CREATE FUNCTION zw_writers() RETURNS bigint LANGUAGE sql AS $$
+  SELECT count(DISTINCT h.xmin::text) FROM zipper_lake.record_head h
+   WHERE h.tbl IN ('zw_0'::regclass, 'zw_1', 'zw_2', 'zw_3') $$;
+
+-- batches of upserts, deletes, a truncate and late changes, each applied
+-- to the parent by three workers and to one table
+SET zipper_lake.apply_workers = 3;
+INSERT INTO zw_ch
+  SELECT k % 60, 'o' || k, k, '2026-03-01'::timestamptz + k * interval '17 minutes',
+         CASE WHEN k % 11 = 0 THEN 'D' ELSE 'U' END
+    FROM generate_series(1, 600) k;
+INSERT INTO zw_ch VALUES (NULL, NULL, NULL, '2026-03-04 00:00', 'T');
+SELECT * FROM zipper_lake.apply_changes('zw', 'zw_ch');
+SELECT * FROM zipper_lake.apply_changes('zw_one', 'zw_ch');
+SELECT zw_writers() AS writers;
+SELECT * FROM zw_same();
+TRUNCATE zw_ch;
+INSERT INTO zw_ch
+  SELECT k, 'late' || k, -k, '2026-03-02'::timestamptz + k * interval '1 hour', 'U'
+    FROM generate_series(1, 59, 2) k;
+SELECT * FROM zipper_lake.apply_changes('zw', 'zw_ch');
+SELECT * FROM zipper_lake.apply_changes('zw_one', 'zw_ch');
+SELECT * FROM zw_same();
+INSERT INTO zw_img SELECT k, 'img', k FROM generate_series(1, 30) k;
+SELECT * FROM zipper_lake.apply_snapshot('zw', 'zw_img', '2026-03-10');
+SELECT * FROM zipper_lake.apply_snapshot('zw_one', 'zw_img', '2026-03-10');
+SELECT zw_writers() AS writers;
+SELECT * FROM zw_same();
+SELECT count(*) AS left_prepared FROM pg_prepared_xacts;
+
+-- an error in one worker's leaf (two changes of key 7 at one instant):
+-- the worker's message, and nothing applied in any leaf
+TRUNCATE zw_ch;
+INSERT INTO zw_ch SELECT k, 'x', k, '2026-03-20', 'U' FROM generate_series(1, 40) k;
+INSERT INTO zw_ch VALUES (7, 'y', 7, '2026-03-20', 'U');
+SELECT * FROM zipper_lake.apply_changes('zw', 'zw_ch');
+SELECT count(*) AS applied FROM zw WHERE valid_from = '2026-03-20';
+SELECT count(*) AS left_prepared FROM pg_prepared_xacts;
+DELETE FROM zw_ch WHERE owner = 'y';
+
+-- in a transaction block the caller's transaction applies, leaf by leaf:
+-- its rollback undoes the batch
+BEGIN;
+SELECT * FROM zipper_lake.apply_changes('zw', 'zw_ch');
+SELECT zw_writers() AS writers, count(*) AS applied FROM zw WHERE valid_from = '2026-03-20';
+ROLLBACK;
+SELECT count(*) AS applied FROM zw WHERE valid_from = '2026-03-20';
+-- so does a caller that holds a lock on a leaf (a worker would wait for it)
+DO $$
+BEGIN
+  LOCK TABLE zw_2 IN SHARE MODE;
+  PERFORM zipper_lake.apply_changes('zw', 'zw_ch');
+END $$;
+SELECT zw_writers() AS writers, count(*) AS applied FROM zw WHERE valid_from = '2026-03-20';
+SELECT * FROM zipper_lake.apply_changes('zw_one', 'zw_ch');
+SELECT * FROM zw_same();
+
+-- resolve(): nothing is left to settle; never in a transaction block
+SELECT zipper_lake.resolve();
+BEGIN;
+SELECT zipper_lake.resolve();
+ROLLBACK;
+
+RESET zipper_lake.apply_workers;
+DROP TABLE zw, zw_one, zw_src, zw_ch, zw_img;
+DROP FUNCTION zw_same, zw_writers;

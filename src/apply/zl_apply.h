@@ -1,0 +1,25 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_apply.h
+ *	  What the layers above use of the apply layer: setting up its pool of
+ *	  background workers (zl_apply_pool.c) at library load.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZL_APPLY_H
+#define ZL_APPLY_H
+
+#include "storage/dsm.h"
+#include "storage/proc.h"
+
+extern void zl_apply_pool_init(void);
+
+/* zl_apply_pool.c, for zl_apply_workers.c */
+extern PGPROC *zl_apply_pool_take(dsm_handle job, int w, int *pool_slot);
+extern void zl_apply_pool_release(int pool_slot);
+extern void zl_apply_pool_first_job(int pool_slot, Oid *database, Oid *user, dsm_handle *job,
+									int *w);
+extern bool zl_apply_pool_next_job(int pool_slot, dsm_handle *job, int *w);
+extern bool zl_apply_pool_exists(void);
+
+#endif							/* ZL_APPLY_H */

@@ -1,0 +1,716 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_apply_workers.c
+ *	  Applying a batch to a zipper parent's leaves in background workers.
+ *
+ * With zipper_lake.apply_workers = n >= 2, apply_changes and
+ * apply_snapshot called on a zipper parent (README "Scaling out"), as a
+ * statement of their own (outside a transaction block, READ COMMITTED,
+ * in a transaction that has written nothing yet, with no lock on a leaf
+ * and a source other sessions can read), apply the batch in
+ * min(n, leaves) background workers, worker w taking leaves w, w + n, ...
+ * as a serial call takes them (zl_apply_call_leaves), each in a
+ * transaction of its own.  All leaves commit or none, by two-phase commit
+ * with a coordinator:
+ *
+ *  1. Worker 0, the coordinator, starts first and takes a transaction id
+ *     X; the others start after it, so X is in progress when they take
+ *     their snapshots, and the prepared transactions that name it keep
+ *     its commit status from being truncated away.
+ *  2. Every other worker applies its leaves and PREPAREs its transaction
+ *     as "zipper_lake:X:w"; the coordinator applies its leaves and waits.
+ *  3. When every worker has prepared, the leader tells the coordinator to
+ *     commit: that commit is the decision, durable in the commit log.
+ *     Then the others COMMIT PREPARED.  If any worker fails, or the
+ *     leader is interrupted before the decision, the coordinator aborts
+ *     and the others ROLLBACK PREPARED; the leader raises the worker's
+ *     error.
+ *
+ * After a crash, a prepared transaction "zipper_lake:X:w" is settled by
+ * X alone (zl_apply_resolve, zipper_lake.resolve()): committed if X
+ * committed, rolled back if X aborted or never finished, left alone while
+ * X runs.  The leader settles what earlier calls left in its database
+ * before it starts workers.
+ *
+ * So the batch commits when the call returns, not with the caller's
+ * transaction (which is why it must be a statement of its own: a later
+ * rollback would not undo it, and a prepared transaction would keep
+ * locks the caller could wait on); readers see the coordinator's leaves
+ * first and the others' a moment later.  Everything else is applied leaf
+ * by leaf in the caller's transaction.
+ *
+ * Waits: the leader waits on its latch for the workers' reports, checks
+ * for interrupts, and raises an error when a worker waits for a lock the
+ * caller's transaction holds (pg_blocking_pids), so no wait between them
+ * goes undetected.  Workers are ordinary backends: the deadlock detector
+ * sees their lock waits among themselves and with other sessions.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "common/zl_common.h"
+#include "common/zl_guc.h"
+#include "catalog/zl_catalog.h"
+#include "apply/zl_apply.h"
+#include "apply/zl_apply_internal.h"
+
+#include "access/table.h"
+#include "access/twophase.h"
+#include "access/xact.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/dsm.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lock.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "storage/spin.h"
+#include "tcop/tcopprot.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/partcache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "partitioning/partdesc.h"
+
+PGDLLEXPORT void zipper_lake_apply_worker_main(Datum main_arg);
+
+#define GID_PREFIX "zipper_lake:"
+#define MAX_APPLY_WORKERS 64
+
+typedef enum WorkerState
+{
+	WORKER_STARTING,
+	WORKER_READY,				/* applied: prepared, or (the coordinator) waiting */
+	WORKER_FAILED,
+	WORKER_FINISHED				/* committed or rolled back */
+} WorkerState;
+
+typedef enum Decision
+{
+	DECISION_NONE,
+	DECISION_COMMIT,
+	DECISION_ABORT
+} Decision;
+
+typedef struct WorkerSlot
+{
+	slock_t		mutex;
+	WorkerState state;
+	PGPROC	   *proc;			/* to wake it */
+	int			pid;
+	ApplyCounts counts;
+	int			sqlerrcode;
+	char		message[512];
+	char		detail[512];
+	char		hint[256];
+} WorkerSlot;
+
+typedef struct WorkersShared
+{
+	Oid			database;
+	Oid			user;
+	int			work_mem;
+	PGPROC	   *leader;
+	ZLApplyCall call;
+	int			nworkers;
+	pg_atomic_uint64 coordinator_xid;	/* X, a FullTransactionId; 0 until known */
+	pg_atomic_uint32 decision;
+	WorkerSlot	slots[FLEXIBLE_ARRAY_MEMBER];
+} WorkersShared;
+
+/* ---------- the workers ---------- */
+
+static void
+report(WorkersShared *shared, int w, WorkerState state)
+{
+	WorkerSlot *slot = &shared->slots[w];
+
+	SpinLockAcquire(&slot->mutex);
+	slot->state = state;
+	SpinLockRelease(&slot->mutex);
+	SetLatch(&shared->leader->procLatch);
+}
+
+/* the coordinator waits for the leader's decision */
+static Decision
+await_decision(WorkersShared *shared)
+{
+	for (;;)
+	{
+		Decision	d = (Decision) pg_atomic_read_u32(&shared->decision);
+
+		if (d != DECISION_NONE)
+			return d;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000L,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* the others follow X: commit when it committed, once it is over */
+static bool
+await_coordinator(TransactionId coordinator)
+{
+	while (TransactionIdIsInProgress(coordinator))
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 100L,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	return TransactionIdDidCommit(coordinator);
+}
+
+static char *
+worker_gid(uint64 coordinator_xid, int w)
+{
+	return psprintf(GID_PREFIX UINT64_FORMAT ":%d", coordinator_xid, w);
+}
+
+/* apply worker w's leaves in the current transaction */
+static void
+apply_share(WorkersShared *shared, int w)
+{
+	ZLApplyLeaves *leaves;
+	ApplyCounts counts = {0};
+
+	PushActiveSnapshot(GetTransactionSnapshot());
+	leaves = zl_apply_leaves_begin(shared->call.relid, w, shared->nworkers);
+	zl_apply_call_leaves(&shared->call, leaves, w, shared->nworkers, &counts);
+	zl_apply_leaves_end(leaves);
+	PopActiveSnapshot();
+	shared->slots[w].counts = counts;
+}
+
+/* keep an error for the leader to raise */
+static void
+keep_error(WorkersShared *shared, int w)
+{
+	WorkerSlot *slot = &shared->slots[w];
+	ErrorData  *edata;
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	edata = CopyErrorData();
+	MemoryContextSwitchTo(old);
+	slot->sqlerrcode = edata->sqlerrcode;
+	strlcpy(slot->message, edata->message ? edata->message : "", sizeof(slot->message));
+	strlcpy(slot->detail, edata->detail ? edata->detail : "", sizeof(slot->detail));
+	strlcpy(slot->hint, edata->hint ? edata->hint : "", sizeof(slot->hint));
+	report(shared, w, WORKER_FAILED);
+}
+
+/* how a worker is started: its pool slot (-1: none), else its job slot */
+typedef struct WorkerStart
+{
+	int			pool_slot;
+	int			w;
+} WorkerStart;
+
+static WorkersShared *
+attach_job(dsm_handle job, dsm_segment **seg)
+{
+	*seg = dsm_attach(job);
+	if (*seg == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zipper_lake apply worker found no job"),
+				 errdetail("The call that started it has ended.")));
+	return dsm_segment_address(*seg);
+}
+
+/* job slot w of a job: apply, prepare (or, the coordinator, wait), then finish */
+static void
+run_job(WorkersShared *shared, int w)
+{
+	char	   *volatile gid = NULL;
+
+	shared->slots[w].proc = MyProc;
+	shared->slots[w].pid = MyProcPid;
+	SetConfigOption("work_mem", psprintf("%d", shared->work_mem), PGC_USERSET, PGC_S_SESSION);
+	PG_TRY();
+	{
+		StartTransactionCommand();
+		if (w == 0)
+			pg_atomic_write_u64(&shared->coordinator_xid,
+								U64FromFullTransactionId(GetTopFullTransactionId()));
+		else
+		{
+			/* a transaction block, to be prepared */
+			BeginTransactionBlock();
+			CommitTransactionCommand();
+			StartTransactionCommand();
+		}
+		SetLatch(&shared->leader->procLatch);
+		apply_share(shared, w);
+		if (w > 0)
+		{
+			gid = worker_gid(pg_atomic_read_u64(&shared->coordinator_xid), w);
+			if (!PrepareTransactionBlock(gid))
+				elog(ERROR, "could not prepare transaction %s", gid);
+			CommitTransactionCommand();
+		}
+	}
+	PG_CATCH();
+	{
+		keep_error(shared, w);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	report(shared, w, WORKER_READY);
+
+	if (w == 0)
+	{
+		Decision	decision = await_decision(shared);
+
+		if (zipper_lake_apply_prepared_pause > 0)
+			pg_usleep(zipper_lake_apply_prepared_pause * 1000L);
+		if (decision == DECISION_COMMIT)
+			CommitTransactionCommand();		/* the decision, in the commit log */
+		else
+			AbortCurrentTransaction();
+		/* the others follow */
+		for (int i = 1; i < shared->nworkers; i++)
+			if (shared->slots[i].proc != NULL)
+				SetLatch(&shared->slots[i].proc->procLatch);
+	}
+	else
+	{
+		bool		commit = await_coordinator(XidFromFullTransactionId(
+																	 FullTransactionIdFromU64(pg_atomic_read_u64(&shared->coordinator_xid))));
+
+		if (zipper_lake_apply_prepared_pause > 0)
+			pg_usleep(zipper_lake_apply_prepared_pause * 1000L);
+		StartTransactionCommand();
+		FinishPreparedTransaction(gid, commit);
+		CommitTransactionCommand();
+	}
+	report(shared, w, WORKER_FINISHED);
+}
+
+/*
+ * A worker: connects as the leader's role to its database, runs its job,
+ * then (in the pool) waits for further jobs of that database and role.
+ */
+void
+zipper_lake_apply_worker_main(Datum main_arg)
+{
+	WorkerStart start;
+	dsm_handle	job = DatumGetUInt32(main_arg);
+	int			w;
+	dsm_segment *seg;
+	WorkersShared *shared;
+	Oid			database;
+	Oid			user;
+
+	memcpy(&start, MyBgworkerEntry->bgw_extra, sizeof(start));
+	w = start.w;
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	if (start.pool_slot >= 0)
+		zl_apply_pool_first_job(start.pool_slot, &database, &user, &job, &w);
+	shared = attach_job(job, &seg);
+	BackgroundWorkerInitializeConnectionByOid(shared->database, shared->user, 0);
+	SetConfigOption("zipper_lake.apply_workers", "0", PGC_USERSET, PGC_S_SESSION);
+	for (;;)
+	{
+		run_job(shared, w);
+		dsm_detach(seg);
+		if (start.pool_slot < 0 || !zl_apply_pool_next_job(start.pool_slot, &job, &w))
+			break;
+		shared = attach_job(job, &seg);
+	}
+	proc_exit(0);
+}
+
+/* ---------- settling prepared transactions: zipper_lake.resolve() ---------- */
+
+/*
+ * Settle the prepared transactions "zipper_lake:X:w" of this database
+ * whose coordinator X is over: COMMIT PREPARED if X committed, ROLLBACK
+ * PREPARED if not.  Those of other roles are left to them (or a
+ * superuser).  Returns how many were settled.  Must run outside a
+ * transaction block, like COMMIT PREPARED.
+ */
+int64
+zl_apply_resolve(void)
+{
+	int64		settled = 0;
+	char	  **gids;
+	uint64		n;
+	MemoryContext caller = CurrentMemoryContext;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute("SELECT gid FROM pg_catalog.pg_prepared_xacts"
+					" WHERE database = pg_catalog.current_database()"
+					" AND gid LIKE 'zipper_lake:%'"
+					" AND (owner = CURRENT_USER OR (SELECT rolsuper FROM pg_catalog.pg_roles"
+					" WHERE rolname = CURRENT_USER))",
+					true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "reading pg_prepared_xacts failed");
+	n = SPI_processed;
+	gids = MemoryContextAlloc(caller, sizeof(char *) * Max(n, 1));
+	for (uint64 i = 0; i < n; i++)
+		gids[i] = MemoryContextStrdup(caller,
+									  SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+	SPI_finish();
+	for (uint64 i = 0; i < n; i++)
+	{
+		uint64		xid64;
+		TransactionId coordinator;
+
+		if (sscanf(gids[i], GID_PREFIX UINT64_FORMAT ":", &xid64) != 1)
+			continue;
+		coordinator = XidFromFullTransactionId(FullTransactionIdFromU64(xid64));
+		if (TransactionIdIsInProgress(coordinator))
+			continue;			/* its call is still running */
+		FinishPreparedTransaction(gids[i], TransactionIdDidCommit(coordinator));
+		settled++;
+	}
+	return settled;
+}
+
+/* ---------- the leader ---------- */
+
+/* the call running in workers, for the callbacks: at most one per backend */
+static struct
+{
+	dsm_segment *seg;
+	WorkersShared *shared;
+	BackgroundWorkerHandle *handles[MAX_APPLY_WORKERS];	/* launched */
+	pid_t		pids[MAX_APPLY_WORKERS];	/* taken from the pool */
+} running;
+
+/* may this call run in workers?  (the design comment says why each) */
+static bool
+workers_allowed(const ZLApplyCall *call, int *nworkers)
+{
+	Relation	parent;
+	PartitionDesc pd;
+	bool		allowed = true;
+
+	if (zipper_lake_apply_workers < 2 || !zl_is_partitioned_table(call->relid))
+		return false;
+	if (IsTransactionBlock() || GetCurrentTransactionNestLevel() > 1 || IsolationUsesXactSnapshot() ||
+		FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()) ||
+		get_rel_persistence(call->source_relid) == RELPERSISTENCE_TEMP)
+	{
+		ereport(DEBUG1,
+				(errmsg_internal("zipper_lake: applying leaf by leaf in the caller's transaction")));
+		return false;
+	}
+	if (max_prepared_xacts < *nworkers)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zipper_lake.apply_workers needs max_prepared_transactions"),
+				 errdetail("max_prepared_transactions is %d; each call on a zipper parent prepares a transaction per worker but one.",
+						   max_prepared_xacts),
+				 errhint("Set max_prepared_transactions to at least zipper_lake.apply_workers times the calls that run at once, or set zipper_lake.apply_workers to 0.")));
+	parent = table_open(call->relid, AccessShareLock);
+	pd = RelationGetPartitionDesc(parent, true);
+	*nworkers = Min(Min(zipper_lake_apply_workers, pd->nparts), MAX_APPLY_WORKERS);
+	for (int i = 0; i < pd->nparts && allowed; i++)
+	{
+		LOCKTAG		tag;
+
+		SET_LOCKTAG_RELATION(tag, MyDatabaseId, pd->oids[i]);
+		for (LOCKMODE mode = AccessShareLock; mode <= MaxLockMode && allowed; mode++)
+			allowed = !LockHeldByMe(&tag, mode);
+	}
+	table_close(parent, AccessShareLock);
+	return allowed && *nworkers >= 2;
+}
+
+/* a worker for job slot w: from the pool (zl_apply_pool.c), or launched */
+static void
+start_worker(int w)
+{
+	BackgroundWorker bgw = {0};
+	WorkerStart start;
+	dsm_handle	job = dsm_segment_handle(running.seg);
+	PGPROC	   *pooled = zl_apply_pool_take(job, w, &start.pool_slot);
+
+	if (pooled != NULL)
+	{
+		running.pids[w] = pooled->pid;
+		return;
+	}
+	start.w = w;
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "zipper_lake apply worker");
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "zipper_lake apply worker");
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_ConsistentState;
+	bgw.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "zipper_lake");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "zipper_lake_apply_worker_main");
+	bgw.bgw_main_arg = UInt32GetDatum(job);
+	memcpy(bgw.bgw_extra, &start, sizeof(start));
+	bgw.bgw_notify_pid = MyProcPid;
+	if (!RegisterDynamicBackgroundWorker(&bgw, &running.handles[w]))
+	{
+		zl_apply_pool_release(start.pool_slot);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("could not start zipper_lake apply worker %d", w),
+				 errdetail("Every background worker slot is taken (max_worker_processes)."),
+				 errhint("Raise max_worker_processes, or lower zipper_lake.apply_workers; nothing was applied.")));
+	}
+}
+
+static WorkerState
+slot_state(WorkersShared *shared, int w)
+{
+	WorkerState state;
+
+	SpinLockAcquire(&shared->slots[w].mutex);
+	state = shared->slots[w].state;
+	SpinLockRelease(&shared->slots[w].mutex);
+	return state;
+}
+
+/* the worker of job slot w, 0 when not known yet */
+static pid_t
+worker_pid(int w)
+{
+	pid_t		pid = 0;
+
+	if (running.handles[w] != NULL)
+	{
+		if (GetBackgroundWorkerPid(running.handles[w], &pid) != BGWH_STARTED)
+			return 0;
+		return pid;
+	}
+	return running.pids[w];
+}
+
+/* has the worker of job slot w stopped? */
+static bool
+worker_gone(int w)
+{
+	pid_t		pid;
+
+	if (running.handles[w] != NULL)
+		return GetBackgroundWorkerPid(running.handles[w], &pid) == BGWH_STOPPED;
+	return running.pids[w] != 0 && BackendPidGetProc(running.pids[w]) == NULL;
+}
+
+/* does the worker of job slot w wait for a lock this backend holds? */
+static bool
+worker_waits_for_me(int w)
+{
+	pid_t		pid = worker_pid(w);
+	ArrayType  *blockers;
+	Datum	   *elems;
+	int			n;
+
+	if (pid == 0)
+		return false;
+	blockers = DatumGetArrayTypeP(DirectFunctionCall1(pg_blocking_pids, Int32GetDatum(pid)));
+	deconstruct_array(blockers, INT4OID, 4, true, TYPALIGN_INT, &elems, NULL, &n);
+	for (int i = 0; i < n; i++)
+		if (DatumGetInt32(elems[i]) == MyProcPid)
+			return true;
+	return false;
+}
+
+static void
+wait_a_moment(void)
+{
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 100L,
+					 PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+}
+
+/*
+ * Wait until workers first..last-1 reached state (or failed, or are
+ * gone); the index of one that failed, or -1.
+ */
+static int
+await_workers(int first, int last, WorkerState state)
+{
+	WorkersShared *shared = running.shared;
+
+	for (;;)
+	{
+		bool		all = true;
+
+		for (int w = first; w < last; w++)
+		{
+			WorkerState s = slot_state(shared, w);
+
+			if (s == WORKER_FAILED)
+				return w;
+			if (s < state)
+			{
+				if (worker_gone(w))
+					return w;
+				if (worker_waits_for_me(w))
+					ereport(ERROR,
+							(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+							 errmsg("zipper_lake apply worker %d waits for a lock this transaction holds", w),
+							 errhint("Apply outside a transaction that holds locks on the zipper parent's partitions, or set zipper_lake.apply_workers to 0.")));
+				all = false;
+			}
+		}
+		if (all)
+			return -1;
+		wait_a_moment();
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* decided: wait until every worker finished or is gone, whatever happens */
+static void
+await_finish(int nworkers)
+{
+	HOLD_INTERRUPTS();
+	for (int w = 0; w < nworkers; w++)
+		while (slot_state(running.shared, w) < WORKER_FINISHED && !worker_gone(w))
+			wait_a_moment();
+	RESUME_INTERRUPTS();
+}
+
+/* tell the coordinator (no error raised here) */
+static void
+decide(Decision decision)
+{
+	WorkersShared *shared = running.shared;
+
+	if (shared == NULL)
+		return;
+	if (pg_atomic_read_u32(&shared->decision) == DECISION_NONE)
+		pg_atomic_write_u32(&shared->decision, decision);
+	if (shared->slots[0].proc != NULL)
+		SetLatch(&shared->slots[0].proc->procLatch);
+}
+
+static void
+forget_running(void)
+{
+	if (running.seg != NULL)
+		dsm_detach(running.seg);
+	memset(&running, 0, sizeof(running));
+}
+
+/* the leader's transaction ends: undecided workers abort */
+static void
+workers_xact_callback(XactEvent event, void *arg)
+{
+	if (running.shared == NULL)
+		return;
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+	{
+		decide(DECISION_ABORT);
+		forget_running();
+	}
+}
+
+static void
+raise_worker_error(int w)
+{
+	WorkerSlot *slot = &running.shared->slots[w];
+
+	if (slot_state(running.shared, w) != WORKER_FAILED)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("zipper_lake apply worker %d exited before it finished", w),
+				 errhint("See the server log; nothing was applied.")));
+	ereport(ERROR,
+			(errcode(slot->sqlerrcode),
+			 errmsg("%s", slot->message),
+			 slot->detail[0] ? errdetail("%s", slot->detail) : 0,
+			 slot->hint[0] ? errhint("%s", slot->hint) : 0,
+			 errcontext("zipper_lake apply worker %d", w)));
+}
+
+/*
+ * Apply a call on a zipper parent in background workers, when settings
+ * and the caller's transaction allow (else false: leaf by leaf).  The
+ * batch is committed or rolled back when this returns.
+ */
+bool
+zl_apply_in_workers(const ZLApplyCall *call, ApplyCounts *total)
+{
+	static bool callback_registered = false;
+	int			nworkers = zipper_lake_apply_workers;
+	WorkersShared *shared;
+	Size		size;
+	int			failed;
+
+	if (!workers_allowed(call, &nworkers))
+		return false;
+	/* the parent is checked as a call leaf by leaf checks it */
+	zl_parent_close(zl_parent_open(call->relid, AccessShareLock));
+	(void) zl_apply_resolve();	/* what earlier calls left would block the workers */
+	if (!callback_registered)
+	{
+		RegisterXactCallback(workers_xact_callback, NULL);
+		callback_registered = true;
+	}
+
+	size = offsetof(WorkersShared, slots) + sizeof(WorkerSlot) * nworkers;
+	running.seg = dsm_create(size, 0);
+	dsm_pin_mapping(running.seg);
+	shared = running.shared = dsm_segment_address(running.seg);
+	memset(shared, 0, size);
+	shared->database = MyDatabaseId;
+	shared->user = GetUserId();
+	shared->work_mem = work_mem;
+	shared->leader = MyProc;
+	shared->call = *call;
+	shared->nworkers = nworkers;
+	pg_atomic_init_u64(&shared->coordinator_xid, 0);
+	pg_atomic_init_u32(&shared->decision, DECISION_NONE);
+	for (int w = 0; w < nworkers; w++)
+		SpinLockInit(&shared->slots[w].mutex);
+
+	/* the coordinator first, with its transaction id, then the others */
+	start_worker(0);
+	while (pg_atomic_read_u64(&shared->coordinator_xid) == 0)
+	{
+		if (slot_state(shared, 0) == WORKER_FAILED || worker_gone(0))
+			raise_worker_error(0);
+		wait_a_moment();
+		CHECK_FOR_INTERRUPTS();
+	}
+	for (int w = 1; w < nworkers; w++)
+		start_worker(w);
+
+	failed = await_workers(0, nworkers, WORKER_READY);
+	if (failed >= 0)
+		raise_worker_error(failed);	/* the abort callback tells the others */
+	decide(DECISION_COMMIT);
+	await_finish(nworkers);
+	if (!TransactionIdDidCommit(XidFromFullTransactionId(
+														 FullTransactionIdFromU64(pg_atomic_read_u64(&shared->coordinator_xid)))))
+		raise_worker_error(0);
+	for (int w = 0; w < nworkers; w++)
+		zl_apply_add_counts(total, &shared->slots[w].counts);
+	forget_running();
+	return true;
+}
+
+PG_FUNCTION_INFO_V1(zipper_lake_resolve);
+
+/*
+ * zipper_lake.resolve(): settle what calls in background workers left
+ * prepared after a crash (zl_apply_resolve); outside a transaction
+ * block, like COMMIT PREPARED.
+ */
+Datum
+zipper_lake_resolve(PG_FUNCTION_ARGS)
+{
+	if (IsTransactionBlock())
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("zipper_lake.resolve() cannot run inside a transaction block"),
+				 errdetail("It commits or rolls back prepared transactions, which cannot be undone."),
+				 errhint("Call it as a statement of its own.")));
+	PG_RETURN_INT64(zl_apply_resolve());
+}
