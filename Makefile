@@ -66,6 +66,7 @@ OBJS = \
 	src/apply/zl_apply_leaves.o \
 	src/apply/zl_apply_workers.o \
 	src/apply/zl_apply_pool.o \
+	src/apply/zl_apply_resolver.o \
 	src/apply/zl_apply_conflict.o \
 	src/apply/zl_apply_lookup.o \
 	src/apply/zl_apply_record.o \

@@ -42,4 +42,5 @@ _PG_init(void)
 	zl_aggregate_init();
 	zl_inline_init();
 	zl_apply_pool_init();
+	zl_apply_resolver_init();
 }

@@ -13,6 +13,7 @@
 #include "storage/proc.h"
 
 extern void zl_apply_pool_init(void);
+extern void zl_apply_resolver_init(void);
 
 /* zl_apply_pool.c, for zl_apply_workers.c */
 extern PGPROC *zl_apply_pool_take(dsm_handle job, int w, int *pool_slot);

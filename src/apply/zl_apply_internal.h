@@ -273,7 +273,8 @@ typedef struct ZLApplyCall
 extern void zl_apply_call_leaves(const ZLApplyCall *call, ZLApplyLeaves *leaves, int first,
 								 int step, ApplyCounts *total);
 
-/* zl_apply_workers.c */
+/* zl_apply_workers.c, zl_apply_resolver.c: prepared transactions "zipper_lake:X:w" */
+#define ZL_APPLY_GID_PREFIX "zipper_lake:"
 extern bool zl_apply_in_workers(const ZLApplyCall *call, ApplyCounts *total);
 extern int64 zl_apply_resolve(void);
 

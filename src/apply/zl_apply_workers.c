@@ -14,9 +14,7 @@
  * with a coordinator:
  *
  *  1. Worker 0, the coordinator, starts first and takes a transaction id
- *     X; the others start after it, so X is in progress when they take
- *     their snapshots, and the prepared transactions that name it keep
- *     its commit status from being truncated away.
+ *     X; the others start after it.
  *  2. Every other worker applies its leaves and PREPAREs its transaction
  *     as "zipper_lake:X:w"; the coordinator applies its leaves and waits.
  *  3. When every worker has prepared, the leader tells the coordinator to
@@ -27,10 +25,9 @@
  *     error.
  *
  * After a crash, a prepared transaction "zipper_lake:X:w" is settled by
- * X alone (zl_apply_resolve, zipper_lake.resolve()): committed if X
- * committed, rolled back if X aborted or never finished, left alone while
- * X runs.  The leader settles what earlier calls left in its database
- * before it starts workers.
+ * X alone (zl_apply_resolver.c): committed if X committed, rolled back if
+ * X aborted or never finished.  The leader settles what earlier calls
+ * left in its database before it starts workers.
  *
  * So the batch commits when the call returns, not with the caller's
  * transaction (which is why it must be a statement of its own: a later
@@ -79,7 +76,6 @@
 
 PGDLLEXPORT void zipper_lake_apply_worker_main(Datum main_arg);
 
-#define GID_PREFIX "zipper_lake:"
 #define MAX_APPLY_WORKERS 64
 
 typedef enum WorkerState
@@ -170,7 +166,7 @@ await_coordinator(TransactionId coordinator)
 static char *
 worker_gid(uint64 coordinator_xid, int w)
 {
-	return psprintf(GID_PREFIX UINT64_FORMAT ":%d", coordinator_xid, w);
+	return psprintf(ZL_APPLY_GID_PREFIX UINT64_FORMAT ":%d", coordinator_xid, w);
 }
 
 /* apply worker w's leaves in the current transaction */
@@ -232,6 +228,8 @@ run_job(WorkersShared *shared, int w)
 
 	shared->slots[w].proc = MyProc;
 	shared->slots[w].pid = MyProcPid;
+	pgstat_report_activity(STATE_RUNNING, w == 0 ? "zipper_lake apply (coordinator)" :
+						   "zipper_lake apply");
 	SetConfigOption("work_mem", psprintf("%d", shared->work_mem), PGC_USERSET, PGC_S_SESSION);
 	PG_TRY();
 	{
@@ -326,54 +324,6 @@ zipper_lake_apply_worker_main(Datum main_arg)
 		shared = attach_job(job, &seg);
 	}
 	proc_exit(0);
-}
-
-/* ---------- settling prepared transactions: zipper_lake.resolve() ---------- */
-
-/*
- * Settle the prepared transactions "zipper_lake:X:w" of this database
- * whose coordinator X is over: COMMIT PREPARED if X committed, ROLLBACK
- * PREPARED if not.  Those of other roles are left to them (or a
- * superuser).  Returns how many were settled.  Must run outside a
- * transaction block, like COMMIT PREPARED.
- */
-int64
-zl_apply_resolve(void)
-{
-	int64		settled = 0;
-	char	  **gids;
-	uint64		n;
-	MemoryContext caller = CurrentMemoryContext;
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute("SELECT gid FROM pg_catalog.pg_prepared_xacts"
-					" WHERE database = pg_catalog.current_database()"
-					" AND gid LIKE 'zipper_lake:%'"
-					" AND (owner = CURRENT_USER OR (SELECT rolsuper FROM pg_catalog.pg_roles"
-					" WHERE rolname = CURRENT_USER))",
-					true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "reading pg_prepared_xacts failed");
-	n = SPI_processed;
-	gids = MemoryContextAlloc(caller, sizeof(char *) * Max(n, 1));
-	for (uint64 i = 0; i < n; i++)
-		gids[i] = MemoryContextStrdup(caller,
-									  SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
-	SPI_finish();
-	for (uint64 i = 0; i < n; i++)
-	{
-		uint64		xid64;
-		TransactionId coordinator;
-
-		if (sscanf(gids[i], GID_PREFIX UINT64_FORMAT ":", &xid64) != 1)
-			continue;
-		coordinator = XidFromFullTransactionId(FullTransactionIdFromU64(xid64));
-		if (TransactionIdIsInProgress(coordinator))
-			continue;			/* its call is still running */
-		FinishPreparedTransaction(gids[i], TransactionIdDidCommit(coordinator));
-		settled++;
-	}
-	return settled;
 }
 
 /* ---------- the leader ---------- */
@@ -694,23 +644,4 @@ zl_apply_in_workers(const ZLApplyCall *call, ApplyCounts *total)
 		zl_apply_add_counts(total, &shared->slots[w].counts);
 	forget_running();
 	return true;
-}
-
-PG_FUNCTION_INFO_V1(zipper_lake_resolve);
-
-/*
- * zipper_lake.resolve(): settle what calls in background workers left
- * prepared after a crash (zl_apply_resolve); outside a transaction
- * block, like COMMIT PREPARED.
- */
-Datum
-zipper_lake_resolve(PG_FUNCTION_ARGS)
-{
-	if (IsTransactionBlock())
-		ereport(ERROR,
-				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
-				 errmsg("zipper_lake.resolve() cannot run inside a transaction block"),
-				 errdetail("It commits or rolls back prepared transactions, which cannot be undone."),
-				 errhint("Call it as a statement of its own.")));
-	PG_RETURN_INT64(zl_apply_resolve());
 }

@@ -14,7 +14,9 @@
 #    shows the batch, the other not yet: leaves become visible one by
 #    one): after the restart the next call in workers settles the
 #    prepared transaction first, committing it, and the parent then equals
-#    one zipper table given the same batches.
+#    one zipper table given the same batches;
+#  - preloaded, the resolver settles such a transaction after the restart
+#    with nobody calling.
 
 use strict;
 use warnings;
@@ -49,8 +51,6 @@ SELECT count(*) || ' ' || md5(string_agg(format('%s|%s|%s|%s', id, v, valid_from
                                           ',' ORDER BY id, valid_from)) FROM p);
 my $one_sql = $content_sql =~ s/FROM p\)\s*\z/FROM one)/r;
 my $prepared_sql = q(SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'zipper_lake:%');
-my $workers_sql = q(
-SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'zipper_lake apply worker');
 my $before = $node->safe_psql('postgres', $content_sql);
 is($before, $node->safe_psql('postgres', $one_sql), 'the parent holds what one table holds');
 
@@ -69,10 +69,12 @@ SELECT changes FROM zipper_lake.apply_changes('p', 'ch');
 	return $session;
 }
 
+# the apply workers still at work (a pooled one that finished is idle)
 sub worker_pids
 {
 	return split /\n/, $node->safe_psql('postgres', q(
-SELECT pid FROM pg_stat_activity WHERE backend_type = 'zipper_lake apply worker'
+SELECT pid FROM pg_stat_activity
+ WHERE backend_type = 'zipper_lake apply worker' AND state IS DISTINCT FROM 'idle'
  ORDER BY backend_start));
 }
 
@@ -98,7 +100,8 @@ is($node->safe_psql('postgres', $content_sql), $before,
 
 # --- kill -9 of worker 1 after the coordinator's commit ---------------------------
 $session = start_batch('b');
-$node->poll_query_until('postgres', "SELECT ($prepared_sql) = 1 AND ($workers_sql) = 1")
+$node->poll_query_until('postgres',
+	"SELECT ($prepared_sql) = 1 AND EXISTS (SELECT FROM p WHERE v LIKE 'b-%')")
   or die 'the coordinator did not commit';
 my $leaves = $node->safe_psql('postgres', q(
 SELECT string_agg(tableoid::regclass || ':' || (count > 0), ' ' ORDER BY tableoid::regclass::text)
@@ -133,4 +136,39 @@ is($node->safe_psql('postgres', q(SELECT count(*) FROM zipper_lake.verify('p')))
 	'verify() clean');
 
 $node->stop;
+
+# --- preloaded: the resolver settles what a crash left, nobody calling -----------
+my $preloaded = PostgreSQL::Test::Cluster->new('preloaded');
+$preloaded->init;
+$preloaded->append_conf('postgresql.conf', qq(
+autovacuum = off
+restart_after_crash = on
+max_prepared_transactions = 4
+shared_preload_libraries = 'zipper_lake'
+zipper_lake.apply_prepared_pause = '3s'
+));
+$preloaded->start;
+$node = $preloaded;
+$node->safe_psql('postgres', q(
+CREATE EXTENSION zipper_lake;
+CREATE TABLE src (id int PRIMARY KEY, v text);
+SELECT zipper_lake.create_table('p', 'src', partitions => 2);
+CREATE TABLE ch (id int, v text, change_time timestamptz);
+));
+$before = $node->safe_psql('postgres', $content_sql);
+$session = start_batch('d');
+$node->poll_query_until('postgres',
+	"SELECT ($prepared_sql) = 1 AND EXISTS (SELECT FROM p WHERE v LIKE 'd-%')")
+  or die 'the coordinator did not commit';
+($worker1) = worker_pids();
+kill 'KILL', $worker1;
+eval { $session->quit };
+$node->poll_query_until('postgres', "SELECT ($prepared_sql) = 0")
+  or die 'the resolver did not settle the prepared transaction';
+is($node->safe_psql('postgres', q(SELECT count(*) FILTER (WHERE v LIKE 'd-%') FROM p)), '400',
+	'preloaded: the resolver committed what the coordinator decided, in every leaf');
+ok($node->log_contains(qr/zipper_lake resolver: settled 1 prepared transactions/),
+	'preloaded: the resolver logged what it settled');
+$node->stop;
+
 done_testing();
