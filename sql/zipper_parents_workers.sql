@@ -72,6 +72,19 @@ SELECT zw_writers() AS writers, count(*) AS applied FROM zw WHERE valid_from = '
 SELECT * FROM zipper_lake.apply_changes('zw_one', 'zw_ch');
 SELECT * FROM zw_same();
 
+-- a worker that waits for a lock the caller holds (here SHARE on the
+-- parent alone, which a writer's ROW EXCLUSIVE waits for) is an error,
+-- not a wait nobody sees; nothing is applied
+TRUNCATE zw_ch;
+INSERT INTO zw_ch VALUES (1, 'locked', 1, '2026-03-25', 'U');
+DO $$
+BEGIN
+  LOCK TABLE ONLY zw IN SHARE MODE;
+  PERFORM zipper_lake.apply_changes('zw', 'zw_ch');
+END $$;
+SELECT count(*) AS applied FROM zw WHERE owner = 'locked';
+SELECT count(*) AS left_prepared FROM pg_prepared_xacts;
+
 -- resolve(): nothing is left to settle; never in a transaction block
 SELECT zipper_lake.resolve();
 BEGIN;

@@ -230,6 +230,11 @@ run_job(WorkersShared *shared, int w)
 	shared->slots[w].pid = MyProcPid;
 	pgstat_report_activity(STATE_RUNNING, w == 0 ? "zipper_lake apply (coordinator)" :
 						   "zipper_lake apply");
+	if (pg_atomic_read_u32(&shared->decision) == DECISION_ABORT)
+	{
+		report(shared, w, WORKER_FINISHED);		/* given up before it began */
+		return;
+	}
 	SetConfigOption("work_mem", psprintf("%d", shared->work_mem), PGC_USERSET, PGC_S_SESSION);
 	PG_TRY();
 	{
@@ -327,6 +332,8 @@ zipper_lake_apply_worker_main(Datum main_arg)
 }
 
 /* ---------- the leader ---------- */
+
+static void abandon_workers(bool wait);
 
 /* the call running in workers, for the callbacks: at most one per backend */
 static struct
@@ -501,10 +508,15 @@ await_workers(int first, int last, WorkerState state)
 				if (worker_gone(w))
 					return w;
 				if (worker_waits_for_me(w))
+				{
+					abandon_workers(true);
 					ereport(ERROR,
 							(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 							 errmsg("zipper_lake apply worker %d waits for a lock this transaction holds", w),
-							 errhint("Apply outside a transaction that holds locks on the zipper parent's partitions, or set zipper_lake.apply_workers to 0.")));
+							 errdetail("The worker applying leaves of \"%s\" would wait for this transaction, which waits for it.",
+									   get_rel_name(shared->call.relid)),
+							 errhint("Apply outside a transaction that holds locks on the zipper parent or its partitions, or set zipper_lake.apply_workers to 0; nothing was applied.")));
+				}
 				all = false;
 			}
 		}
@@ -548,7 +560,34 @@ forget_running(void)
 	memset(&running, 0, sizeof(running));
 }
 
-/* the leader's transaction ends: undecided workers abort */
+/*
+ * Give up a call before its decision: abort, and stop the workers still
+ * applying (their transactions abort; those that prepared follow the
+ * coordinator, which aborts); with wait, until every one has finished,
+ * so that nothing of the call is left when its error is raised.
+ */
+static void
+abandon_workers(bool wait)
+{
+	WorkersShared *shared = running.shared;
+
+	decide(DECISION_ABORT);
+	for (int w = 0; w < shared->nworkers; w++)
+	{
+		pid_t		pid = worker_pid(w);
+
+		if (slot_state(shared, w) >= WORKER_READY)
+			continue;
+		if (running.handles[w] != NULL)
+			TerminateBackgroundWorker(running.handles[w]);
+		else if (pid != 0)
+			(void) kill(pid, SIGTERM);
+	}
+	if (wait)
+		await_finish(shared->nworkers);
+}
+
+/* the leader's transaction aborts (an error, an interrupt): so does the call */
 static void
 workers_xact_callback(XactEvent event, void *arg)
 {
@@ -556,7 +595,7 @@ workers_xact_callback(XactEvent event, void *arg)
 		return;
 	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
 	{
-		decide(DECISION_ABORT);
+		abandon_workers(false);
 		forget_running();
 	}
 }
@@ -566,6 +605,7 @@ raise_worker_error(int w)
 {
 	WorkerSlot *slot = &running.shared->slots[w];
 
+	abandon_workers(true);
 	if (slot_state(running.shared, w) != WORKER_FAILED)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
