@@ -116,6 +116,9 @@ SELECT zipper_lake.set_late_horizon('zp', NULL), zipper_lake.set_late_horizon('z
 SELECT zipper_lake.drop_history('zp', '2026-03-02 12:00') AS parent,
        zipper_lake.drop_history('zp_one', '2026-03-02 12:00') AS one;
 SELECT tbl, history_cut FROM zipper_lake.registration WHERE tbl::text ~ '^zp(_[0-9]|_one)?$' ORDER BY tbl::text;
+-- ... so a leaf alone takes none
+SELECT zipper_lake.set_late_horizon('zp_0', '1 day');
+SELECT zipper_lake.drop_history('zp_1', '2026-03-03');
 CREATE TABLE zp_erase (id int);
 INSERT INTO zp_erase VALUES (1), (2), (5);
 SELECT zipper_lake.erase('zp', 'zp_erase') AS parent, zipper_lake.erase('zp_one', 'zp_erase') AS one;
@@ -164,9 +167,10 @@ SELECT tableoid::regclass AS leaf, count(*) FROM zq GROUP BY 1 ORDER BY 1;
 -- the cut the parent kept holds in the new leaf too
 UPDATE zq_ch SET change_time = '2025-12-31';
 SELECT * FROM zipper_lake.apply_changes('zq', 'zq_ch');
--- a detached partition stays a zipper table of its own
+-- a detached partition stays a zipper table of its own, its options its own
 ALTER TABLE zq DETACH PARTITION zq_2;
 SELECT count(*) FROM zipper_lake.registration WHERE tbl = 'zq_2'::regclass;
+SELECT zipper_lake.set_late_horizon('zq_2', NULL);
 
 -- what cannot be a zipper parent
 CREATE TABLE zr (id int, region text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)

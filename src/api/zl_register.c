@@ -577,8 +577,8 @@ register_table(FunctionCallInfo fcinfo, bool open_end_converted)
  * calls option_changed().
  */
 static Relation
-open_for_option(FunctionCallInfo fcinfo, const char *option, const char *null_means,
-				ZLTableOptions *opts)
+open_for_option(FunctionCallInfo fcinfo, const char *setter, const char *option,
+				const char *null_means, ZLTableOptions *opts)
 {
 	Relation	rel;
 
@@ -609,6 +609,7 @@ open_for_option(FunctionCallInfo fcinfo, const char *option, const char *null_me
 	rel = zl_open_owned_registered_table(PG_GETARG_OID(0), ShareUpdateExclusiveLock, opts,
 										 psprintf("Register it with zipper_lake.register(), which takes %s too.",
 												  option));
+	zl_refuse_leaf_of_parent(rel, setter);
 	(void) zl_write_lock_table(zl_storage_id(rel), false);
 	return rel;
 }
@@ -636,7 +637,7 @@ Datum
 zipper_lake_set_late_horizon(PG_FUNCTION_ARGS)
 {
 	ZLTableOptions opts;
-	Relation	rel = open_for_option(fcinfo, "late_horizon", "removes the horizon", &opts);
+	Relation	rel = open_for_option(fcinfo, "set_late_horizon", "late_horizon", "removes the horizon", &opts);
 
 	zl_meta_set_late_horizon(RelationGetRelid(rel),
 							 PG_ARGISNULL(1) ? NULL : checked_horizon(PG_GETARG_INTERVAL_P(1)));
@@ -653,7 +654,7 @@ Datum
 zipper_lake_set_track_columns(PG_FUNCTION_ARGS)
 {
 	ZLTableOptions opts;
-	Relation	rel = open_for_option(fcinfo, "track_columns", "tracks every value column", &opts);
+	Relation	rel = open_for_option(fcinfo, "set_track_columns", "track_columns", "tracks every value column", &opts);
 
 	zl_meta_set_track_columns(RelationGetRelid(rel),
 							  PG_ARGISNULL(1) ? NULL :
@@ -680,7 +681,7 @@ zipper_lake_set_history_format(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("history_format must not be null"),
 				 errhint("Pass 'columnar' or 'rows'.")));
-	rel = open_for_option(fcinfo, "history_format", "is not allowed", &opts);
+	rel = open_for_option(fcinfo, "set_history_format", "history_format", "is not allowed", &opts);
 	zl_meta_set_history_format(RelationGetRelid(rel),
 							   checked_history_format(PG_GETARG_TEXT_PP(1)));
 	option_changed(rel);
@@ -751,7 +752,7 @@ Datum
 zipper_lake_set_retention(PG_FUNCTION_ARGS)
 {
 	ZLTableOptions opts;
-	Relation	rel = open_for_option(fcinfo, "keep", "keeps history forever", &opts);
+	Relation	rel = open_for_option(fcinfo, "set_retention", "keep", "keeps history forever", &opts);
 	Interval   *keep = PG_ARGISNULL(1) ? NULL : PG_GETARG_INTERVAL_P(1);
 	TimestampTz cut;
 

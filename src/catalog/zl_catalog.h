@@ -106,6 +106,8 @@ extern int	zl_parent_leaf_of(ZLParent *p, const Datum *values, const bool *isnul
 extern char *zl_parent_key_text(ZLParent *p);
 extern void zl_parent_register_leaf(Relation parent, Relation leaf);
 extern int64 zl_parent_call_per_leaf(FunctionCallInfo fcinfo, PGFunction fn);
+extern void zl_refuse_leaf_of_parent(Relation rel, const char *what);
+extern bool zl_parent_calling(void);
 
 /* ---------- zl_metaread.c ---------- */
 

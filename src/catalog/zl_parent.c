@@ -268,6 +268,15 @@ zl_parent_register_leaf(Relation parent, Relation leaf)
 	CacheInvalidateRelcache(leaf);
 }
 
+/* is zl_parent_call_per_leaf calling a function on the leaves? */
+static bool calling_leaves = false;
+
+bool
+zl_parent_calling(void)
+{
+	return calling_leaves;
+}
+
 /*
  * A function of the extension called on a zipper parent (its first
  * argument) is called on each leaf in turn, with the other arguments as
@@ -279,24 +288,61 @@ int64
 zl_parent_call_per_leaf(FunctionCallInfo fcinfo, PGFunction fn)
 {
 	ZLParent   *p;
-	int64		sum = 0;
+	volatile int64 sum = 0;
 	LOCAL_FCINFO(leaf_call, FUNC_MAX_ARGS);
 
 	if (!pg_class_ownercheck(PG_GETARG_OID(0), GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(PG_GETARG_OID(0)));
 	p = zl_parent_open(PG_GETARG_OID(0), RowExclusiveLock);
-	for (int i = 0; i < p->nleaves; i++)
+	calling_leaves = true;
+	PG_TRY();
 	{
-		Datum		result;
+		for (int i = 0; i < p->nleaves; i++)
+		{
+			Datum		result;
 
-		InitFunctionCallInfoData(*leaf_call, fcinfo->flinfo, fcinfo->nargs,
-								 fcinfo->fncollation, NULL, NULL);
-		memcpy(leaf_call->args, fcinfo->args, sizeof(NullableDatum) * fcinfo->nargs);
-		leaf_call->args[0].value = ObjectIdGetDatum(p->leaves[i]);
-		result = fn(leaf_call);
-		if (!leaf_call->isnull)
-			sum += DatumGetInt64(result);
+			InitFunctionCallInfoData(*leaf_call, fcinfo->flinfo, fcinfo->nargs,
+									 fcinfo->fncollation, NULL, NULL);
+			memcpy(leaf_call->args, fcinfo->args, sizeof(NullableDatum) * fcinfo->nargs);
+			leaf_call->args[0].value = ObjectIdGetDatum(p->leaves[i]);
+			result = fn(leaf_call);
+			if (!leaf_call->isnull)
+				sum += DatumGetInt64(result);
+		}
 	}
+	PG_FINALLY();
+	{
+		calling_leaves = false;
+	}
+	PG_END_TRY();
 	zl_parent_close(p);
 	return sum;
+}
+
+/*
+ * Options and the history cut hold for a whole zipper parent: refuse to
+ * set one (what, a function's name) on a single leaf of a registered
+ * parent.
+ */
+void
+zl_refuse_leaf_of_parent(Relation rel, const char *what)
+{
+	Oid			parent_relid;
+	Relation	parent;
+	ZLTableOptions opts;
+	bool		registered;
+
+	if (!rel->rd_rel->relispartition)
+		return;
+	parent_relid = get_partition_parent(RelationGetRelid(rel), true);
+	parent = table_open(parent_relid, AccessShareLock);
+	registered = zl_meta_load_options(parent, &opts, false);
+	if (registered)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table %s is a partition of zipper parent %s", zl_qualified_name(rel),
+						zl_qualified_name(parent)),
+				 errdetail("What %s() sets holds for the whole parent (README \"Scaling out\").", what),
+				 errhint("Call zipper_lake.%s() on %s.", what, zl_qualified_name(parent))));
+	table_close(parent, AccessShareLock);
 }

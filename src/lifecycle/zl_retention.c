@@ -226,6 +226,8 @@ zipper_lake_drop_history(PG_FUNCTION_ARGS)
 	}
 	rel = zl_open_owned_registered_table(relid, RowExclusiveLock, &opts,
 										 "Register it with zipper_lake.register().");
+	if (!zl_parent_calling())
+		zl_refuse_leaf_of_parent(rel, "drop_history");
 	cut = zl_timestamptz_to_instant(&opts, PG_GETARG_TIMESTAMPTZ(1));
 	if (!zl_instant_is_finite(cut) || cut >= opts.open_end)
 		ereport(ERROR,
