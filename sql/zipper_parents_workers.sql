@@ -43,6 +43,17 @@ SELECT * FROM zipper_lake.apply_snapshot('zw', 'zw_img', '2026-03-10');
 SELECT * FROM zipper_lake.apply_snapshot('zw_one', 'zw_img', '2026-03-10');
 SELECT zw_writers() AS writers;
 SELECT * FROM zw_same();
+CREATE TABLE zw_ev (event jsonb, pos bigint);
+INSERT INTO zw_ev
+  SELECT jsonb_build_object('op', 'u', 'ts_ms', 1773900000000 + k * 1000,
+                            'after', jsonb_build_object('id', k % 40, 'owner', 'ev' || k, 'bal', k)), k
+    FROM generate_series(1, 200) k;
+INSERT INTO zw_ev VALUES ('{"op": "d", "ts_ms": 1773900300000, "before": {"id": 3}}', 201),
+                         ('{"schema": {}, "payload": null}', 202);
+SELECT * FROM zipper_lake.apply_events('zw', 'zw_ev', 'debezium', seq => 'pos');
+SELECT * FROM zipper_lake.apply_events('zw_one', 'zw_ev', 'debezium', seq => 'pos');
+SELECT zw_writers() AS writers;
+SELECT * FROM zw_same();
 SELECT count(*) AS left_prepared FROM pg_prepared_xacts;
 
 -- an error in one worker's leaf (two changes of key 7 at one instant):
@@ -92,5 +103,5 @@ SELECT zipper_lake.resolve();
 ROLLBACK;
 
 RESET zipper_lake.apply_workers;
-DROP TABLE zw, zw_one, zw_src, zw_ch, zw_img;
+DROP TABLE zw, zw_one, zw_src, zw_ch, zw_img, zw_ev;
 DROP FUNCTION zw_same, zw_writers;

@@ -685,8 +685,8 @@ apply_end(ApplyContext *ac, ApplyCounts *total)
 	zl_apply_add_counts(total, &ac->counts);
 }
 
-static ZLMissingColumns
-parse_missing_columns(const char *mode)
+ZLMissingColumns
+zl_apply_parse_missing_columns(const char *mode)
 {
 	if (mode == NULL || strcmp(mode, "error") == 0)
 		return MISSING_ERROR;
@@ -713,7 +713,7 @@ partial_options(FunctionCallInfo fcinfo, ZLApplyCall *call, int argno)
 		return;
 	call->ignore_nulls = !PG_ARGISNULL(argno) && PG_GETARG_BOOL(argno);
 	mode = PG_ARGISNULL(argno + 1) ? "error" : text_to_cstring(PG_GETARG_TEXT_PP(argno + 1));
-	call->missing_columns = parse_missing_columns(mode);
+	call->missing_columns = zl_apply_parse_missing_columns(mode);
 }
 
 /* a name argument into *name; false if NULL */
@@ -768,6 +768,11 @@ void
 zl_apply_call_leaves(const ZLApplyCall *call, ZLApplyLeaves *leaves, int first, int step,
 					 ApplyCounts *total)
 {
+	if (call->events)
+	{
+		zl_events_apply_leaves(call, leaves, first, step, total);
+		return;
+	}
 	for (int leaf = first; leaf < zl_apply_leaves_count(leaves); leaf += step)
 	{
 		ApplyContext ac;
@@ -789,18 +794,18 @@ zl_apply_call_leaves(const ZLApplyCall *call, ZLApplyLeaves *leaves, int first, 
  * another or, with zipper_lake.apply_workers, in background workers
  * (zl_apply_workers.c).
  */
-static Datum
-apply_call(FunctionCallInfo fcinfo, const ZLApplyCall *call)
+Datum
+zl_apply_call(FunctionCallInfo fcinfo, const ZLApplyCall *call)
 {
 	ApplyCounts total = {0};
 	ZLApplyLeaves *leaves;
 
 	if (zl_apply_in_workers(call, &total))
-		return zl_apply_result(fcinfo, &total, -1);
+		return zl_apply_result(fcinfo, &total);
 	leaves = zl_apply_leaves_begin(call->relid, 0, 1);
 	zl_apply_call_leaves(call, leaves, 0, 1, &total);
 	zl_apply_leaves_end(leaves);
-	return zl_apply_result(fcinfo, &total, -1);
+	return zl_apply_result(fcinfo, &total);
 }
 
 /*
@@ -830,7 +835,7 @@ apply_changes(FunctionCallInfo fcinfo, bool op_defaults_to_op)
 	if (op_defaults_to_op && call.has_op && strcmp(NameStr(call.op_column), "op") == 0)
 		call.has_op = false;
 	partial_options(fcinfo, &call, 5);
-	return apply_call(fcinfo, &call);
+	return zl_apply_call(fcinfo, &call);
 }
 
 static Datum
@@ -852,7 +857,7 @@ apply_snapshot(FunctionCallInfo fcinfo, bool allow_empty)
 	call.deletes = PG_GETARG_BOOL(3);
 	call.allow_empty = allow_empty;
 	partial_options(fcinfo, &call, 5);
-	return apply_call(fcinfo, &call);
+	return zl_apply_call(fcinfo, &call);
 }
 
 /* 0.1: apply_changes(tbl, changes, change_time, op DEFAULT 'op', seq) */
@@ -894,13 +899,14 @@ zipper_lake_apply_snapshot_v2(PG_FUNCTION_ARGS)
  */
 ZLApplyBatch *
 zl_apply_batch_begin(ZLApplyLeaves *leaves, int leaf, Oid relid, Oid source_relid,
-					 const char *source_argument, bool ignore_nulls, const char *missing_columns)
+					 const char *source_argument, bool ignore_nulls,
+					 ZLMissingColumns missing_columns)
 {
 	ApplyContext *ac = palloc(sizeof(ApplyContext));
 
 	apply_begin(ac, leaves, leaf, relid, source_relid, source_argument);
 	ac->ignore_nulls = ignore_nulls;
-	ac->missing_columns = parse_missing_columns(missing_columns);
+	ac->missing_columns = missing_columns;
 	ac->batch_context = CurrentMemoryContext;
 	zl_apply_begin_batch(ac);
 	return ac;

@@ -124,6 +124,7 @@ typedef struct ApplyCounts
 	int64		deleted;
 	int64		unchanged;
 	int64		late;
+	int64		skipped;		/* apply_events: events of no change (each pass sees all) */
 } ApplyCounts;
 
 /*
@@ -141,11 +142,19 @@ extern ZLApplyLeaves *zl_apply_leaves_begin(Oid relid, int first, int step);
 extern int	zl_apply_leaves_count(ZLApplyLeaves *leaves);
 extern void zl_apply_leaves_end(ZLApplyLeaves *leaves);
 extern void zl_apply_add_counts(ApplyCounts *total, const ApplyCounts *counts);
-extern Datum zl_apply_result(FunctionCallInfo fcinfo, const ApplyCounts *counts, int64 skipped);
+extern Datum zl_apply_result(FunctionCallInfo fcinfo, const ApplyCounts *counts);
 
+typedef enum ZLMissingColumns
+{
+	MISSING_ERROR,
+	MISSING_NULL,
+	MISSING_KEEP
+} ZLMissingColumns;
+
+extern ZLMissingColumns zl_apply_parse_missing_columns(const char *mode);
 extern ZLApplyBatch *zl_apply_batch_begin(ZLApplyLeaves *leaves, int leaf, Oid relid,
 										  Oid source_relid, const char *source_argument,
-										  bool ignore_nulls, const char *missing_columns);
+										  bool ignore_nulls, ZLMissingColumns missing_columns);
 extern Relation zl_apply_batch_relation(ZLApplyBatch *batch, const ZLTableOptions **opts);
 extern bool zl_apply_batch_keeps_missing(ZLApplyBatch *batch, const char *column,
 										 const char *change);
@@ -242,22 +251,20 @@ typedef struct TouchedSubGroup
 	int64		masked_rows;	/* before the batch */
 } TouchedSubGroup;
 
-typedef enum ZLMissingColumns
-{
-	MISSING_ERROR,
-	MISSING_NULL,
-	MISSING_KEEP
-} ZLMissingColumns;
-
 /*
- * The arguments of an apply_changes or apply_snapshot call, of fixed size:
- * background workers get a copy (zl_apply_workers.c).
+ * The arguments of an apply_changes, apply_snapshot or apply_events call,
+ * of fixed size: background workers get a copy (zl_apply_workers.c).
  */
 typedef struct ZLApplyCall
 {
 	Oid			relid;			/* the table or zipper parent */
 	Oid			source_relid;
-	bool		snapshot;		/* apply_snapshot, else apply_changes */
+	bool		snapshot;		/* apply_snapshot */
+	bool		events;			/* apply_events */
+	NameData	format;			/* apply_events */
+	NameData	event_column;
+	bool		has_source_table;
+	char		source_table[3 * NAMEDATALEN];
 	NameData	time_column;	/* apply_changes */
 	bool		has_op;
 	NameData	op_column;
@@ -272,6 +279,11 @@ typedef struct ZLApplyCall
 
 extern void zl_apply_call_leaves(const ZLApplyCall *call, ZLApplyLeaves *leaves, int first,
 								 int step, ApplyCounts *total);
+extern Datum zl_apply_call(FunctionCallInfo fcinfo, const ZLApplyCall *call);
+
+/* events/zl_events_apply.c: the same for apply_events */
+extern void zl_events_apply_leaves(const ZLApplyCall *call, ZLApplyLeaves *leaves, int first,
+								   int step, ApplyCounts *total);
 
 /* zl_apply_workers.c, zl_apply_resolver.c: prepared transactions "zipper_lake:X:w" */
 #define ZL_APPLY_GID_PREFIX "zipper_lake:"

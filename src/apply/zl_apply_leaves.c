@@ -135,11 +135,12 @@ zl_apply_add_counts(ApplyCounts *total, const ApplyCounts *counts)
 	total->deleted += counts->deleted;
 	total->unchanged += counts->unchanged;
 	total->late += counts->late;
+	total->skipped = Max(total->skipped, counts->skipped);
 }
 
 /* the one row the apply functions return (skipped: apply_events only) */
 Datum
-zl_apply_result(FunctionCallInfo fcinfo, const ApplyCounts *counts, int64 skipped)
+zl_apply_result(FunctionCallInfo fcinfo, const ApplyCounts *counts)
 {
 	TupleDesc	tupdesc;
 	Datum		values[7];
@@ -153,6 +154,6 @@ zl_apply_result(FunctionCallInfo fcinfo, const ApplyCounts *counts, int64 skippe
 	values[3] = Int64GetDatum(counts->deleted);
 	values[4] = Int64GetDatum(counts->unchanged);
 	values[5] = Int64GetDatum(counts->late);
-	values[6] = Int64GetDatum(skipped);
+	values[6] = Int64GetDatum(counts->skipped);
 	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
 }

@@ -3,8 +3,8 @@
  * zl_apply_workers.c
  *	  Applying a batch to a zipper parent's leaves in background workers.
  *
- * With zipper_lake.apply_workers = n >= 2, apply_changes and
- * apply_snapshot called on a zipper parent (README "Scaling out"), as a
+ * With zipper_lake.apply_workers = n >= 2, apply_changes, apply_snapshot
+ * and apply_events called on a zipper parent (README "Scaling out"), as a
  * statement of their own (outside a transaction block, READ COMMITTED,
  * in a transaction that has written nothing yet, with no lock on a leaf
  * and a source other sessions can read), apply the batch in

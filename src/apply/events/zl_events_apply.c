@@ -148,21 +148,16 @@ take_event_change(void *arg, const ZLEventChange *ec)
 	MemoryContextReset(ea->change_context);
 }
 
-/* decode the events into the batch of one table or leaf; returns the events skipped */
-static int64
-apply_events_to(FunctionCallInfo fcinfo, ZLApplyLeaves *leaves, int leaf, ApplyCounts *total)
+/* decode the events into the batch of one table or leaf, adding the counts to *total */
+static void
+apply_events_to(const ZLApplyCall *call, ZLApplyLeaves *leaves, int leaf, ApplyCounts *total)
 {
 	EventsApply ea = {0};
-	char	   *format;
-	char	   *event_column;
+	ApplyCounts counts = {0};
 
-	format = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	ea.multi_row = pg_strcasecmp(format, "canal") == 0;
-	event_column = NameStr(*PG_GETARG_NAME(3));
-
-	ea.batch = zl_apply_batch_begin(leaves, leaf, PG_GETARG_OID(0), PG_GETARG_OID(1), "events",
-									!PG_ARGISNULL(6) && PG_GETARG_BOOL(6),
-									PG_ARGISNULL(7) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(7)));
+	ea.multi_row = pg_strcasecmp(NameStr(call->format), "canal") == 0;
+	ea.batch = zl_apply_batch_begin(leaves, leaf, call->relid, call->source_relid, "events",
+									call->ignore_nulls, call->missing_columns);
 	ea.rel = zl_apply_batch_relation(ea.batch, &ea.opts);
 	ea.tupdesc = RelationGetDescr(ea.rel);
 	ea.input = palloc0(sizeof(FmgrInfo) * ea.tupdesc->natts);
@@ -181,47 +176,81 @@ apply_events_to(FunctionCallInfo fcinfo, ZLApplyLeaves *leaves, int leaf, ApplyC
 	}
 	ea.change_context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake event change",
 											  ALLOCSET_DEFAULT_SIZES);
-	zl_events_decode(ea.rel, ea.opts, PG_GETARG_OID(1), format, event_column,
-					 PG_ARGISNULL(4) ? NULL : NameStr(*PG_GETARG_NAME(4)),
-					 PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5)),
+	zl_events_decode(ea.rel, ea.opts, call->source_relid, NameStr(call->format),
+					 NameStr(call->event_column),
+					 call->has_seq ? NameStr(call->seq_column) : NULL,
+					 call->has_source_table ? call->source_table : NULL,
 					 take_event_change, &ea);
 	if (ea.changes == 0 && ea.skipped > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("every event of \"%s\" was skipped", get_rel_name(PG_GETARG_OID(1))),
+				 errmsg("every event of \"%s\" was skipped", get_rel_name(call->source_relid)),
 				 errdetail("None of its " INT64_FORMAT " events is a change of zipper table \"%s\"%s.",
-						   ea.skipped, RelationGetRelationName(ea.rel),
-						   PG_ARGISNULL(5) ? "" : " from the source table named"),
+						   ea.skipped, get_rel_name(call->relid),
+						   call->has_source_table ? " from the source table named" : ""),
 				 errhint("Check format and source_table; nothing was applied.")));
-	zl_apply_batch_finish(ea.batch, total);
-	return ea.skipped;
+	zl_apply_batch_finish(ea.batch, &counts);
+	counts.skipped = ea.skipped;
+	zl_apply_add_counts(total, &counts);
 }
 
 /*
- * apply_events(tbl, events, format, event, seq, source_table,
- *				ignore_nulls, missing_columns): the events decoded into one
- * table's batch, or, on a zipper parent, once per leaf, each pass taking
- * its leaf's changes (src/apply/zl_apply_leaves.c).
+ * The passes of apply_events over one table, or over the leaves first,
+ * first + step, ... of a zipper parent, each taking its leaf's changes
+ * (src/apply/zl_apply_leaves.c).
  */
-Datum
-zipper_lake_apply_events(PG_FUNCTION_ARGS)
+void
+zl_events_apply_leaves(const ZLApplyCall *call, ZLApplyLeaves *leaves, int first, int step,
+					   ApplyCounts *total)
 {
-	ZLApplyLeaves *leaves;
-	ApplyCounts total = {0};
-	int64		skipped = 0;
-
-	zl_events_check_arguments(fcinfo);
-	leaves = zl_apply_leaves_begin(PG_GETARG_OID(0), 0, 1);
-	for (int leaf = 0; leaf < zl_apply_leaves_count(leaves); leaf++)
+	for (int leaf = first; leaf < zl_apply_leaves_count(leaves); leaf += step)
 	{
 		MemoryContext pass = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake events pass",
 												   ALLOCSET_DEFAULT_SIZES);
 		MemoryContext old = MemoryContextSwitchTo(pass);
 
-		skipped = apply_events_to(fcinfo, leaves, leaf, &total);
+		apply_events_to(call, leaves, leaf, total);
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(pass);
 	}
-	zl_apply_leaves_end(leaves);
-	return zl_apply_result(fcinfo, &total, skipped);
+}
+
+/*
+ * apply_events(tbl, events, format, event, seq, source_table,
+ *				ignore_nulls, missing_columns): as apply_changes, in the
+ * caller's transaction or in background workers (zl_apply_call).
+ */
+Datum
+zipper_lake_apply_events(PG_FUNCTION_ARGS)
+{
+	ZLApplyCall call = {0};
+
+	zl_events_check_arguments(fcinfo);
+	call.relid = PG_GETARG_OID(0);
+	call.source_relid = PG_GETARG_OID(1);
+	call.events = true;
+	namestrcpy(&call.format, text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	namestrcpy(&call.event_column, NameStr(*PG_GETARG_NAME(3)));
+	call.has_seq = !PG_ARGISNULL(4);
+	if (call.has_seq)
+		namestrcpy(&call.seq_column, NameStr(*PG_GETARG_NAME(4)));
+	call.has_source_table = !PG_ARGISNULL(5);
+	if (call.has_source_table)
+	{
+		char	   *source_table = text_to_cstring(PG_GETARG_TEXT_PP(5));
+
+		if (strlen(source_table) >= sizeof(call.source_table))
+			ereport(ERROR,
+					(errcode(ERRCODE_NAME_TOO_LONG),
+					 errmsg("source_table is too long"),
+					 errdetail("source_table \"%s\" has more than %d bytes.", source_table,
+							   (int) sizeof(call.source_table) - 1),
+					 errhint("Pass a database, schema and table name of at most %d bytes each.",
+							 NAMEDATALEN - 1)));
+		strlcpy(call.source_table, source_table, sizeof(call.source_table));
+	}
+	call.ignore_nulls = !PG_ARGISNULL(6) && PG_GETARG_BOOL(6);
+	call.missing_columns = zl_apply_parse_missing_columns(PG_ARGISNULL(7) ? NULL :
+														  text_to_cstring(PG_GETARG_TEXT_PP(7)));
+	return zl_apply_call(fcinfo, &call);
 }
