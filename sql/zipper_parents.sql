@@ -89,6 +89,18 @@ SET zipper_lake.enable_pruning = off;
 SELECT * FROM zp_reads();
 RESET zipper_lake.enable_pruning;
 SELECT count(*) FROM zipper_lake.as_of(NULL::zp, '2026-03-04');
+-- a Parallel Append of whole leaf scans: each runs in a parallel worker,
+-- which reads the leaf's registration itself
+BEGIN;
+SET LOCAL parallel_setup_cost = 0;
+SET LOCAL parallel_tuple_cost = 0;
+SET LOCAL min_parallel_table_scan_size = '1GB';
+SET LOCAL parallel_leader_participation = off;
+SET LOCAL max_parallel_workers_per_gather = 2;
+EXPLAIN (COSTS OFF) SELECT count(*), sum(bal) FROM zp WHERE valid_to = 'infinity';
+SELECT count(*), sum(bal) FROM zp WHERE valid_to = 'infinity';
+COMMIT;
+SELECT count(*), sum(bal) FROM zp_one WHERE valid_to = 'infinity';
 SELECT * FROM zipper_lake.verify('zp');
 -- inspect() lists each leaf's sub-groups, inspect_bytes() adds the leaves up
 SELECT leaf, count(*) > 0 AS has_sub_groups, sum(row_count - masked_rows) AS rows

@@ -800,8 +800,12 @@ zl_begin(CustomScanState *node, EState *estate, int eflags)
 	ListCell   *lc;
 	int			i = 0;
 
-	/* a parallel worker takes them from the leader (zl_initialize_worker) */
-	if (!IsParallelWorker())
+	/*
+	 * A parallel-aware scan in a parallel worker takes them from the leader
+	 * (zl_initialize_worker); one that is not (a partition's scan under a
+	 * Parallel Append, run whole by one process) reads them itself.
+	 */
+	if (!IsParallelWorker() || !node->ss.ps.plan->parallel_aware)
 		load_registration(state);
 
 	/*
