@@ -60,8 +60,8 @@ import time
 
 import psycopg2
 
-from bench_common import (add_connection_args, add_json_arg, connect, describe_zipper, KeySpace, median, q, result,
-                          stage_changes, write_json, zipper_stats)
+from bench_common import (add_connection_args, add_json_arg, check_batch_size, connect, describe_zipper, KeySpace,
+                          median, q, result, stage_changes, write_json, zipper_stats)
 
 T0 = '2024-01-01 00:00:00+00'      # first batch day; the initial load lies before it
 INIT_SPREAD_DAYS = 30              # initial valid_from spread over the 30 days before T0
@@ -96,8 +96,7 @@ def parse_args():
     a = p.parse_args()
     if a.smoke:
         a.keys, a.batch, a.batches, a.rounds = 2000, 200, 3, 1
-    if a.batch * 0.9 > a.keys:
-        p.error('--batch is too large for --keys (updates and deletes need distinct alive keys)')
+    check_batch_size(p, a)
     if a.per_day < 1:
         p.error('--per-day must be at least 1')
     if not 0.0 <= a.late <= 1.0:
@@ -117,6 +116,19 @@ def parse_args():
 # ---------------------------------------------------------------------------
 # setup
 # ---------------------------------------------------------------------------
+
+def initial_versions(keys):
+    """The deterministic initial image (the same rows for every table): keys
+    1..keys, each with one open version (id, name, balance, branch,
+    valid_from, valid_to) starting at a random-looking instant in the
+    INIT_SPREAD_DAYS before T0."""
+    return f"""
+        SELECT g::bigint, 'name_' || g, round((abs(hashint8(g)) % 10000000) / 100.0, 2),
+               (abs(hashint8(g + 7)) % 100)::int,
+               timestamptz '{T0}' - (1 + abs(hashint8(g + 13)) % ({INIT_SPREAD_DAYS} * 86400 - 1)) * interval '1 second',
+               timestamptz 'infinity'
+          FROM generate_series(1, {int(keys)}) g"""
+
 
 def setup(conn, a):
     """Create and load both tables; return (heap load s, zipper load s)."""
@@ -138,14 +150,7 @@ def setup(conn, a):
         cur.execute("SELECT zipper_lake.register('z_acct', key => ARRAY['id'])")
     conn.autocommit = False
 
-    # deterministic initial image (same rows for both sides), open versions
-    # starting at a random-looking instant in the INIT_SPREAD_DAYS before T0
-    load_select = f"""
-        SELECT g::bigint, 'name_' || g, round((abs(hashint8(g)) % 10000000) / 100.0, 2),
-               (abs(hashint8(g + 7)) % 100)::int,
-               timestamptz '{T0}' - (1 + abs(hashint8(g + 13)) % ({INIT_SPREAD_DAYS} * 86400 - 1)) * interval '1 second',
-               timestamptz 'infinity'
-          FROM generate_series(1, {int(a.keys)}) g"""
+    load_select = initial_versions(a.keys)
     # heap: load first, then build the indexes (what a user does for a bulk load);
     # the index build is part of the heap load time
     t = time.perf_counter()
@@ -185,9 +190,10 @@ def setup(conn, a):
 # change batches
 # ---------------------------------------------------------------------------
 
-def make_batch(conn, rng, ks, a, b):
-    """Build the table `changes` for batch b (0-based): its changes lie in
-    slice b % per_day of day b // per_day; return its row count."""
+def make_batch(conn, rng, ks, a, b, changes='changes', open_table='h_acct'):
+    """Build the table `changes` for batch b (0-based), the values of
+    updates from the open versions of open_table: its changes lie in slice
+    b % per_day of day b // per_day; return its row count."""
     day, part = divmod(b, a.per_day)
     upd, dele, new = ks.pick_batch(rng, a.batch)
     rows = []
@@ -215,11 +221,11 @@ def make_batch(conn, rng, ks, a, b):
 
     cur = conn.cursor()
     stage_changes(cur, rows, (('balance', 'numeric', False), ('name', 'text', True), ('branch', 'int', True)),
-                  'bench_stage', 'changes', 'h_acct', T0, day)
+                  'bench_stage', changes, open_table, T0, day)
     if a.late:
-        cur.execute('INSERT INTO bench_log SELECT id, name, balance, branch, change_time, op, %s FROM changes',
+        cur.execute(f'INSERT INTO bench_log SELECT id, name, balance, branch, change_time, op, %s FROM {changes}',
                     (b + 1,))
-    cur.execute('ANALYZE changes')
+    cur.execute(f'ANALYZE {changes}')
     conn.commit()
     return len(rows)
 
@@ -228,36 +234,39 @@ def make_batch(conn, rng, ks, a, b):
 # the two apply jobs
 # ---------------------------------------------------------------------------
 
+# {h}: the heap table, {changes}: the batch
 HEAP_CLOSE = """
-    UPDATE h_acct h SET valid_to = c.change_time
-      FROM changes c
+    UPDATE {h} h SET valid_to = c.change_time
+      FROM {changes} c
      WHERE h.id = c.id AND h.valid_to = 'infinity'
        AND (upper(c.op) = 'D'
             OR (h.name, h.balance, h.branch) IS DISTINCT FROM (c.name, c.balance, c.branch))"""
 
 HEAP_OPEN = """
-    INSERT INTO h_acct (id, name, balance, branch, valid_from, valid_to)
+    INSERT INTO {h} (id, name, balance, branch, valid_from, valid_to)
     SELECT c.id, c.name, c.balance, c.branch, c.change_time, 'infinity'
-      FROM changes c
+      FROM {changes} c
      WHERE upper(c.op) <> 'D'
-       AND NOT EXISTS (SELECT 1 FROM h_acct h WHERE h.id = c.id AND h.valid_to = 'infinity')"""
+       AND NOT EXISTS (SELECT 1 FROM {h} h WHERE h.id = c.id AND h.valid_to = 'infinity')"""
 
 
-def run_heap(conn):
+def run_heap(conn, h='h_acct', changes='changes'):
     cur = conn.cursor()
     t = time.perf_counter()
-    cur.execute(HEAP_CLOSE)
+    cur.execute(HEAP_CLOSE.format(h=h, changes=changes))
     closed = cur.rowcount
-    cur.execute(HEAP_OPEN)
+    cur.execute(HEAP_OPEN.format(h=h, changes=changes))
     inserted = cur.rowcount
     conn.commit()
     return time.perf_counter() - t, {'closed': closed, 'inserted': inserted}
 
 
-def run_zipper(conn):
+def run_zipper(conn, z='z_acct', changes='changes'):
+    """apply_changes of the batch to z: (seconds including COMMIT -- in
+    autocommit, the statement's own --, its counts)."""
     cur = conn.cursor()
     t = time.perf_counter()
-    cur.execute("SELECT * FROM zipper_lake.apply_changes('z_acct', 'changes')")
+    cur.execute(f"SELECT * FROM zipper_lake.apply_changes('{z}', '{changes}')")
     row = cur.fetchone()
     conn.commit()
     names = [d[0] for d in cur.description]

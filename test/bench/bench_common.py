@@ -81,6 +81,13 @@ class KeySpace:
         return upd, dele, new
 
 
+def check_batch_size(p, a):
+    """argparse: a batch of a.batch changes must find its updates and
+    deletes among a.keys distinct alive keys (KeySpace.pick_batch)."""
+    if a.batch * 0.9 > a.keys:
+        p.error('--batch is too large for --keys (updates and deletes need distinct alive keys)')
+
+
 def stage_changes(cur, rows, columns, stage, changes, open_table, t0, day):
     """Create table `changes` (id, the columns, change_time, op) from `rows`
     of (id, kind, op, secs, *values of columns), kind one of new, chg, noop,

@@ -68,8 +68,8 @@ import time
 
 import psycopg2
 
-from bench_common import (add_connection_args, add_json_arg, connect, describe_zipper, KeySpace, median, q, result,
-                          rows_differ, stage_changes, write_json, zipper_stats)
+from bench_common import (add_connection_args, add_json_arg, check_batch_size, connect, describe_zipper, KeySpace,
+                          median, q, result, rows_differ, stage_changes, write_json, zipper_stats)
 
 T0 = '2024-01-01 00:00:00+00'      # first batch day; the loaded versions lie before it
 PERIOD_DAYS = 30                   # a loaded key changed every 30 days; its open version began in the last 30
@@ -117,8 +117,7 @@ def parse_args():
         p.error('--scale must be at least 2')
     if a.depth < 0:
         p.error('--depth must not be negative')
-    if a.batch * 0.9 > a.keys:
-        p.error('--batch is too large for --keys (updates and deletes need distinct alive keys)')
+    check_batch_size(p, a)
     return a
 
 

@@ -202,22 +202,22 @@ def timed(cur, sql):
 def agree(answers, what):
     """answers: table -> what it returned; all must be equal."""
     if len({repr(r) for r in answers.values()}) > 1:
-        raise Disagreement(f'{what}: ' + '; '.join(f'{SIDE[t]} {repr(r)[:200]}' for t, r in answers.items()))
+        raise Disagreement(f'{what}: ' + '; '.join(f'{SIDE.get(t, t)} {repr(r)[:200]}' for t, r in answers.items()))
 
 
-def rotated(i):
-    return TABLES[i % 3:] + TABLES[:i % 3]
+def rotated(i, tables=TABLES):
+    return tables[i % len(tables):] + tables[:i % len(tables)]
 
 
-def warm_runs(cur, what, batches):
+def warm_runs(cur, what, batches, tables=TABLES):
     """batches: the queries of each run, run 0 an untimed warm-up; every
     table runs them one after the other in the same connection.  Table ->
     median over the timed runs of the seconds a query took (on average
     over the run's queries)."""
-    runs = {t: [] for t in TABLES}
+    runs = {t: [] for t in tables}
     for rep, batch in enumerate(batches):
         ans = {}
-        for t in rotated(rep):
+        for t in rotated(rep, tables):
             total, ans[t] = 0.0, []
             for tpl in batch:
                 s, rows = timed(cur, tpl.format(t=t))
@@ -226,22 +226,22 @@ def warm_runs(cur, what, batches):
             if rep:
                 runs[t].append(total / len(batch))
         agree(ans, what)
-    return {t: statistics.median(runs[t]) for t in TABLES}
+    return {t: statistics.median(runs[t]) for t in tables}
 
 
-def new_connection_runs(a, mode, what, queries):
+def new_connection_runs(a, mode, what, queries, tables=TABLES):
     """Every query on every table in a new connection of its own (the query
     alone timed).  Table -> median seconds."""
-    runs = {t: [] for t in TABLES}
+    runs = {t: [] for t in tables}
     for i, tpl in enumerate(queries):
         ans = {}
-        for t in rotated(i):
+        for t in rotated(i, tables):
             conn, cur = session(a, mode)
             s, ans[t] = timed(cur, tpl.format(t=t))
             conn.close()
             runs[t].append(s)
         agree(ans, what)
-    return {t: statistics.median(runs[t]) for t in TABLES}
+    return {t: statistics.median(runs[t]) for t in tables}
 
 
 def summary(per_query):

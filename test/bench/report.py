@@ -60,12 +60,14 @@ BENCHES = {
     'retention': ('bench_retention.py', [], ['--smoke']),
     'users': ('bench_users.py', [], ['--smoke']),
     'indexes': ('bench_indexes.py', ['--no-verify', '--quiet'], ['--smoke', '--quiet']),
+    'scaling': ('bench_scaling.py', ['--quiet'], ['--smoke', '--quiet']),
 }
 
 # the results the README's table shows, in this order (latest.md shows all)
 README_ROWS = ['apply', 'users_asof_old', 'users_asof_recent', 'users_changes', 'users_current',
                'users_history', 'users_point', 'users_snapshot', 'users_size', 'retention_100',
-               'indexes_lookup_big', 'indexes_apply_big']
+               'indexes_lookup_big', 'indexes_apply_big', 'scaling_apply_par', 'scaling_apply_par_vs_one',
+               'scaling_asof_agg']
 
 
 def parse_args():
@@ -183,6 +185,8 @@ def size_text(doc, key=None):
         return f"{count(s['events'])} events"
     if b == 'retention':
         return f"{s['partitions']} days, half dropped"
+    if b == 'scaling':
+        return f"{count(s['keys'])} keys, {count(s['batch'])} a batch"
     if b == 'indexes':
         if key and key.startswith('indexes_lookup'):
             n = s['versions_big' if '_big' in key else 'versions_small']
@@ -228,6 +232,20 @@ LABELS = {
     'indexes_lookup_big_new': 'lookup by a btree column, {scale}x the versions, new connection',
     'indexes_apply': 'apply with two secondary indexes',
     'indexes_apply_big': 'apply with two secondary indexes, {scale}x the versions',
+    'scaling_apply_one': 'apply a batch to one zipper table',
+    'scaling_apply_ser': 'apply to a zipper parent of {leaves} leaves, leaf by leaf',
+    'scaling_apply_par': 'apply to a zipper parent of {leaves} leaves in {leaves} workers',
+    'scaling_apply_ser_vs_one': 'zipper parent of {leaves} leaves, leaf by leaf (baseline: one zipper table)',
+    'scaling_apply_par_vs_one': 'zipper parent of {leaves} leaves in {leaves} workers (baseline: one zipper table)',
+    'scaling_apply_par_vs_ser': 'zipper parent in {leaves} workers (baseline: leaf by leaf)',
+    'scaling_asof_rows': 'as of a time, 1% of rows, through a zipper parent (baseline: one zipper table)',
+    'scaling_asof_rows_new': 'as of a time, 1% of rows, through a parent, new connection (baseline: one table)',
+    'scaling_current': 'current rows through a zipper parent (baseline: one zipper table)',
+    'scaling_current_new': 'current rows through a parent, new connection (baseline: one table)',
+    'scaling_asof_agg': 'as-of count and sum through a zipper parent (baseline: one zipper table)',
+    'scaling_asof_agg_new': 'as-of count and sum through a parent, new connection (baseline: one table)',
+    'scaling_history': 'history of a key through a zipper parent (baseline: one zipper table)',
+    'scaling_history_new': 'history of a key through a parent, new connection (baseline: one table)',
 }
 
 
