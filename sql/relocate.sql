@@ -117,3 +117,22 @@ SELECT file_blocks < :rc_file_before AS file_shrunk FROM rc_file;
 SELECT count(*) FROM rc WHERE valid_to >= '2024-04-01' AND valid_from >= '2024-02-01';
 SELECT id, valid_to FROM rc WHERE id = 107777;
 RESET zipper_lake.relocate_min_blocks;
+
+-- a table whose every version was erased: its whole file is spare, there is
+-- no sub-group to move: VACUUM's worker moves nothing (it crashed here)
+CREATE TABLE rz (id int, name text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+SELECT zipper_lake.register('rz', key => ARRAY['id']);
+CREATE TABLE rz_ch (id int, name text, change_time timestamptz);
+INSERT INTO rz_ch SELECT k, 'n' || k, '2026-03-01 16:00+00' FROM generate_series(1, 2000) k;
+SELECT changes FROM zipper_lake.apply_changes('rz', 'rz_ch');
+CREATE TABLE rz_keys AS SELECT id FROM rz_ch;
+SELECT zipper_lake.erase('rz', 'rz_keys');
+SET zipper_lake.relocate_min_blocks = 1;
+VACUUM rz;
+VACUUM rz;
+RESET zipper_lake.relocate_min_blocks;
+SELECT count(*) AS versions, (SELECT count(*) FROM zipper_lake.inspect('rz')) AS sub_groups FROM rz;
+SELECT * FROM zipper_lake.verify('rz');
+DROP TABLE rz, rz_ch, rz_keys;
+

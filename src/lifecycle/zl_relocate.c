@@ -194,6 +194,7 @@ zl_relocate_tail(Relation rel, int min_blocks)
 	zl_write_state_fit_free_extents(state, 0);
 	zl_write_set_current_columnar(state, false);
 	zl_write_hold_packing(RelationGetRelid(rel), false);
-	pfree(sgs);
+	if (sgs != NULL)			/* none when every row was erased */
+		pfree(sgs);
 	return moved;
 }

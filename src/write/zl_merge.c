@@ -239,6 +239,7 @@ zl_merge_file_groups(Relation rel, int *subgroups_before)
 	pfree(runs);
 	pfree(order);
 	pfree(groups);
-	pfree(sgs);
+	if (sgs != NULL)
+		pfree(sgs);
 	return merged;
 }

@@ -34,6 +34,11 @@ After every batch:
     shows they use the indexes, amcheck finds the btrees clean, VACUUM
     leaves one entry per row, and a snapshot held across a batch and a
     VACUUM still reads through them what it saw ("indexes" below).
+In a quarter of the seeds (--partitions N forces it), rc_zip is a zipper
+parent: a table PARTITION BY HASH (id) whose partitions are zipper tables,
+registered as a whole; the apply functions, reads, read helpers, verify and
+erase take the parent, and everything above must come out exactly as for
+one zipper table ("zipper parents" below).
 With --reference-only the zipper table is not used at all: the reference is
 checked against the Python model alone, which validates the reference before
 the extension exists.
@@ -813,6 +818,9 @@ class Db:
     def __init__(self):
         self.conn = psycopg2.connect("")        # libpq environment variables
         self.conn.autocommit = True
+        # every notice (a list keeps the last 50 only: a parent's VACUUM
+        # (VERBOSE) reports more, each leaf its indexes)
+        self.conn.notices = collections.deque()
         self.cur = self.conn.cursor()
         self.cur.execute("SET client_min_messages = warning")
         self.clock = None
@@ -949,16 +957,162 @@ def load_snapshot(db, rows, enc=PLAIN):
             [tuple(None if r[index[n]] is KEEP else r[index[n]] for n, _ in cols) for r in rows])
 
 
-def create_zip_table(db, cfg, clock, track):
-    """rc_zip: a zipper table registered with the configuration's options
-    and the tracking's track_columns."""
-    db.run("CREATE TABLE rc_zip " + TABLE_DDL % {"t": cfg.period_type} + " USING zipper_lake")
-    db.run("SELECT zipper_lake.register('rc_zip', key => ARRAY['id'], "
-           "partition_unit => %s, history_group_span => %s, current_group_span => %s, "
-           "max_subgroups => %s, open_end => %s, time_zone => %s, "
-           "track_columns => %s::text[])",
-           (cfg.partition_unit, cfg.history_span, cfg.current_span,
-            cfg.max_subgroups, clock.arg(OPEN), cfg.time_zone, track_columns(track)))
+# --------------------------------------------------------------------------- zipper parents
+#
+# README "Zipper parents" in this directory: rc_zip may be a zipper parent, a
+# table PARTITION BY HASH (id) whose partitions rc_zip_0 .. rc_zip_<n-1> are
+# zipper tables, registered as a whole.  The apply functions, the read
+# helpers, verify and erase take the parent, and every comparison with the
+# reference is the same as for one zipper table; the checks that look into
+# a table's storage (placement, layout) look into each leaf, and every row
+# must lie in the leaf its key hashes to.  On a parent the apply functions
+# run now and then in background workers (README "Scaling out",
+# zipper_lake.apply_workers; apply_workers_of).  Seed s (s > 0) runs on a parent
+# of 3 partitions when s % 4 == 0 (2 when s % 8 == 0) unless --partitions
+# says how many (0: never).  4 is prime to the 7 configurations, so the 28
+# seeds of CI have 7 parents, one per configuration, under every tracking,
+# with indexes and without.
+
+# A parent's layout: n leaves, made by zipper_lake.create_table(...,
+# partitions => n) ("create_table") or by CREATE TABLE ... PARTITION BY
+# HASH with leaves added before and after register() ("partition_of");
+# moduli: (modulus, remainder) of each leaf.
+Parent = collections.namedtuple("Parent", "n ddl moduli")
+
+
+def partitions_of(args, seed):
+    """How many partitions seed s's rc_zip has (0: it is one zipper table)."""
+    if args.partitions is not None:
+        return args.partitions
+    if seed and seed % 4 == 0:
+        return 2 if seed % 8 == 0 else 3
+    return 0
+
+
+def parent_of(args, seed, cfg):
+    """The Parent seed s's rc_zip is, or None.  create_table makes
+    timestamptz periods only: it makes the timestamptz parents of the
+    seeds with s // 4 even; the others are made by PARTITION OF, whose
+    leaves take hash moduli n (n <= 2) or, with n >= 3, mixed ones: n - 2
+    leaves of modulus n - 1 and two of modulus 2(n - 1) sharing the last
+    remainder of n - 1 (rows are routed by the greatest modulus)."""
+    n = partitions_of(args, seed)
+    if not n:
+        return None
+    if cfg.period_type == "timestamptz" and (seed // 4) % 2 == 0:
+        return Parent(n, "create_table", tuple((n, r) for r in range(n)))
+    if n < 3:
+        return Parent(n, "partition_of", tuple((n, r) for r in range(n)))
+    m = n - 1
+    return Parent(n, "partition_of", tuple((m, r) for r in range(n - 2)) + ((2 * m, m - 1), (2 * m, 2 * m - 1)))
+
+
+def parent_label(run):
+    """For a seed's line: ", parent of n (how made; applications in
+    workers)", or nothing."""
+    parent = run.parent
+    if parent is None:
+        return ""
+    return ", parent of %d (%s; %d applications in workers)" % (
+        parent.n, "create_table" if parent.ddl == "create_table" else
+        "PARTITION OF, moduli " + ",".join(str(m) for m, _ in parent.moduli),
+        run.counts["applications in workers"])
+
+
+def describe_parent(parent):
+    if parent is None:
+        return "one zipper table"
+    return "a zipper parent of %d partitions (%s; hash moduli %s)" % (
+        parent.n, "zipper_lake.create_table(..., partitions => %d)" % parent.n
+        if parent.ddl == "create_table" else "CREATE TABLE ... PARTITION OF, leaves before "
+        "and after register()", ", ".join("%d/%d" % (r, m) for m, r in parent.moduli))
+
+
+def apply_workers_of(args, parent, rng):
+    """zipper_lake.apply_workers for one application on a parent (README
+    "Scaling out": with 2 or more, apply_changes and apply_snapshot, each a
+    statement of its own here, run in that many background workers, at
+    most one a leaf, under two-phase commit): --apply-workers, or else half
+    the time 0 (leaf by leaf in the caller's transaction) and otherwise 2
+    to n, when the server's max_prepared_transactions allows (args.max_prepared)."""
+    draw = rng.random(), rng.random()       # the same draws whatever the outcome
+    if args.apply_workers is not None:
+        return args.apply_workers
+    top = min(parent.n, args.max_prepared)
+    if top < 2 or draw[0] < 0.5:
+        return 0
+    return 2 + int(draw[1] * (top - 1))
+
+
+REGISTER_OPTIONS = ("partition_unit => %s, history_group_span => %s, current_group_span => %s, "
+                    "max_subgroups => %s, open_end => %s, time_zone => %s, "
+                    "track_columns => %s::text[]")
+
+
+def create_zip_table(db, cfg, clock, track, parent=None):
+    """rc_zip: a zipper table (or, with parent, a zipper parent) registered
+    with the configuration's options and the tracking's track_columns.
+    A parent's leaves are rc_zip_0 .. rc_zip_<n-1>: by create_table, or
+    (PARTITION OF) the first n - 2 made before register(), the one before
+    last after it by CREATE TABLE ... PARTITION OF and the last by CREATE
+    TABLE ... USING zipper_lake and ATTACH PARTITION (each registered with
+    the parent's options when it joins)."""
+    options = (cfg.partition_unit, cfg.history_span, cfg.current_span,
+               cfg.max_subgroups, clock.arg(OPEN), cfg.time_zone, track_columns(track))
+    if parent is None:
+        db.run("CREATE TABLE rc_zip " + TABLE_DDL % {"t": cfg.period_type} + " USING zipper_lake")
+        db.run("SELECT zipper_lake.register('rc_zip', key => ARRAY['id'], " + REGISTER_OPTIONS + ")",
+               options)
+        return
+    if parent.ddl == "create_table":
+        db.run("CREATE TABLE rc_source (id int PRIMARY KEY, name text, amount int)")
+        db.run("SELECT zipper_lake.create_table('rc_zip', 'rc_source', " + REGISTER_OPTIONS +
+               ", partitions => %s)", options + (parent.n,))
+    else:
+        db.run("CREATE TABLE rc_zip " + TABLE_DDL % {"t": cfg.period_type} + " PARTITION BY HASH (id)")
+        bound = "FOR VALUES WITH (modulus %d, remainder %d)"
+        for i, mr in enumerate(parent.moduli):
+            if i == parent.n - 2:
+                db.run("SELECT zipper_lake.register('rc_zip', key => ARRAY['id'], " +
+                       REGISTER_OPTIONS + ")", options)
+            if i < parent.n - 1:
+                db.run("CREATE TABLE rc_zip_%d PARTITION OF rc_zip %s USING zipper_lake" % (i, bound % mr))
+            else:
+                db.run("CREATE TABLE rc_zip_%d (LIKE rc_zip) USING zipper_lake" % i)
+                db.run("ALTER TABLE rc_zip ATTACH PARTITION rc_zip_%d %s" % (i, bound % mr))
+        if parent.n == 1:
+            db.run("SELECT zipper_lake.register('rc_zip', key => ARRAY['id'], " + REGISTER_OPTIONS + ")",
+                   options)
+    check_leaves(db, parent)
+
+
+def leaves_of(db):
+    """The leaves of rc_zip when it is a parent, [(name, modulus, remainder)]
+    in the order of their names (none: rc_zip is one zipper table)."""
+    out = []
+    for name, bound in db.all("SELECT c.oid::regclass::text, pg_get_expr(c.relpartbound, c.oid) "
+                              "FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+                              "WHERE i.inhparent = to_regclass('rc_zip')"):
+        m = re.fullmatch(r"FOR VALUES WITH \(modulus (\d+), remainder (\d+)\)", bound)
+        out.append((name, int(m.group(1)), int(m.group(2))))
+    return sorted(out, key=lambda leaf: (len(leaf[0]), leaf[0]))
+
+
+def check_leaves(db, parent):
+    """A new parent: its leaves are rc_zip_0 .. with the moduli meant, and
+    each is registered with the parent's options."""
+    leaves = leaves_of(db)
+    want = [("rc_zip_%d" % i, m, r) for i, (m, r) in enumerate(parent.moduli)]
+    if leaves != want:
+        raise Failure("the parent rc_zip has the leaves %s, not %s" % (leaves, want), [], [], "", "")
+    differ = db.all("SELECT r.tbl::text FROM zipper_lake.registration r, zipper_lake.registration p "
+                    "WHERE p.tbl = 'rc_zip'::regclass AND r.tbl IN (SELECT inhrelid FROM pg_inherits "
+                    "WHERE inhparent = p.tbl) AND (to_jsonb(r) - 'tbl') IS DISTINCT FROM (to_jsonb(p) - 'tbl')")
+    registered = db.one("SELECT count(*) AS n FROM zipper_lake.registration r JOIN pg_inherits i "
+                        "ON i.inhrelid = r.tbl WHERE i.inhparent = 'rc_zip'::regclass")["n"]
+    if differ or registered != parent.n:
+        raise Failure("of the %d leaves of rc_zip %d are registered, %s with other options than "
+                      "the parent" % (parent.n, registered, differ or "none"), [], [], "", "")
 
 
 def create_fold_table(db, cfg, clock, track):
@@ -1012,9 +1166,11 @@ RANGE_TYPES = {"timestamptz": "tstzrange", "timestamp": "tsrange", "date": "date
 # reads written for it, that no other kind serves
 INDEX_KINDS = ("amount", "name", "id", "period", "array", "current")
 BTREE_KINDS = ("amount", "current")
-INDEX_USE = re.compile(r"(?:Index Scan(?: Backward)? using|Bitmap Index Scan on) rc_zip_ix_(\w+)")
+# (a parent's index rc_zip_ix_<kind> has one on each leaf rc_zip_<i>, which
+# create_index names rc_zip_<i>_ix_<kind>)
+INDEX_USE = re.compile(r"(?:Index Scan(?: Backward)? using|Bitmap Index Scan on) rc_zip(?:_\d+)?_ix_(\w+)")
 # VACUUM (VERBOSE)'s report of an index pass (src/lifecycle/zl_index_vacuum.c)
-INDEX_ENTRIES = re.compile(r'index "rc_zip_ix_(\w+)" now has (\d+) entries')
+INDEX_ENTRIES = re.compile(r'index "rc_zip(?:_\d+)?_ix_(\w+)" now has (\d+) entries')
 
 # A read through the indexes: kind (the index it is written for; the first
 # read of a kind in index_reads is one its index can always serve), sql (with
@@ -1077,6 +1233,11 @@ class SeedRun:
         self.track = tracking_of(args, seed)
         self.model = FoldModel(self.track)
         self.zip = not args.reference_only
+        # README "Zipper parents" in this directory: rc_zip a parent or not
+        self.parent = parent_of(args, seed, self.cfg) if self.zip else None
+        self.leaves = []                # a parent's leaves (setup), else none
+        self.workers_rng = random.Random("workers-%d" % seed)    # apply_workers
+        self.workers = 0                # zipper_lake.apply_workers of the last application
         self.counts = collections.Counter()     # what the run did
         self.stats = collections.Counter()      # the model's counts, summed over the run
         self.layout_max = collections.Counter()  # --verbose: see layout()
@@ -1101,15 +1262,35 @@ class SeedRun:
     # ---- setup
     def setup(self):
         db, cfg = self.db, self.cfg
-        for name in ("rc_changes", "rc_changes_data", "rc_snapshot", "rc_fold", "rc_zip"):
+        for name in ("rc_changes", "rc_changes_data", "rc_snapshot", "rc_fold", "rc_zip", "rc_source"):
             db.drop(name)
         db.run("DEALLOCATE ALL")
         db.run("SET TimeZone = 'UTC'")
         create_fold_table(db, cfg, self.clock, self.track)
         if self.zip:
-            create_zip_table(db, cfg, self.clock, self.track)
+            create_zip_table(db, cfg, self.clock, self.track, self.parent)
+            self.leaves = leaves_of(db)
+            if self.parent:
+                db.run("SET zipper_lake.apply_workers = 0")
+                self.workers = 0
             db.run("PREPARE rc_as_of(%s) AS SELECT %s FROM rc_zip "
                    "WHERE valid_from <= $1 AND valid_to > $1" % (cfg.period_type, Db.EPOCH_COLS))
+
+    def choose_workers(self):
+        """A parent: zipper_lake.apply_workers for the next application
+        (apply_workers_of)."""
+        if not self.parent:
+            return
+        k = apply_workers_of(self.args, self.parent, self.workers_rng)
+        if k != self.workers:
+            self.db.run("SET zipper_lake.apply_workers = %d" % k)
+            self.workers = k
+        self.counts["applications in workers"] += k >= 2 and self.parent.n >= 2
+
+    def storages(self):
+        """The zipper tables that hold rc_zip's rows: rc_zip, or a parent's
+        leaves."""
+        return [leaf[0] for leaf in self.leaves] or ["rc_zip"]
 
     def session_zone(self):
         """Timestamptz tables: a random session TimeZone for this batch (the
@@ -1129,6 +1310,7 @@ class SeedRun:
         got = {"zl_fold.apply_changes": db.one(
             "SELECT * FROM zl_fold.apply_changes('rc_fold', 'rc_changes'%s)" % args)}
         if self.zip:
+            self.choose_workers()
             got["zipper_lake.apply_changes"] = db.one(
                 "SELECT * FROM zipper_lake.apply_changes('rc_zip', 'rc_changes'%s)" % args)
         return got
@@ -1140,6 +1322,7 @@ class SeedRun:
             "SELECT * FROM zl_fold.apply_snapshot('rc_fold', 'rc_snapshot', %%s, %%s%s)"
             % encoding_args(enc), (self.clock.arg(t), deletes))}
         if self.zip:
+            self.choose_workers()
             got["zipper_lake.apply_snapshot"] = db.one(
                 "SELECT * FROM zipper_lake.apply_snapshot('rc_zip', 'rc_snapshot', %%s, "
                 "deletes => %%s%s)" % encoding_args(enc), (self.clock.arg(t), deletes))
@@ -1346,23 +1529,40 @@ class SeedRun:
         defines, computed here with Python's zoneinfo.  (verify() checks
         placement with zipper_lake's own time functions, so a wrong zone, unit
         or window origin there would go unnoticed.)  A row's sub-group is the
-        one that owns its ctid's TID block (README "Row identifiers")."""
+        one that owns its ctid's TID block (README "Row identifiers").  A
+        parent's rows are checked in each leaf, and each must lie in the
+        leaf its key hashes to (README "Zipper parents" in this directory)."""
+        if self.leaves:
+            wrong = self.db.all(
+                "SELECT r.tableoid::regclass::text, r.id, b.m, b.r FROM rc_zip r "
+                "JOIN (VALUES %s) b(leaf, m, r) ON b.leaf = r.tableoid "
+                "WHERE NOT satisfies_hash_partition('rc_zip'::regclass, b.m, b.r, r.id)"
+                % ", ".join("('%s'::regclass, %d, %d)" % leaf for leaf in self.leaves))
+            if wrong:
+                raise Failure("rows of rc_zip lie in leaves their keys do not hash to (leaf, id, "
+                              "modulus, remainder): %s" % wrong[:10], [], [], "", "")
+        for table in self.storages():
+            self.check_placement_in(table)
+
+    def check_placement_in(self, table):
+        """check_placement in one zipper table."""
         clock = self.clock
         zone = self.cfg.time_zone if self.cfg.period_type == "timestamptz" else "UTC"
         res = self.db.all("""
             SELECT r.id, extract(epoch FROM r.valid_from), extract(epoch FROM r.valid_to),
                    s.sub_group, s.partition_end::text, s.window_start AT TIME ZONE %s,
                    g.window_end AT TIME ZONE %s
-            FROM (SELECT (ctid::text::point)[0] AS block, * FROM rc_zip) r
+            FROM (SELECT (ctid::text::point)[0] AS block, * FROM {t}) r
             LEFT JOIN zipper_lake.subgroup g
-              ON g.storage_id = zipper_lake._storage_id('rc_zip') AND r.block >= g.first_tid_block
+              ON g.storage_id = zipper_lake._storage_id('{t}') AND r.block >= g.first_tid_block
              AND r.block < g.first_tid_block + greatest(CASE g.format WHEN 'c'
                            THEN (g.row_count + 290) / 291 ELSE g.blocks END, 1)
-            LEFT JOIN zipper_lake.inspect('rc_zip') s ON s.sub_group = g.subgroup_id""",
+            LEFT JOIN zipper_lake.inspect('{t}') s ON s.sub_group = g.subgroup_id""".format(t=table),
                            (zone, zone))
         for key, f, t, sub_group, partition, window, window_end in res:
             f, t = clock.tick_of(f), clock.tick_of(t)
-            row = "row id=%s [%s, %s) in sub-group %s" % (key, clock.show(f), clock.show(t), sub_group)
+            row = "row id=%s [%s, %s) in sub-group %s%s" % (
+                key, clock.show(f), clock.show(t), sub_group, " of " + table if self.leaves else "")
             if partition != clock.partition_of(t):
                 raise Failure("%s is in partition %s, the README says %s"
                               % (row, partition, clock.partition_of(t)), [], [], "", "")
@@ -1391,16 +1591,21 @@ class SeedRun:
     def layout(self):
         """What the table looks like now (--verbose, after every batch): does
         the configuration make the partitions, file groups and rollovers it is
-        meant to?  (Compaction removes sub-groups, so rollovers do not stay.)"""
-        return self.db.one("""
-            SELECT count(DISTINCT partition_end) FILTER (WHERE partition_end <> 'infinity') AS history_partitions,
-                   count(DISTINCT file_group) AS file_groups,
-                   count(*) AS sub_groups,
-                   (SELECT count(*) FROM (SELECT 1 FROM zipper_lake.inspect('rc_zip')
-                                          WHERE partition_end = 'infinity'
-                                          GROUP BY window_start HAVING count(DISTINCT file_group) > 1) w)
-                     AS current_windows_rolled_over
-            FROM zipper_lake.inspect('rc_zip')""")
+        meant to?  (Compaction removes sub-groups, so rollovers do not stay.)
+        A parent: the most of any leaf."""
+        out = collections.Counter()
+        for table in self.storages():
+            for k, v in self.db.one("""
+                SELECT count(DISTINCT partition_end) FILTER (WHERE partition_end <> 'infinity') AS history_partitions,
+                       count(DISTINCT file_group) AS file_groups,
+                       count(*) AS sub_groups,
+                       (SELECT count(*) FROM (SELECT 1 FROM zipper_lake.inspect('{t}')
+                                              WHERE partition_end = 'infinity'
+                                              GROUP BY window_start HAVING count(DISTINCT file_group) > 1) w)
+                         AS current_windows_rolled_over
+                FROM zipper_lake.inspect('{t}')""".format(t=table)).items():
+                out[k] = max(out[k], v)
+        return out
 
     def track_layout(self):
         if self.args.verbose and self.zip:
@@ -1424,14 +1629,29 @@ class SeedRun:
         self.index_log.append("before batch %d: %s" % (bno, sql))
 
     def create_index(self, kind, bno):
+        """A parent's index is never made CONCURRENTLY (PostgreSQL cannot),
+        and the index it makes on each leaf rc_zip_<i> is renamed
+        rc_zip_<i>_ix_<kind>, for INDEX_USE, INDEX_ENTRIES and amcheck."""
         rng = self.index_rng
         definition = rng.choice(index_variants(kind, self.cfg))
-        concurrently = rng.random() < 0.35
+        concurrently = rng.random() < 0.35 and not self.leaves
         self.index_sql("CREATE INDEX %src_zip_ix_%s ON rc_zip USING %s"
                        % ("CONCURRENTLY " if concurrently else "", kind, definition), bno)
+        if self.leaves:
+            for index, table in self.db.all(
+                    "SELECT i.inhrelid::regclass::text, x.indrelid::regclass::text FROM pg_inherits i "
+                    "JOIN pg_index x ON x.indexrelid = i.inhrelid "
+                    "WHERE i.inhparent = 'rc_zip_ix_%s'::regclass" % kind):
+                self.db.run("ALTER INDEX %s RENAME TO %s_ix_%s" % (index, table, kind))
+            self.index_log.append("  (its index on each leaf rc_zip_<i> renamed rc_zip_<i>_ix_%s)" % kind)
         self.indexes[kind] = definition
         self.counts["indexes created"] += 1
         self.counts["created concurrently"] += concurrently
+
+    def btrees(self, kind):
+        """The btree indexes bt_index_check checks for an index kind: rc_zip's,
+        or its index on each leaf of a parent."""
+        return ["%s_ix_%s" % (table, kind) for table in self.storages()]
 
     def index_step(self, bno):
         """Before batch bno: create the indexes due; now and then REINDEX one
@@ -1462,8 +1682,9 @@ class SeedRun:
                     changed = True
                 elif r < 0.12:
                     k = rng.choice(sorted(self.indexes))
+                    concurrently = rng.random() < 0.5 and not self.leaves     # not a parent's
                     self.index_sql("DROP INDEX %src_zip_ix_%s"
-                                   % ("CONCURRENTLY " if rng.random() < 0.5 else "", k), bno)
+                                   % ("CONCURRENTLY " if concurrently else "", k), bno)
                     del self.indexes[k]
                     self.counts["indexes dropped"] += 1
                     if bno < self.args.batches and rng.random() < 0.6:
@@ -1540,19 +1761,19 @@ class SeedRun:
             if not used:
                 raise Failure("no read in the held snapshot used an index", [], [], "", "")
             for kind in BTREE_KINDS:
-                if kind in self.indexes:
+                for index in self.btrees(kind) if kind in self.indexes else []:
                     try:
-                        db2.run("SELECT bt_index_check('rc_zip_ix_%s', true)" % kind)
+                        db2.run("SELECT bt_index_check('%s', true)" % index)
                     except psycopg2.Error as err:
                         raise Failure("in the snapshot held since before batch %d, bt_index_check("
-                                      "'rc_zip_ix_%s', heapallindexed => true): %s"
-                                      % (bno, kind, str(err).strip()), [], [], "", "")
+                                      "'%s', heapallindexed => true): %s"
+                                      % (bno, index, str(err).strip()), [], [], "", "")
             db2.run("COMMIT")
             for setting in settings:
                 db2.run("RESET %s" % setting)
             # now no snapshot sees the rows the batch hid: the next VACUUM
             # removes their entries
-            del db.conn.notices[:]
+            db.conn.notices.clear()
             db.run("VACUUM (VERBOSE) rc_zip")
             notices = list(db.conn.notices)
             self.compare("rc_zip after VACUUM", db.rows("SELECT %s FROM rc_fold" % COLS),
@@ -1763,12 +1984,12 @@ class SeedRun:
                 db.run("RESET %s" % setting)
         self.index_checked |= set(self.indexes)
         for kind in BTREE_KINDS:
-            if kind in self.indexes:
+            for index in self.btrees(kind) if kind in self.indexes else []:
                 try:
-                    db.run("SELECT bt_index_check('rc_zip_ix_%s', true)" % kind)
+                    db.run("SELECT bt_index_check('%s', true)" % index)
                 except psycopg2.Error as err:
-                    raise Failure("bt_index_check('rc_zip_ix_%s', heapallindexed => true) on %s: %s"
-                                  % (kind, self.indexes[kind], str(err).strip()), [], [], "", "")
+                    raise Failure("bt_index_check('%s', heapallindexed => true) on %s: %s"
+                                  % (index, self.indexes[kind], str(err).strip()), [], [], "", "")
                 self.counts["amchecks"] += 1
 
     def check_index_entries(self, notices, again=True):
@@ -1785,7 +2006,13 @@ class SeedRun:
         if any("index entries of hidden rows not removed" in n for n in notices):
             raise Failure("VACUUM skipped the index pass (no writer holds the table):\n    " +
                           "    ".join(notices), [], [], "", "")
-        entries = {m.group(1): int(m.group(2)) for n in notices for m in [INDEX_ENTRIES.search(n)] if m}
+        # a parent: the sum over its leaves, each of which must report
+        entries, reports = {}, collections.Counter()
+        for m in (INDEX_ENTRIES.search(n) for n in notices):
+            if m:
+                entries[m.group(1)] = entries.get(m.group(1), 0) + int(m.group(2))
+                reports[m.group(1)] += 1
+        entries = {k: v for k, v in entries.items() if reports[k] == len(self.storages())}
         rows = db.one("SELECT count(*) AS amount, count(name) AS name, count(id) AS id, "
                       "count(*) AS period, count(*) FILTER (WHERE valid_to = %s) AS current "
                       "FROM rc_fold" % open_literal(self.cfg))
@@ -1797,16 +2024,19 @@ class SeedRun:
                 self.counts["index entry counts held back"] += 1
                 return
             if again:
-                del db.conn.notices[:]
+                db.conn.notices.clear()
                 db.run("VACUUM (VERBOSE) rc_zip")
                 return self.check_index_entries(list(db.conn.notices), again=False)
         if bad:
             k = bad[0]
-            raise Failure("after VACUUM rc_zip_ix_%s (%s) has %s entries, rc_fold %d rows it would "
+            raise Failure("after VACUUM rc_zip_ix_%s (%s) has %s entries%s, rc_fold %d rows it would "
                           "cover (hash: non-NULL keys; the partial index: open versions)%s; "
-                          "VACUUM said:\n    %s" % (k, self.indexes[k], entries.get(k), rows[k],
+                          "VACUUM said:\n    %s" % (k, self.indexes[k], entries.get(k),
+                                                     " (its leaves' indexes together)" if self.leaves else "",
+                                                     rows[k],
                                                      "" if again else " (the second VACUUM, no other "
-                                                     "session holding a snapshot)", "    ".join(notices)),
+                                                     "session holding a snapshot)",
+                                                     "    ".join(n for n in notices if "zipper_lake" in n)),
                           [], [], "", "")
         self.counts["index entry counts"] += 1
 
@@ -1828,7 +2058,10 @@ class SeedRun:
         clock = self.clock
         out = ["MISMATCH seed=%d batch=%d (%s)" % (self.seed, bno, kind),
                "  config %s" % describe_config(self.cfg),
-               "  track_columns %s" % track_columns(self.track)]
+               "  track_columns %s" % track_columns(self.track),
+               "  rc_zip: %s" % describe_parent(self.parent)]
+        if self.parent:
+            out.append("  zipper_lake.apply_workers of the last application: %d" % self.workers)
         out += describe_failure(err, self.fmt_row)
         keys = {r[0] for r in err.args[1] + err.args[2]} if isinstance(err, Failure) else set()
         shown = [c for c in changes if not keys or c.id in keys]
@@ -1980,7 +2213,7 @@ class SeedRun:
                     self.counts["vacuum fulls"] += 1
                 else:
                     # with indexes VERBOSE: how many entries each has after it
-                    del db.conn.notices[:]
+                    db.conn.notices.clear()
                     db.run("VACUUM (VERBOSE) rc_zip" if self.indexes else "VACUUM rc_zip")
                     notices = list(db.conn.notices)
                 db.run("RESET zipper_lake.columnar_current")
@@ -1990,9 +2223,10 @@ class SeedRun:
                     self.check_index_entries(notices)
                 self.counts["vacuums"] += 1
                 # later batches then meet columnar open versions (README "Storage formats")
-                self.counts["columnar current"] += db.one(
-                    "SELECT count(*) AS n FROM zipper_lake.inspect('rc_zip') "
-                    "WHERE partition_end = 'infinity' AND format = 'columnar'")["n"]
+                for table in self.storages():
+                    self.counts["columnar current"] += db.one(
+                        "SELECT count(*) AS n FROM zipper_lake.inspect('%s') "
+                        "WHERE partition_end = 'infinity' AND format = 'columnar'" % table)["n"]
         except (Failure, psycopg2.Error) as err:
             self.report(bno, kind, [], err, before, apps)
             return False
@@ -2302,6 +2536,10 @@ class FoldRun:
         self.rng = random.Random(seed)
         self.zip = args.check_zipper
         self.track = tracking_of(args, seed)
+        # README "Zipper parents" in this directory
+        self.parent = parent_of(args, seed, self.cfg) if self.zip else None
+        self.workers_rng = random.Random("workers-%d" % seed)    # apply_workers
+        self.workers = 0
         self.counts = collections.Counter()     # what the run did
         self.stats = collections.Counter()      # summed counts of plan (b)
 
@@ -2311,13 +2549,25 @@ class FoldRun:
 
     def setup(self, fold=True):
         db = self.db
-        for name in ("rc_changes", "rc_changes_data", "rc_snapshot", "rc_fold", "rc_zip"):
+        for name in ("rc_changes", "rc_changes_data", "rc_snapshot", "rc_fold", "rc_zip", "rc_source"):
             db.drop(name)
         db.run("SET TimeZone = 'UTC'")
         if fold:
             create_fold_table(db, self.cfg, self.clock, self.track)
         if self.zip:
-            create_zip_table(db, self.cfg, self.clock, self.track)
+            create_zip_table(db, self.cfg, self.clock, self.track, self.parent)
+            if self.parent:
+                db.run("SET zipper_lake.apply_workers = 0")
+                self.workers = 0
+
+    def choose_workers(self):
+        """As SeedRun.choose_workers (replays of the shrinking draw anew)."""
+        if self.parent:
+            k = apply_workers_of(self.args, self.parent, self.workers_rng)
+            if k != self.workers:
+                self.db.run("SET zipper_lake.apply_workers = %d" % k)
+                self.workers = k
+            self.counts["applications in workers"] += k >= 2 and self.parent.n >= 2
 
     def apply(self, app, fold=True):
         """Apply one plan entry to rc_fold and (--check-zipper) rc_zip:
@@ -2332,6 +2582,7 @@ class FoldRun:
                     "SELECT * FROM zl_fold.apply_snapshot('rc_fold', 'rc_snapshot', %%s, %%s%s)"
                     % opts, (clock.arg(s.tick), s.deletes))
             if self.zip:
+                self.choose_workers()
                 got["zipper_lake.apply_snapshot"] = db.one(
                     "SELECT * FROM zipper_lake.apply_snapshot('rc_zip', 'rc_snapshot', %%s, "
                     "deletes => %%s%s)" % opts, (clock.arg(s.tick), s.deletes))
@@ -2342,6 +2593,7 @@ class FoldRun:
             got["zl_fold.apply_changes"] = db.one(
                 "SELECT * FROM zl_fold.apply_changes('rc_fold', 'rc_changes'%s)" % seq_arg)
         if self.zip:
+            self.choose_workers()
             got["zipper_lake.apply_changes"] = db.one(
                 "SELECT * FROM zipper_lake.apply_changes('rc_zip', 'rc_changes'%s)" % seq_arg)
         return got
@@ -2512,14 +2764,19 @@ class FoldRun:
                % (self.seed, label, no, len(plan)),
                "  config %s" % describe_config(self.cfg),
                "  track_columns %s" % track_columns(self.track)]
+        if self.zip:
+            out.append("  rc_zip: %s" % describe_parent(self.parent))
+        if self.parent:
+            out.append("  zipper_lake.apply_workers of the application: %d" % self.workers)
         out += describe_failure(err, self.fmt_row)
         out.append("  the application:")
         out += self.fmt_app(no, plan[no - 1])
         if isinstance(err, CountsFailure):
             out.append("  what the model says each change of it did:")
             out += outcome_lines(self.clock, model.outcomes)
-        rerun = "  rerun: %s %s" % (sys.argv[0], "--mode batching --seeds 0%s" % (
-            " --check-zipper" if self.zip else "") if self.cfg is EXAMPLE_CONFIG
+        rerun = "  rerun: %s %s" % (sys.argv[0], "--mode batching --seeds 0%s%s" % (
+            " --check-zipper" if self.zip else "",
+            " --partitions %d" % self.parent.n if self.parent else "") if self.cfg is EXAMPLE_CONFIG
             else repro_args(self.args, self.seed, self.cfg))
         whole = ["the plan:"] + [l for i, a in enumerate(plan, 1) for l in self.fmt_app(i, a)]
         if isinstance(err, ZipperDiffers):
@@ -2560,6 +2817,10 @@ def repro_args(args, seed, cfg):
         parts.append("--check-zipper")
     if args.mode != "batching" and not args.reference_only:
         parts.append("--indexes %s" % ("on" if indexes_of(args, seed) else "off"))
+    if (args.mode != "batching" and not args.reference_only) or args.check_zipper:
+        parts.append("--partitions %d" % partitions_of(args, seed))
+        if args.apply_workers is not None:
+            parts.append("--apply-workers %d" % args.apply_workers)
     return " ".join(parts)
 
 
@@ -2601,11 +2862,11 @@ def main_batching(db, args, seeds):
         if not run_seed(run, args, seed):
             return 1
         c, st = run.counts, run.stats
-        print("seed %d ok [%s, track %s]: %d changes (%d partial, %d repeated, %d same-instant with seq, "
+        print("seed %d ok [%s, track %s%s]: %d changes (%d partial, %d repeated, %d same-instant with seq, "
               "%d corrections), %d snapshots (%d partial); (a) %d applications, (b) %d (%d "
               "re-applied, %d with partial options): %d late, %d unchanged, %d inserted, "
               "%d deleted, %d closed; %.1fs"
-              % (seed, run.cfg.name, run.track, args.batch_size, c["partial"], c["repeated"],
+              % (seed, run.cfg.name, run.track, parent_label(run), args.batch_size, c["partial"], c["repeated"],
                  c["same instant with seq"], c["corrections"], c["snapshots"],
                  c["partial snapshots"], c["applications a"], c["applications b"],
                  c["re-applied"], c["options b"], st["late"], st["unchanged"], st["inserted"],
@@ -2650,6 +2911,14 @@ def main():
     p.add_argument("--indexes", choices=["on", "off"],
                    help="give rc_zip indexes and read through them (default: seed s does "
                         "when (s - 1) // %d is even)" % len(CONFIGS))
+    p.add_argument("--partitions", type=int, metavar="N",
+                   help="make rc_zip a zipper parent of N hash partitions that are zipper "
+                        "tables, 0: one zipper table (default: seed s makes a parent of 3 "
+                        "when s %% 4 == 0, of 2 when s %% 8 == 0)")
+    p.add_argument("--apply-workers", type=int, metavar="N",
+                   help="zipper_lake.apply_workers for every application on a zipper parent "
+                        "(default: half of them 0, the others 2 to the partitions, at most "
+                        "max_prepared_transactions)")
     p.add_argument("--verbose", action="store_true",
                    help="also print the largest table layout per seed")
     args = p.parse_args()
@@ -2666,8 +2935,13 @@ def main():
     args.batch_size = args.batch_size or (60 if batching else 30) * args.scale
     if args.check_zipper and not batching:
         p.error("--check-zipper goes with --mode batching")
+    if args.partitions is not None and not 0 <= args.partitions <= 1024:
+        p.error("--partitions is from 0 (one zipper table) to 1024")
+    if args.apply_workers is not None and not 0 <= args.apply_workers <= 64:
+        p.error("--apply-workers is from 0 to 64")
 
     db = Db()
+    args.max_prepared = int(db.one("SHOW max_prepared_transactions")["max_prepared_transactions"])
     with open(os.path.join(HERE, "reference.sql")) as f:
         db.run(f.read())
     with open(os.path.join(HERE, "fold_reference.sql")) as f:
@@ -2683,18 +2957,20 @@ def main():
               else "zipper_lake vs zl_fold vs Python fold model")
     started = time.time()
     configs = collections.Counter()
+    parents = 0
     for seed in seeds:
         t0 = time.time()
         run = SeedRun(db, args, seed)
         if not run_seed(run, args, seed):
             sys.exit(1)
         configs[run.cfg.name] += 1
+        parents += run.parent is not None
         st = run.stats
-        print("seed %d ok [%s, track %s]: %d batches (%d snapshots, %d partial; %d with seq, %d re-applied; "
+        print("seed %d ok [%s, track %s%s]: %d batches (%d snapshots, %d partial; %d with seq, %d re-applied; "
               "%d erases, %d vacuums (%d FULL; %d columnar current sub-groups after them); %d aggregates in the scan, %d steps probing keys through the merged index), "
               "%d changes (%d partial), %d versions; %d late, %d unchanged, %d inserted, "
               "%d deleted, %d closed; %.1fs"
-              % (seed, run.cfg.name, run.track, args.batches, run.counts["snapshots"],
+              % (seed, run.cfg.name, run.track, parent_label(run), args.batches, run.counts["snapshots"],
                  run.counts["partial snapshots"], run.counts["seq batches"],
                  run.counts["re-applied"], run.counts["erases"], run.counts["vacuums"],
                  run.counts["vacuum fulls"], run.counts["columnar current"], run.counts["aggregates in the scan"], run.counts["merged key index"],
@@ -2716,9 +2992,9 @@ def main():
                 ", ".join("%s %s" % (k.replace("_", " "), v) for k, v in run.layout_max.items()),
                 run.clock.show(run.gen.wm)))
     print("all %d seeds passed (%s, mode %s, %d keys, %d batches x %d changes; %d of %d "
-          "configurations) in %.1fs"
+          "configurations; %d on zipper parents) in %.1fs"
           % (len(seeds), target, args.mode, args.keys, args.batches, args.batch_size,
-             len(configs), len(CONFIGS), time.time() - started))
+             len(configs), len(CONFIGS), parents, time.time() - started))
 
 
 if __name__ == "__main__":
