@@ -83,9 +83,9 @@ SELECT zw_writers() AS writers, count(*) AS applied FROM zw WHERE valid_from = '
 SELECT * FROM zipper_lake.apply_changes('zw_one', 'zw_ch');
 SELECT * FROM zw_same();
 
--- a worker that waits for a lock the caller holds (here SHARE on the
--- parent alone, which a writer's ROW EXCLUSIVE waits for) is an error,
--- not a wait nobody sees; nothing is applied
+-- the leader takes every leaf's locks first and its workers join its lock
+-- group: locks the caller holds (here SHARE on the parent alone) are the
+-- workers' too, and no wait among them goes unseen
 TRUNCATE zw_ch;
 INSERT INTO zw_ch VALUES (1, 'locked', 1, '2026-03-25', 'U');
 DO $$
@@ -94,6 +94,16 @@ BEGIN
   PERFORM zipper_lake.apply_changes('zw', 'zw_ch');
 END $$;
 SELECT count(*) AS applied FROM zw WHERE owner = 'locked';
+-- a role that cannot log in applies in workers too (they connect as the
+-- superuser and work as the caller's role)
+CREATE ROLE zw_group NOLOGIN;
+GRANT SELECT, INSERT, UPDATE ON zw TO zw_group;
+GRANT SELECT ON zw_ch TO zw_group;
+UPDATE zw_ch SET owner = 'group', change_time = '2026-03-26';
+SET ROLE zw_group;
+SELECT * FROM zipper_lake.apply_changes('zw', 'zw_ch');
+RESET ROLE;
+SELECT count(*) AS applied FROM zw WHERE owner = 'group';
 SELECT count(*) AS left_prepared FROM pg_prepared_xacts;
 
 -- resolve(): nothing is left to settle; never in a transaction block
@@ -105,3 +115,4 @@ ROLLBACK;
 RESET zipper_lake.apply_workers;
 DROP TABLE zw, zw_one, zw_src, zw_ch, zw_img, zw_ev;
 DROP FUNCTION zw_same, zw_writers;
+DROP ROLE zw_group;

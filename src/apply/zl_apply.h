@@ -16,7 +16,7 @@ extern void zl_apply_pool_init(void);
 extern void zl_apply_resolver_init(void);
 
 /* zl_apply_pool.c, for zl_apply_workers.c */
-extern PGPROC *zl_apply_pool_take(dsm_handle job, int w, int *pool_slot);
+extern PGPROC *zl_apply_pool_take(dsm_handle job, int w, int *pool_slot, pid_t *pid);
 extern void zl_apply_pool_release(int pool_slot);
 extern void zl_apply_pool_first_job(int pool_slot, Oid *database, Oid *user, dsm_handle *job,
 									int *w);

@@ -109,11 +109,11 @@ zl_apply_pool_init(void)
  * A worker for job slot w of job: an idle one of this database and role
  * (the one that served w last, if idle), woken (*launched false), or a
  * slot reserved for a new one (its index in *pool_slot, *launched true,
- * -1 without a pool or a free slot).  Returns the pooled worker's PGPROC,
- * NULL when one must be launched.
+ * -1 without a pool or a free slot).  Returns the pooled worker's PGPROC
+ * (its pid in *pid), NULL when one must be launched.
  */
 PGPROC *
-zl_apply_pool_take(dsm_handle job, int w, int *pool_slot)
+zl_apply_pool_take(dsm_handle job, int w, int *pool_slot, pid_t *pid)
 {
 	PoolSlot   *chosen = NULL;
 	PGPROC	   *proc = NULL;
@@ -131,7 +131,10 @@ zl_apply_pool_take(dsm_handle job, int w, int *pool_slot)
 			chosen = s;
 	}
 	if (chosen != NULL)
+	{
 		proc = chosen->proc;
+		*pid = proc->pid;
+	}
 	else
 		for (int i = 0; i < POOL_SLOTS && chosen == NULL; i++)
 			if (pool->slots[i].state == POOL_FREE)
@@ -183,6 +186,13 @@ zl_apply_pool_first_job(int pool_slot, Oid *database, Oid *user, dsm_handle *job
 	holds_slot = true;
 	before_shmem_exit(leave_pool, Int32GetDatum(pool_slot));
 	SpinLockAcquire(&pool->mutex);
+	if (s->state != POOL_BUSY || s->proc != NULL)
+	{
+		/* its leader gave up before it started, and the slot went on */
+		SpinLockRelease(&pool->mutex);
+		holds_slot = false;
+		proc_exit(0);
+	}
 	s->proc = MyProc;
 	*database = s->database;
 	*user = s->user;

@@ -42,6 +42,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
 PG_FUNCTION_INFO_V1(zipper_lake_resolve);
@@ -49,6 +50,36 @@ PGDLLEXPORT void zipper_lake_resolver_main(Datum main_arg);
 PGDLLEXPORT void zipper_lake_resolve_database_main(Datum main_arg);
 
 #define RESOLVER_INTERVAL 60	/* seconds between the resolver's rounds */
+
+/*
+ * COMMIT or ROLLBACK PREPARED gid; false if another backend (its worker,
+ * another resolver) is finishing it or has finished it meanwhile.
+ */
+static bool
+finish_prepared(const char *gid, bool commit)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile bool finished = true;
+
+	BeginInternalSubTransaction(NULL);
+	PG_TRY();
+	{
+		FinishPreparedTransaction(gid, commit);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(caller);
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		finished = false;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(caller);
+	CurrentResourceOwner = owner;
+	return finished;
+}
 
 /*
  * Settle the prepared transactions "zipper_lake:X:w" of this database
@@ -90,8 +121,8 @@ zl_apply_resolve(void)
 		coordinator = XidFromFullTransactionId(FullTransactionIdFromU64(xid64));
 		if (TransactionIdIsInProgress(coordinator))
 			continue;			/* its call is still running */
-		FinishPreparedTransaction(gids[i], TransactionIdDidCommit(coordinator));
-		settled++;
+		if (finish_prepared(gids[i], TransactionIdDidCommit(coordinator)))
+			settled++;
 	}
 	return settled;
 }

@@ -36,28 +36,35 @@
  * first and the others' a moment later.  Everything else is applied leaf
  * by leaf in the caller's transaction.
  *
- * Waits: the leader waits on its latch for the workers' reports, checks
- * for interrupts, and raises an error when a worker waits for a lock the
- * caller's transaction holds (pg_blocking_pids), so no wait between them
- * goes undetected.  Workers are ordinary backends: the deadlock detector
- * sees their lock waits among themselves and with other sessions.
+ * Waits: the leader first takes the call's locks (lock_leaves: the
+ * parent's, then every leaf's and its writer lock, in partition order) as
+ * the leader of a lock group its workers join for the job, so its own
+ * waits are lock waits the deadlock detector sees, and its workers wait
+ * neither for it nor for each other; their waits on other sessions are
+ * seen as the group's.  Workers connect as the bootstrap superuser and
+ * work as the leader's role and security context, with its time zone,
+ * date styles and work_mem, in READ COMMITTED.  Each reads the batch with
+ * its own snapshot: the source must not change during the call.
  *
  *-------------------------------------------------------------------------
  */
 #include "common/zl_common.h"
 #include "common/zl_guc.h"
 #include "catalog/zl_catalog.h"
+#include "storage/zl_storage.h"
 #include "apply/zl_apply.h"
 #include "apply/zl_apply_internal.h"
 
 #include "access/table.h"
 #include "access/twophase.h"
+#include "catalog/pg_authid.h"
 #include "access/xact.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "storage/dsm.h"
+#include "storage/lwlock.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lock.h"
@@ -77,6 +84,13 @@
 PGDLLEXPORT void zipper_lake_apply_worker_main(Datum main_arg);
 
 #define MAX_APPLY_WORKERS 64
+
+/*
+ * The leader's settings a worker takes for each job: what converts and
+ * shows values as the caller's session would, and the memory it may use.
+ */
+static const char *const copied_settings[] = {"TimeZone", "DateStyle", "IntervalStyle", "work_mem"};
+#define NSETTINGS lengthof(copied_settings)
 
 typedef enum WorkerState
 {
@@ -109,9 +123,11 @@ typedef struct WorkerSlot
 typedef struct WorkersShared
 {
 	Oid			database;
-	Oid			user;
-	int			work_mem;
+	Oid			user;			/* the leader's role and security context */
+	int			sec_context;
 	PGPROC	   *leader;
+	int			leader_pid;
+	char		settings[NSETTINGS][64];	/* the leader's values of copied_settings */
 	ZLApplyCall call;
 	int			nworkers;
 	pg_atomic_uint64 coordinator_xid;	/* X, a FullTransactionId; 0 until known */
@@ -163,10 +179,10 @@ await_coordinator(TransactionId coordinator)
 	return TransactionIdDidCommit(coordinator);
 }
 
-static char *
-worker_gid(uint64 coordinator_xid, int w)
+static void
+worker_gid(char *gid, uint64 coordinator_xid, int w)
 {
-	return psprintf(ZL_APPLY_GID_PREFIX UINT64_FORMAT ":%d", coordinator_xid, w);
+	snprintf(gid, GIDSIZE, ZL_APPLY_GID_PREFIX UINT64_FORMAT ":%d", coordinator_xid, w);
 }
 
 /* apply worker w's leaves in the current transaction */
@@ -221,10 +237,51 @@ attach_job(dsm_handle job, dsm_segment **seg)
 }
 
 /* job slot w of a job: apply, prepare (or, the coordinator, wait), then finish */
+/*
+ * Join the leader's lock group for a job: the locks the leader took for
+ * the call (every leaf's, in partition order) do not make its workers
+ * wait, and the deadlock detector sees the leader and its workers as one.
+ */
+static void
+join_leader(WorkersShared *shared)
+{
+	if (!BecomeLockGroupMember(shared->leader, shared->leader_pid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zipper_lake apply worker found its leader gone")));
+}
+
+/* after a job (holding no lock): leave the leader's group, as ProcKill does */
+static void
+leave_leader(void)
+{
+	PGPROC	   *leader = MyProc->lockGroupLeader;
+	LWLock	   *partition_lock;
+
+	if (leader == NULL)
+		return;
+	partition_lock = LockHashPartitionLockByProc(leader);
+	LWLockAcquire(partition_lock, LW_EXCLUSIVE);
+	dlist_delete(&MyProc->lockGroupLink);
+	MyProc->lockGroupLeader = NULL;
+	LWLockRelease(partition_lock);
+}
+
+/* the leader's role and settings, and READ COMMITTED, for a job */
+static void
+take_leader_context(WorkersShared *shared)
+{
+	SetUserIdAndSecContext(shared->user, shared->sec_context);
+	for (int i = 0; i < NSETTINGS; i++)
+		SetConfigOption(copied_settings[i], shared->settings[i], PGC_USERSET, PGC_S_SESSION);
+	SetConfigOption("default_transaction_isolation", "read committed", PGC_USERSET, PGC_S_SESSION);
+	SetConfigOption("default_transaction_read_only", "off", PGC_USERSET, PGC_S_SESSION);
+}
+
 static void
 run_job(WorkersShared *shared, int w)
 {
-	char	   *volatile gid = NULL;
+	char		gid[GIDSIZE];
 
 	shared->slots[w].proc = MyProc;
 	shared->slots[w].pid = MyProcPid;
@@ -235,25 +292,27 @@ run_job(WorkersShared *shared, int w)
 		report(shared, w, WORKER_FINISHED);		/* given up before it began */
 		return;
 	}
-	SetConfigOption("work_mem", psprintf("%d", shared->work_mem), PGC_USERSET, PGC_S_SESSION);
 	PG_TRY();
 	{
+		join_leader(shared);
+		take_leader_context(shared);
 		StartTransactionCommand();
 		if (w == 0)
 			pg_atomic_write_u64(&shared->coordinator_xid,
 								U64FromFullTransactionId(GetTopFullTransactionId()));
 		else
 		{
-			/* a transaction block, to be prepared */
+			/* a transaction block, to be prepared; its id right after X */
 			BeginTransactionBlock();
 			CommitTransactionCommand();
 			StartTransactionCommand();
+			(void) GetTopTransactionId();
 		}
 		SetLatch(&shared->leader->procLatch);
 		apply_share(shared, w);
 		if (w > 0)
 		{
-			gid = worker_gid(pg_atomic_read_u64(&shared->coordinator_xid), w);
+			worker_gid(gid, pg_atomic_read_u64(&shared->coordinator_xid), w);
 			if (!PrepareTransactionBlock(gid))
 				elog(ERROR, "could not prepare transaction %s", gid);
 			CommitTransactionCommand();
@@ -293,12 +352,15 @@ run_job(WorkersShared *shared, int w)
 		FinishPreparedTransaction(gid, commit);
 		CommitTransactionCommand();
 	}
+	leave_leader();
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, 0);
 	report(shared, w, WORKER_FINISHED);
 }
 
 /*
- * A worker: connects as the leader's role to its database, runs its job,
- * then (in the pool) waits for further jobs of that database and role.
+ * A worker: connects to the leader's database, runs its job as the
+ * leader's role, then (in the pool) waits for further jobs of that
+ * database and role.
  */
 void
 zipper_lake_apply_worker_main(Datum main_arg)
@@ -318,7 +380,8 @@ zipper_lake_apply_worker_main(Datum main_arg)
 	if (start.pool_slot >= 0)
 		zl_apply_pool_first_job(start.pool_slot, &database, &user, &job, &w);
 	shared = attach_job(job, &seg);
-	BackgroundWorkerInitializeConnectionByOid(shared->database, shared->user, 0);
+	/* as the bootstrap superuser, a NOLOGIN role's too; each job as its leader's */
+	BackgroundWorkerInitializeConnectionByOid(shared->database, InvalidOid, 0);
 	SetConfigOption("zipper_lake.apply_workers", "0", PGC_USERSET, PGC_S_SESSION);
 	for (;;)
 	{
@@ -362,16 +425,16 @@ workers_allowed(const ZLApplyCall *call, int *nworkers)
 				(errmsg_internal("zipper_lake: applying leaf by leaf in the caller's transaction")));
 		return false;
 	}
-	if (max_prepared_xacts < *nworkers)
+	if (max_prepared_xacts == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("zipper_lake.apply_workers needs max_prepared_transactions"),
-				 errdetail("max_prepared_transactions is %d; each call on a zipper parent prepares a transaction per worker but one.",
-						   max_prepared_xacts),
-				 errhint("Set max_prepared_transactions to at least zipper_lake.apply_workers times the calls that run at once, or set zipper_lake.apply_workers to 0.")));
+				 errdetail("max_prepared_transactions is 0; a call on a zipper parent in workers prepares a transaction per worker but one."),
+				 errhint("Set max_prepared_transactions to zipper_lake.apply_workers times the calls that run at once, or set zipper_lake.apply_workers to 0.")));
 	parent = table_open(call->relid, AccessShareLock);
 	pd = RelationGetPartitionDesc(parent, true);
-	*nworkers = Min(Min(zipper_lake_apply_workers, pd->nparts), MAX_APPLY_WORKERS);
+	*nworkers = Min(Min(zipper_lake_apply_workers, pd->nparts),
+					Min(MAX_APPLY_WORKERS, max_prepared_xacts + 1));
 	for (int i = 0; i < pd->nparts && allowed; i++)
 	{
 		LOCKTAG		tag;
@@ -391,13 +454,12 @@ start_worker(int w)
 	BackgroundWorker bgw = {0};
 	WorkerStart start;
 	dsm_handle	job = dsm_segment_handle(running.seg);
-	PGPROC	   *pooled = zl_apply_pool_take(job, w, &start.pool_slot);
+	PGPROC	   *pooled = zl_apply_pool_take(job, w, &start.pool_slot, &running.pids[w]);
+	MemoryContext old_context;
+	bool		registered;
 
 	if (pooled != NULL)
-	{
-		running.pids[w] = pooled->pid;
 		return;
-	}
 	start.w = w;
 	snprintf(bgw.bgw_name, BGW_MAXLEN, "zipper_lake apply worker");
 	snprintf(bgw.bgw_type, BGW_MAXLEN, "zipper_lake apply worker");
@@ -409,7 +471,11 @@ start_worker(int w)
 	bgw.bgw_main_arg = UInt32GetDatum(job);
 	memcpy(bgw.bgw_extra, &start, sizeof(start));
 	bgw.bgw_notify_pid = MyProcPid;
-	if (!RegisterDynamicBackgroundWorker(&bgw, &running.handles[w]))
+	/* the abort callback reads the handle after the portal's memory is gone */
+	old_context = MemoryContextSwitchTo(TopMemoryContext);
+	registered = RegisterDynamicBackgroundWorker(&bgw, &running.handles[w]);
+	MemoryContextSwitchTo(old_context);
+	if (!registered)
 	{
 		zl_apply_pool_release(start.pool_slot);
 		ereport(ERROR,
@@ -429,6 +495,13 @@ slot_state(WorkersShared *shared, int w)
 	state = shared->slots[w].state;
 	SpinLockRelease(&shared->slots[w].mutex);
 	return state;
+}
+
+/* was a worker started (launched or taken from the pool) for job slot w? */
+static bool
+worker_started(int w)
+{
+	return running.handles[w] != NULL || running.pids[w] != 0;
 }
 
 /* the worker of job slot w, 0 when not known yet */
@@ -455,25 +528,6 @@ worker_gone(int w)
 	if (running.handles[w] != NULL)
 		return GetBackgroundWorkerPid(running.handles[w], &pid) == BGWH_STOPPED;
 	return running.pids[w] != 0 && BackendPidGetProc(running.pids[w]) == NULL;
-}
-
-/* does the worker of job slot w wait for a lock this backend holds? */
-static bool
-worker_waits_for_me(int w)
-{
-	pid_t		pid = worker_pid(w);
-	ArrayType  *blockers;
-	Datum	   *elems;
-	int			n;
-
-	if (pid == 0)
-		return false;
-	blockers = DatumGetArrayTypeP(DirectFunctionCall1(pg_blocking_pids, Int32GetDatum(pid)));
-	deconstruct_array(blockers, INT4OID, 4, true, TYPALIGN_INT, &elems, NULL, &n);
-	for (int i = 0; i < n; i++)
-		if (DatumGetInt32(elems[i]) == MyProcPid)
-			return true;
-	return false;
 }
 
 static void
@@ -507,16 +561,6 @@ await_workers(int first, int last, WorkerState state)
 			{
 				if (worker_gone(w))
 					return w;
-				if (worker_waits_for_me(w))
-				{
-					abandon_workers(true);
-					ereport(ERROR,
-							(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-							 errmsg("zipper_lake apply worker %d waits for a lock this transaction holds", w),
-							 errdetail("The worker applying leaves of \"%s\" would wait for this transaction, which waits for it.",
-									   get_rel_name(shared->call.relid)),
-							 errhint("Apply outside a transaction that holds locks on the zipper parent or its partitions, or set zipper_lake.apply_workers to 0; nothing was applied.")));
-				}
 				all = false;
 			}
 		}
@@ -533,7 +577,8 @@ await_finish(int nworkers)
 {
 	HOLD_INTERRUPTS();
 	for (int w = 0; w < nworkers; w++)
-		while (slot_state(running.shared, w) < WORKER_FINISHED && !worker_gone(w))
+		while (worker_started(w) && slot_state(running.shared, w) < WORKER_FINISHED &&
+			   !worker_gone(w))
 			wait_a_moment();
 	RESUME_INTERRUPTS();
 }
@@ -555,6 +600,9 @@ decide(Decision decision)
 static void
 forget_running(void)
 {
+	for (int w = 0; w < MAX_APPLY_WORKERS; w++)
+		if (running.handles[w] != NULL)
+			pfree(running.handles[w]);
 	if (running.seg != NULL)
 		dsm_detach(running.seg);
 	memset(&running, 0, sizeof(running));
@@ -620,6 +668,32 @@ raise_worker_error(int w)
 }
 
 /*
+ * The leader, the leader of a lock group its workers join, takes the locks
+ * of the call first: SHARE UPDATE EXCLUSIVE on the parent (no partition
+ * comes or goes, no other call in workers runs), and ROW EXCLUSIVE and the
+ * writer lock of every leaf in partition order, as a call leaf by leaf
+ * takes them.  Its waits are then ordinary lock waits the deadlock
+ * detector sees, and its workers, members of its group, never wait for it
+ * nor for each other.
+ */
+static void
+lock_leaves(Oid relid)
+{
+	ZLParent   *parent;
+
+	BecomeLockGroupLeader();
+	parent = zl_parent_open(relid, ShareUpdateExclusiveLock);
+	for (int i = 0; i < zl_parent_nleaves(parent); i++)
+	{
+		Relation	leaf = zl_open_zipper_table(zl_parent_leaf(parent, i), RowExclusiveLock);
+
+		(void) zl_write_lock_table(zl_storage_id(leaf), false);
+		table_close(leaf, NoLock);
+	}
+	zl_parent_close(parent);
+}
+
+/*
  * Apply a call on a zipper parent in background workers, when settings
  * and the caller's transaction allow (else false: leaf by leaf).  The
  * batch is committed or rolled back when this returns.
@@ -635,9 +709,8 @@ zl_apply_in_workers(const ZLApplyCall *call, ApplyCounts *total)
 
 	if (!workers_allowed(call, &nworkers))
 		return false;
-	/* the parent is checked as a call leaf by leaf checks it */
-	zl_parent_close(zl_parent_open(call->relid, AccessShareLock));
 	(void) zl_apply_resolve();	/* what earlier calls left would block the workers */
+	lock_leaves(call->relid);
 	if (!callback_registered)
 	{
 		RegisterXactCallback(workers_xact_callback, NULL);
@@ -650,9 +723,12 @@ zl_apply_in_workers(const ZLApplyCall *call, ApplyCounts *total)
 	shared = running.shared = dsm_segment_address(running.seg);
 	memset(shared, 0, size);
 	shared->database = MyDatabaseId;
-	shared->user = GetUserId();
-	shared->work_mem = work_mem;
+	GetUserIdAndSecContext(&shared->user, &shared->sec_context);
+	for (int i = 0; i < NSETTINGS; i++)
+		strlcpy(shared->settings[i], GetConfigOption(copied_settings[i], false, false),
+				sizeof(shared->settings[i]));
 	shared->leader = MyProc;
+	shared->leader_pid = MyProcPid;
 	shared->call = *call;
 	shared->nworkers = nworkers;
 	pg_atomic_init_u64(&shared->coordinator_xid, 0);
@@ -677,6 +753,7 @@ zl_apply_in_workers(const ZLApplyCall *call, ApplyCounts *total)
 		raise_worker_error(failed);	/* the abort callback tells the others */
 	decide(DECISION_COMMIT);
 	await_finish(nworkers);
+	(void) zl_apply_resolve();	/* what a worker that died left prepared */
 	if (!TransactionIdDidCommit(XidFromFullTransactionId(
 														 FullTransactionIdFromU64(pg_atomic_read_u64(&shared->coordinator_xid)))))
 		raise_worker_error(0);

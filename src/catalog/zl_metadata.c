@@ -126,7 +126,8 @@ typedef struct ZLMetaQueryDef
 
 /* an option set on a zipper parent is set on its leaves too (zl_parent.c) */
 #define LEAVES_TOO \
-	" OR tbl IN (SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent = $1)"
+	" OR tbl IN (SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class c" \
+	" ON c.oid = i.inhrelid WHERE i.inhparent = $1 AND c.relispartition)"
 
 static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	[Q_NEW_STORAGE] = {
@@ -286,16 +287,16 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		" FROM zipper_lake.registration WHERE tbl = $1",
 		2, {OIDOID, OIDOID}
 	},
-	/* do two registrations name the same columns and options (not the cut)? */
+	/* do two registrations name the same columns, options and history cut? */
 	[Q_SAME_REGISTRATION] = {
 		"SELECT 1 FROM zipper_lake.registration a, zipper_lake.registration b"
 		" WHERE a.tbl = $1 AND b.tbl = $2 AND (a.key, a.valid_from, a.valid_to,"
 		" a.partition_unit, a.history_group_span, a.current_group_span,"
 		" a.max_subgroups, a.open_end, a.time_zone, a.late_horizon, a.track_columns,"
-		" a.history_format, a.retention) IS NOT DISTINCT FROM (b.key, b.valid_from,"
+		" a.history_format, a.retention, a.history_cut) IS NOT DISTINCT FROM (b.key, b.valid_from,"
 		" b.valid_to, b.partition_unit, b.history_group_span, b.current_group_span,"
 		" b.max_subgroups, b.open_end, b.time_zone, b.late_horizon, b.track_columns,"
-		" b.history_format, b.retention)",
+		" b.history_format, b.retention, b.history_cut)",
 		2, {OIDOID, OIDOID}
 	},
 	/* every sub-group of the history partitions up to $2, masks and all */

@@ -260,7 +260,7 @@ zl_parent_register_leaf(Relation parent, Relation leaf)
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("partition %s is registered otherwise than its parent %s",
 							zl_qualified_name(leaf), zl_qualified_name(parent)),
-					 errdetail("Its key, period columns or options differ from the parent's registration."),
+					 errdetail("Its key, period columns, options or history cut differ from the parent's registration."),
 					 errhint("Every partition of a zipper parent is registered with the parent's options: attach a table registered the same way, or an unregistered one.")));
 		return;
 	}

@@ -426,9 +426,11 @@ register_new_partition(Oid parent_relid, Oid partition_relid)
 static void
 register_new_partitions(Node *parsetree)
 {
-	if (IsA(parsetree, CreateStmt))
+	if (IsA(parsetree, CreateStmt) || IsA(parsetree, CreateForeignTableStmt))
 	{
-		CreateStmt *stmt = (CreateStmt *) parsetree;
+		/* a foreign partition too: zl_parent_check refuses it */
+		CreateStmt *stmt = IsA(parsetree, CreateStmt) ? (CreateStmt *) parsetree :
+		&((CreateForeignTableStmt *) parsetree)->base;
 
 		if (stmt->partbound != NULL && list_length(stmt->inhRelations) == 1)
 			register_new_partition(RangeVarGetRelid(linitial_node(RangeVar, stmt->inhRelations),
