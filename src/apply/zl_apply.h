@@ -21,6 +21,5 @@ extern void zl_apply_pool_release(int pool_slot);
 extern void zl_apply_pool_first_job(int pool_slot, Oid *database, Oid *user, dsm_handle *job,
 									int *w);
 extern bool zl_apply_pool_next_job(int pool_slot, dsm_handle *job, int *w);
-extern bool zl_apply_pool_exists(void);
 
 #endif							/* ZL_APPLY_H */

@@ -138,6 +138,7 @@ typedef struct ZLApplyLeaves
 	int64		newest;			/* newest change applied to any leaf before */
 } ZLApplyLeaves;
 
+extern void zl_apply_lock_leaves(ZLParent *parent, int first, int step);
 extern ZLApplyLeaves *zl_apply_leaves_begin(Oid relid, int first, int step);
 extern int	zl_apply_leaves_count(ZLApplyLeaves *leaves);
 extern void zl_apply_leaves_end(ZLApplyLeaves *leaves);

@@ -37,6 +37,24 @@
 #include "utils/snapmgr.h"
 
 /*
+ * Lock the leaves first, first + step, ... of a zipper parent for writing,
+ * in partition order: ROW EXCLUSIVE and the writer lock, after this
+ * transaction's pending rows of each are written.
+ */
+void
+zl_apply_lock_leaves(ZLParent *parent, int first, int step)
+{
+	for (int i = first; i < zl_parent_nleaves(parent); i += step)
+	{
+		Relation	leaf = zl_open_zipper_table(zl_parent_leaf(parent, i), RowExclusiveLock);
+
+		zl_write_flush_relation(RelationGetRelid(leaf));
+		(void) zl_write_lock_table(zl_storage_id(leaf), false);
+		table_close(leaf, NoLock);
+	}
+}
+
+/*
  * The leaves of a zipper parent, those to apply (first, first + step, ...)
  * locked for writing, with the newest change of any leaf; NULL when relid
  * is not a partitioned table.  The privileges are checked on the parent,
@@ -54,14 +72,7 @@ zl_apply_leaves_begin(Oid relid, int first, int step)
 	leaves = palloc0(sizeof(ZLApplyLeaves));
 	leaves->parent = zl_parent_open(relid, RowExclusiveLock);
 	leaves->newest = PG_INT64_MIN;
-	for (int i = first; i < zl_parent_nleaves(leaves->parent); i += step)
-	{
-		Relation	leaf = zl_open_zipper_table(zl_parent_leaf(leaves->parent, i), RowExclusiveLock);
-
-		zl_write_flush_relation(RelationGetRelid(leaf));
-		(void) zl_write_lock_table(zl_storage_id(leaf), false);
-		table_close(leaf, NoLock);
-	}
+	zl_apply_lock_leaves(leaves->parent, first, step);
 	if (!record_on)
 		return leaves;
 	CommandCounterIncrement();

@@ -249,9 +249,3 @@ zl_apply_pool_next_job(int pool_slot, dsm_handle *job, int *w)
 		}
 	}
 }
-
-bool
-zl_apply_pool_exists(void)
-{
-	return pool != NULL;
-}

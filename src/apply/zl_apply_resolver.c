@@ -170,18 +170,13 @@ zipper_lake_resolve_database_main(Datum main_arg)
 static void
 start_database_resolver(Oid dbid)
 {
-	BackgroundWorker bgw = {0};
+	BackgroundWorker bgw;
 	BackgroundWorkerHandle *handle;
 
+	zl_bgworker_init(&bgw, "zipper_lake resolver", "zipper_lake_resolve_database_main",
+					 BgWorkerStart_RecoveryFinished, BGW_NEVER_RESTART);
 	snprintf(bgw.bgw_name, BGW_MAXLEN, "zipper_lake resolver of database %u", dbid);
-	snprintf(bgw.bgw_type, BGW_MAXLEN, "zipper_lake resolver");
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "zipper_lake");
-	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "zipper_lake_resolve_database_main");
 	bgw.bgw_main_arg = ObjectIdGetDatum(dbid);
-	bgw.bgw_notify_pid = MyProcPid;
 	if (RegisterDynamicBackgroundWorker(&bgw, &handle))
 		(void) WaitForBackgroundWorkerShutdown(handle);
 	else
@@ -249,16 +244,11 @@ zipper_lake_resolver_main(Datum main_arg)
 void
 zl_apply_resolver_init(void)
 {
-	BackgroundWorker bgw = {0};
+	BackgroundWorker bgw;
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "zipper_lake resolver");
-	snprintf(bgw.bgw_type, BGW_MAXLEN, "zipper_lake resolver");
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = RESOLVER_INTERVAL;
-	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "zipper_lake");
-	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "zipper_lake_resolver_main");
+	zl_bgworker_init(&bgw, "zipper_lake resolver", "zipper_lake_resolver_main",
+					 BgWorkerStart_RecoveryFinished, RESOLVER_INTERVAL);
 	RegisterBackgroundWorker(&bgw);
 }

@@ -59,7 +59,6 @@
 #include "access/twophase.h"
 #include "catalog/pg_authid.h"
 #include "access/xact.h"
-#include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -72,7 +71,6 @@
 #include "storage/procarray.h"
 #include "storage/spin.h"
 #include "tcop/tcopprot.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -451,7 +449,7 @@ workers_allowed(const ZLApplyCall *call, int *nworkers)
 static void
 start_worker(int w)
 {
-	BackgroundWorker bgw = {0};
+	BackgroundWorker bgw;
 	WorkerStart start;
 	dsm_handle	job = dsm_segment_handle(running.seg);
 	PGPROC	   *pooled = zl_apply_pool_take(job, w, &start.pool_slot, &running.pids[w]);
@@ -461,16 +459,10 @@ start_worker(int w)
 	if (pooled != NULL)
 		return;
 	start.w = w;
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "zipper_lake apply worker");
-	snprintf(bgw.bgw_type, BGW_MAXLEN, "zipper_lake apply worker");
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_ConsistentState;
-	bgw.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "zipper_lake");
-	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "zipper_lake_apply_worker_main");
+	zl_bgworker_init(&bgw, "zipper_lake apply worker", "zipper_lake_apply_worker_main",
+					 BgWorkerStart_ConsistentState, BGW_NEVER_RESTART);
 	bgw.bgw_main_arg = UInt32GetDatum(job);
 	memcpy(bgw.bgw_extra, &start, sizeof(start));
-	bgw.bgw_notify_pid = MyProcPid;
 	/* the abort callback reads the handle after the portal's memory is gone */
 	old_context = MemoryContextSwitchTo(TopMemoryContext);
 	registered = RegisterDynamicBackgroundWorker(&bgw, &running.handles[w]);
@@ -571,16 +563,23 @@ await_workers(int first, int last, WorkerState state)
 	}
 }
 
-/* decided: wait until every worker finished or is gone, whatever happens */
-static void
+/* wait until every worker finished or is gone, whatever happens; false if one is gone unfinished */
+static bool
 await_finish(int nworkers)
 {
+	bool		all_finished = true;
+
 	HOLD_INTERRUPTS();
 	for (int w = 0; w < nworkers; w++)
+	{
 		while (worker_started(w) && slot_state(running.shared, w) < WORKER_FINISHED &&
 			   !worker_gone(w))
 			wait_a_moment();
+		if (worker_started(w) && slot_state(running.shared, w) < WORKER_FINISHED)
+			all_finished = false;
+	}
 	RESUME_INTERRUPTS();
+	return all_finished;
 }
 
 /* tell the coordinator (no error raised here) */
@@ -632,7 +631,7 @@ abandon_workers(bool wait)
 			(void) kill(pid, SIGTERM);
 	}
 	if (wait)
-		await_finish(shared->nworkers);
+		(void) await_finish(shared->nworkers);
 }
 
 /* the leader's transaction aborts (an error, an interrupt): so does the call */
@@ -683,13 +682,7 @@ lock_leaves(Oid relid)
 
 	BecomeLockGroupLeader();
 	parent = zl_parent_open(relid, ShareUpdateExclusiveLock);
-	for (int i = 0; i < zl_parent_nleaves(parent); i++)
-	{
-		Relation	leaf = zl_open_zipper_table(zl_parent_leaf(parent, i), RowExclusiveLock);
-
-		(void) zl_write_lock_table(zl_storage_id(leaf), false);
-		table_close(leaf, NoLock);
-	}
+	zl_apply_lock_leaves(parent, 0, 1);
 	zl_parent_close(parent);
 }
 
@@ -752,8 +745,8 @@ zl_apply_in_workers(const ZLApplyCall *call, ApplyCounts *total)
 	if (failed >= 0)
 		raise_worker_error(failed);	/* the abort callback tells the others */
 	decide(DECISION_COMMIT);
-	await_finish(nworkers);
-	(void) zl_apply_resolve();	/* what a worker that died left prepared */
+	if (!await_finish(nworkers))
+		(void) zl_apply_resolve();	/* what a worker that died left prepared */
 	if (!TransactionIdDidCommit(XidFromFullTransactionId(
 														 FullTransactionIdFromU64(pg_atomic_read_u64(&shared->coordinator_xid)))))
 		raise_worker_error(0);

@@ -143,6 +143,9 @@ extern bool zl_type_reads_time_text(Oid type);
 /* ---------- zl_describe.c ---------- */
 
 extern char *zl_qualified_name(Relation rel);
+struct BackgroundWorker;
+extern void zl_bgworker_init(struct BackgroundWorker *bgw, const char *type,
+							 const char *function, int start_time, int restart_time);
 extern bool zl_is_key_column(const ZLTableOptions *opts, AttrNumber attnum);
 extern bool zl_is_value_column(const ZLTableOptions *opts, Form_pg_attribute att);
 extern const char *zl_attname(TupleDesc tupdesc, AttrNumber attnum);

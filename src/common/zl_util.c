@@ -7,6 +7,9 @@
  */
 #include "common/zl_common.h"
 
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+
 /* are all these bytes zero? */
 bool
 zl_bytes_are_zero(const char *bytes, Size len)
@@ -37,4 +40,25 @@ zl_count_distinct(int64 *values, int n)
 		if (i == 0 || values[i] != values[i - 1])
 			distinct++;
 	return distinct;
+}
+
+/*
+ * A background worker of this library (type: its bgw_type and, until the
+ * caller names it otherwise, its name) connected to a database, running
+ * function; a dynamic one (restart_time BGW_NEVER_RESTART) tells this
+ * backend when it starts and stops.
+ */
+void
+zl_bgworker_init(struct BackgroundWorker *bgw, const char *type, const char *function,
+				 int start_time, int restart_time)
+{
+	memset(bgw, 0, sizeof(BackgroundWorker));
+	snprintf(bgw->bgw_name, BGW_MAXLEN, "%s", type);
+	snprintf(bgw->bgw_type, BGW_MAXLEN, "%s", type);
+	snprintf(bgw->bgw_library_name, BGW_MAXLEN, "zipper_lake");
+	snprintf(bgw->bgw_function_name, BGW_MAXLEN, "%s", function);
+	bgw->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw->bgw_start_time = (BgWorkerStartTime) start_time;
+	bgw->bgw_restart_time = restart_time;
+	bgw->bgw_notify_pid = restart_time == BGW_NEVER_RESTART ? MyProcPid : 0;
 }

@@ -496,15 +496,10 @@ zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs_inout, int *nsgs_inout, int
 
 	task.database = MyDatabaseId;
 	task.relid = RelationGetRelid(rel);
+	zl_bgworker_init(&worker, "zipper_lake maintenance", "zipper_lake_maintenance_worker",
+					 BgWorkerStart_RecoveryFinished, BGW_NEVER_RESTART);
 	snprintf(worker.bgw_name, BGW_MAXLEN, "zipper_lake maintenance of %s",
 			 RelationGetRelationName(rel));
-	snprintf(worker.bgw_type, BGW_MAXLEN, "zipper_lake maintenance");
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "zipper_lake");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "zipper_lake_maintenance_worker");
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	worker.bgw_notify_pid = MyProcPid;
 	memcpy(worker.bgw_extra, &task, sizeof(task));
 
 	if (!RegisterDynamicBackgroundWorker(&worker, &handle) ||

@@ -78,6 +78,25 @@ SELECT pid FROM pg_stat_activity
  ORDER BY backend_start));
 }
 
+# kill -9 a worker of a batch running in session; the server restarts
+sub crash_worker
+{
+	my ($pid, $session) = @_;
+	kill 'KILL', $pid;
+	eval { $session->quit };
+	$node->poll_query_until('postgres', 'SELECT true')
+	  or die 'the server did not come back after the crash';
+}
+
+# wait until the coordinator of batch $label committed, worker 1 still prepared
+sub await_coordinator_commit
+{
+	my ($label) = @_;
+	$node->poll_query_until('postgres',
+		"SELECT ($prepared_sql) = 1 AND EXISTS (SELECT FROM p WHERE v LIKE '$label-%')")
+	  or die 'the coordinator did not commit';
+}
+
 # --- kill -9 of the coordinator before its commit ------------------------------
 my $session = start_batch('a');
 $node->poll_query_until('postgres', "SELECT ($prepared_sql) = 1")
@@ -85,10 +104,7 @@ $node->poll_query_until('postgres', "SELECT ($prepared_sql) = 1")
 my ($coordinator) = worker_pids();
 is($node->safe_psql('postgres', $content_sql), $before,
 	'while the coordinator waits: nothing of the batch is visible');
-kill 'KILL', $coordinator;
-eval { $session->quit };
-$node->poll_query_until('postgres', 'SELECT true')
-  or die 'the server did not come back after the crash';
+crash_worker($coordinator, $session);
 
 is($node->safe_psql('postgres', $prepared_sql), '1',
 	'after the crash: worker 1 is left prepared');
@@ -100,19 +116,14 @@ is($node->safe_psql('postgres', $content_sql), $before,
 
 # --- kill -9 of worker 1 after the coordinator's commit ---------------------------
 $session = start_batch('b');
-$node->poll_query_until('postgres',
-	"SELECT ($prepared_sql) = 1 AND EXISTS (SELECT FROM p WHERE v LIKE 'b-%')")
-  or die 'the coordinator did not commit';
+await_coordinator_commit('b');
 my $leaves = $node->safe_psql('postgres', q(
 SELECT string_agg(tableoid::regclass || ':' || (count > 0), ' ' ORDER BY tableoid::regclass::text)
   FROM (SELECT tableoid, count(*) FILTER (WHERE v LIKE 'b-%') FROM p GROUP BY tableoid) s));
 like($leaves, qr/^p_0:true p_1:false$|^p_0:false p_1:true$/,
 	'between the commits: one leaf shows the batch, the other not yet');
 my ($worker1) = worker_pids();
-kill 'KILL', $worker1;
-eval { $session->quit };
-$node->poll_query_until('postgres', 'SELECT true')
-  or die 'the server did not come back after the crash';
+crash_worker($worker1, $session);
 is($node->safe_psql('postgres', $prepared_sql), '1',
 	'after the crash: worker 1 is left prepared');
 
@@ -157,12 +168,9 @@ CREATE TABLE ch (id int, v text, change_time timestamptz);
 ));
 $before = $node->safe_psql('postgres', $content_sql);
 $session = start_batch('d');
-$node->poll_query_until('postgres',
-	"SELECT ($prepared_sql) = 1 AND EXISTS (SELECT FROM p WHERE v LIKE 'd-%')")
-  or die 'the coordinator did not commit';
+await_coordinator_commit('d');
 ($worker1) = worker_pids();
-kill 'KILL', $worker1;
-eval { $session->quit };
+crash_worker($worker1, $session);
 $node->poll_query_until('postgres', "SELECT ($prepared_sql) = 0")
   or die 'the resolver did not settle the prepared transaction';
 is($node->safe_psql('postgres', q(SELECT count(*) FILTER (WHERE v LIKE 'd-%') FROM p)), '400',
