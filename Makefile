@@ -15,6 +15,9 @@ OBJS = \
 	src/storage/zl_recentbuf.o \
 	src/storage/zl_storage.o \
 	src/storage/zl_subgroup_read.o \
+	src/remote/zl_remote_conn.o \
+	src/remote/zl_remote_resolve.o \
+	src/remote/zl_remote_xact.o \
 	src/catalog/zl_keyindex.o \
 	src/catalog/zl_metacache.o \
 	src/catalog/zl_metadata.o \
@@ -64,6 +67,7 @@ OBJS = \
 	src/apply/zl_apply.o \
 	src/apply/zl_apply_batch.o \
 	src/apply/zl_apply_leaves.o \
+	src/apply/zl_apply_remote.o \
 	src/apply/zl_apply_workers.o \
 	src/apply/zl_apply_pool.o \
 	src/apply/zl_apply_resolver.o \
@@ -103,7 +107,7 @@ TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
 PG_CPPFLAGS = -I$(srcdir)/src
-SHLIB_LINK = -lzstd -llz4
+SHLIB_LINK = -lzstd -llz4 -lpq
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 
 # Header dependencies file by file: gcc lists the headers each object
@@ -114,6 +118,8 @@ override autodepend = yes
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+# libpq-fe.h (shards: src/remote), searched after the server's headers
+override CPPFLAGS += -I$(includedir)
 
 # PGXS names each .Po file after the source's base name alone, which two
 # folders of src/ may share: name it after the whole path instead (this

@@ -22,6 +22,7 @@
 #include "access/zl_access.h"
 #include "planner/zl_planner.h"
 #include "hooks/zl_hooks.h"
+#include "remote/zl_remote.h"
 
 #include "fmgr.h"
 
@@ -37,6 +38,7 @@ _PG_init(void)
 	zl_executor_init();
 	zl_write_register_callbacks();
 	zl_ddl_init();
+	zl_remote_init();
 	zl_customscan_init();
 	zl_indexpaths_init();
 	zl_aggregate_init();

@@ -4,7 +4,7 @@
 src/ is cut into folders, each a layer that may use only the layers
 below it (each folder's README.md says what it holds):
 
-    common < storage < catalog < write < lifecycle < access, apply
+    common < storage, remote < catalog < write < lifecycle < access, apply
            < planner < api < hooks < the files at src/'s root (_PG_init)
 
 access/ and apply/ share a rank and never include each other.  A folder's
@@ -37,6 +37,7 @@ TOP = '.'
 RANKS = {
     'common': 0,
     'storage': 1,
+    'remote': 1,
     'catalog': 2,
     'write': 3,
     'lifecycle': 4,
@@ -48,7 +49,7 @@ RANKS = {
     TOP: 9,
 }
 # folders of one rank that must not use each other
-SIBLINGS_APART = {frozenset(('access', 'apply'))}
+SIBLINGS_APART = {frozenset(('access', 'apply')), frozenset(('storage', 'remote'))}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

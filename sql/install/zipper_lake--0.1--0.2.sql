@@ -118,13 +118,20 @@ DECLARE
 BEGIN
     IF (SELECT c.relkind FROM pg_class c WHERE c.oid = tbl) = 'p' THEN
         -- a zipper parent (README "Scaling out"): every leaf, named first
+        -- (a shard, a foreign partition, is verified on its server)
         RETURN QUERY SELECT 'partition not registered'::text, format('Partition %s.', i.inhrelid::regclass)
-          FROM pg_inherits i WHERE i.inhparent = tbl
+          FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = tbl
+           AND c.relkind <> 'f'
            AND NOT EXISTS (SELECT FROM zipper_lake.registration r WHERE r.tbl = i.inhrelid);
         RETURN QUERY SELECT v.check_name, format('%s: %s', i.inhrelid::regclass, v.detail)
-          FROM pg_inherits i, zipper_lake.verify(i.inhrelid::regclass) v
+          FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid,
+               zipper_lake.verify(i.inhrelid::regclass) v
          WHERE i.inhparent = tbl
-           AND EXISTS (SELECT FROM zipper_lake.registration r WHERE r.tbl = i.inhrelid);
+           AND (c.relkind = 'f' OR EXISTS (SELECT FROM zipper_lake.registration r WHERE r.tbl = i.inhrelid));
+        RETURN;
+    END IF;
+    IF (SELECT c.relkind FROM pg_class c WHERE c.oid = tbl) = 'f' THEN
+        RETURN QUERY SELECT * FROM zipper_lake._verify_storage(tbl);
         RETURN;
     END IF;
     RETURN QUERY SELECT * FROM zipper_lake._verify_storage(tbl);
@@ -540,8 +547,18 @@ CREATE INDEX subgroup_tid_idx ON zipper_lake.subgroup (storage_id, first_tid_blo
 
 -- ---------------------------------------------------------------------------
 -- Zipper parents (README "Scaling out"): resolve() settles the prepared
--- transactions that applies in background workers left after a crash.
+-- transactions that applies in background workers, and transactions that
+-- used shards, left after a crash.  shard_transaction logs, in each
+-- transaction that used a shard, the name of the transaction it prepared
+-- there (src/remote): a visible row means "commit it".  Transient state,
+-- not dumped: resolve() before a dump.
 -- ---------------------------------------------------------------------------
+
+CREATE TABLE zipper_lake.shard_transaction (
+    gid   text PRIMARY KEY,
+    umid  oid NOT NULL
+);
+REVOKE ALL ON zipper_lake.shard_transaction FROM PUBLIC;
 
 CREATE FUNCTION zipper_lake.resolve()
 RETURNS bigint
@@ -549,4 +566,4 @@ AS 'MODULE_PATHNAME', 'zipper_lake_resolve'
 LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION zipper_lake.resolve() IS
-    'commits or rolls back what applies in background workers left prepared, as their coordinator ended';
+    'commits or rolls back what applies in background workers and on shards left prepared, as the transaction that decides them ended';

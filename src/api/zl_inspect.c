@@ -32,6 +32,7 @@
 #include "common/zl_common.h"
 #include "storage/zl_storage.h"
 #include "catalog/zl_catalog.h"
+#include "remote/zl_remote.h"
 #include "write/zl_write.h"
 
 #include "access/table.h"
@@ -125,11 +126,13 @@ inspect_table(Relation rel, void *arg)
 
 /*
  * Call fn on a zipper table, or on each leaf of a zipper parent (README
- * "Scaling out") in partition order; SELECT on the table named suffices,
- * as for reading it.
+ * "Scaling out") in partition order, shard_fn on each of its shards
+ * (src/remote: the same function on the shard's server); SELECT on the
+ * table named suffices, as for reading it.
  */
 static void
-for_table_or_leaves(Oid relid, void (*fn) (Relation table, void *arg), void *arg)
+for_table_or_leaves(Oid relid, void (*fn) (Relation table, void *arg),
+					void (*shard_fn) (Oid shard, void *arg), void *arg)
 {
 	Relation	rel;
 
@@ -141,8 +144,14 @@ for_table_or_leaves(Oid relid, void (*fn) (Relation table, void *arg), void *arg
 		parent = zl_parent_open(relid, AccessShareLock);
 		for (int i = 0; i < zl_parent_nleaves(parent); i++)
 		{
-			Relation	leaf = zl_open_zipper_table(zl_parent_leaf(parent, i), AccessShareLock);
+			Relation	leaf;
 
+			if (zl_parent_leaf_is_shard(parent, i))
+			{
+				shard_fn(zl_parent_leaf(parent, i), arg);
+				continue;
+			}
+			leaf = zl_open_zipper_table(zl_parent_leaf(parent, i), AccessShareLock);
 			fn(leaf, arg);
 			table_close(leaf, AccessShareLock);
 		}
@@ -156,12 +165,22 @@ for_table_or_leaves(Oid relid, void (*fn) (Relation table, void *arg), void *arg
 	table_close(rel, AccessShareLock);
 }
 
+/* a shard's sub-groups, as its server's inspect() shows them */
+static void
+inspect_shard(Oid shard, void *arg)
+{
+	ZLRemoteRows *rows = zl_remote_call_rows(shard, "SELECT * FROM zipper_lake.inspect($1::pg_catalog.regclass)",
+											 0, NULL);
+
+	zl_remote_put_rows(arg, rows, "leaf", ObjectIdGetDatum(shard));
+}
+
 /* inspect(tbl): the sub-groups of a zipper table, or of each leaf of a zipper parent */
 Datum
 zipper_lake_inspect(PG_FUNCTION_ARGS)
 {
 	InitMaterializedSRF(fcinfo, 0);
-	for_table_or_leaves(PG_GETARG_OID(0), inspect_table, fcinfo->resultinfo);
+	for_table_or_leaves(PG_GETARG_OID(0), inspect_table, inspect_shard, fcinfo->resultinfo);
 	return (Datum) 0;
 }
 
@@ -231,6 +250,38 @@ add_table_bytes(Relation rel, void *arg)
 	}
 }
 
+/* a shard's bytes, as its server's inspect_bytes() counts them */
+static void
+add_shard_bytes(Oid shard, void *arg)
+{
+	static const char *const file_parts[3] = {"sub-groups", "free extents", "other pages"};
+	TableBytes *sum = arg;
+	ZLRemoteRows *rows = zl_remote_call_rows(shard, "SELECT * FROM zipper_lake.inspect_bytes($1::pg_catalog.regclass)",
+											 0, NULL);
+
+	for (int r = 0; r < rows->nrows; r++)
+	{
+		const char *part = zl_remote_value(rows, r, "part");
+		int64		bytes = pg_strtoint64(zl_remote_value(rows, r, "bytes"));
+		int			i;
+
+		if (strcmp(zl_remote_value(rows, r, "kind"), "table file") == 0)
+		{
+			for (i = 0; i < 3; i++)
+				if (strcmp(file_parts[i], part) == 0)
+					sum->file[i] += bytes;
+			continue;
+		}
+		for (i = 0; i < sum->ncatalog; i++)
+			if (strcmp(sum->catalog[i].part, part) == 0)
+				break;
+		if (i == sum->ncatalog && sum->ncatalog < ZL_CATALOG_PARTS)
+			sum->catalog[sum->ncatalog++].part = pstrdup(part);
+		if (i < ZL_CATALOG_PARTS)
+			sum->catalog[i].bytes += bytes;
+	}
+}
+
 /*
  * inspect_bytes(tbl): what a zipper table costs, or a zipper parent's
  * leaves together (README "Scaling out").
@@ -242,7 +293,7 @@ zipper_lake_inspect_bytes(PG_FUNCTION_ARGS)
 	TableBytes	sum = {0};
 
 	InitMaterializedSRF(fcinfo, 0);
-	for_table_or_leaves(PG_GETARG_OID(0), add_table_bytes, &sum);
+	for_table_or_leaves(PG_GETARG_OID(0), add_table_bytes, add_shard_bytes, &sum);
 	put_bytes_row(rsinfo, "table file", "sub-groups", sum.file[0]);
 	put_bytes_row(rsinfo, "table file", "free extents", sum.file[1]);
 	put_bytes_row(rsinfo, "table file", "other pages", sum.file[2]);

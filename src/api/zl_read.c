@@ -18,6 +18,7 @@
  */
 #include "common/zl_common.h"
 #include "catalog/zl_catalog.h"
+#include "remote/zl_remote.h"
 #include "access/zl_access.h"
 
 #include "access/stratnum.h"
@@ -115,12 +116,36 @@ put_bounded_rows(ReturnSetInfo *rsinfo, Relation rel, const ZLTableOptions *opts
 }
 
 /*
+ * The rows of a shard of a zipper parent: the same helper called on its
+ * server with the same time arguments, each column taken by name.
+ */
+static void
+put_shard_rows(FunctionCallInfo fcinfo, Oid shard, const char *name, int ntimes)
+{
+	StringInfoData sql;
+	const char *params[ZL_HELPER_MAX_TIMES];
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT * FROM zipper_lake.%s(NULL::%s", name, zl_remote_table_name(shard));
+	for (int i = 1; i <= ntimes; i++)
+	{
+		params[i - 1] = DatumGetCString(DirectFunctionCall1(timestamptz_out, PG_GETARG_DATUM(i)));
+		appendStringInfo(&sql, ", $%d::pg_catalog.timestamptz", i);
+	}
+	appendStringInfoChar(&sql, ')');
+	zl_remote_put_rows((ReturnSetInfo *) fcinfo->resultinfo,
+					   zl_remote_query(zl_remote_shard(shard), sql.data, ntimes, params),
+					   NULL, (Datum) 0);
+}
+
+/*
  * The rows within bounds: of the table, or of each leaf of a zipper
- * parent (registered as the parent is, so the bounds hold for each).
+ * parent (registered as the parent is, so the bounds hold for each), a
+ * shard's from its server.
  */
 static Datum
 return_bounded_rows(FunctionCallInfo fcinfo, Relation rel, const ZLTableOptions *opts,
-					const ZLScanBounds *bounds)
+					const ZLScanBounds *bounds, const ZLReadHelper *helper)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
@@ -131,8 +156,15 @@ return_bounded_rows(FunctionCallInfo fcinfo, Relation rel, const ZLTableOptions 
 
 		for (int i = 0; i < zl_parent_nleaves(parent); i++)
 		{
-			Relation	leaf = zl_open_zipper_table(zl_parent_leaf(parent, i), AccessShareLock);
+			Relation	leaf;
 			ZLTableOptions leaf_opts;
+
+			if (zl_parent_leaf_is_shard(parent, i))
+			{
+				put_shard_rows(fcinfo, zl_parent_leaf(parent, i), helper->name, helper->ntimes);
+				continue;
+			}
+			leaf = zl_open_zipper_table(zl_parent_leaf(parent, i), AccessShareLock);
 
 			zl_load_registration(leaf, &leaf_opts, false, NULL,
 								 "Register the parent again with zipper_lake.register(); it registers every partition.");
@@ -166,7 +198,7 @@ read_helper_rows(FunctionCallInfo fcinfo, const char *name)
 		zl_bounds_narrow(&bounds, term->on_valid_from, term->strategy,
 						 term->value == ZL_TERM_OPEN_END ? opts.open_end : times[term->value]);
 	}
-	return return_bounded_rows(fcinfo, rel, &opts, &bounds);
+	return return_bounded_rows(fcinfo, rel, &opts, &bounds, helper);
 }
 
 Datum

@@ -15,6 +15,7 @@
 #include "common/zl_common.h"
 #include "storage/zl_storage.h"
 #include "catalog/zl_catalog.h"
+#include "remote/zl_remote.h"
 #include "write/zl_write.h"
 #include "lifecycle/zl_lifecycle.h"
 
@@ -597,8 +598,11 @@ open_for_option(FunctionCallInfo fcinfo, const char *setter, const char *option,
 		parent = zl_parent_open(PG_GETARG_OID(0), ShareUpdateExclusiveLock);
 		for (int i = 0; i < zl_parent_nleaves(parent); i++)
 		{
-			Relation	leaf = zl_open_zipper_table(zl_parent_leaf(parent, i), ShareUpdateExclusiveLock);
+			Relation	leaf;
 
+			if (zl_parent_leaf_is_shard(parent, i))
+				continue;		/* set on its server: option_changed */
+			leaf = zl_open_zipper_table(zl_parent_leaf(parent, i), ShareUpdateExclusiveLock);
 			(void) zl_write_lock_table(zl_storage_id(leaf), false);
 			table_close(leaf, NoLock);
 		}
@@ -616,10 +620,11 @@ open_for_option(FunctionCallInfo fcinfo, const char *setter, const char *option,
 
 /*
  * cached registrations (zl_meta_registration.c) follow a commit or
- * rollback: the table's, or a zipper parent's and its leaves'
+ * rollback: the table's, or a zipper parent's and its leaves'; a
+ * parent's shards get the same setter call (fcinfo's) on their servers
  */
 static void
-option_changed(Relation rel)
+option_changed(Relation rel, FunctionCallInfo fcinfo)
 {
 	CacheInvalidateRelcache(rel);
 	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
@@ -627,7 +632,14 @@ option_changed(Relation rel)
 		PartitionDesc pd = RelationGetPartitionDesc(rel, true);
 
 		for (int i = 0; i < pd->nparts; i++)
-			CacheInvalidateRelcacheByRelid(pd->oids[i]);
+		{
+			bool		isnull;
+
+			if (zl_remote_is_shard(pd->oids[i]))
+				(void) zl_remote_call(pd->oids[i], fcinfo, &isnull);
+			else
+				CacheInvalidateRelcacheByRelid(pd->oids[i]);
+		}
 	}
 	table_close(rel, NoLock);
 }
@@ -641,7 +653,7 @@ zipper_lake_set_late_horizon(PG_FUNCTION_ARGS)
 
 	zl_meta_set_late_horizon(RelationGetRelid(rel),
 							 PG_ARGISNULL(1) ? NULL : checked_horizon(PG_GETARG_INTERVAL_P(1)));
-	option_changed(rel);
+	option_changed(rel, fcinfo);
 	PG_RETURN_VOID();
 }
 
@@ -661,7 +673,7 @@ zipper_lake_set_track_columns(PG_FUNCTION_ARGS)
 							  checked_track_columns(rel, opts.key_attnums, opts.nkeys,
 													opts.from_attnum, opts.to_attnum,
 													PG_GETARG_ARRAYTYPE_P(1)));
-	option_changed(rel);
+	option_changed(rel, fcinfo);
 	PG_RETURN_VOID();
 }
 
@@ -684,7 +696,7 @@ zipper_lake_set_history_format(PG_FUNCTION_ARGS)
 	rel = open_for_option(fcinfo, "set_history_format", "history_format", "is not allowed", &opts);
 	zl_meta_set_history_format(RelationGetRelid(rel),
 							   checked_history_format(PG_GETARG_TEXT_PP(1)));
-	option_changed(rel);
+	option_changed(rel, fcinfo);
 	PG_RETURN_VOID();
 }
 
@@ -774,6 +786,6 @@ zipper_lake_set_retention(PG_FUNCTION_ARGS)
 						   RelationGetRelationName(rel)),
 				 errhint("Pass a shorter period, or NULL to keep history forever.")));
 	zl_meta_set_retention(RelationGetRelid(rel), keep);
-	option_changed(rel);
+	option_changed(rel, fcinfo);
 	PG_RETURN_VOID();
 }

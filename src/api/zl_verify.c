@@ -26,12 +26,15 @@
 #include "common/zl_common.h"
 #include "storage/zl_storage.h"
 #include "catalog/zl_catalog.h"
+#include "remote/zl_remote.h"
 #include "common/zl_radixsort.h"
 #include "write/zl_write.h"
 
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "funcapi.h"
 #include "storage/bufmgr.h"
 #include "catalog/pg_type.h"
@@ -345,7 +348,18 @@ zipper_lake_verify_storage(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	out.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-
+	if (zl_remote_is_shard(PG_GETARG_OID(0)))
+	{
+		/* a shard of a zipper parent: verify() on its server */
+		if (pg_class_aclcheck(PG_GETARG_OID(0), GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+			aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_FOREIGN_TABLE, get_rel_name(PG_GETARG_OID(0)));
+		zl_remote_put_rows(out.rsinfo,
+						   zl_remote_call_rows(PG_GETARG_OID(0),
+											   "SELECT * FROM zipper_lake.verify($1::pg_catalog.regclass)",
+											   0, NULL),
+						   NULL, (Datum) 0);
+		PG_RETURN_NULL();
+	}
 	rel = zl_open_readable_zipper_table(PG_GETARG_OID(0));
 	zl_write_flush_relation(RelationGetRelid(rel));
 	/* the checks after this one read the catalog as stored, not as cached */

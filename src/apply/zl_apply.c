@@ -656,6 +656,8 @@ apply_begin(ApplyContext *ac, ZLApplyLeaves *leaves, int leaf, Oid relid, Oid so
 		ac->leaf = leaf;
 		ac->parent_newest = leaves->newest;
 	}
+	else
+		ac->parent_newest = zl_apply_shard_parent_newest();
 	ac->rel = zl_open_zipper_table(relid, RowExclusiveLock);
 	ac->tupdesc = RelationGetDescr(ac->rel);
 	ac->source_name = zl_relation_arg_name(source_relid, source_argument);
@@ -748,16 +750,28 @@ read_call_batch(ApplyContext *ac, const ZLApplyCall *call)
 	ac->delete_time = snapshot_time;
 	zl_apply_read_batch(ac, call->source_relid, NULL, NULL, NULL, snapshot_time);
 	/* the whole image: every pass of a zipper parent reads all of it */
-	if (ac->rows_seen == 0 && !call->allow_empty)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("snapshot \"%s\" is empty", ac->source_name),
-				 ac->delete_missing ?
-				 errdetail("Applied with deletes, an empty image would delete every key of zipper table \"%s\" at %s.",
-						   get_rel_name(call->relid), time_text(ac, snapshot_time)) :
-				 errdetail("An empty image changes nothing in zipper table \"%s\".",
-						   get_rel_name(call->relid)),
-				 errhint("Pass allow_empty => true if the source really is empty; nothing was applied.")));
+	if (ac->rows_seen == 0)
+		zl_apply_refuse_empty_image(call, &ac->opts);
+}
+
+/* an empty image, unless allow_empty: an error */
+void
+zl_apply_refuse_empty_image(const ZLApplyCall *call, const ZLTableOptions *opts)
+{
+	if (call->allow_empty)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("snapshot \"%s\" is empty", zl_relation_arg_name(call->source_relid, "snapshot")),
+			 call->deletes ?
+			 errdetail("Applied with deletes, an empty image would delete every key of zipper table \"%s\" at %s.",
+					   get_rel_name(call->relid),
+					   zl_instant_to_cstring(zl_instant_to_precision(opts,
+																	 zl_timestamptz_to_instant(opts, call->snapshot_time)),
+											 opts->period_type)) :
+			 errdetail("An empty image changes nothing in zipper table \"%s\".",
+					   get_rel_name(call->relid)),
+			 errhint("Pass allow_empty => true if the source really is empty; nothing was applied.")));
 }
 
 /*
@@ -780,10 +794,19 @@ zl_apply_call_leaves(const ZLApplyCall *call, ZLApplyLeaves *leaves, int first, 
 												   ALLOCSET_DEFAULT_SIZES);
 		MemoryContext old = MemoryContextSwitchTo(pass);
 
-		apply_begin(&ac, leaves, leaf, call->relid, call->source_relid,
-					call->snapshot ? "snapshot" : "changes");
-		read_call_batch(&ac, call);
-		apply_end(&ac, total);
+		if (leaves != NULL && zl_parent_leaf_is_shard(leaves->parent, leaf))
+		{
+			/* a shard (zl_apply_remote.c) */
+			if (zl_apply_remote_pass(call, leaves, leaf, total) == 0 && call->snapshot)
+				zl_apply_refuse_empty_image(call, &leaves->opts);
+		}
+		else
+		{
+			apply_begin(&ac, leaves, leaf, call->relid, call->source_relid,
+						call->snapshot ? "snapshot" : "changes");
+			read_call_batch(&ac, call);
+			apply_end(&ac, total);
+		}
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(pass);
 	}

@@ -111,15 +111,14 @@ refuse_column_type(ApplyContext *ac, Oid source_relid, const char *column,
 			 errhint("Cast the column in a view over the changes.")));
 }
 
-static ChangeOp
-parse_op(ApplyContext *ac, const char *op, Change *c)
+/* the kind of change an op names; OP_UNKNOWN: none */
+ChangeOp
+zl_apply_op_kind(const char *op)
 {
 	static const char *const upserts[] = {"i", "u", "c", "r", "insert", "update", "upsert",
 	"+i", "+u"};
 	static const char *const deletes[] = {"d", "delete", "-d"};
 
-	if (op == NULL)
-		return OP_UPSERT;
 	if (pg_strcasecmp(op, "-u") == 0)
 		return OP_IGNORE;
 	if (pg_strcasecmp(op, "t") == 0 || pg_strcasecmp(op, "truncate") == 0)
@@ -130,6 +129,16 @@ parse_op(ApplyContext *ac, const char *op, Change *c)
 	for (int i = 0; i < lengthof(deletes); i++)
 		if (pg_strcasecmp(op, deletes[i]) == 0)
 			return OP_DELETE;
+	return OP_UNKNOWN;
+}
+
+static ChangeOp
+parse_op(ApplyContext *ac, const char *op, Change *c)
+{
+	ChangeOp	kind = op == NULL ? OP_UPSERT : zl_apply_op_kind(op);
+
+	if (kind != OP_UNKNOWN)
+		return kind;
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("unknown change operation \"%s\"", op),

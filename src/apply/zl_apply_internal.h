@@ -135,6 +135,7 @@ typedef struct ApplyCounts
 typedef struct ZLApplyLeaves
 {
 	ZLParent   *parent;
+	ZLTableOptions opts;		/* the parent's registration */
 	int64		newest;			/* newest change applied to any leaf before */
 } ZLApplyLeaves;
 
@@ -181,7 +182,8 @@ typedef enum ChangeOp
 	OP_UPSERT,
 	OP_DELETE,
 	OP_IGNORE,					/* -U, an update's before-image */
-	OP_TRUNCATE					/* every key deleted (no key) */
+	OP_TRUNCATE,				/* every key deleted (no key) */
+	OP_UNKNOWN					/* no op zl_apply_op_kind knows */
 } ChangeOp;
 
 typedef struct Change
@@ -288,6 +290,14 @@ extern void zl_events_apply_leaves(const ZLApplyCall *call, ZLApplyLeaves *leave
 
 /* zl_apply_workers.c, zl_apply_resolver.c: prepared transactions "zipper_lake:X:w" */
 #define ZL_APPLY_GID_PREFIX "zipper_lake:"
+/* zl_apply_remote.c: a shard's pass */
+extern int64 zl_apply_remote_newest(Oid leaf_relid, const ZLTableOptions *opts);
+extern int64 zl_apply_remote_pass(const ZLApplyCall *call, ZLApplyLeaves *leaves, int leaf,
+								  ApplyCounts *total);
+extern int64 zl_apply_shard_parent_newest(void);
+extern void zl_apply_refuse_empty_image(const ZLApplyCall *call, const ZLTableOptions *opts);
+extern ChangeOp zl_apply_op_kind(const char *op);
+
 extern bool zl_apply_in_workers(const ZLApplyCall *call, ApplyCounts *total);
 extern int64 zl_apply_resolve(void);
 

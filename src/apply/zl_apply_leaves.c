@@ -21,7 +21,10 @@
  * newest change applied to any leaf.  That newest change is read once,
  * after the writer locks of all leaves are taken in partition order (two
  * calls on one parent never wait for each other crosswise), so no writer
- * can move it during the call.
+ * can move it during the call.  A shard's leaf (zl_apply_remote.c) is
+ * locked on its own server by its pass; its newest change is read through
+ * the caller's transaction there, so writers of one parent are to go
+ * through one server (README "Scaling out").
  *
  *-------------------------------------------------------------------------
  */
@@ -46,7 +49,11 @@ zl_apply_lock_leaves(ZLParent *parent, int first, int step)
 {
 	for (int i = first; i < zl_parent_nleaves(parent); i += step)
 	{
-		Relation	leaf = zl_open_zipper_table(zl_parent_leaf(parent, i), RowExclusiveLock);
+		Relation	leaf;
+
+		if (zl_parent_leaf_is_shard(parent, i))
+			continue;			/* locked on its server by its pass */
+		leaf = zl_open_zipper_table(zl_parent_leaf(parent, i), RowExclusiveLock);
 
 		zl_write_flush_relation(RelationGetRelid(leaf));
 		(void) zl_write_lock_table(zl_storage_id(leaf), false);
@@ -72,6 +79,7 @@ zl_apply_leaves_begin(Oid relid, int first, int step)
 	leaves = palloc0(sizeof(ZLApplyLeaves));
 	leaves->parent = zl_parent_open(relid, RowExclusiveLock);
 	leaves->newest = PG_INT64_MIN;
+	zl_load_registration(zl_parent_relation(leaves->parent), &leaves->opts, true, NULL, NULL);
 	zl_apply_lock_leaves(leaves->parent, first, step);
 	if (!record_on)
 		return leaves;
@@ -83,8 +91,12 @@ zl_apply_leaves_begin(Oid relid, int first, int step)
 		ZLTableInstant *instants;
 		int			ninstants;
 
-		if (zl_meta_record_head(zl_parent_leaf(leaves->parent, i), snapshot, &newest,
-								&instants, &ninstants))
+		if (zl_parent_leaf_is_shard(leaves->parent, i))
+			leaves->newest = Max(leaves->newest,
+								 zl_apply_remote_newest(zl_parent_leaf(leaves->parent, i),
+														&leaves->opts));
+		else if (zl_meta_record_head(zl_parent_leaf(leaves->parent, i), snapshot, &newest,
+									 &instants, &ninstants))
 			leaves->newest = Max(leaves->newest, newest);
 	}
 	UnregisterSnapshot(snapshot);

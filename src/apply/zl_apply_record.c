@@ -40,9 +40,8 @@ zl_apply_load_record_head(ApplyContext *ac)
 								   &ac->table_instants.stored, &ac->table_instants.nstored);
 		MemoryContextSwitchTo(old);
 	}
-	/* a zipper parent's leaf: the parent's newest (zl_apply_leaves.c) */
-	if (ac->parent != NULL)
-		ac->newest_change = Max(ac->newest_change, ac->parent_newest);
+	/* a zipper parent's leaf or shard: the parent's newest (zl_apply_leaves.c) */
+	ac->newest_change = Max(ac->newest_change, ac->parent_newest);
 	ac->table_deletes_late = ac->ntable_deletes > 0 &&
 		ac->table_deletes[0].time < ac->newest_change;
 }

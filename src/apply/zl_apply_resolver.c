@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * zl_apply_resolver.c
- *	  Settling what applies in background workers left prepared.
+ *	  Settling what applies in background workers (and, through
+ *	  src/remote, transactions that used shards) left prepared.
  *
  * A batch applied in workers (zl_apply_workers.c) is decided by the
  * commit of its coordinator's transaction X; the other workers' prepared
@@ -15,10 +16,10 @@
  *  - every call in workers, first, so that what an earlier call left does
  *    not block its workers;
  *  - with shared_preload_libraries = 'zipper_lake', the resolver: a
- *    background worker that, after recovery and every minute after, finds
- *    the databases with such transactions and settles each in a worker
- *    connected to it (COMMIT PREPARED must run in the database of the
- *    prepared transaction).
+ *    background worker that, after recovery and every minute after,
+ *    settles each database in a worker connected to it (COMMIT PREPARED
+ *    must run in the database of the prepared transaction), the shards
+ *    of its zipper parents too (zl_remote_resolve).
  *
  * X's status stays in the commit log as long as the prepared transactions
  * do: their own transaction ids, taken just after X, hold back VACUUM's
@@ -29,10 +30,12 @@
 #include "common/zl_common.h"
 #include "apply/zl_apply.h"
 #include "apply/zl_apply_internal.h"
+#include "remote/zl_remote.h"
 
 #include "access/transam.h"
 #include "access/twophase.h"
 #include "access/xact.h"
+#include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -141,7 +144,7 @@ zipper_lake_resolve(PG_FUNCTION_ARGS)
 				 errmsg("zipper_lake.resolve() cannot run inside a transaction block"),
 				 errdetail("It commits or rolls back prepared transactions, which cannot be undone."),
 				 errhint("Call it as a statement of its own.")));
-	PG_RETURN_INT64(zl_apply_resolve());
+	PG_RETURN_INT64(zl_apply_resolve() + zl_remote_resolve());
 }
 
 /* ---------- the resolver: a background worker ---------- */
@@ -158,6 +161,8 @@ zipper_lake_resolve_database_main(Datum main_arg)
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	settled = zl_apply_resolve();
+	if (OidIsValid(get_extension_oid("zipper_lake", true)))
+		settled += zl_remote_resolve();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	if (settled > 0)
@@ -184,7 +189,11 @@ start_database_resolver(Oid dbid)
 				(errmsg("zipper_lake resolver: no background worker slot for database %u", dbid)));
 }
 
-/* the databases holding prepared transactions of applies in workers */
+/*
+ * The databases to look at: every one that takes connections, since
+ * what a transaction left prepared on a shard is known only from the
+ * database's own log (src/remote/zl_remote_resolve.c).
+ */
 static Oid *
 databases_to_resolve(uint64 *n)
 {
@@ -194,9 +203,8 @@ databases_to_resolve(uint64 *n)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute("SELECT DISTINCT d.oid FROM pg_catalog.pg_prepared_xacts p"
-					" JOIN pg_catalog.pg_database d ON d.datname = p.database"
-					" WHERE p.gid LIKE 'zipper_lake:%'", true, 0) != SPI_OK_SELECT)
+	if (SPI_execute("SELECT d.oid FROM pg_catalog.pg_database d"
+					" WHERE d.datallowconn AND NOT d.datistemplate", true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "reading pg_prepared_xacts failed");
 	*n = SPI_processed;
 	databases = MemoryContextAlloc(TopMemoryContext, sizeof(Oid) * Max(*n, 1));
@@ -216,8 +224,7 @@ databases_to_resolve(uint64 *n)
 
 /*
  * The resolver: every minute (and first right after recovery), a worker
- * of its own for each database holding prepared transactions of applies
- * in workers.  Connected to database postgres.
+ * of its own for each database.  Connected to database postgres.
  */
 void
 zipper_lake_resolver_main(Datum main_arg)

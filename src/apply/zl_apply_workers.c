@@ -54,6 +54,7 @@
 #include "storage/zl_storage.h"
 #include "apply/zl_apply.h"
 #include "apply/zl_apply_internal.h"
+#include "remote/zl_remote.h"
 
 #include "access/table.h"
 #include "access/twophase.h"
@@ -436,6 +437,12 @@ workers_allowed(const ZLApplyCall *call, int *nworkers)
 	for (int i = 0; i < pd->nparts && allowed; i++)
 	{
 		LOCKTAG		tag;
+
+		if (zl_remote_is_shard(pd->oids[i]))
+		{
+			allowed = false;	/* shards apply in the caller's transaction */
+			break;
+		}
 
 		SET_LOCKTAG_RELATION(tag, MyDatabaseId, pd->oids[i]);
 		for (LOCKMODE mode = AccessShareLock; mode <= MaxLockMode && allowed; mode++)

@@ -24,6 +24,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
@@ -182,6 +183,31 @@ zl_meta_same_registration(Oid a, Oid b)
 	same = SPI_processed == 1;
 	zl_meta_end(&session);
 	return same;
+}
+
+/*
+ * A table's registration as text, its table left out (the columns as
+ * JSON), in TimeZone UTC and IntervalStyle postgres, as a shard's
+ * connection shows its own (src/remote/zl_remote_conn.c); NULL if none.
+ */
+char *
+zl_meta_registration_text(Oid relid)
+{
+	ZLMetaSession session;
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	char	   *result = NULL;
+
+	zl_meta_begin(&session);	/* its settings are undone by zl_meta_end */
+	(void) set_config_option("TimeZone", "UTC", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+	(void) set_config_option("IntervalStyle", "postgres", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	zl_meta_exec(Q_REGISTRATION_TEXT, values, NULL, InvalidSnapshot, true);
+	if (SPI_processed == 1)
+		result = MemoryContextStrdup(session.caller_context,
+									 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+	zl_meta_end(&session);
+	return result;
 }
 
 /* README "Lifecycle": history dropped up to cut (an instant); never lowered */

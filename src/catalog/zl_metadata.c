@@ -299,6 +299,15 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		" b.history_format, b.retention, b.history_cut)",
 		2, {OIDOID, OIDOID}
 	},
+	/*
+	 * a registration as text, but for its table, to compare with a shard's
+	 * (zl_parent.c: under fixed TimeZone and IntervalStyle on both sides)
+	 */
+	[Q_REGISTRATION_TEXT] = {
+		"SELECT (pg_catalog.to_jsonb(r) OPERATOR(pg_catalog.-) 'tbl'::pg_catalog.text)::pg_catalog.text"
+		" FROM zipper_lake.registration r WHERE tbl = $1",
+		1, {OIDOID}
+	},
 	/* every sub-group of the history partitions up to $2, masks and all */
 	[Q_DROP_PARTITIONS] = {
 		"WITH d AS (DELETE FROM zipper_lake.subgroup"

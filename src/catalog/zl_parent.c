@@ -26,6 +26,7 @@
  */
 #include "common/zl_common.h"
 #include "catalog/zl_catalog.h"
+#include "remote/zl_remote.h"
 
 #include "access/table.h"
 #include "catalog/partition.h"
@@ -45,6 +46,7 @@ struct ZLParent
 	Relation	rel;			/* the parent, locked */
 	int			nleaves;
 	Oid		   *leaves;			/* in the order of the partition descriptor */
+	bool	   *shards;			/* is the leaf a shard (a foreign table)? */
 	int			partnatts;
 	FmgrInfo   *hash_functions; /* the partition key's hash support */
 	Oid		   *collations;
@@ -105,6 +107,8 @@ zl_parent_check(Relation rel, char **key_names, int nkeys)
 		if (!pd->is_leaf[i])
 			refuse_parent(rel, psprintf("Its partition %s is partitioned itself.",
 										get_rel_name(pd->oids[i])));
+		if (zl_remote_is_shard(pd->oids[i]))
+			continue;			/* a shard, checked when attached */
 		leaf = table_open(pd->oids[i], AccessShareLock);
 		if (!zl_is_zipper_relation(leaf))
 			refuse_parent(rel, psprintf("Its partition %s does not use the zipper_lake access method.",
@@ -140,6 +144,9 @@ zl_parent_open(Oid relid, LOCKMODE lockmode)
 	p->nleaves = pd->nparts;
 	p->leaves = palloc(sizeof(Oid) * Max(1, pd->nparts));
 	memcpy(p->leaves, pd->oids, sizeof(Oid) * pd->nparts);
+	p->shards = palloc(sizeof(bool) * Max(1, pd->nparts));
+	for (int i = 0; i < pd->nparts; i++)
+		p->shards[i] = zl_remote_is_shard(pd->oids[i]);
 	p->partnatts = key->partnatts;
 	p->hash_functions = palloc(sizeof(FmgrInfo) * key->partnatts);
 	p->collations = palloc(sizeof(Oid) * key->partnatts);
@@ -181,6 +188,21 @@ Oid
 zl_parent_leaf(ZLParent *p, int i)
 {
 	return p->leaves[i];
+}
+
+/* is the i-th leaf a shard: a postgres_fdw foreign table (src/remote)? */
+bool
+zl_parent_leaf_is_shard(ZLParent *p, int i)
+{
+	return p->shards[i];
+}
+
+/* the partition key's columns, by name; returns how many */
+int
+zl_parent_key_columns(ZLParent *p, char ***names)
+{
+	*names = p->key_names;
+	return p->partnatts;
 }
 
 /* the rows zl_parent_leaf_of routes are of this descriptor (a leaf's) */
@@ -244,10 +266,53 @@ zl_parent_key_text(ZLParent *p)
  * or, when the leaf is registered already, check that it is registered
  * the same way.  Its writers wait for the registration, as register()'s.
  */
+static void
+refuse_registered_otherwise(Relation parent, Relation leaf)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("partition %s is registered otherwise than its parent %s",
+					zl_qualified_name(leaf), zl_qualified_name(parent)),
+			 errdetail("Its key, period columns, options or history cut differ from the parent's registration."),
+			 errhint("Every partition of a zipper parent is registered with the parent's options: attach a table registered the same way, or an unregistered one.")));
+}
+
+/*
+ * A shard (a postgres_fdw foreign table) joins a zipper parent when the
+ * zipper table it stands for is registered on its server exactly as the
+ * parent is here: the same columns, options and history cut.
+ */
+static void
+check_shard_registration(Relation parent, Relation shard)
+{
+	const char *params[1] = {zl_remote_table_name(RelationGetRelid(shard))};
+	ZLRemoteRows *rows = zl_remote_query(zl_remote_shard(RelationGetRelid(shard)),
+										 "SELECT (pg_catalog.to_jsonb(r) OPERATOR(pg_catalog.-) 'tbl'::pg_catalog.text)::pg_catalog.text AS registration"
+										 " FROM zipper_lake.registration r WHERE tbl = $1::pg_catalog.regclass",
+										 1, params);
+
+	if (rows->nrows == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("shard %s of zipper parent %s is not a registered zipper table",
+						zl_qualified_name(shard), zl_qualified_name(parent)),
+				 errdetail("Table %s on its server is not registered with zipper_lake.", params[0]),
+				 errhint("Create it there with zipper_lake.create_table() or register() and the parent's options.")));
+	if (strcmp(zl_remote_value(rows, 0, "registration"),
+			   zl_meta_registration_text(RelationGetRelid(parent))) != 0)
+		refuse_registered_otherwise(parent, shard);
+}
+
 void
 zl_parent_register_leaf(Relation parent, Relation leaf)
 {
 	ZLTableOptions existing;
+
+	if (zl_remote_is_shard(RelationGetRelid(leaf)))
+	{
+		check_shard_registration(parent, leaf);
+		return;
+	}
 
 	if (!zl_is_zipper_relation(leaf))
 		refuse_parent(parent, psprintf("Its partition %s does not use the zipper_lake access method.",
@@ -256,12 +321,7 @@ zl_parent_register_leaf(Relation parent, Relation leaf)
 	if (zl_meta_load_options(leaf, &existing, true))
 	{
 		if (!zl_meta_same_registration(RelationGetRelid(parent), RelationGetRelid(leaf)))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("partition %s is registered otherwise than its parent %s",
-							zl_qualified_name(leaf), zl_qualified_name(parent)),
-					 errdetail("Its key, period columns, options or history cut differ from the parent's registration."),
-					 errhint("Every partition of a zipper parent is registered with the parent's options: attach a table registered the same way, or an unregistered one.")));
+			refuse_registered_otherwise(parent, leaf);
 		return;
 	}
 	zl_meta_copy_registration(RelationGetRelid(parent), RelationGetRelid(leaf));
@@ -305,7 +365,10 @@ zl_parent_call_per_leaf(FunctionCallInfo fcinfo, PGFunction fn)
 									 fcinfo->fncollation, NULL, NULL);
 			memcpy(leaf_call->args, fcinfo->args, sizeof(NullableDatum) * fcinfo->nargs);
 			leaf_call->args[0].value = ObjectIdGetDatum(p->leaves[i]);
-			result = fn(leaf_call);
+			if (p->shards[i])
+				result = zl_remote_call(p->leaves[i], leaf_call, &leaf_call->isnull);
+			else
+				result = fn(leaf_call);
 			if (!leaf_call->isnull)
 				sum += DatumGetInt64(result);
 		}

@@ -28,6 +28,7 @@ int			zipper_lake_maintenance_pause = 0;
 int			zipper_lake_apply_workers = 0;
 int			zipper_lake_apply_prepared_pause = 0;
 int			zipper_lake_apply_worker_idle = 4000;
+char	   *zipper_lake_parent_newest_change = NULL;
 
 static const struct config_enum_entry compression_options[] = {
 	{"zstd", ZL_COMPRESSION_ZSTD, false},
@@ -135,5 +136,13 @@ zl_guc_init(void)
 							PGC_SUSET,
 							GUC_UNIT_MS | GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
+	DefineCustomStringVariable("zipper_lake.parent_newest_change",
+							   "Internal: the newest change of the zipper parent a shard's table belongs to.",
+							   "Set by the parent's server for each call it makes on a shard (README \"Scaling out\"); it only moves the late horizon later.",
+							   &zipper_lake_parent_newest_change,
+							   "",
+							   PGC_USERSET,
+							   GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_NO_RESET_ALL,
+							   NULL, NULL, NULL);
 	MarkGUCPrefixReserved("zipper_lake");
 }

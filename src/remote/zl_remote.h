@@ -1,0 +1,56 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_remote.h
+ *	  Shards: zipper tables on other servers, reached through the
+ *	  postgres_fdw foreign tables that stand for them (README "Scaling
+ *	  out", src/remote/README.md).
+ *
+ * A shard is used within the caller's transaction: the first use opens
+ * (or reuses) a libpq connection with the credentials of the caller's
+ * user mapping and starts a transaction there, which is prepared when the
+ * caller's transaction commits and committed after it (two-phase commit,
+ * zl_remote_xact.c).  Results arrive as text.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZL_REMOTE_H
+#define ZL_REMOTE_H
+
+#include "fmgr.h"
+#include "nodes/execnodes.h"
+
+typedef struct ZLShard ZLShard;
+
+/* a query's rows, all values as text (NULL: SQL NULL) */
+typedef struct ZLRemoteRows
+{
+	int			nrows;
+	int			ncols;
+	char	  **names;			/* [ncols] */
+	char	  **values;			/* [nrows * ncols] */
+} ZLRemoteRows;
+
+/* zl_remote_conn.c */
+extern bool zl_remote_is_shard(Oid relid);
+extern char *zl_remote_table_name(Oid relid);
+extern char *zl_remote_schema_name(Oid relid);
+extern const char *zl_remote_value(const ZLRemoteRows *rows, int row, const char *column);
+extern void zl_remote_put_rows(ReturnSetInfo *rsinfo, const ZLRemoteRows *rows,
+							   const char *local_column, Datum local_value);
+extern ZLRemoteRows *zl_remote_call_rows(Oid relid, const char *sql, int nparams,
+										 const char *const *params);
+
+/* zl_remote_xact.c: the caller's transaction on a shard */
+extern ZLShard *zl_remote_shard(Oid relid);
+extern ZLRemoteRows *zl_remote_query(ZLShard *shard, const char *sql, int nparams,
+									 const char *const *params);
+extern void zl_remote_copy_begin(ZLShard *shard, const char *sql);
+extern void zl_remote_copy_data(ZLShard *shard, const char *data, int len);
+extern void zl_remote_copy_end(ZLShard *shard);
+extern Datum zl_remote_call(Oid relid, FunctionCallInfo fcinfo, bool *isnull);
+extern void zl_remote_init(void);
+
+/* zl_remote_resolve.c */
+extern int64 zl_remote_resolve(void);
+
+#endif							/* ZL_REMOTE_H */
