@@ -17,6 +17,7 @@ OBJS = \
 	src/storage/zl_subgroup_read.o \
 	src/remote/zl_remote_conn.o \
 	src/remote/zl_remote_resolve.o \
+	src/remote/zl_remote_stage.o \
 	src/remote/zl_remote_xact.o \
 	src/catalog/zl_keyindex.o \
 	src/catalog/zl_metacache.o \

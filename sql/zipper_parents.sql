@@ -185,15 +185,15 @@ SELECT count(*) FROM zipper_lake.registration WHERE tbl = 'zq_2'::regclass;
 SELECT zipper_lake.set_late_horizon('zq_2', NULL);
 -- nor may a foreign partition, or a leaf registered the same way but for
 -- the history cut, take its place
-CREATE EXTENSION postgres_fdw;
-CREATE SERVER zq_remote FOREIGN DATA WRAPPER postgres_fdw OPTIONS (dbname 'nowhere');
+CREATE FOREIGN DATA WRAPPER zq_other_fdw;   -- not postgres_fdw: no shard (sql/zipper_shards.sql)
+CREATE SERVER zq_remote FOREIGN DATA WRAPPER zq_other_fdw;
 CREATE FOREIGN TABLE zq_f PARTITION OF zq FOR VALUES WITH (MODULUS 4, REMAINDER 2) SERVER zq_remote;
 CREATE TABLE zq_cut (id int, v text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
 SELECT zipper_lake.register('zq_cut', ARRAY['id'], late_horizon => '30 days');
 ALTER TABLE zq ATTACH PARTITION zq_cut FOR VALUES WITH (MODULUS 4, REMAINDER 2);
 DROP TABLE zq_cut;
 DROP SERVER zq_remote;
-DROP EXTENSION postgres_fdw;
+DROP FOREIGN DATA WRAPPER zq_other_fdw;
 
 -- what cannot be a zipper parent
 CREATE TABLE zr (id int, region text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)

@@ -554,6 +554,13 @@ CREATE INDEX subgroup_tid_idx ON zipper_lake.subgroup (storage_id, first_tid_blo
 -- not dumped: resolve() before a dump.
 -- ---------------------------------------------------------------------------
 
+CREATE FUNCTION zipper_lake._newest_change(tbl regclass)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'zipper_lake_newest_change'
+LANGUAGE C STRICT STABLE PARALLEL UNSAFE;
+COMMENT ON FUNCTION zipper_lake._newest_change(regclass) IS
+    'internal: the newest change applied to a zipper table, in its period columns'' terms (a zipper parent''s late horizon over shards)';
+
 CREATE TABLE zipper_lake.shard_transaction (
     gid   text PRIMARY KEY,
     umid  oid NOT NULL

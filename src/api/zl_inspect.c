@@ -47,6 +47,7 @@
 
 PG_FUNCTION_INFO_V1(zipper_lake_inspect);
 PG_FUNCTION_INFO_V1(zipper_lake_inspect_record);
+PG_FUNCTION_INFO_V1(zipper_lake_newest_change);
 PG_FUNCTION_INFO_V1(zipper_lake_inspect_bytes);
 
 /* inspect()'s columns (0.1's definition has all but the last, leaf) */
@@ -201,6 +202,29 @@ zipper_lake_inspect_record(PG_FUNCTION_ARGS)
 	zl_meta_record_inspect(RelationGetRelid(rel), (ReturnSetInfo *) fcinfo->resultinfo);
 	table_close(rel, AccessShareLock);
 	return (Datum) 0;
+}
+
+/*
+ * _newest_change(tbl): the newest change applied to a zipper table, an
+ * instant in the terms of its period columns (NULL: none); a zipper
+ * parent's server reads it from each shard for the parent's late horizon
+ * (src/apply/zl_apply_remote.c).
+ */
+Datum
+zipper_lake_newest_change(PG_FUNCTION_ARGS)
+{
+	Relation	rel = zl_open_readable_zipper_table(PG_GETARG_OID(0));
+	int64		newest = PG_INT64_MIN;
+	ZLTableInstant *instants;
+	int			ninstants;
+
+	if (zl_meta_record_exists())
+		(void) zl_meta_record_head(RelationGetRelid(rel), GetActiveSnapshot(), &newest,
+								   &instants, &ninstants);
+	table_close(rel, AccessShareLock);
+	if (newest == PG_INT64_MIN)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(newest);
 }
 
 static void

@@ -291,7 +291,7 @@ extern void zl_events_apply_leaves(const ZLApplyCall *call, ZLApplyLeaves *leave
 /* zl_apply_workers.c, zl_apply_resolver.c: prepared transactions "zipper_lake:X:w" */
 #define ZL_APPLY_GID_PREFIX "zipper_lake:"
 /* zl_apply_remote.c: a shard's pass */
-extern int64 zl_apply_remote_newest(Oid leaf_relid, const ZLTableOptions *opts);
+extern int64 zl_apply_remote_newest(Oid leaf_relid);
 extern int64 zl_apply_remote_pass(const ZLApplyCall *call, ZLApplyLeaves *leaves, int leaf,
 								  ApplyCounts *total);
 extern int64 zl_apply_shard_parent_newest(void);

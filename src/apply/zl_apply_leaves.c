@@ -93,8 +93,7 @@ zl_apply_leaves_begin(Oid relid, int first, int step)
 
 		if (zl_parent_leaf_is_shard(leaves->parent, i))
 			leaves->newest = Max(leaves->newest,
-								 zl_apply_remote_newest(zl_parent_leaf(leaves->parent, i),
-														&leaves->opts));
+								 zl_apply_remote_newest(zl_parent_leaf(leaves->parent, i)));
 		else if (zl_meta_record_head(zl_parent_leaf(leaves->parent, i), snapshot, &newest,
 									 &instants, &ninstants))
 			leaves->newest = Max(leaves->newest, newest);

@@ -9,10 +9,8 @@
  * whole batch as every pass does, takes the rows of the shard's keys --
  * and every truncate, and the ignored -U rows on the first leaf only --
  * and copies them, as they are, into a staging table in the caller's
- * transaction on the shard (an unlogged table in the schema of the
- * shard's table, created and dropped in that transaction: a prepared
- * transaction may not touch temporary tables), then calls the same apply
- * function there.  The shard applies exactly what one table would apply
+ * transaction on the shard (src/remote/zl_remote_stage.c), then calls the
+ * same apply function there.  The shard applies exactly what one table would apply
  * to those keys, with the late horizon counted from the newest change of
  * the whole parent (zipper_lake.parent_newest_change, set for that call),
  * and an image's rows that are all another leaf's are no empty image.
@@ -43,21 +41,14 @@
 
 /* the newest change applied to a shard's zipper table, PG_INT64_MIN: none */
 int64
-zl_apply_remote_newest(Oid leaf_relid, const ZLTableOptions *opts)
+zl_apply_remote_newest(Oid leaf_relid)
 {
-	const char *params[1] = {zl_remote_table_name(leaf_relid)};
-	ZLRemoteRows *rows = zl_remote_query(zl_remote_shard(leaf_relid),
-										 "SELECT pg_catalog.max(newest)::pg_catalog.text AS newest"
-										 " FROM zipper_lake.inspect_record($1::pg_catalog.regclass)",
-										 1, params);
+	ZLRemoteRows *rows = zl_remote_call_rows(leaf_relid,
+											 "SELECT zipper_lake._newest_change($1::pg_catalog.regclass) AS newest",
+											 0, NULL);
 	const char *newest = zl_remote_value(rows, 0, "newest");
-	Datum		time;
 
-	if (newest == NULL)
-		return PG_INT64_MIN;
-	time = DirectFunctionCall3(timestamptz_in, CStringGetDatum(newest),
-							   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
-	return zl_instant_to_precision(opts, zl_timestamptz_to_instant(opts, DatumGetTimestampTz(time)));
+	return newest == NULL ? PG_INT64_MIN : pg_strtoint64(newest);
 }
 
 /*
@@ -74,60 +65,6 @@ zl_apply_shard_parent_newest(void)
 	if (value == NULL || value[0] == '\0')
 		return PG_INT64_MIN;
 	return pg_strtoint64(value);
-}
-
-/* append a value to a line of COPY's text format */
-static void
-append_copy_value(StringInfo line, const char *value)
-{
-	if (value == NULL)
-	{
-		appendStringInfoString(line, "\\N");
-		return;
-	}
-	for (const char *c = value; *c; c++)
-	{
-		switch (*c)
-		{
-			case '\\':
-				appendStringInfoString(line, "\\\\");
-				break;
-			case '\t':
-				appendStringInfoString(line, "\\t");
-				break;
-			case '\n':
-				appendStringInfoString(line, "\\n");
-				break;
-			case '\r':
-				appendStringInfoString(line, "\\r");
-				break;
-			default:
-				appendStringInfoChar(line, *c);
-		}
-	}
-}
-
-/* the staging table's columns: the source's, with their types */
-static char *
-staging_columns(TupleDesc source, bool with_types)
-{
-	StringInfoData columns;
-
-	initStringInfo(&columns);
-	for (int i = 0; i < source->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(source, i);
-
-		if (att->attisdropped)
-			continue;
-		appendStringInfo(&columns, "%s%s", columns.len > 0 ? ", " : "",
-						 quote_identifier(NameStr(att->attname)));
-		if (with_types)
-			appendStringInfo(&columns, " %s",
-							 format_type_extended(att->atttypid, att->atttypmod,
-												  FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY));
-	}
-	return columns.data;
 }
 
 /*
@@ -159,90 +96,43 @@ batch_query(ZLParent *parent, Relation source, const char *op_column, TupleDesc 
 		appendStringInfo(&sql, "CAST(s.%s AS pg_catalog.text), ", quote_identifier(op_column));
 	else
 		appendStringInfoString(&sql, "NULL::pg_catalog.text, ");
-	appendStringInfo(&sql, "%s FROM %s s", staging_columns(RelationGetDescr(source), false),
+	appendStringInfo(&sql, "%s FROM %s s", zl_remote_columns(RelationGetDescr(source), false),
 					 zl_qualified_name(source));
 	return sql.data;
 }
 
-typedef struct ShippedRows
+/* which rows of the batch a leaf takes (zl_remote_stage_rows' filter) */
+typedef struct LeafRows
 {
-	int64		read;			/* rows of the batch */
-	int64		truncates;		/* truncates shipped */
-} ShippedRows;
+	ZLParent   *parent;
+	int			leaf;
+	int			nkeys;
+	int64		truncates;		/* truncates taken */
+} LeafRows;
 
 /*
- * Copy the rows of the batch this leaf takes into the staging table:
- * the rows of its keys, every truncate, and (on the first leaf) the -U
- * rows, which are counted only.
+ * The rows of the leaf's keys, every truncate, and (on the first leaf)
+ * the -U rows, which are counted only.
  */
-static ShippedRows
-ship_rows(ZLShard *shard, ZLParent *parent, int leaf, Relation source, const char *op_column,
-		  const char *staging)
+static bool
+leaf_takes_row(HeapTuple tuple, TupleDesc desc, void *arg)
 {
-	TupleDesc	key_desc;
-	char	   *sql = batch_query(parent, source, op_column, &key_desc);
-	int			nkeys = key_desc->natts;
-	ShippedRows shipped = {0};
-	Portal		portal;
-	StringInfoData line;
-	MemoryContext row_memory = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake shipped row",
-													 ALLOCSET_DEFAULT_SIZES);
+	LeafRows   *lr = arg;
+	Datum		keys[PARTITION_MAX_KEYS];
+	bool		nulls[PARTITION_MAX_KEYS];
+	char	   *op = SPI_getvalue(tuple, desc, lr->nkeys + 1);
+	ChangeOp	kind = op ? zl_apply_op_kind(op) : OP_UPSERT;
 
-	zl_parent_route_rows_of(parent, key_desc);
-	zl_remote_copy_begin(shard, psprintf("COPY %s (%s) FROM STDIN", staging,
-										 staging_columns(RelationGetDescr(source), false)));
-	initStringInfo(&line);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	portal = SPI_cursor_open_with_args(NULL, sql, 0, NULL, NULL, NULL, true, 0);
-	for (;;)
+	if (kind == OP_TRUNCATE)
 	{
-		SPI_cursor_fetch(portal, true, 1000);
-		if (SPI_processed == 0)
-			break;
-		for (uint64 r = 0; r < SPI_processed; r++)
-		{
-			HeapTuple	tuple = SPI_tuptable->vals[r];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			MemoryContext old = MemoryContextSwitchTo(row_memory);
-			Datum		keys[PARTITION_MAX_KEYS];
-			bool		nulls[PARTITION_MAX_KEYS];
-			char	   *op = SPI_getvalue(tuple, desc, nkeys + 1);
-			ChangeOp	kind = op ? zl_apply_op_kind(op) : OP_UPSERT;
-			bool		take;
-
-			for (int k = 0; k < nkeys; k++)
-				keys[k] = SPI_getbinval(tuple, desc, k + 1, &nulls[k]);
-			shipped.read++;
-			if (kind == OP_TRUNCATE)
-				take = true;
-			else if (kind == OP_IGNORE)
-				take = leaf == 0;
-			else
-				take = zl_parent_leaf_of(parent, keys, nulls) == leaf;
-			if (take)
-			{
-				shipped.truncates += kind == OP_TRUNCATE;
-				resetStringInfo(&line);
-				for (int c = nkeys + 2; c <= desc->natts; c++)
-				{
-					if (c > nkeys + 2)
-						appendStringInfoChar(&line, '\t');
-					append_copy_value(&line, SPI_getvalue(tuple, desc, c));
-				}
-				appendStringInfoChar(&line, '\n');
-				zl_remote_copy_data(shard, line.data, line.len);
-			}
-			MemoryContextSwitchTo(old);
-			MemoryContextReset(row_memory);
-		}
-		SPI_freetuptable(SPI_tuptable);
+		lr->truncates++;
+		return true;
 	}
-	SPI_cursor_close(portal);
-	SPI_finish();
-	zl_remote_copy_end(shard);
-	MemoryContextDelete(row_memory);
-	return shipped;
+	if (kind == OP_IGNORE)
+		return lr->leaf == 0;
+	for (int k = 0; k < lr->nkeys; k++)
+		keys[k] = SPI_getbinval(tuple, desc, k + 1, &nulls[k]);
+	return zl_parent_leaf_of(lr->parent, keys, nulls) == lr->leaf;
 }
 
 /* the call of the apply function on the shard, its parameters in params */
@@ -289,36 +179,35 @@ zl_apply_remote_pass(const ZLApplyCall *call, ZLApplyLeaves *leaves, int leaf, A
 	Oid			leaf_relid = zl_parent_leaf(leaves->parent, leaf);
 	ZLShard    *shard = zl_remote_shard(leaf_relid);
 	Relation	source = relation_open(call->source_relid, AccessShareLock);
-	char	   *staging = psprintf("%s.%s", zl_remote_schema_name(leaf_relid),
-								   quote_identifier(psprintf("zl_batch_" UINT64_FORMAT "_%d_%d",
-															 U64FromFullTransactionId(GetTopFullTransactionId()),
-															 MyProcPid, leaf)));
 	const char *op_column = call->has_op ? NameStr(call->op_column) :
 		(!call->snapshot && get_attnum(call->source_relid, "op") != InvalidAttrNumber ? "op" : NULL);
-	const char *params[7] = {zl_remote_table_name(leaf_relid), staging};
+	const char *params[7] = {zl_remote_table_name(leaf_relid)};
 	const char *newest[1] = {NULL};
-	ShippedRows shipped;
+	TupleDesc	key_desc;
+	char	   *query = batch_query(leaves->parent, source, call->snapshot ? NULL : op_column,
+									&key_desc);
+	LeafRows	lr = {leaves->parent, leaf, key_desc->natts, 0};
+	int64		read;
 	ZLRemoteRows *counts;
 	ApplyCounts leaf_counts = {0};
 
-	(void) zl_remote_query(shard, psprintf("CREATE UNLOGGED TABLE %s (%s)", staging,
-										   staging_columns(RelationGetDescr(source), true)),
-						   0, NULL);
-	shipped = ship_rows(shard, leaves->parent, leaf, source, call->snapshot ? NULL : op_column,
-						staging);
+	params[1] = zl_remote_stage_create(shard, leaf_relid, call->source_relid, leaf);
+	zl_parent_route_rows_of(leaves->parent, key_desc);
+	read = zl_remote_stage_rows(shard, params[1], zl_remote_columns(RelationGetDescr(source), false),
+								query, key_desc->natts + 1, leaf_takes_row, &lr);
 	relation_close(source, AccessShareLock);
 	if (leaves->newest != PG_INT64_MIN)
 		newest[0] = psprintf(INT64_FORMAT, leaves->newest);
 	(void) zl_remote_query(shard, "SELECT pg_catalog.set_config('zipper_lake.parent_newest_change',"
 						   " COALESCE($1::pg_catalog.text, ''), true)", 1, newest);
 	counts = zl_remote_query(shard, remote_call_sql(call, params), call->snapshot ? 6 : 7, params);
-	(void) zl_remote_query(shard, psprintf("DROP TABLE %s", staging), 0, NULL);
-	leaf_counts.changes = count_of(counts, "changes") - (leaf > 0 ? shipped.truncates : 0);
+	zl_remote_stage_drop(shard, params[1]);
+	leaf_counts.changes = count_of(counts, "changes") - (leaf > 0 ? lr.truncates : 0);
 	leaf_counts.inserted = count_of(counts, "inserted");
 	leaf_counts.closed = count_of(counts, "closed");
 	leaf_counts.deleted = count_of(counts, "deleted");
 	leaf_counts.unchanged = count_of(counts, "unchanged");
 	leaf_counts.late = count_of(counts, "late");
 	zl_apply_add_counts(total, &leaf_counts);
-	return shipped.read;
+	return read;
 }

@@ -16,6 +16,8 @@
 #ifndef ZL_REMOTE_H
 #define ZL_REMOTE_H
 
+#include "access/htup.h"
+#include "access/tupdesc.h"
 #include "fmgr.h"
 #include "nodes/execnodes.h"
 
@@ -49,6 +51,14 @@ extern void zl_remote_copy_data(ZLShard *shard, const char *data, int len);
 extern void zl_remote_copy_end(ZLShard *shard);
 extern Datum zl_remote_call(Oid relid, FunctionCallInfo fcinfo, bool *isnull);
 extern void zl_remote_init(void);
+
+/* zl_remote_stage.c: a relation's rows copied into a staging table on a shard */
+typedef bool (*ZLStageFilter) (HeapTuple tuple, TupleDesc desc, void *arg);
+extern char *zl_remote_columns(TupleDesc desc, bool with_types);
+extern char *zl_remote_stage_create(ZLShard *shard, Oid shard_relid, Oid relid, int n);
+extern int64 zl_remote_stage_rows(ZLShard *shard, const char *staging, const char *columns,
+								  const char *query, int skip, ZLStageFilter take, void *arg);
+extern void zl_remote_stage_drop(ZLShard *shard, const char *staging);
 
 /* zl_remote_resolve.c */
 extern int64 zl_remote_resolve(void);

@@ -34,6 +34,7 @@
 #include "common/zl_common.h"
 #include "remote/zl_remote_internal.h"
 
+#include "access/relation.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
@@ -44,6 +45,7 @@
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/syscache.h"
 
 struct ZLShard
@@ -164,7 +166,7 @@ zl_remote_shard(Oid relid)
 	if (!found)
 	{
 		shard->conn = NULL;
-		shard->in_xact = shard->prepared = false;
+		shard->in_xact = shard->prepared = shard->lost = false;
 		strlcpy(shard->server_name, GetForeignServer(table->serverid)->servername, NAMEDATALEN);
 	}
 	if (shard->in_xact && (shard->lost || PQstatus(shard->conn) != CONNECTION_OK))
@@ -252,7 +254,8 @@ zl_remote_call_rows(Oid relid, const char *sql, int nparams, const char *const *
 /*
  * A function of the extension called on a zipper parent, called on the
  * zipper table of a shard instead: the same function, the shard's table
- * as the first argument, the other arguments as text.  Returns its result
+ * as the first argument, the other arguments as text, a relation's rows
+ * staged on the shard (erase's keys).  Returns its result
  * in the function's result type (bigint or void).
  */
 Datum
@@ -264,6 +267,7 @@ zl_remote_call(Oid relid, FunctionCallInfo fcinfo, bool *isnull)
 	int			nargs;
 	StringInfoData sql;
 	const char **params = palloc0(sizeof(char *) * Max(fcinfo->nargs, 1));
+	char	  **stagings = palloc0(sizeof(char *) * Max(fcinfo->nargs, 1));
 	ZLShard    *shard = zl_remote_shard(relid);
 	ZLRemoteRows *rows;
 	const char *result;
@@ -281,7 +285,22 @@ zl_remote_call(Oid relid, FunctionCallInfo fcinfo, bool *isnull)
 		Oid			output;
 		bool		varlena;
 
-		if (!fcinfo->args[i].isnull)
+		if (!fcinfo->args[i].isnull && arg_types[i] == REGCLASSOID)
+		{
+			/* a relation (the keys to erase): its rows staged there */
+			Oid			source = DatumGetObjectId(fcinfo->args[i].value);
+			Relation	rel = relation_open(source, AccessShareLock);
+
+			params[i] = stagings[i] = zl_remote_stage_create(shard, relid, source, i);
+			(void) zl_remote_stage_rows(shard, stagings[i],
+										zl_remote_columns(RelationGetDescr(rel), false),
+										psprintf("SELECT * FROM %s",
+												 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+																			RelationGetRelationName(rel))),
+										0, NULL, NULL);
+			relation_close(rel, AccessShareLock);
+		}
+		else if (!fcinfo->args[i].isnull)
 		{
 			getTypeOutputInfo(arg_types[i], &output, &varlena);
 			params[i] = OidOutputFunctionCall(output, fcinfo->args[i].value);
@@ -290,6 +309,9 @@ zl_remote_call(Oid relid, FunctionCallInfo fcinfo, bool *isnull)
 	}
 	appendStringInfoString(&sql, ")::pg_catalog.text AS result");
 	rows = zl_remote_query(shard, sql.data, nargs - 1, params + 1);
+	for (int i = 1; i < nargs; i++)
+		if (stagings[i] != NULL)
+			zl_remote_stage_drop(shard, stagings[i]);
 	result = rows->nrows == 1 ? zl_remote_value(rows, 0, "result") : NULL;
 	*isnull = result == NULL || result_type == VOIDOID;
 	if (*isnull)

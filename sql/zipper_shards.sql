@@ -1,0 +1,179 @@
+-- Shards (README "Scaling out"): partitions of a zipper parent that are
+-- postgres_fdw foreign tables over zipper tables on another server -- here
+-- another database of this server, reached through a loopback server.
+-- Every call on the parent gives what one zipper table with the same data
+-- gives, and the shards' part commits or rolls back with the caller's.
+SET timezone = 'UTC';
+SELECT current_database() AS regress_db \gset
+\getenv pghost PGHOST
+\getenv pgport PGPORT
+DROP DATABASE IF EXISTS zl_regress_shards WITH (FORCE);
+CREATE DATABASE zl_regress_shards;
+\c zl_regress_shards
+SET client_min_messages = warning;
+CREATE EXTENSION zipper_lake;
+RESET client_min_messages;
+CREATE TABLE zs_1 (id int, owner text, bal numeric, valid_from timestamptz, valid_to timestamptz)
+  USING zipper_lake;
+CREATE TABLE zs_2 (LIKE zs_1) USING zipper_lake;
+CREATE TABLE zs_other (LIKE zs_1) USING zipper_lake;
+CREATE TABLE zs_unregistered (LIKE zs_1) USING zipper_lake;
+SELECT zipper_lake.register(t, ARRAY['id'], max_subgroups => 4)
+  FROM unnest(ARRAY['zs_1', 'zs_2']::regclass[]) t;
+SELECT zipper_lake.register('zs_other', ARRAY['id'], max_subgroups => 5);
+\c :regress_db
+SET timezone = 'UTC';
+CREATE EXTENSION IF NOT EXISTS postgres_fdw;
+CREATE SERVER zl_loop FOREIGN DATA WRAPPER postgres_fdw
+  OPTIONS (host :'pghost', port :'pgport', dbname 'zl_regress_shards');
+CREATE USER MAPPING FOR CURRENT_USER SERVER zl_loop;
+
+-- a parent with a local leaf and two shards, and one table to compare with
+CREATE TABLE zs (id int, owner text, bal numeric, valid_from timestamptz, valid_to timestamptz)
+  PARTITION BY HASH (id);
+CREATE TABLE zs_0 PARTITION OF zs FOR VALUES WITH (MODULUS 3, REMAINDER 0) USING zipper_lake;
+SELECT zipper_lake.register('zs', ARRAY['id'], max_subgroups => 4);
+CREATE FOREIGN TABLE zs_1 PARTITION OF zs FOR VALUES WITH (MODULUS 3, REMAINDER 1) SERVER zl_loop;
+-- a shard registered otherwise, or not at all, is refused
+CREATE FOREIGN TABLE zs_2 PARTITION OF zs FOR VALUES WITH (MODULUS 3, REMAINDER 2) SERVER zl_loop
+  OPTIONS (table_name 'zs_other');
+CREATE FOREIGN TABLE zs_2 PARTITION OF zs FOR VALUES WITH (MODULUS 3, REMAINDER 2) SERVER zl_loop
+  OPTIONS (table_name 'zs_unregistered');
+CREATE FOREIGN TABLE zs_2 PARTITION OF zs FOR VALUES WITH (MODULUS 3, REMAINDER 2) SERVER zl_loop;
+CREATE TABLE zs_one (LIKE zs) USING zipper_lake;
+SELECT zipper_lake.register('zs_one', ARRAY['id'], max_subgroups => 4);
+
+CREATE FUNCTION zs_same(OUT same boolean, OUT versions bigint) LANGUAGE sql AS $$
+  SELECT NOT EXISTS ((SELECT * FROM zs EXCEPT ALL SELECT * FROM zs_one)
+                     UNION ALL (SELECT * FROM zs_one EXCEPT ALL SELECT * FROM zs)),
+         (SELECT count(*) FROM zs) $$;
+CREATE FUNCTION zs_apply(call text, OUT same_counts boolean, OUT counts text) LANGUAGE plpgsql AS $$
+DECLARE
+  on_parent text;
+  on_one text;
+BEGIN
+  EXECUTE format(call, '''zs''') INTO on_parent;
+  EXECUTE format(call, '''zs_one''') INTO on_one;
+  same_counts := on_parent = on_one;
+  counts := on_parent;
+END $$;
+
+-- changes with deletes, a truncate (every leaf, counted once) and -U rows
+CREATE TABLE zs_ch (id int, owner text, bal numeric, change_time timestamptz, op text);
+INSERT INTO zs_ch
+  SELECT k % 40, 'o' || k, k, '2026-03-01'::timestamptz + k * interval '37 minutes',
+         CASE WHEN k % 9 = 0 THEN 'D' WHEN k % 11 = 0 THEN '-U' ELSE 'U' END
+    FROM generate_series(1, 300) k;
+INSERT INTO zs_ch VALUES (NULL, NULL, NULL, '2026-03-03 00:00', 'T');
+SELECT * FROM zs_apply($$SELECT r::text FROM zipper_lake.apply_changes(%s, 'zs_ch') r$$);
+SELECT * FROM zs_same();
+SELECT tableoid::regclass AS leaf, count(*) FROM zs GROUP BY 1 ORDER BY 1;
+
+-- late and partial changes
+TRUNCATE zs_ch;
+INSERT INTO zs_ch
+  SELECT k, 'late' || k, -k, '2026-03-02'::timestamptz + k * interval '1 hour', 'U'
+    FROM generate_series(1, 40, 3) k;
+SELECT * FROM zs_apply($$SELECT r::text FROM zipper_lake.apply_changes(%s, 'zs_ch') r$$);
+UPDATE zs_ch SET owner = NULL, change_time = change_time + interval '5 days';
+SELECT * FROM zs_apply($$SELECT r::text FROM zipper_lake.apply_changes(%s, 'zs_ch', ignore_nulls => true) r$$);
+SELECT * FROM zs_same();
+
+-- a snapshot with deletes: keys missing from it end on every shard, also
+-- on a shard the image has no row for; an empty image is refused whole
+CREATE TABLE zs_img (id int, owner text, bal numeric);
+INSERT INTO zs_img VALUES (3, 'img', 3), (6, 'img', 6);
+SELECT * FROM zs_apply($$SELECT r::text FROM zipper_lake.apply_snapshot(%s, 'zs_img', '2026-03-10') r$$);
+SELECT * FROM zs_same();
+TRUNCATE zs_img;
+SELECT * FROM zipper_lake.apply_snapshot('zs', 'zs_img', '2026-03-11');
+
+-- reads: inlined (a ZipperScan for the local leaf, a foreign scan with the
+-- period pushed down for each shard) and as functions
+EXPLAIN (COSTS OFF, VERBOSE) SELECT * FROM zipper_lake.as_of(NULL::zs, '2026-03-02');
+SELECT (SELECT count(*) FROM zipper_lake.as_of(NULL::zs, '2026-03-02'))
+     = (SELECT count(*) FROM zipper_lake.as_of(NULL::zs_one, '2026-03-02')) AS same_as_of,
+       (SELECT count(*) FROM zipper_lake.changes(NULL::zs, '2026-03-02', '2026-03-04'))
+     = (SELECT count(*) FROM zipper_lake.changes(NULL::zs_one, '2026-03-02', '2026-03-04')) AS same_changes;
+SET zipper_lake.enable_pruning = off;   -- the function forms
+SELECT NOT EXISTS ((SELECT * FROM zipper_lake.as_of(NULL::zs, '2026-03-02')
+                    EXCEPT ALL SELECT * FROM zipper_lake.as_of(NULL::zs_one, '2026-03-02'))
+                   UNION ALL (SELECT * FROM zipper_lake.current(NULL::zs_one)
+                    EXCEPT ALL SELECT * FROM zipper_lake.current(NULL::zs))) AS same_functions;
+RESET zipper_lake.enable_pruning;
+
+-- inspect (a row per sub-group of every leaf, shards' from their server),
+-- inspect_bytes (added up), verify (each shard on its server)
+SELECT leaf, count(*) > 0 AS has_subgroups, sum(row_count) AS row_count
+  FROM zipper_lake.inspect('zs') GROUP BY leaf ORDER BY leaf::text;
+SELECT (SELECT sum(bytes) FROM zipper_lake.inspect_bytes('zs') WHERE part = 'sub-groups')
+     > (SELECT sum(bytes) FROM zipper_lake.inspect_bytes('zs_0') WHERE part = 'sub-groups') AS shards_added;
+SELECT * FROM zipper_lake.verify('zs');
+
+-- options and lifecycle reach the shards: the late horizon counts from
+-- the newest change of the whole parent
+SELECT zipper_lake.set_late_horizon('zs', '1 day'), zipper_lake.set_late_horizon('zs_one', '1 day');
+SELECT tbl, late_horizon FROM zipper_lake.registration WHERE tbl::text LIKE 'zs%' ORDER BY 1;
+TRUNCATE zs_ch;
+INSERT INTO zs_ch VALUES (3, 'newest', 0, '2026-03-15', 'U');   -- key 3: shard zs_2's
+SELECT * FROM zs_apply($$SELECT r::text FROM zipper_lake.apply_changes(%s, 'zs_ch') r$$);
+SELECT tableoid::regclass AS leaf FROM zs WHERE id IN (1, 3) GROUP BY 1 ORDER BY 1;
+-- key 1 is shard zs_1's, whose own newest change is on 03-10: one table
+-- refuses 03-13, and so does that shard, whose horizon counts from 03-15
+TRUNCATE zs_ch;
+INSERT INTO zs_ch VALUES (1, 'too late', 0, '2026-03-13', 'U');
+SELECT * FROM zipper_lake.apply_changes('zs', 'zs_ch');
+SELECT * FROM zipper_lake.apply_changes('zs_one', 'zs_ch');
+SELECT zipper_lake.set_late_horizon('zs', NULL), zipper_lake.set_late_horizon('zs_one', NULL);
+CREATE TABLE zs_erase (id int);
+INSERT INTO zs_erase VALUES (4), (7);
+SELECT * FROM zs_apply($$SELECT zipper_lake.erase(%s, 'zs_erase')::text$$);
+SELECT * FROM zs_same();
+SELECT * FROM zs_apply($$SELECT zipper_lake.drop_history(%s, '2026-03-05')::text$$);
+SELECT * FROM zs_same();
+
+-- the shards' part follows the caller's transaction: rolled back, to a
+-- savepoint, and committed
+TRUNCATE zs_ch;
+INSERT INTO zs_ch SELECT k, 'rb', k, '2026-03-20', 'U' FROM generate_series(1, 12) k;
+BEGIN;
+SELECT changes FROM zipper_lake.apply_changes('zs', 'zs_ch');
+ROLLBACK;
+SELECT count(*) AS rolled_back FROM zs WHERE owner = 'rb';
+BEGIN;
+SAVEPOINT a;
+SELECT changes FROM zipper_lake.apply_changes('zs', 'zs_ch');
+ROLLBACK TO a;
+UPDATE zs_ch SET owner = 'kept';
+SELECT changes FROM zipper_lake.apply_changes('zs', 'zs_ch');
+COMMIT;
+SELECT owner, count(*) FROM zs WHERE owner IN ('rb', 'kept') GROUP BY 1;
+SELECT * FROM zipper_lake.apply_changes('zs_one', 'zs_ch');
+SELECT * FROM zs_same();
+-- nothing is left prepared, and the log keeps only what is not settled
+SELECT count(*) AS prepared FROM pg_prepared_xacts;
+SELECT zipper_lake.resolve();
+SELECT count(*) AS logged FROM zipper_lake.shard_transaction;
+
+-- refused: a transaction that used shards cannot be prepared; apply_events
+-- does not reach shards; a role without a password in its user mapping
+BEGIN;
+SELECT changes FROM zipper_lake.apply_changes('zs', 'zs_ch');
+PREPARE TRANSACTION 'zs';
+CREATE TABLE zs_ev (event jsonb);
+INSERT INTO zs_ev VALUES ('{"payload": {"op": "c", "ts_ms": 1773000000000, "after": {"id": 1, "owner": "ev", "bal": 1}}}');
+SELECT * FROM zipper_lake.apply_events('zs', 'zs_ev', 'debezium');
+CREATE ROLE zs_user;
+GRANT SELECT, INSERT, UPDATE ON zs, zs_ch TO zs_user;
+CREATE USER MAPPING FOR zs_user SERVER zl_loop;
+SET ROLE zs_user;
+SELECT * FROM zipper_lake.apply_changes('zs', 'zs_ch');
+RESET ROLE;
+DROP USER MAPPING FOR zs_user SERVER zl_loop;
+REVOKE ALL ON zs, zs_ch FROM zs_user;
+DROP ROLE zs_user;
+
+DROP TABLE zs, zs_one, zs_ch, zs_img, zs_ev, zs_erase;
+DROP FUNCTION zs_same(), zs_apply(text);
+DROP SERVER zl_loop CASCADE;
+DROP DATABASE zl_regress_shards WITH (FORCE);
