@@ -96,6 +96,7 @@ INSERT INTO pv_walk (fn, call, needs) VALUES
   ('verify', $$SELECT count(*) FROM zipper_lake.verify('pv_acct')$$, '{SELECT ON pv_acct}'),
   ('_verify_storage', $$SELECT count(*) FROM zipper_lake._verify_storage('pv_acct')$$, '{SELECT ON pv_acct}'),
   ('_record_instants', $$SELECT count(*) FROM zipper_lake._record_instants('pv_acct')$$, '{SELECT ON pv_acct}'),
+  ('_newest_change', $$SELECT count(*) FROM zipper_lake._newest_change('pv_acct')$$, '{SELECT ON pv_acct}'),
   ('_storage_id', $$SELECT zipper_lake._storage_id('pv_acct')$$,
    '{EXECUTE ON FUNCTION zipper_lake._storage_id(regclass), SELECT ON pv_acct}'),
   ('_decode_events', $$SELECT count(*) FROM zipper_lake._decode_events('pv_acct', 'pv_ev', 'debezium')$$,

@@ -129,7 +129,7 @@ zl_guc_init(void)
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("zipper_lake.apply_prepared_pause",
-							"Time apply workers wait once every one is ready: the coordinator before it commits, each other one after it before it finishes its prepared transaction.",
+							"Time apply workers wait once every one is ready: the coordinator before it commits, each other one after it before it finishes its prepared transaction; a caller that used shards waits once they are prepared, and after its commit.",
 							"For tests of crashes between the two commits; keep 0 otherwise.",
 							&zipper_lake_apply_prepared_pause,
 							0, 0, 3600 * 1000,

@@ -32,6 +32,7 @@
  *-------------------------------------------------------------------------
  */
 #include "common/zl_common.h"
+#include "common/zl_guc.h"
 #include "remote/zl_remote_internal.h"
 
 #include "access/relation.h"
@@ -41,6 +42,8 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
@@ -390,6 +393,24 @@ finish_shards(bool commit)
 	}
 }
 
+/*
+ * zipper_lake.apply_prepared_pause, for tests of crashes between the two
+ * phases: the caller waits once its shards' transactions are prepared,
+ * and again after its own commit, before it commits them.
+ */
+static void
+pause_between_phases(void)
+{
+	HASH_SEQ_STATUS status;
+	bool		started = false;
+
+	if (zipper_lake_apply_prepared_pause <= 0 || next_shard(&status, &started) == NULL)
+		return;
+	hash_seq_term(&status);
+	(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, zipper_lake_apply_prepared_pause,
+					 PG_WAIT_EXTENSION);
+}
+
 static void
 shards_xact_callback(XactEvent event, void *arg)
 {
@@ -400,8 +421,10 @@ shards_xact_callback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_PRE_COMMIT:
 			prepare_shards();
+			pause_between_phases();
 			break;
 		case XACT_EVENT_COMMIT:
+			pause_between_phases();
 			finish_shards(true);
 			break;
 		case XACT_EVENT_ABORT:
