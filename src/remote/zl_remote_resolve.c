@@ -15,7 +15,10 @@
  * committed (its PREPARE preceded the log row's commit) and its row can
  * go.  For each prepared one, "not running here" is checked before the
  * log is read again with the latest snapshot, so a commit that finished
- * in between is seen.
+ * in between is seen.  "Not running" is exact after a crash too: the
+ * caller's transaction id reached disk before its shards prepared
+ * (zl_remote_xact.c), so recovery counts it as over and never hands it
+ * out again.
  *
  * Three ways lead here: the first use of a shard in a transaction (for
  * that shard and user mapping); zipper_lake.resolve(), for every shard

@@ -37,6 +37,7 @@
 
 #include "access/relation.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
@@ -351,6 +352,17 @@ prepare_shards(void)
 	bool		started = false;
 	ZLShard    *shard;
 
+	/*
+	 * The log rows, and with them this transaction's id, reach disk first:
+	 * after a crash the id is known to be over (not reused, nor taken for
+	 * one still running), which is what settles the shards.
+	 */
+	if (next_shard(&status, &started) != NULL)
+	{
+		hash_seq_term(&status);
+		XLogFlush(GetXLogInsertRecPtr());
+	}
+	started = false;
 	while ((shard = next_shard(&status, &started)) != NULL)
 	{
 		if (shard->lost)

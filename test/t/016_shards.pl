@@ -150,10 +150,10 @@ $session->query_until(qr/started/, q(
 SELECT changes FROM zipper_lake.apply_changes('acct', 'ch');
 \echo finished
 ));
-$router->poll_query_until('postgres', q(
-SELECT count(*) = 1 FROM pg_stat_activity WHERE query LIKE '%apply_changes(''acct''%' AND state = 'active'))
+$router->poll_query_until('postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity WHERE query LIKE '%apply_changes(''acct''%' AND state = 'active'})
   or die 'the batch did not start';
-$shards[1]->poll_query_until('postgres', "$prepared = 1") or die 'shard b did not prepare';
+$shards[1]->poll_query_until('postgres', "SELECT ($prepared) = 1") or die 'shard b did not prepare';
 sleep 1;
 $shards[1]->stop('immediate');
 $session->query_until(qr/finished/, '');
@@ -177,7 +177,7 @@ $session->query_until(qr/started/, q(
 \echo started
 SELECT changes FROM zipper_lake.apply_changes('acct', 'ch');
 ));
-$_->poll_query_until('postgres', "$prepared = 1") or die 'a shard did not prepare' for @shards;
+$_->poll_query_until('postgres', "SELECT ($prepared) = 1") or die 'a shard did not prepare' for @shards;
 $router->stop('immediate');
 eval { $session->quit };
 $router->start;
@@ -194,17 +194,17 @@ $session->query_until(qr/started/, q(
 \echo started
 SELECT changes FROM zipper_lake.apply_changes('acct', 'ch');
 ));
-$_->poll_query_until('postgres', "$prepared = 1") or die 'a shard did not prepare' for @shards;
+$_->poll_query_until('postgres', "SELECT ($prepared) = 1") or die 'a shard did not prepare' for @shards;
 # committed: the caller's transaction id is gone while it waits to commit the shards
-$router->poll_query_until('postgres', q(
+$router->poll_query_until('postgres', q{
 SELECT count(*) = 1 FROM pg_stat_activity
- WHERE query LIKE '%apply_changes(''acct''%' AND backend_xid IS NULL AND pid <> pg_backend_pid()))
+ WHERE query LIKE '%apply_changes(''acct''%' AND backend_xid IS NULL AND pid <> pg_backend_pid()})
   or die 'the router did not commit';
 $router->stop('immediate');
 eval { $session->quit };
 $router->start;
 $router->safe_psql('postgres', q(ALTER SYSTEM RESET zipper_lake.apply_prepared_pause; SELECT pg_reload_conf();));
-$_->poll_query_until('postgres', "$prepared = 0") or die 'the resolver did not settle a shard' for @shards;
+$_->poll_query_until('postgres', "SELECT ($prepared) = 0") or die 'the resolver did not settle a shard' for @shards;
 $router->safe_psql('postgres', q(SELECT zipper_lake.apply_changes('one', 'ch')));
 same_as_one('the router killed after its commit, then its resolver');
 
