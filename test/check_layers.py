@@ -7,7 +7,8 @@ below it (each folder's README.md says what it holds):
     common < storage, remote < catalog < write < lifecycle < access, apply
            < planner < api < hooks < the files at src/'s root (_PG_init)
 
-access/ and apply/ share a rank and never include each other.  A folder's
+access/ and apply/ share a rank and never include each other, and so do
+storage/ and remote/.  A folder's
 zl_<folder>.h is what the folders above it may include; a header named
 *_internal.h may be included only from its own folder (and its
 subfolders).  The check reads every #include "..." of src/**/*.c and
