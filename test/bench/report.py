@@ -61,12 +61,13 @@ BENCHES = {
     'users': ('bench_users.py', [], ['--smoke']),
     'indexes': ('bench_indexes.py', ['--no-verify', '--quiet'], ['--smoke', '--quiet']),
     'scaling': ('bench_scaling.py', ['--quiet'], ['--smoke', '--quiet']),
+    'shards': ('bench_shards.py', [], ['--smoke']),
 }
 
 # the results the README's table shows, in this order (latest.md shows all)
 README_ROWS = ['apply', 'users_asof_old', 'users_asof_recent', 'users_changes', 'users_current',
                'users_history', 'users_point', 'users_snapshot', 'users_size', 'retention_100',
-               'indexes_lookup_big', 'indexes_apply_big', 'scaling_apply_par_vs_one']
+               'indexes_lookup_big', 'indexes_apply_big', 'scaling_apply_par_vs_one', 'shards_asof_agg_push']
 
 
 def parse_args():
@@ -184,7 +185,7 @@ def size_text(doc, key=None):
         return f"{count(s['events'])} events"
     if b == 'retention':
         return f"{s['partitions']} days, half dropped"
-    if b == 'scaling':
+    if b in ('scaling', 'shards'):
         return f"{count(s['keys'])} keys, {count(s['batch'])} a batch"
     if b == 'indexes':
         if key and key.startswith('indexes_lookup'):
@@ -245,6 +246,8 @@ LABELS = {
     'scaling_asof_agg_new': 'as-of count and sum through a parent, new connection (baseline: one table)',
     'scaling_history': 'history of a key through a zipper parent (baseline: one zipper table)',
     'scaling_history_new': 'history of a key through a parent, new connection (baseline: one table)',
+    'shards_apply': 'apply through a router to {leaves} shards (baseline: one zipper table)',
+    'shards_asof_agg_push': 'as-of count, sum through a router, {leaves} shards (baseline: one table)',
 }
 
 
