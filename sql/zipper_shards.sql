@@ -150,6 +150,13 @@ COMMIT;
 SELECT owner, count(*) FROM zs WHERE owner IN ('rb', 'kept') GROUP BY 1;
 SELECT * FROM zipper_lake.apply_changes('zs_one', 'zs_ch');
 SELECT * FROM zs_same();
+-- values reach the shards as they are, whatever the caller's DateStyle
+SET DateStyle = 'SQL, DMY';
+UPDATE zs_ch SET owner = 'dmy', change_time = '2026-04-03 10:00+00';   -- 3 April
+SELECT * FROM zs_apply($$SELECT r::text FROM zipper_lake.apply_changes(%s, 'zs_ch') r$$);
+RESET DateStyle;
+SELECT * FROM zs_same();
+SELECT DISTINCT valid_from FROM zs WHERE owner = 'dmy';
 -- nothing is left prepared, and the log keeps only what is not settled
 SELECT count(*) AS prepared FROM pg_prepared_xacts;
 SELECT zipper_lake.resolve();

@@ -124,6 +124,7 @@ put_shard_rows(FunctionCallInfo fcinfo, Oid shard, const char *name, int ntimes)
 {
 	StringInfoData sql;
 	const char *params[ZL_HELPER_MAX_TIMES];
+	int			nest = zl_remote_fix_output();
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "SELECT * FROM zipper_lake.%s(NULL::%s", name, zl_remote_table_name(shard));
@@ -133,6 +134,7 @@ put_shard_rows(FunctionCallInfo fcinfo, Oid shard, const char *name, int ntimes)
 		appendStringInfo(&sql, ", $%d::pg_catalog.timestamptz", i);
 	}
 	appendStringInfoChar(&sql, ')');
+	zl_remote_restore_output(nest);
 	zl_remote_put_rows((ReturnSetInfo *) fcinfo->resultinfo,
 					   zl_remote_query(zl_remote_shard(shard), sql.data, ntimes, params),
 					   NULL, (Datum) 0);

@@ -146,8 +146,11 @@ remote_call_sql(const ZLApplyCall *call, const char **params)
 	params[3] = missing[call->missing_columns];
 	if (call->snapshot)
 	{
+		int			nest = zl_remote_fix_output();
+
 		params[4] = DatumGetCString(DirectFunctionCall1(timestamptz_out,
 														TimestampTzGetDatum(call->snapshot_time)));
+		zl_remote_restore_output(nest);
 		params[5] = call->deletes ? "true" : "false";
 		return "SELECT * FROM zipper_lake.apply_snapshot($1::pg_catalog.regclass,"
 			" $2::pg_catalog.regclass, $5::pg_catalog.timestamptz, $6::pg_catalog.bool,"

@@ -37,6 +37,7 @@
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -182,6 +183,33 @@ zl_remote_connect(UserMapping *mapping)
 	}
 	PQclear(res);
 	return conn;
+}
+
+/*
+ * Values sent to a shard as text are written as its connection reads them
+ * (zl_remote_connect): zl_remote_fix_output() sets DateStyle ISO,
+ * IntervalStyle postgres and extra_float_digits 3 here until
+ * zl_remote_restore_output(its result); the caller's own settings (a
+ * DateStyle of DMY, say) would otherwise change what a date means there.
+ */
+int
+zl_remote_fix_output(void)
+{
+	int			nest = NewGUCNestLevel();
+
+	(void) set_config_option("DateStyle", "ISO", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+	(void) set_config_option("IntervalStyle", "postgres", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return nest;
+}
+
+void
+zl_remote_restore_output(int nest)
+{
+	AtEOXact_GUC(true, nest);
 }
 
 /* the deadline's remaining milliseconds, at least 0; -1: no deadline */

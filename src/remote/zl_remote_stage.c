@@ -12,9 +12,10 @@
  * The remote role needs CREATE on that schema (README "Scaling out").
  *
  * Values travel in COPY's text format, produced by the types' output
- * functions here and read by their input functions there (the connection
- * fixes DateStyle, IntervalStyle, extra_float_digits and TimeZone), so a
- * type must exist on the shard under the same name.
+ * functions here and read by their input functions there, both with
+ * DateStyle, IntervalStyle and extra_float_digits fixed
+ * (zl_remote_fix_output), so a type must exist on the shard under the
+ * same name.
  *
  *-------------------------------------------------------------------------
  */
@@ -126,8 +127,11 @@ zl_remote_stage_rows(ZLShard *shard, const char *staging, const char *columns, c
 	MemoryContext row_memory = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake staged row",
 													 ALLOCSET_DEFAULT_SIZES);
 
+	int			nest;
+
 	zl_remote_copy_begin(shard, psprintf("COPY %s (%s) FROM STDIN", staging, columns));
 	initStringInfo(&line);
+	nest = zl_remote_fix_output();
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	portal = SPI_cursor_open_with_args(NULL, query, 0, NULL, NULL, NULL, true, 0);
@@ -162,6 +166,7 @@ zl_remote_stage_rows(ZLShard *shard, const char *staging, const char *columns, c
 	}
 	SPI_cursor_close(portal);
 	SPI_finish();
+	zl_remote_restore_output(nest);
 	zl_remote_copy_end(shard);
 	MemoryContextDelete(row_memory);
 	return read;

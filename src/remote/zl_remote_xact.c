@@ -306,8 +306,11 @@ zl_remote_call(Oid relid, FunctionCallInfo fcinfo, bool *isnull)
 		}
 		else if (!fcinfo->args[i].isnull)
 		{
+			int			nest = zl_remote_fix_output();
+
 			getTypeOutputInfo(arg_types[i], &output, &varlena);
 			params[i] = OidOutputFunctionCall(output, fcinfo->args[i].value);
+			zl_remote_restore_output(nest);
 		}
 		appendStringInfo(&sql, ", $%d::%s", i, format_type_be_qualified(arg_types[i]));
 	}
