@@ -86,6 +86,7 @@ OBJS = \
 	src/planner/zl_inline.o \
 	src/planner/zl_keyprobe.o \
 	src/planner/zl_indexpaths.o \
+	src/api/zl_copy_history.o \
 	src/api/zl_create.o \
 	src/api/zl_inspect.o \
 	src/api/zl_read.o \

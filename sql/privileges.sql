@@ -22,6 +22,7 @@ INSERT INTO pv_acct VALUES (9, 'y', '2026-01-01', 'infinity');
 -- a zipper table still to register
 CREATE TABLE pv_reg (id int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
   USING zipper_lake;
+
 RESET ROLE;
 REVOKE CREATE ON SCHEMA public FROM zl_priv_owner;
 
@@ -39,6 +40,12 @@ INSERT INTO pv_ev VALUES
 CREATE TABLE pv_keys (id int);
 INSERT INTO pv_keys VALUES (2);
 CREATE TABLE pv_src (id int PRIMARY KEY, v text);
+-- an empty zipper table registered as pv_acct, of another owner, for
+-- copy_history()
+CREATE ROLE zl_priv_copier;
+CREATE TABLE pv_copy (LIKE pv_acct) USING zipper_lake;
+SELECT zipper_lake.register('pv_copy', ARRAY['id']);
+ALTER TABLE pv_copy OWNER TO zl_priv_copier;
 -- a change record to inspect
 SELECT changes FROM zipper_lake.apply_changes('pv_acct', 'pv_ch');
 TRUNCATE pv_ch;
@@ -49,6 +56,8 @@ INSERT INTO pv_ch VALUES (2, 'w', '2026-01-05');
 CREATE FUNCTION pv_state() RETURNS text LANGUAGE sql AS $$
   SELECT md5(concat_ws('|',
     (SELECT string_agg(a::text, ',' ORDER BY a::text) FROM pv_acct a),
+    (SELECT string_agg(c::text, ',' ORDER BY c::text) FROM pv_copy c),
+    (SELECT string_agg(h::text, ',') FROM zipper_lake.record_head h WHERE h.tbl = 'pv_copy'::regclass),
     (SELECT string_agg(r::text, ',' ORDER BY r::text) FROM zipper_lake.registration r),
     (SELECT string_agg(g.subgroup_id || ':' || g.row_count, ',' ORDER BY g.subgroup_id)
        FROM zipper_lake.subgroup g JOIN zipper_lake.storage s USING (storage_id)
@@ -97,6 +106,11 @@ INSERT INTO pv_walk (fn, call, needs) VALUES
   ('_verify_storage', $$SELECT count(*) FROM zipper_lake._verify_storage('pv_acct')$$, '{SELECT ON pv_acct}'),
   ('_record_instants', $$SELECT count(*) FROM zipper_lake._record_instants('pv_acct')$$, '{SELECT ON pv_acct}'),
   ('_newest_change', $$SELECT count(*) FROM zipper_lake._newest_change('pv_acct')$$, '{SELECT ON pv_acct}'),
+  ('copy_history', $$SELECT zipper_lake.copy_history('pv_acct', 'pv_copy')$$,
+   '{SELECT ON pv_acct, OWNER OF pv_copy}'),
+  ('_record_rows', $$SELECT count(*) FROM zipper_lake._record_rows('pv_acct')$$, '{SELECT ON pv_acct}'),
+  ('_record_put', $$SELECT zipper_lake._record_put('pv_copy', NULL, NULL, NULL, NULL, '2026-01-05', NULL, NULL, '{}', '{}')$$,
+   '{OWNER OF pv_copy}'),
   ('_storage_id', $$SELECT zipper_lake._storage_id('pv_acct')$$,
    '{EXECUTE ON FUNCTION zipper_lake._storage_id(regclass), SELECT ON pv_acct}'),
   ('_decode_events', $$SELECT count(*) FROM zipper_lake._decode_events('pv_acct', 'pv_ev', 'debezium')$$,
@@ -185,6 +199,6 @@ SELECT p.oid::regprocedure AS security_definer
   FROM pg_proc p
  WHERE p.pronamespace = 'zipper_lake'::regnamespace AND p.prosecdef;
 
-DROP TABLE pv_acct, pv_reg, pv_ch, pv_img, pv_ev, pv_keys, pv_src, pv_walk, pv_walk_result;
+DROP TABLE pv_acct, pv_reg, pv_copy, pv_ch, pv_img, pv_ev, pv_keys, pv_src, pv_walk, pv_walk_result;
 DROP FUNCTION pv_state();
-DROP ROLE zl_priv_owner;
+DROP ROLE zl_priv_owner, zl_priv_copier;

@@ -157,6 +157,65 @@ SELECT * FROM zs_apply($$SELECT r::text FROM zipper_lake.apply_changes(%s, 'zs_c
 RESET DateStyle;
 SELECT * FROM zs_same();
 SELECT DISTINCT valid_from FROM zs WHERE owner = 'dmy';
+-- adding a shard (README "Scaling out"): copy_history() moves a leaf's
+-- versions and change record to a new table registered the same way
+-- (options and history cut), and the new table takes the leaf's place:
+-- the local leaf to a shard, a shard here, a shard to another shard
+\c zl_regress_shards
+SET timezone = 'UTC';
+CREATE TABLE zs_3 (LIKE zs_1) USING zipper_lake;
+CREATE TABLE zs_4 (LIKE zs_1) USING zipper_lake;
+SELECT zipper_lake.register(t, ARRAY['id'], max_subgroups => 4) FROM unnest(ARRAY['zs_3', 'zs_4']::regclass[]) t;
+SELECT zipper_lake.drop_history('zs_3', '2026-03-05');   -- zs_4 keeps no cut: refused below
+\c :regress_db
+SET timezone = 'UTC';
+CREATE TABLE zs_2l (LIKE zs_one) USING zipper_lake;
+SELECT zipper_lake.register('zs_2l', ARRAY['id'], max_subgroups => 4);
+CREATE FOREIGN TABLE zs_3 (id int, owner text, bal numeric, valid_from timestamptz, valid_to timestamptz)
+  SERVER zl_loop;
+CREATE FOREIGN TABLE zs_4 (id int, owner text, bal numeric, valid_from timestamptz, valid_to timestamptz)
+  SERVER zl_loop;
+SELECT zipper_lake.copy_history('zs_1', 'zs_4');   -- the history cut differs
+SELECT zipper_lake.drop_history('zs_2l', '2026-03-05');
+\c zl_regress_shards
+SET timezone = 'UTC';
+SELECT zipper_lake.drop_history('zs_4', '2026-03-05');
+\c :regress_db
+SET timezone = 'UTC';
+BEGIN;
+ALTER TABLE zs DETACH PARTITION zs_0;
+ALTER TABLE zs DETACH PARTITION zs_1;
+ALTER TABLE zs DETACH PARTITION zs_2;
+SELECT zipper_lake.copy_history('zs_0', 'zs_3') AS local_to_shard,
+       zipper_lake.copy_history('zs_1', 'zs_4') AS shard_to_shard,
+       zipper_lake.copy_history('zs_2', 'zs_2l') AS shard_to_local;
+ALTER TABLE zs ATTACH PARTITION zs_3 FOR VALUES WITH (MODULUS 3, REMAINDER 0);
+ALTER TABLE zs ATTACH PARTITION zs_4 FOR VALUES WITH (MODULUS 3, REMAINDER 1);
+ALTER TABLE zs ATTACH PARTITION zs_2l FOR VALUES WITH (MODULUS 3, REMAINDER 2);
+COMMIT;
+SELECT * FROM zs_same();
+SELECT * FROM zipper_lake.verify('zs');
+SELECT zipper_lake.copy_history('zs_0', 'zs_3');   -- not empty now
+-- the record as stored, segment by segment
+\c zl_regress_shards
+SELECT (SELECT md5(string_agg(r::text, ',' ORDER BY piece NULLS FIRST, segment)) FROM zipper_lake._record_rows('zs_1') r)
+     = (SELECT md5(string_agg(r::text, ',' ORDER BY piece NULLS FIRST, segment)) FROM zipper_lake._record_rows('zs_4') r)
+       AS same_record, (SELECT count(*) FROM zipper_lake._record_rows('zs_4')) AS record_rows;
+\c :regress_db
+SET timezone = 'UTC';
+-- the record came along: late changes, re-applications and corrections
+-- fold on the moved leaves as on one table
+TRUNCATE zs_ch;
+INSERT INTO zs_ch SELECT k, 'moved' || k, k, '2026-03-16'::timestamptz + k * interval '1 minute', 'U'
+  FROM generate_series(1, 40) k;
+SELECT * FROM zs_apply($$SELECT r::text FROM zipper_lake.apply_changes(%s, 'zs_ch') r$$);
+SELECT * FROM zs_apply($$SELECT r::text FROM zipper_lake.apply_changes(%s, 'zs_ch') r$$);
+UPDATE zs_ch SET owner = 'corrected';
+SELECT * FROM zs_apply($$SELECT r::text FROM zipper_lake.apply_changes(%s, 'zs_ch') r$$);
+SELECT * FROM zs_same();
+SELECT * FROM zipper_lake.verify('zs');
+DROP TABLE zs_0;
+DROP FOREIGN TABLE zs_1, zs_2;
 -- nothing is left prepared, and the log keeps only what is not settled
 SELECT count(*) AS prepared FROM pg_prepared_xacts;
 SELECT zipper_lake.resolve();

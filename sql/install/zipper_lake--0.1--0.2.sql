@@ -561,6 +561,33 @@ LANGUAGE C STRICT STABLE PARALLEL UNSAFE;
 COMMENT ON FUNCTION zipper_lake._newest_change(regclass) IS
     'internal: the newest change applied to a zipper table, in its period columns'' terms (a zipper parent''s late horizon over shards)';
 
+-- copy_history() (src/api/zl_copy_history.c): a zipper table's versions
+-- and change record into an empty one registered the same way, either a
+-- shard; how a leaf moves to a new server.  _record_rows/_record_put carry
+-- the record as it is stored.
+CREATE FUNCTION zipper_lake.copy_history(source regclass, target regclass)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'zipper_lake_copy_history'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION zipper_lake.copy_history(regclass, regclass) IS
+    'copies every version and the change record of a zipper table (or shard) into an empty one registered the same way (README "Scaling out")';
+CREATE FUNCTION zipper_lake._record_rows(tbl regclass)
+RETURNS TABLE (piece bigint, segment int, hash_lo bigint, hash_hi bigint, newest timestamptz,
+               instants bigint, entries bytea, table_instants timestamptz[], table_seqs bigint[])
+AS 'MODULE_PATHNAME', 'zipper_lake_record_rows'
+LANGUAGE C STRICT STABLE PARALLEL UNSAFE;
+COMMENT ON FUNCTION zipper_lake._record_rows(regclass) IS
+    'internal: the change record of a zipper table as stored (head first), for copy_history()';
+CREATE FUNCTION zipper_lake._record_put(tbl regclass, piece bigint, segment int, hash_lo bigint,
+    hash_hi bigint, newest timestamptz, instants bigint, entries bytea,
+    table_instants timestamptz[], table_seqs bigint[])
+RETURNS void
+AS 'MODULE_PATHNAME', 'zipper_lake_record_put'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION zipper_lake._record_put(regclass, bigint, int, bigint, bigint, timestamptz, bigint, bytea, timestamptz[], bigint[]) IS
+    'internal: a row of _record_rows() into a zipper table''s record (owner only), for copy_history()';
+
 CREATE TABLE zipper_lake.shard_transaction (
     gid   text PRIMARY KEY,
     umid  oid NOT NULL

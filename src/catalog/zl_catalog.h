@@ -103,6 +103,7 @@ extern int	zl_parent_nleaves(ZLParent *p);
 extern Oid	zl_parent_leaf(ZLParent *p, int i);
 extern bool zl_parent_leaf_is_shard(ZLParent *p, int i);
 extern char *zl_meta_registration_text(Oid relid);
+extern char *zl_shard_registration_text(Oid shard);
 extern int	zl_parent_key_columns(ZLParent *p, char ***names);
 extern void zl_parent_route_rows_of(ZLParent *p, TupleDesc desc);
 extern int	zl_parent_leaf_of(ZLParent *p, const Datum *values, const bool *isnull);
@@ -229,7 +230,11 @@ extern bool zl_meta_record_head(Oid relid, Snapshot snapshot, int64 *newest_chan
 								ZLTableInstant **instants, int *ninstants);
 extern void zl_meta_record_save_head(Oid relid, int64 newest_change,
 									  const ZLTableInstant *instants, int ninstants);
+struct ReturnSetInfo;
 extern void zl_meta_record_forget(Oid relid);
+extern void zl_meta_record_export(Oid relid, struct ReturnSetInfo *rsinfo);
+extern void zl_meta_record_copy_segment(Oid relid, int64 piece, int32 segment, int64 hash_lo,
+										int64 hash_hi, int64 newest, int64 instants, bytea *entries);
 extern void zl_meta_record_size(Oid relid, int64 *pieces, int64 *instants, int64 *bytes);
 struct ReturnSetInfo;
 extern void zl_meta_record_inspect(Oid relid, struct ReturnSetInfo *rsinfo);

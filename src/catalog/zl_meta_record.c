@@ -17,6 +17,7 @@
 #include "catalog/namespace.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "catalog/pg_type.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -97,6 +98,94 @@ zl_meta_record_entries(Oid relid, Snapshot snapshot, int64 piece, int32 segment)
 		elog(ERROR, "change record segment " INT64_FORMAT "/%d of relation %u is missing",
 			 piece, segment, relid);
 	return entries;
+}
+
+/* the table's instants as record_head keeps them: times, and seqs (NULL: none) */
+static void
+instants_as_arrays(const ZLTableInstant *instants, int ninstants, Datum *times_array,
+				   Datum *seqs_array)
+{
+	Datum	   *times = palloc(sizeof(Datum) * Max(1, ninstants));
+	Datum	   *seqs = palloc(sizeof(Datum) * Max(1, ninstants));
+	bool	   *seq_nulls = palloc(sizeof(bool) * Max(1, ninstants));
+	int			dims[1] = {ninstants};
+	int			lbs[1] = {1};
+
+	for (int i = 0; i < ninstants; i++)
+	{
+		times[i] = Int64GetDatum(instants[i].time);
+		seqs[i] = Int64GetDatum(instants[i].seq);
+		seq_nulls[i] = !instants[i].has_seq;
+	}
+	*times_array = PointerGetDatum(construct_md_array(times, NULL, 1, dims, lbs, TIMESTAMPTZOID,
+													  sizeof(int64), true, TYPALIGN_DOUBLE));
+	*seqs_array = PointerGetDatum(construct_md_array(seqs, seq_nulls, 1, dims, lbs, INT8OID,
+													 sizeof(int64), true, TYPALIGN_DOUBLE));
+}
+
+/*
+ * A table's record as rows (zipper_lake._record_rows, copy_history):
+ * first the head (piece NULL: the newest change, the table's instants and
+ * their seqs), then every segment, oldest piece first, as stored.  A
+ * segment at a time in memory; the result spills as tuplestores do.
+ */
+void
+zl_meta_record_export(Oid relid, ReturnSetInfo *rsinfo)
+{
+	Snapshot	snapshot = GetActiveSnapshot();
+	int64		newest;
+	ZLTableInstant *instants;
+	int			ninstants;
+	int			nsegments;
+	ZLRecordSegment *segments;
+	Datum		values[9];
+	bool		nulls[9];
+
+	if (!zl_meta_record_head(relid, snapshot, &newest, &instants, &ninstants))
+		return;
+	memset(nulls, true, sizeof(nulls));
+	values[4] = Int64GetDatum(newest);
+	instants_as_arrays(instants, ninstants, &values[7], &values[8]);
+	nulls[4] = nulls[7] = nulls[8] = false;
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	segments = zl_meta_record_segments(relid, snapshot, 0, PG_UINT32_MAX, PG_INT64_MIN, &nsegments);
+	for (int i = 0; i < nsegments; i++)
+	{
+		ZLMetaSession session;
+		Datum		key[3] = {ObjectIdGetDatum(relid), Int64GetDatum(segments[i].piece),
+		Int32GetDatum(segments[i].segment)};
+		bool		isnull;
+
+		zl_meta_begin(&session);
+		zl_meta_exec(Q_RECORD_SEGMENT_ROW, key, NULL, snapshot, true);
+		if (SPI_processed != 1)
+			elog(ERROR, "change record segment " INT64_FORMAT "/%d of relation %u is missing",
+				 segments[i].piece, segments[i].segment, relid);
+		memset(nulls, false, sizeof(nulls));
+		nulls[7] = nulls[8] = true;
+		for (int c = 0; c < 7; c++)
+			values[c] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, c + 1, &isnull);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		zl_meta_end(&session);
+	}
+}
+
+/*
+ * A segment copied from another table's record (zipper_lake._record_put)
+ * keeps its piece id, which later pieces of any table must follow.
+ */
+void
+zl_meta_record_copy_segment(Oid relid, int64 piece, int32 segment, int64 hash_lo, int64 hash_hi,
+							int64 newest, int64 instants, bytea *entries)
+{
+	Datum		values[1] = {Int64GetDatum(piece)};
+
+	if (hash_lo < 0 || hash_hi > PG_UINT32_MAX || hash_lo > hash_hi)
+		elog(ERROR, "change record segment " INT64_FORMAT "/%d has hashes " INT64_FORMAT ".." INT64_FORMAT,
+			 piece, segment, hash_lo, hash_hi);
+	zl_meta_record_insert(relid, piece, segment, (uint32) hash_lo, (uint32) hash_hi, newest, instants,
+						  entries);
+	zl_meta_run(Q_RECORD_RESERVE_PIECE, values, NULL);
 }
 
 /* the pieces of a table's record, oldest first, with their bytes (latest snapshot) */
@@ -207,24 +296,10 @@ zl_meta_record_save_head(Oid relid, int64 newest_change, const ZLTableInstant *i
 						 int ninstants)
 {
 	Datum		values[4];
-	Datum	   *times = palloc(sizeof(Datum) * Max(1, ninstants));
-	Datum	   *seqs = palloc(sizeof(Datum) * Max(1, ninstants));
-	bool	   *seq_nulls = palloc(sizeof(bool) * Max(1, ninstants));
-	int			dims[1] = {ninstants};
-	int			lbs[1] = {1};
 
-	for (int i = 0; i < ninstants; i++)
-	{
-		times[i] = Int64GetDatum(instants[i].time);
-		seqs[i] = Int64GetDatum(instants[i].seq);
-		seq_nulls[i] = !instants[i].has_seq;
-	}
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = Int64GetDatum(newest_change);
-	values[2] = PointerGetDatum(construct_md_array(times, NULL, 1, dims, lbs, TIMESTAMPTZOID,
-												   sizeof(int64), true, TYPALIGN_DOUBLE));
-	values[3] = PointerGetDatum(construct_md_array(seqs, seq_nulls, 1, dims, lbs, INT8OID,
-												   sizeof(int64), true, TYPALIGN_DOUBLE));
+	instants_as_arrays(instants, ninstants, &values[2], &values[3]);
 	zl_meta_run(Q_RECORD_SAVE_HEAD, values, NULL);
 }
 

@@ -334,6 +334,17 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 		" WHERE tbl = $1 AND piece = $2 AND segment = $3",
 		3, {OIDOID, INT8OID, INT4OID}
 	},
+	[Q_RECORD_SEGMENT_ROW] = {
+		"SELECT piece, segment, hash_lo, hash_hi, newest, instants, entries FROM zipper_lake.record_segment"
+		" WHERE tbl = $1 AND piece = $2 AND segment = $3",
+		3, {OIDOID, INT8OID, INT4OID}
+	},
+	/* a copied piece keeps its id: later pieces must come after it */
+	[Q_RECORD_RESERVE_PIECE] = {
+		"SELECT pg_catalog.setval('zipper_lake.id_seq', greatest(last_value, $1))"
+		" FROM zipper_lake.id_seq",
+		1, {INT8OID}
+	},
 	[Q_RECORD_PIECES] = {
 		"SELECT piece, sum(pg_column_size(entries))::int8 FROM zipper_lake.record_segment"
 		" WHERE tbl = $1 GROUP BY piece ORDER BY piece",

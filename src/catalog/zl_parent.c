@@ -282,24 +282,36 @@ refuse_registered_otherwise(Relation parent, Relation leaf)
  * zipper table it stands for is registered on its server exactly as the
  * parent is here: the same columns, options and history cut.
  */
-static void
-check_shard_registration(Relation parent, Relation shard)
+/*
+ * The registration of a shard's zipper table on its server, as
+ * zl_meta_registration_text() gives a local one; NULL if none.
+ */
+char *
+zl_shard_registration_text(Oid shard)
 {
-	const char *params[1] = {zl_remote_table_name(RelationGetRelid(shard))};
-	ZLRemoteRows *rows = zl_remote_query(zl_remote_shard(RelationGetRelid(shard)),
+	const char *params[1] = {zl_remote_table_name(shard)};
+	ZLRemoteRows *rows = zl_remote_query(zl_remote_shard(shard),
 										 "SELECT (pg_catalog.to_jsonb(r) OPERATOR(pg_catalog.-) 'tbl'::pg_catalog.text)::pg_catalog.text AS registration"
 										 " FROM zipper_lake.registration r WHERE tbl = $1::pg_catalog.regclass",
 										 1, params);
 
-	if (rows->nrows == 0)
+	return rows->nrows == 0 ? NULL : pstrdup(zl_remote_value(rows, 0, "registration"));
+}
+
+static void
+check_shard_registration(Relation parent, Relation shard)
+{
+	char	   *registration = zl_shard_registration_text(RelationGetRelid(shard));
+
+	if (registration == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("shard %s of zipper parent %s is not a registered zipper table",
 						zl_qualified_name(shard), zl_qualified_name(parent)),
-				 errdetail("Table %s on its server is not registered with zipper_lake.", params[0]),
+				 errdetail("Table %s on its server is not registered with zipper_lake.",
+						   zl_remote_table_name(RelationGetRelid(shard))),
 				 errhint("Create it there with zipper_lake.create_table() or register() and the parent's options.")));
-	if (strcmp(zl_remote_value(rows, 0, "registration"),
-			   zl_meta_registration_text(RelationGetRelid(parent))) != 0)
+	if (strcmp(registration, zl_meta_registration_text(RelationGetRelid(parent))) != 0)
 		refuse_registered_otherwise(parent, shard);
 }
 

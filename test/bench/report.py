@@ -67,7 +67,7 @@ BENCHES = {
 # the results the README's table shows, in this order (latest.md shows all)
 README_ROWS = ['apply', 'users_asof_old', 'users_asof_recent', 'users_changes', 'users_current',
                'users_history', 'users_point', 'users_snapshot', 'users_size', 'retention_100',
-               'indexes_lookup_big', 'indexes_apply_big', 'scaling_apply_par_vs_one', 'shards_asof_agg_leaves']
+               'indexes_lookup_big', 'indexes_apply_big', 'scaling_apply_par_vs_one']
 
 
 def parse_args():
