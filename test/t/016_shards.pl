@@ -12,7 +12,10 @@
 #    commits its part and the parent equals the single table;
 #  - the router killed after its shards prepared, before it committed:
 #    after its restart resolve() rolls both back; killed after it
-#    committed: the preloaded resolver commits both by itself.
+#    committed: the preloaded resolver commits both by itself;
+#  - adding a shard: a third cluster takes a leaf (copy_history, DETACH,
+#    ATTACH in one transaction), and later batches, late ones included,
+#    still give what the single table gives.
 
 use strict;
 use warnings;
@@ -22,7 +25,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 my @shards;
-for my $name ('shard_a', 'shard_b')
+for my $name ('shard_a', 'shard_b', 'shard_c')
 {
 	my $shard = PostgreSQL::Test::Cluster->new($name);
 	$shard->init;
@@ -59,16 +62,23 @@ DROP TABLE acct_local;
 CREATE TABLE ch (id int, owner text, bal numeric, change_time timestamptz, op text);
 CREATE TABLE img (id int, owner text, bal numeric);
 ));
-for my $i (0, 1)
+for my $i (0, 1, 2)
 {
 	my ($host, $port) = ($shards[$i]->host, $shards[$i]->port);
 	$router->safe_psql('postgres', qq(
 CREATE SERVER s$i FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$host', port '$port', dbname 'postgres');
 CREATE USER MAPPING FOR CURRENT_USER SERVER s$i;
+));
+}
+# shard_c joins later: two leaves, on shard_a and shard_b
+for my $i (0, 1)
+{
+	$router->safe_psql('postgres', qq(
 CREATE FOREIGN TABLE acct_$i PARTITION OF acct FOR VALUES WITH (MODULUS 2, REMAINDER $i)
   SERVER s$i OPTIONS (table_name 'acct');
 ));
 }
+my @first_two = @shards[0, 1];
 
 # what a query shows, as a count and a digest
 sub digest
@@ -177,7 +187,7 @@ $session->query_until(qr/started/, q(
 \echo started
 SELECT changes FROM zipper_lake.apply_changes('acct', 'ch');
 ));
-$_->poll_query_until('postgres', "SELECT ($prepared) = 1") or die 'a shard did not prepare' for @shards;
+$_->poll_query_until('postgres', "SELECT ($prepared) = 1") or die 'a shard did not prepare' for @first_two;
 $router->stop('immediate');
 eval { $session->quit };
 $router->start;
@@ -194,7 +204,7 @@ $session->query_until(qr/started/, q(
 \echo started
 SELECT changes FROM zipper_lake.apply_changes('acct', 'ch');
 ));
-$_->poll_query_until('postgres', "SELECT ($prepared) = 1") or die 'a shard did not prepare' for @shards;
+$_->poll_query_until('postgres', "SELECT ($prepared) = 1") or die 'a shard did not prepare' for @first_two;
 # committed: the caller's transaction id is gone while it waits to commit the shards
 $router->poll_query_until('postgres', q{
 SELECT count(*) = 1 FROM pg_stat_activity
@@ -204,8 +214,33 @@ $router->stop('immediate');
 eval { $session->quit };
 $router->start;
 $router->safe_psql('postgres', q(ALTER SYSTEM RESET zipper_lake.apply_prepared_pause; SELECT pg_reload_conf();));
-$_->poll_query_until('postgres', "SELECT ($prepared) = 0") or die 'the resolver did not settle a shard' for @shards;
+$_->poll_query_until('postgres', "SELECT ($prepared) = 0") or die 'the resolver did not settle a shard' for @first_two;
 $router->safe_psql('postgres', q(SELECT zipper_lake.apply_changes('one', 'ch')));
 same_as_one('the router killed after its commit, then its resolver');
+
+# 5. adding a shard: shard_c takes the leaf of shard_b
+$router->safe_psql('postgres', q(
+BEGIN;
+ALTER TABLE acct DETACH PARTITION acct_1;
+CREATE FOREIGN TABLE acct_1c (id int, owner text, bal numeric, valid_from timestamptz, valid_to timestamptz)
+  SERVER s2 OPTIONS (table_name 'acct');
+SELECT zipper_lake.copy_history('acct_1', 'acct_1c');
+ALTER TABLE acct ATTACH PARTITION acct_1c FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+COMMIT;
+DROP FOREIGN TABLE acct_1;
+));
+is($shards[2]->safe_psql('postgres', 'SELECT count(*) FROM acct'),
+   $shards[1]->safe_psql('postgres', 'SELECT count(*) FROM acct'), 'shard_c holds the versions of the leaf it took');
+same_as_one('after moving a leaf to a new shard');
+$router->safe_psql('postgres', q(
+DELETE FROM ch;
+INSERT INTO ch SELECT k, 'after move' || k, k, '2026-03-02 06:00+00', CASE WHEN k % 5 = 0 THEN 'D' ELSE 'U' END
+  FROM generate_series(1, 299, 2) k;));
+($p, $o) = apply_both(q(SELECT r::text FROM zipper_lake.apply_changes('%s', 'ch') r));
+is($p, $o, 'late changes after the move count as on one table');
+($p, $o) = apply_both(q(SELECT r::text FROM zipper_lake.apply_changes('%s', 'ch') r));
+is($p, $o, 'applied again: counts as on one table');
+same_as_one('late changes after the move');
+is($router->safe_psql('postgres', q(SELECT count(*) FROM zipper_lake.verify('acct'))), '0', 'verify is clean');
 
 done_testing();
