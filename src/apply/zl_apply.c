@@ -660,6 +660,8 @@ apply_begin(ApplyContext *ac, ZLApplyLeaves *leaves, int leaf, Oid relid, Oid so
 		ac->parent_newest = zl_apply_shard_parent_newest();
 	ac->rel = zl_open_zipper_table(relid, RowExclusiveLock);
 	ac->tupdesc = RelationGetDescr(ac->rel);
+	if (leaves == NULL)
+		ac->shard_rows = zl_apply_shard_rows(ac->tupdesc);
 	ac->source_name = zl_relation_arg_name(source_relid, source_argument);
 	if (leaves == NULL)
 		check_apply_privileges(ac->rel);

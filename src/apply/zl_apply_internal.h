@@ -295,6 +295,10 @@ extern int64 zl_apply_remote_newest(Oid leaf_relid);
 extern int64 zl_apply_remote_pass(const ZLApplyCall *call, ZLApplyLeaves *leaves, int leaf,
 								  ApplyCounts *total);
 extern int64 zl_apply_shard_parent_newest(void);
+extern struct ZLShardRows *zl_apply_shard_rows(TupleDesc desc);
+extern bool zl_apply_shard_takes(struct ZLShardRows *rows, Change *c, bool *counted);
+extern void zl_apply_remote_events_pass(const ZLApplyCall *call, ZLApplyLeaves *leaves, int leaf,
+										ApplyCounts *total);
 extern void zl_apply_refuse_empty_image(const ZLApplyCall *call, const ZLTableOptions *opts);
 extern ChangeOp zl_apply_op_kind(const char *op);
 
@@ -425,6 +429,7 @@ typedef struct ApplyContext
 	ZLParent   *parent;
 	int			leaf;
 	int64		parent_newest;
+	struct ZLShardRows *shard_rows; /* a shard's call: only its keys */
 } ApplyContext;
 
 /* grow an array to hold needed elements (huge allocations allowed) */

@@ -128,6 +128,8 @@ zl_apply_route_change(ApplyContext *ac, Change *c, bool *counted)
 
 	ac->rows_seen++;
 	*counted = true;
+	if (ac->shard_rows != NULL)
+		return zl_apply_shard_takes(ac->shard_rows, c, counted);
 	if (ac->parent == NULL)
 		return true;
 	if (c->op == OP_TRUNCATE || c->op == OP_IGNORE)

@@ -15,7 +15,9 @@
  * the whole parent (zipper_lake.parent_newest_change, set for that call),
  * and an image's rows that are all another leaf's are no empty image.
  * Its counts add up as a local leaf's: a truncate is counted by the first
- * leaf only.
+ * leaf only.  apply_events() decodes events on the shard: every event goes
+ * there, and the call takes only its keys' changes (zipper_lake.shard_rows,
+ * the remainders of the parent's hash partitioning that are the shard's).
  *
  * The shard's part commits with the caller's transaction by two-phase
  * commit (src/remote/zl_remote_xact.c).  Memory: one row at a time.
@@ -29,6 +31,9 @@
 #include "apply/zl_apply_internal.h"
 
 #include "access/relation.h"
+#include "catalog/partition.h"
+#include "partitioning/partbounds.h"
+#include "partitioning/partdesc.h"
 #include "access/xact.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -38,6 +43,9 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
+#include "utils/partcache.h"
+#include "utils/typcache.h"
+#include "utils/varlena.h"
 
 /* the newest change applied to a shard's zipper table, PG_INT64_MIN: none */
 int64
@@ -65,6 +73,238 @@ zl_apply_shard_parent_newest(void)
 	if (value == NULL || value[0] == '\0')
 		return PG_INT64_MIN;
 	return pg_strtoint64(value);
+}
+
+/*
+ * A shard's call on behalf of a zipper parent that sends it every row --
+ * apply_events(), whose events are decoded there -- takes only the
+ * changes of its keys: those whose partition key hashes, as PostgreSQL's
+ * hash partitioning of the parent does, to one of its remainders of the
+ * greatest modulus.  zipper_lake.shard_rows, set by the parent's server
+ * for the call, says which: "modulus/first/r1,r2,.../column, column";
+ * first: this leaf counts the changes of no key (truncates, -U).
+ */
+static int64
+count_of(const ZLRemoteRows *rows, const char *column)
+{
+	const char *value = zl_remote_value(rows, 0, column);
+
+	return value ? pg_strtoint64(value) : 0;
+}
+
+/*
+ * A shard's counts into *total, less the truncates it counted that the
+ * first leaf counts (uncounted); skipped only apply_events() returns.
+ */
+static void
+add_shard_counts(ApplyCounts *total, const ZLRemoteRows *counts, int64 uncounted)
+{
+	ApplyCounts leaf = {0};
+	bool		has_skipped = false;
+
+	for (int c = 0; c < counts->ncols; c++)
+		has_skipped |= strcmp(counts->names[c], "skipped") == 0;
+	leaf.changes = count_of(counts, "changes") - uncounted;
+	leaf.inserted = count_of(counts, "inserted");
+	leaf.closed = count_of(counts, "closed");
+	leaf.deleted = count_of(counts, "deleted");
+	leaf.unchanged = count_of(counts, "unchanged");
+	leaf.late = count_of(counts, "late");
+	leaf.skipped = has_skipped ? count_of(counts, "skipped") : 0;
+	zl_apply_add_counts(total, &leaf);
+}
+
+typedef struct ZLShardRows
+{
+	int			modulus;
+	bool		first;
+	bool	   *takes;			/* [modulus]: is the remainder the shard's? */
+	int			nkeys;
+	AttrNumber	attnums[PARTITION_MAX_KEYS];
+	FmgrInfo	hash[PARTITION_MAX_KEYS];
+	Oid			collations[PARTITION_MAX_KEYS];
+} ZLShardRows;
+
+static void
+refuse_shard_rows(const char *value)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid zipper_lake.shard_rows \"%s\"", value),
+			 errdetail("It is set by a zipper parent's server for its calls on a shard."),
+			 errhint("Reset it; it is not meant to be set by hand.")));
+}
+
+/* the filter zipper_lake.shard_rows asks of a call on a table of desc, or NULL */
+ZLShardRows *
+zl_apply_shard_rows(TupleDesc desc)
+{
+	const char *value = zipper_lake_shard_rows;
+	char	   *copy;
+	char	   *modulus;
+	char	   *first;
+	char	   *remainders;
+	char	   *columns;
+	List	   *names;
+	ListCell   *lc;
+	ZLShardRows *rows;
+
+	if (value == NULL || value[0] == '\0')
+		return NULL;
+	copy = pstrdup(value);
+	modulus = strtok(copy, "/");
+	first = strtok(NULL, "/");
+	remainders = strtok(NULL, "/");
+	columns = strtok(NULL, "");
+	if (columns == NULL || !SplitIdentifierString(columns, ',', &names) ||
+		list_length(names) > PARTITION_MAX_KEYS)
+		refuse_shard_rows(value);
+	rows = palloc0(sizeof(ZLShardRows));
+	rows->modulus = pg_strtoint32(modulus);
+	rows->first = strcmp(first, "1") == 0;
+	if (rows->modulus <= 0)
+		refuse_shard_rows(value);
+	rows->takes = palloc0(sizeof(bool) * rows->modulus);
+	for (char *r = strtok(remainders, ","); r != NULL; r = strtok(NULL, ","))
+	{
+		int			remainder = pg_strtoint32(r);
+
+		if (remainder < 0 || remainder >= rows->modulus)
+			refuse_shard_rows(value);
+		rows->takes[remainder] = true;
+	}
+	foreach(lc, names)
+	{
+		int			k = rows->nkeys++;
+
+		rows->attnums[k] = InvalidAttrNumber;
+		for (int a = 0; a < desc->natts; a++)
+			if (!TupleDescAttr(desc, a)->attisdropped &&
+				strcmp(NameStr(TupleDescAttr(desc, a)->attname), lfirst(lc)) == 0)
+				rows->attnums[k] = a + 1;
+		if (rows->attnums[k] == InvalidAttrNumber)
+			refuse_shard_rows(value);
+		fmgr_info_copy(&rows->hash[k],
+					   &lookup_type_cache(TupleDescAttr(desc, rows->attnums[k] - 1)->atttypid,
+										  TYPECACHE_HASH_EXTENDED_PROC_FINFO)->hash_extended_proc_finfo,
+					   CurrentMemoryContext);
+		rows->collations[k] = TupleDescAttr(desc, rows->attnums[k] - 1)->attcollation;
+	}
+	return rows;
+}
+
+/* does the shard's call take change c, and count it (*counted)? */
+bool
+zl_apply_shard_takes(ZLShardRows *rows, Change *c, bool *counted)
+{
+	Datum		keys[PARTITION_MAX_KEYS];
+	bool		nulls[PARTITION_MAX_KEYS];
+
+	if (c->op == OP_TRUNCATE || c->op == OP_IGNORE)
+	{
+		*counted = rows->first;
+		return c->op == OP_TRUNCATE || rows->first;
+	}
+	for (int k = 0; k < rows->nkeys; k++)
+	{
+		keys[k] = c->values[rows->attnums[k] - 1];
+		nulls[k] = c->isnull[rows->attnums[k] - 1];
+	}
+	return rows->takes[compute_partition_hash_value(rows->nkeys, rows->hash, rows->collations,
+													keys, nulls) % (uint64) rows->modulus];
+}
+
+/*
+ * zipper_lake.shard_rows for the leaf-th leaf of a parent; the parent's
+ * partition key must use its types' default hash functions, which the
+ * shard looks up by type.
+ */
+static char *
+shard_rows_setting(ZLParent *parent, int leaf, bool first)
+{
+	Relation	rel = zl_parent_relation(parent);
+	PartitionKey key = RelationGetPartitionKey(rel);
+	PartitionDesc pd = RelationGetPartitionDesc(rel, true);
+	int			modulus = pd->boundinfo->nindexes;
+	StringInfoData value;
+	char	  **names;
+	int			nkeys = zl_parent_key_columns(parent, &names);
+	bool		any = false;
+
+	initStringInfo(&value);
+	appendStringInfo(&value, "%d/%d/", modulus, first ? 1 : 0);
+	for (int r = 0; r < modulus; r++)
+		if (pd->boundinfo->indexes[r] == leaf)
+		{
+			appendStringInfo(&value, "%s%d", any ? "," : "", r);
+			any = true;
+		}
+	appendStringInfoChar(&value, '/');
+	for (int k = 0; k < nkeys; k++)
+	{
+		TypeCacheEntry *type = lookup_type_cache(key->parttypid[k], TYPECACHE_HASH_EXTENDED_PROC);
+
+		if (key->partsupfunc[k].fn_oid != type->hash_extended_proc)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("apply_events() cannot reach the shards of zipper parent \"%s\"",
+							RelationGetRelationName(rel)),
+					 errdetail("Its partition key column \"%s\" hashes with an operator class other than its type's default.",
+							   names[k]),
+					 errhint("Apply the events on each shard's server, or partition by the default operator classes.")));
+		appendStringInfo(&value, "%s%s", k > 0 ? "," : "", quote_identifier(names[k]));
+	}
+	return value.data;
+}
+
+/* set the settings of a call on a shard: the parent's newest change, the rows it takes */
+static void
+set_call_settings(ZLShard *shard, ZLApplyLeaves *leaves, const char *shard_rows)
+{
+	const char *params[2] = {NULL, shard_rows};
+
+	if (leaves->newest != PG_INT64_MIN)
+		params[0] = psprintf(INT64_FORMAT, leaves->newest);
+	(void) zl_remote_query(shard, "SELECT pg_catalog.set_config('zipper_lake.parent_newest_change',"
+						   " COALESCE($1::pg_catalog.text, ''), true),"
+						   " pg_catalog.set_config('zipper_lake.shard_rows', COALESCE($2::pg_catalog.text, ''), true)",
+						   2, params);
+}
+
+/*
+ * The pass of a shard in apply_events(): every event goes to the shard,
+ * which takes the changes of its keys (zipper_lake.shard_rows).
+ */
+void
+zl_apply_remote_events_pass(const ZLApplyCall *call, ZLApplyLeaves *leaves, int leaf,
+							ApplyCounts *total)
+{
+	Oid			leaf_relid = zl_parent_leaf(leaves->parent, leaf);
+	ZLShard    *shard = zl_remote_shard(leaf_relid);
+	Relation	source = relation_open(call->source_relid, AccessShareLock);
+	char	   *columns = zl_remote_columns(RelationGetDescr(source), false);
+	const char *params[8] = {zl_remote_table_name(leaf_relid)};
+	ZLRemoteRows *counts;
+
+	params[1] = zl_remote_stage_create(shard, leaf_relid, call->source_relid, leaf);
+	(void) zl_remote_stage_rows(shard, params[1], columns,
+								psprintf("SELECT %s FROM %s", columns, zl_qualified_name(source)),
+								0, NULL, NULL);
+	relation_close(source, AccessShareLock);
+	set_call_settings(shard, leaves, shard_rows_setting(leaves->parent, leaf, leaf == 0));
+	params[2] = NameStr(call->format);
+	params[3] = NameStr(call->event_column);
+	params[4] = call->has_seq ? NameStr(call->seq_column) : NULL;
+	params[5] = call->has_source_table ? call->source_table : NULL;
+	params[6] = call->ignore_nulls ? "true" : "false";
+	params[7] = (const char *[]) {[MISSING_ERROR] = "error",[MISSING_NULL] = "null",
+	[MISSING_KEEP] = "keep"}[call->missing_columns];
+	counts = zl_remote_query(shard, "SELECT * FROM zipper_lake.apply_events($1::pg_catalog.regclass,"
+							 " $2::pg_catalog.regclass, $3, $4::pg_catalog.name, $5::pg_catalog.name, $6,"
+							 " $7::pg_catalog.bool, $8)", 8, params);
+	set_call_settings(shard, leaves, NULL);
+	zl_remote_stage_drop(shard, params[1]);
+	add_shard_counts(total, counts, 0);
 }
 
 /*
@@ -164,13 +404,7 @@ remote_call_sql(const ZLApplyCall *call, const char **params)
 		" ignore_nulls => $3::pg_catalog.bool, missing_columns => $4)";
 }
 
-static int64
-count_of(const ZLRemoteRows *rows, const char *column)
-{
-	const char *value = zl_remote_value(rows, 0, column);
 
-	return value ? pg_strtoint64(value) : 0;
-}
 
 /*
  * The pass of a shard: the leaf-th leaf of a zipper parent, a foreign
@@ -185,32 +419,21 @@ zl_apply_remote_pass(const ZLApplyCall *call, ZLApplyLeaves *leaves, int leaf, A
 	const char *op_column = call->has_op ? NameStr(call->op_column) :
 		(!call->snapshot && get_attnum(call->source_relid, "op") != InvalidAttrNumber ? "op" : NULL);
 	const char *params[7] = {zl_remote_table_name(leaf_relid)};
-	const char *newest[1] = {NULL};
 	TupleDesc	key_desc;
 	char	   *query = batch_query(leaves->parent, source, call->snapshot ? NULL : op_column,
 									&key_desc);
 	LeafRows	lr = {leaves->parent, leaf, key_desc->natts, 0};
 	int64		read;
 	ZLRemoteRows *counts;
-	ApplyCounts leaf_counts = {0};
 
 	params[1] = zl_remote_stage_create(shard, leaf_relid, call->source_relid, leaf);
 	zl_parent_route_rows_of(leaves->parent, key_desc);
 	read = zl_remote_stage_rows(shard, params[1], zl_remote_columns(RelationGetDescr(source), false),
 								query, key_desc->natts + 1, leaf_takes_row, &lr);
 	relation_close(source, AccessShareLock);
-	if (leaves->newest != PG_INT64_MIN)
-		newest[0] = psprintf(INT64_FORMAT, leaves->newest);
-	(void) zl_remote_query(shard, "SELECT pg_catalog.set_config('zipper_lake.parent_newest_change',"
-						   " COALESCE($1::pg_catalog.text, ''), true)", 1, newest);
+	set_call_settings(shard, leaves, NULL);
 	counts = zl_remote_query(shard, remote_call_sql(call, params), call->snapshot ? 6 : 7, params);
 	zl_remote_stage_drop(shard, params[1]);
-	leaf_counts.changes = count_of(counts, "changes") - (leaf > 0 ? lr.truncates : 0);
-	leaf_counts.inserted = count_of(counts, "inserted");
-	leaf_counts.closed = count_of(counts, "closed");
-	leaf_counts.deleted = count_of(counts, "deleted");
-	leaf_counts.unchanged = count_of(counts, "unchanged");
-	leaf_counts.late = count_of(counts, "late");
-	zl_apply_add_counts(total, &leaf_counts);
+	add_shard_counts(total, counts, leaf > 0 ? lr.truncates : 0);
 	return read;
 }

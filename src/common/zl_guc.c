@@ -29,6 +29,7 @@ int			zipper_lake_apply_workers = 0;
 int			zipper_lake_apply_prepared_pause = 0;
 int			zipper_lake_apply_worker_idle = 4000;
 char	   *zipper_lake_parent_newest_change = NULL;
+char	   *zipper_lake_shard_rows = NULL;
 
 static const struct config_enum_entry compression_options[] = {
 	{"zstd", ZL_COMPRESSION_ZSTD, false},
@@ -140,6 +141,14 @@ zl_guc_init(void)
 							   "Internal: the newest change of the zipper parent a shard's table belongs to.",
 							   "Set by the parent's server for each call it makes on a shard (README \"Scaling out\"); it only moves the late horizon later.",
 							   &zipper_lake_parent_newest_change,
+							   "",
+							   PGC_USERSET,
+							   GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_NO_RESET_ALL,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("zipper_lake.shard_rows",
+							   "Internal: the keys a shard's call takes, by the hash partitioning of its zipper parent.",
+							   "Set by the parent's server for apply_events() on a shard, which receives every event (README \"Scaling out\").",
+							   &zipper_lake_shard_rows,
 							   "",
 							   PGC_USERSET,
 							   GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_NO_RESET_ALL,

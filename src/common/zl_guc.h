@@ -28,6 +28,7 @@ extern int	zipper_lake_apply_workers;
 extern int	zipper_lake_apply_prepared_pause;
 extern int	zipper_lake_apply_worker_idle;
 extern char *zipper_lake_parent_newest_change;
+extern char *zipper_lake_shard_rows;
 
 /* zipper_lake.columnar_compression */
 typedef enum ZLCompression

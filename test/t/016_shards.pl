@@ -2,8 +2,8 @@
 # whose zipper parent has its two leaves on two other clusters, and one
 # zipper table on the router given the same batches to compare with.
 #
-#  - apply_changes and apply_snapshot through the router, then as_of,
-#    changes and current through it, equal the single table;
+#  - apply_changes, apply_snapshot and apply_events through the router,
+#    then as_of, changes and current through it, equal the single table;
 #  - a shard killed in the middle of a batch (its connection lost before
 #    the commit): the batch fails, and once the shard is back nothing of
 #    it is visible anywhere;
@@ -127,7 +127,16 @@ INSERT INTO img SELECT k, 'img' || k, k FROM generate_series(1, 200) k;
 is($p, $o, 'late changes through the router count as on one table');
 ($p, $o) = apply_both(q(SELECT r::text FROM zipper_lake.apply_snapshot('%s', 'img', '2026-03-02 18:00+00') r));
 is($p, $o, 'apply_snapshot through the router counts as on one table');
-same_as_one('after changes and a snapshot');
+$router->safe_psql('postgres', q(
+CREATE TABLE ev (event jsonb, pos bigint);
+INSERT INTO ev SELECT jsonb_build_object('op', CASE WHEN k % 11 = 0 THEN 'd' ELSE 'u' END,
+                                         'ts_ms', 1772409600000 + k * 1000,
+                                         'before', jsonb_build_object('id', k % 300),
+                                         'after', jsonb_build_object('id', (k + k % 2) % 300, 'owner', 'ev' || k, 'bal', k)), k
+  FROM generate_series(1, 900) k;));
+($p, $o) = apply_both(q(SELECT r::text FROM zipper_lake.apply_events('%s', 'ev', 'debezium', seq => 'pos') r));
+is($p, $o, 'apply_events through the router counts as on one table');
+same_as_one('after changes, a snapshot and events');
 ok($shards[0]->safe_psql('postgres', 'SELECT count(*) FROM acct') > 0
 	  && $shards[1]->safe_psql('postgres', 'SELECT count(*) FROM acct') > 0,
    'both shards hold versions');

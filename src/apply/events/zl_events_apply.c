@@ -203,22 +203,16 @@ void
 zl_events_apply_leaves(const ZLApplyCall *call, ZLApplyLeaves *leaves, int first, int step,
 					   ApplyCounts *total)
 {
-	for (int leaf = 0; leaves != NULL && leaf < zl_apply_leaves_count(leaves); leaf++)
-		if (zl_parent_leaf_is_shard(leaves->parent, leaf))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("apply_events() does not reach shards yet"),
-					 errdetail("Zipper parent \"%s\" has shard %s on another server.",
-							   get_rel_name(call->relid),
-							   get_rel_name(zl_parent_leaf(leaves->parent, leaf))),
-					 errhint("Apply the events on each shard's server with apply_events(), or load them as changes and use apply_changes(); nothing was applied.")));
 	for (int leaf = first; leaf < zl_apply_leaves_count(leaves); leaf += step)
 	{
 		MemoryContext pass = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake events pass",
 												   ALLOCSET_DEFAULT_SIZES);
 		MemoryContext old = MemoryContextSwitchTo(pass);
 
-		apply_events_to(call, leaves, leaf, total);
+		if (leaves != NULL && zl_parent_leaf_is_shard(leaves->parent, leaf))
+			zl_apply_remote_events_pass(call, leaves, leaf, total);
+		else
+			apply_events_to(call, leaves, leaf, total);
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(pass);
 	}
