@@ -124,45 +124,11 @@ typedef struct HistoryEnd
 	char	   *name;			/* the zipper table, qualified (a shard's: there) */
 } HistoryEnd;
 
-/* run a statement on an end, with text parameters; its rows as text */
+/* run a statement where an end lives, with text parameters; its rows as text */
 static ZLRemoteRows *
 end_query(HistoryEnd *end, const char *sql, int nparams, const char **params)
 {
-	MemoryContext caller = CurrentMemoryContext;
-	Oid		   *types = palloc(sizeof(Oid) * Max(1, nparams));
-	Datum	   *values = palloc(sizeof(Datum) * Max(1, nparams));
-	char	   *nulls = palloc(Max(1, nparams));
-	ZLRemoteRows *rows = palloc0(sizeof(ZLRemoteRows));
-	TupleDesc	desc;
-
-	if (end->shard != NULL)
-		return zl_remote_query(end->shard, sql, nparams, params);
-	for (int i = 0; i < nparams; i++)
-	{
-		types[i] = TEXTOID;
-		nulls[i] = params[i] == NULL ? 'n' : ' ';
-		values[i] = params[i] == NULL ? (Datum) 0 : CStringGetTextDatum(params[i]);
-	}
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql, nparams, types, values, nulls, false, 0) < 0)
-		elog(ERROR, "statement failed: %s", sql);
-	MemoryContextSwitchTo(caller);	/* the rows outlive SPI */
-	if (SPI_tuptable != NULL)
-	{
-		desc = SPI_tuptable->tupdesc;
-		rows->nrows = (int) SPI_processed;
-		rows->ncols = desc->natts;
-		rows->names = palloc(sizeof(char *) * Max(1, desc->natts));
-		rows->values = palloc(sizeof(char *) * Max(1, rows->nrows * desc->natts));
-		for (int c = 0; c < desc->natts; c++)
-			rows->names[c] = pstrdup(NameStr(TupleDescAttr(desc, c)->attname));
-		for (int r = 0; r < rows->nrows; r++)
-			for (int c = 0; c < desc->natts; c++)
-				rows->values[r * desc->natts + c] = SPI_getvalue(SPI_tuptable->vals[r], desc, c + 1);
-	}
-	SPI_finish();
-	return rows;
+	return zl_remote_query_where(end->relid, sql, nparams, params);
 }
 
 /*

@@ -315,6 +315,66 @@ check_shard_registration(Relation parent, Relation shard)
 		refuse_registered_otherwise(parent, shard);
 }
 
+/* the table-wide part of a leaf's record: 3 texts (newest, instants, seqs) or NULL */
+static const char **
+leaf_record_head(Oid leaf, bool *empty)
+{
+	char	   *name = zl_remote_is_shard(leaf) ? zl_remote_table_name(leaf) :
+		quote_qualified_identifier(get_namespace_name(get_rel_namespace(leaf)), get_rel_name(leaf));
+	const char *params[1] = {name};
+	ZLRemoteRows *rows = zl_remote_query_where(leaf,
+											   psprintf("SELECT NOT EXISTS (SELECT FROM %s) AS empty, h.newest,"
+														" h.table_instants, h.table_seqs FROM (SELECT) x"
+														" LEFT JOIN zipper_lake._record_rows($1::pg_catalog.regclass) h"
+														" ON h.piece IS NULL", name),
+											   1, params);
+	const char **head = palloc(sizeof(char *) * 3);
+
+	*empty = strcmp(zl_remote_value(rows, 0, "empty"), "t") == 0;
+	head[0] = zl_remote_value(rows, 0, "newest");
+	head[1] = zl_remote_value(rows, 0, "table_instants");
+	head[2] = zl_remote_value(rows, 0, "table_seqs");
+	return head[0] == NULL ? NULL : head;
+}
+
+/*
+ * A new, empty leaf (or shard) of a zipper parent takes the table-wide
+ * part of a sibling's record: the newest change (the late horizon) and
+ * the instants of every key (snapshots with deletes, truncates), which a
+ * key first seen in the new leaf is subject to, as in one table.
+ */
+static void
+inherit_record_head(Relation parent, Oid leaf)
+{
+	PartitionDesc pd = RelationGetPartitionDesc(parent, true);
+	bool		empty;
+	const char **head;
+
+	if (leaf_record_head(leaf, &empty) != NULL || !empty)
+		return;
+	for (int i = 0; i < pd->nparts; i++)
+	{
+		bool		sibling_empty;
+
+		if (pd->oids[i] == leaf)
+			continue;
+		head = leaf_record_head(pd->oids[i], &sibling_empty);
+		if (head != NULL)
+		{
+			const char *params[4] = {zl_remote_is_shard(leaf) ? zl_remote_table_name(leaf) :
+				quote_qualified_identifier(get_namespace_name(get_rel_namespace(leaf)), get_rel_name(leaf)),
+			head[0], head[1], head[2]};
+
+			(void) zl_remote_query_where(leaf,
+										 "SELECT zipper_lake._record_put($1::pg_catalog.regclass, NULL, NULL, NULL,"
+										 " NULL, $2::pg_catalog.timestamptz, NULL, NULL,"
+										 " $3::pg_catalog.timestamptz[], $4::pg_catalog.int8[])",
+										 4, params);
+			return;
+		}
+	}
+}
+
 void
 zl_parent_register_leaf(Relation parent, Relation leaf)
 {
@@ -323,6 +383,7 @@ zl_parent_register_leaf(Relation parent, Relation leaf)
 	if (zl_remote_is_shard(RelationGetRelid(leaf)))
 	{
 		check_shard_registration(parent, leaf);
+		inherit_record_head(parent, RelationGetRelid(leaf));
 		return;
 	}
 
@@ -334,10 +395,12 @@ zl_parent_register_leaf(Relation parent, Relation leaf)
 	{
 		if (!zl_meta_same_registration(RelationGetRelid(parent), RelationGetRelid(leaf)))
 			refuse_registered_otherwise(parent, leaf);
+		inherit_record_head(parent, RelationGetRelid(leaf));
 		return;
 	}
 	zl_meta_copy_registration(RelationGetRelid(parent), RelationGetRelid(leaf));
 	CacheInvalidateRelcache(leaf);
+	inherit_record_head(parent, RelationGetRelid(leaf));
 }
 
 /* is zl_parent_call_per_leaf calling a function on the leaves? */

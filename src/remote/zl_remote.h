@@ -48,6 +48,8 @@ extern ZLRemoteRows *zl_remote_call_rows(Oid relid, const char *sql, int nparams
 extern ZLShard *zl_remote_shard(Oid relid);
 extern ZLRemoteRows *zl_remote_query(ZLShard *shard, const char *sql, int nparams,
 									 const char *const *params);
+extern ZLRemoteRows *zl_remote_query_where(Oid relid, const char *sql, int nparams,
+										   const char *const *params);
 extern void zl_remote_copy_begin(ZLShard *shard, const char *sql);
 extern void zl_remote_copy_data(ZLShard *shard, const char *data, int len);
 extern void zl_remote_copy_end(ZLShard *shard);

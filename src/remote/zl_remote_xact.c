@@ -241,6 +241,54 @@ zl_remote_copy_end(ZLShard *shard)
 }
 
 /*
+ * A statement where relation relid lives, with text parameters: on its
+ * shard, in the caller's transaction there, when it is a shard's foreign
+ * table; else here.  Its rows as text.
+ */
+ZLRemoteRows *
+zl_remote_query_where(Oid relid, const char *sql, int nparams, const char *const *params)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	Oid		   *types = palloc(sizeof(Oid) * Max(1, nparams));
+	Datum	   *values = palloc(sizeof(Datum) * Max(1, nparams));
+	char	   *nulls = palloc(Max(1, nparams));
+	ZLRemoteRows *rows = palloc0(sizeof(ZLRemoteRows));
+	TupleDesc	desc;
+	int			nest;
+
+	if (zl_remote_is_shard(relid))
+		return zl_remote_query(zl_remote_shard(relid), sql, nparams, params);
+	for (int i = 0; i < nparams; i++)
+	{
+		types[i] = TEXTOID;
+		nulls[i] = params[i] == NULL ? 'n' : ' ';
+		values[i] = params[i] == NULL ? (Datum) 0 : CStringGetTextDatum(params[i]);
+	}
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args(sql, nparams, types, values, nulls, false, 0) < 0)
+		elog(ERROR, "statement failed: %s", sql);
+	MemoryContextSwitchTo(caller);	/* the rows outlive SPI */
+	nest = zl_remote_fix_output();
+	if (SPI_tuptable != NULL)
+	{
+		desc = SPI_tuptable->tupdesc;
+		rows->nrows = (int) SPI_processed;
+		rows->ncols = desc->natts;
+		rows->names = palloc(sizeof(char *) * Max(1, desc->natts));
+		rows->values = palloc(sizeof(char *) * Max(1, rows->nrows * desc->natts));
+		for (int c = 0; c < desc->natts; c++)
+			rows->names[c] = pstrdup(NameStr(TupleDescAttr(desc, c)->attname));
+		for (int r = 0; r < rows->nrows; r++)
+			for (int c = 0; c < desc->natts; c++)
+				rows->values[r * desc->natts + c] = SPI_getvalue(SPI_tuptable->vals[r], desc, c + 1);
+	}
+	zl_remote_restore_output(nest);
+	SPI_finish();
+	return rows;
+}
+
+/*
  * A query on the shard of foreign table relid, in the caller's
  * transaction there; $1 is the shard's table (its name), params the rest.
  */
