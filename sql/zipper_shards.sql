@@ -242,6 +242,20 @@ SELECT * FROM zs_same();
 BEGIN;
 SELECT changes FROM zipper_lake.apply_changes('zs', 'zs_ch');
 PREPARE TRANSACTION 'zs';
+-- reads alone need no decision: a read-only transaction reads the shards
+-- (nothing logged), and one that only read them may be prepared
+SELECT zipper_lake.resolve() AS settled;
+SELECT count(*) AS logged FROM zipper_lake.shard_transaction;
+BEGIN READ ONLY;
+SELECT count(*) > 0 AS inspected FROM zipper_lake.inspect('zs');
+SET LOCAL zipper_lake.enable_pruning = off;
+SELECT count(*) > 0 AS read FROM zipper_lake.as_of(NULL::zs, '2026-03-20');
+COMMIT;
+BEGIN;
+SELECT count(*) > 0 AS inspected FROM zipper_lake.inspect('zs');
+PREPARE TRANSACTION 'zs_read';
+COMMIT PREPARED 'zs_read';
+SELECT count(*) AS logged FROM zipper_lake.shard_transaction;
 CREATE ROLE zs_user;
 GRANT SELECT, INSERT, UPDATE ON zs, zs_ch TO zs_user;
 CREATE USER MAPPING FOR zs_user SERVER zl_loop;

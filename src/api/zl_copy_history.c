@@ -120,6 +120,7 @@ typedef struct HistoryEnd
 {
 	Oid			relid;
 	ZLShard    *shard;			/* NULL: here */
+	bool		writes;			/* the target */
 	char	   *here;			/* the relation here, qualified */
 	char	   *name;			/* the zipper table, qualified (a shard's: there) */
 } HistoryEnd;
@@ -128,7 +129,7 @@ typedef struct HistoryEnd
 static ZLRemoteRows *
 end_query(HistoryEnd *end, const char *sql, int nparams, const char **params)
 {
-	return zl_remote_query_where(end->relid, sql, nparams, params);
+	return zl_remote_query_where(end->relid, end->writes, sql, nparams, params);
 }
 
 /*
@@ -138,7 +139,7 @@ end_query(HistoryEnd *end, const char *sql, int nparams, const char **params)
 static HistoryEnd
 open_end(Oid relid, bool target)
 {
-	HistoryEnd	end = {relid, NULL, NULL, NULL};
+	HistoryEnd	end = {relid, NULL, target, NULL, NULL};
 	const char *role = target ? "target" : "source";
 
 	end.here = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
@@ -150,7 +151,7 @@ open_end(Oid relid, bool target)
 	{
 		if (!target && pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 			aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_FOREIGN_TABLE, get_rel_name(relid));
-		end.shard = zl_remote_shard(relid);
+		end.shard = target ? zl_remote_shard_for_write(relid) : zl_remote_shard(relid);
 		end.name = zl_remote_table_name(relid);
 		return end;
 	}

@@ -280,7 +280,7 @@ zl_apply_remote_events_pass(const ZLApplyCall *call, ZLApplyLeaves *leaves, int 
 							ApplyCounts *total)
 {
 	Oid			leaf_relid = zl_parent_leaf(leaves->parent, leaf);
-	ZLShard    *shard = zl_remote_shard(leaf_relid);
+	ZLShard    *shard = zl_remote_shard_for_write(leaf_relid);
 	Relation	source = relation_open(call->source_relid, AccessShareLock);
 	char	   *columns = zl_remote_columns(RelationGetDescr(source), false);
 	const char *params[8] = {zl_remote_table_name(leaf_relid)};
@@ -414,7 +414,7 @@ int64
 zl_apply_remote_pass(const ZLApplyCall *call, ZLApplyLeaves *leaves, int leaf, ApplyCounts *total)
 {
 	Oid			leaf_relid = zl_parent_leaf(leaves->parent, leaf);
-	ZLShard    *shard = zl_remote_shard(leaf_relid);
+	ZLShard    *shard = zl_remote_shard_for_write(leaf_relid);
 	Relation	source = relation_open(call->source_relid, AccessShareLock);
 	const char *op_column = call->has_op ? NameStr(call->op_column) :
 		(!call->snapshot && get_attnum(call->source_relid, "op") != InvalidAttrNumber ? "op" : NULL);

@@ -322,7 +322,7 @@ leaf_record_head(Oid leaf, bool *empty)
 	char	   *name = zl_remote_is_shard(leaf) ? zl_remote_table_name(leaf) :
 		quote_qualified_identifier(get_namespace_name(get_rel_namespace(leaf)), get_rel_name(leaf));
 	const char *params[1] = {name};
-	ZLRemoteRows *rows = zl_remote_query_where(leaf,
+	ZLRemoteRows *rows = zl_remote_query_where(leaf, false,
 											   psprintf("SELECT NOT EXISTS (SELECT FROM %s) AS empty, h.newest,"
 														" h.table_instants, h.table_seqs FROM (SELECT) x"
 														" LEFT JOIN zipper_lake._record_rows($1::pg_catalog.regclass) h"
@@ -365,7 +365,7 @@ inherit_record_head(Relation parent, Oid leaf)
 				quote_qualified_identifier(get_namespace_name(get_rel_namespace(leaf)), get_rel_name(leaf)),
 			head[0], head[1], head[2]};
 
-			(void) zl_remote_query_where(leaf,
+			(void) zl_remote_query_where(leaf, true,
 										 "SELECT zipper_lake._record_put($1::pg_catalog.regclass, NULL, NULL, NULL,"
 										 " NULL, $2::pg_catalog.timestamptz, NULL, NULL,"
 										 " $3::pg_catalog.timestamptz[], $4::pg_catalog.int8[])",

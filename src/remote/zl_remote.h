@@ -7,9 +7,10 @@
  *
  * A shard is used within the caller's transaction: the first use opens
  * (or reuses) a libpq connection with the credentials of the caller's
- * user mapping and starts a transaction there, which is prepared when the
- * caller's transaction commits and committed after it (two-phase commit,
- * zl_remote_xact.c).  Results arrive as text.
+ * user mapping and starts a transaction there; one that writes there is
+ * prepared when the caller's transaction commits and committed after it
+ * (two-phase commit, zl_remote_xact.c), one that only reads is committed.
+ * Results arrive as text.
  *
  *-------------------------------------------------------------------------
  */
@@ -46,9 +47,10 @@ extern ZLRemoteRows *zl_remote_call_rows(Oid relid, const char *sql, int nparams
 
 /* zl_remote_xact.c: the caller's transaction on a shard */
 extern ZLShard *zl_remote_shard(Oid relid);
+extern ZLShard *zl_remote_shard_for_write(Oid relid);
 extern ZLRemoteRows *zl_remote_query(ZLShard *shard, const char *sql, int nparams,
 									 const char *const *params);
-extern ZLRemoteRows *zl_remote_query_where(Oid relid, const char *sql, int nparams,
+extern ZLRemoteRows *zl_remote_query_where(Oid relid, bool writes, const char *sql, int nparams,
 										   const char *const *params);
 extern void zl_remote_copy_begin(ZLShard *shard, const char *sql);
 extern void zl_remote_copy_data(ZLShard *shard, const char *data, int len);

@@ -6,13 +6,16 @@
  *
  * The first use of a shard in a transaction (zl_remote_shard) takes the
  * connection of the caller's user mapping of the shard's server (kept
- * across transactions while they end well), settles what earlier
- * transactions left prepared there (zl_remote_resolve.c), starts a READ
- * COMMITTED transaction there and logs its name in
+ * across transactions while they end well) and starts a READ COMMITTED
+ * transaction there.  The first write there (zl_remote_shard_for_write)
+ * settles what earlier transactions left prepared there
+ * (zl_remote_resolve.c) and logs the transaction's name in
  * zipper_lake.shard_transaction, in the caller's transaction.  Then:
  *
- *   pre-commit   PREPARE TRANSACTION on every shard used; a failure is an
- *                error, so the caller's transaction aborts;
+ *   pre-commit   PREPARE TRANSACTION on every shard written; a failure is
+ *                an error, so the caller's transaction aborts; a shard
+ *                only read is committed (a read-only caller, a standby's
+ *                too, never writes the log);
  *   commit       COMMIT PREPARED on each (the log row, committed with the
  *                caller's transaction, is the decision);
  *   abort        ROLLBACK PREPARED, or the connection closed (which rolls
@@ -24,10 +27,11 @@
  * caller's transaction has committed, the shard's part is prepared and
  * will be committed.  Subtransactions map to savepoints zl_<level> on
  * each shard used in them; a shard first used in a subtransaction that
- * aborts is closed (its log row goes with the subtransaction).
+ * aborts is closed, one first written in it reads only again (its log row
+ * goes with the subtransaction).
  *
  * PREPARE TRANSACTION of the caller's own transaction is refused when it
- * used shards: their transactions would have no decision to follow.
+ * wrote on shards: their transactions would have no decision to follow.
  *
  *-------------------------------------------------------------------------
  */
@@ -60,6 +64,8 @@ struct ZLShard
 	bool		in_xact;		/* a remote transaction of this transaction */
 	bool		prepared;
 	bool		lost;			/* its connection broke in the transaction */
+	bool		writes;			/* it writes: logged, and prepared at commit */
+	int			write_level;	/* nest level whose write logged it */
 	int			begin_level;	/* nest level whose work began it */
 	int			depth;			/* nest level its savepoints reach */
 	char		gid[200];
@@ -72,7 +78,7 @@ forget_connection(ZLShard *shard)
 {
 	PQfinish(shard->conn);
 	shard->conn = NULL;
-	shard->in_xact = shard->prepared = shard->lost = false;
+	shard->in_xact = shard->prepared = shard->lost = shard->writes = false;
 }
 
 /* the connection broke with work of the transaction in it: it cannot commit */
@@ -184,16 +190,37 @@ zl_remote_shard(Oid relid)
 		shard->conn = zl_remote_connect(mapping);
 	if (!shard->in_xact)
 	{
-		zl_remote_settle(shard->conn, shard->umid, shard->server_name, !IsolationUsesXactSnapshot());
-		strlcpy(shard->gid, zl_remote_gid(GetTopFullTransactionId(), shard->umid),
-				sizeof(shard->gid));
 		shard_command(shard, "START TRANSACTION ISOLATION LEVEL READ COMMITTED");
 		shard->in_xact = true;
+		shard->writes = false;
 		shard->begin_level = shard->depth = level;
-		log_shard_transaction(shard);
 	}
 	while (shard->depth < level)
 		shard_command(shard, psprintf("SAVEPOINT zl_%d", ++shard->depth));
+	return shard;
+}
+
+/*
+ * The caller's transaction on a shard, to write there: the first write
+ * settles what earlier transactions left prepared there and logs this
+ * transaction's name (prepared at commit, zl_remote_resolve.c).  A shard
+ * only read is committed at pre-commit, unprepared and unlogged (which a
+ * read-only transaction, a standby's too, can do).
+ */
+ZLShard *
+zl_remote_shard_for_write(Oid relid)
+{
+	ZLShard    *shard = zl_remote_shard(relid);
+
+	if (!shard->writes)
+	{
+		zl_remote_settle(shard->conn, shard->umid, shard->server_name, !IsolationUsesXactSnapshot());
+		strlcpy(shard->gid, zl_remote_gid(GetTopFullTransactionId(), shard->umid),
+				sizeof(shard->gid));
+		log_shard_transaction(shard);
+		shard->writes = true;
+		shard->write_level = GetCurrentTransactionNestLevel();
+	}
 	return shard;
 }
 
@@ -242,11 +269,12 @@ zl_remote_copy_end(ZLShard *shard)
 
 /*
  * A statement where relation relid lives, with text parameters: on its
- * shard, in the caller's transaction there, when it is a shard's foreign
- * table; else here.  Its rows as text.
+ * shard, in the caller's transaction there (writes: one that writes),
+ * when it is a shard's foreign table; else here.  Its rows as text.
  */
 ZLRemoteRows *
-zl_remote_query_where(Oid relid, const char *sql, int nparams, const char *const *params)
+zl_remote_query_where(Oid relid, bool writes, const char *sql, int nparams,
+					  const char *const *params)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	Oid		   *types = palloc(sizeof(Oid) * Max(1, nparams));
@@ -257,7 +285,8 @@ zl_remote_query_where(Oid relid, const char *sql, int nparams, const char *const
 	int			nest;
 
 	if (zl_remote_is_shard(relid))
-		return zl_remote_query(zl_remote_shard(relid), sql, nparams, params);
+		return zl_remote_query(writes ? zl_remote_shard_for_write(relid) : zl_remote_shard(relid),
+							   sql, nparams, params);
 	for (int i = 0; i < nparams; i++)
 	{
 		types[i] = TEXTOID;
@@ -320,7 +349,7 @@ zl_remote_call(Oid relid, FunctionCallInfo fcinfo, bool *isnull)
 	StringInfoData sql;
 	const char **params = palloc0(sizeof(char *) * Max(fcinfo->nargs, 1));
 	char	  **stagings = palloc0(sizeof(char *) * Max(fcinfo->nargs, 1));
-	ZLShard    *shard = zl_remote_shard(relid);
+	ZLShard    *shard = zl_remote_shard_for_write(relid);
 	ZLRemoteRows *rows;
 	const char *result;
 	Oid			input;
@@ -408,16 +437,24 @@ prepare_shards(void)
 	 * after a crash the id is known to be over (not reused, nor taken for
 	 * one still running), which is what settles the shards.
 	 */
-	if (next_shard(&status, &started) != NULL)
-	{
-		hash_seq_term(&status);
-		XLogFlush(GetXLogInsertRecPtr());
-	}
+	while ((shard = next_shard(&status, &started)) != NULL)
+		if (shard->writes)
+		{
+			hash_seq_term(&status);
+			XLogFlush(GetXLogInsertRecPtr());
+			break;
+		}
 	started = false;
 	while ((shard = next_shard(&status, &started)) != NULL)
 	{
 		if (shard->lost)
 			refuse_lost(shard);
+		if (!shard->writes)
+		{
+			shard_command(shard, "COMMIT");	/* only read: nothing to decide */
+			shard->in_xact = false;
+			continue;
+		}
 		shard_command(shard, psprintf("PREPARE TRANSACTION %s", quote_literal_cstr(shard->gid)));
 		shard->prepared = true;
 	}
@@ -474,11 +511,26 @@ pause_between_phases(void)
 					 PG_WAIT_EXTENSION);
 }
 
-static void
-shards_xact_callback(XactEvent event, void *arg)
+/* does a shard of this transaction write? */
+static bool
+shard_writes(void)
 {
 	HASH_SEQ_STATUS status;
 	bool		started = false;
+	ZLShard    *shard;
+
+	while ((shard = next_shard(&status, &started)) != NULL)
+		if (shard->writes)
+		{
+			hash_seq_term(&status);
+			return true;
+		}
+	return false;
+}
+
+static void
+shards_xact_callback(XactEvent event, void *arg)
+{
 
 	switch (event)
 	{
@@ -494,12 +546,13 @@ shards_xact_callback(XactEvent event, void *arg)
 			finish_shards(false);
 			break;
 		case XACT_EVENT_PRE_PREPARE:
-			if (next_shard(&status, &started) != NULL)
+			if (shard_writes())
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot prepare a transaction that used shards of a zipper parent"),
 						 errdetail("The shards' transactions are prepared and decided by this transaction's commit."),
 						 errhint("Commit the transaction instead.")));
+			prepare_shards();	/* only read: each is committed */
 			break;
 		default:
 			break;
@@ -530,6 +583,10 @@ shards_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 													  level, level), 0, NULL, false,
 											 ZL_SHARD_FINISH_TIMEOUT_MS);
 
+			/* a first write here goes, its log row too, with the savepoint */
+			if (shard->writes && shard->write_level >= level)
+				shard->writes = false;
+
 			if (!zl_remote_ok(res))
 				lose_connection(shard); /* the whole transaction cannot commit */
 			PQclear(res);
@@ -540,6 +597,7 @@ shards_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		{
 			shard->depth = level - 1;
 			shard->begin_level = Min(shard->begin_level, level - 1);
+			shard->write_level = Min(shard->write_level, level - 1);
 		}
 	}
 }
