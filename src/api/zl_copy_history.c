@@ -144,6 +144,7 @@ open_end(Oid relid, bool target)
 
 	end.here = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 										  get_rel_name(relid));
+	end.name = zl_remote_where_name(relid);
 	if (target && !pg_class_ownercheck(relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, get_rel_relkind(relid) == RELKIND_FOREIGN_TABLE ?
 					   OBJECT_FOREIGN_TABLE : OBJECT_TABLE, get_rel_name(relid));
@@ -152,7 +153,6 @@ open_end(Oid relid, bool target)
 		if (!target && pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 			aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_FOREIGN_TABLE, get_rel_name(relid));
 		end.shard = target ? zl_remote_shard_for_write(relid) : zl_remote_shard(relid);
-		end.name = zl_remote_table_name(relid);
 		return end;
 	}
 	if (zl_is_partitioned_table(relid))
@@ -164,7 +164,6 @@ open_end(Oid relid, bool target)
 				 errhint("Copy leaf by leaf.")));
 	table_close(target ? zl_open_zipper_table(relid, AccessShareLock) :
 				zl_open_readable_zipper_table(relid), AccessShareLock);
-	end.name = end.here;
 	return end;
 }
 

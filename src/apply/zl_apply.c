@@ -706,6 +706,13 @@ zl_apply_parse_missing_columns(const char *mode)
 	return MISSING_ERROR;		/* keep compiler quiet */
 }
 
+/* the name of a missing_columns mode, as zl_apply_parse_missing_columns reads it */
+const char *
+zl_apply_missing_columns_name(ZLMissingColumns mode)
+{
+	return mode == MISSING_NULL ? "null" : mode == MISSING_KEEP ? "keep" : "error";
+}
+
 /* ignore_nulls and missing_columns, at argno and argno + 1 (0.2 only) */
 static void
 partial_options(FunctionCallInfo fcinfo, ZLApplyCall *call, int argno)
@@ -798,9 +805,15 @@ zl_apply_call_leaves(const ZLApplyCall *call, ZLApplyLeaves *leaves, int first, 
 
 		if (leaves != NULL && zl_parent_leaf_is_shard(leaves->parent, leaf))
 		{
-			/* a shard (zl_apply_remote.c) */
-			if (zl_apply_remote_pass(call, leaves, leaf, total) == 0 && call->snapshot)
-				zl_apply_refuse_empty_image(call, &leaves->opts);
+			/* a shard (zl_apply_remote.c); an empty image, in the parent's terms */
+			if (zl_apply_remote_pass(call, leaves, leaf, total) == 0 && call->snapshot &&
+				!call->allow_empty)
+			{
+				ZLTableOptions opts;
+
+				zl_load_registration(zl_parent_relation(leaves->parent), &opts, false, NULL, NULL);
+				zl_apply_refuse_empty_image(call, &opts);
+			}
 		}
 		else
 		{

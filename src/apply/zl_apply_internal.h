@@ -135,7 +135,6 @@ typedef struct ApplyCounts
 typedef struct ZLApplyLeaves
 {
 	ZLParent   *parent;
-	ZLTableOptions opts;		/* the parent's registration */
 	int64		newest;			/* newest change applied to any leaf before */
 } ZLApplyLeaves;
 
@@ -154,6 +153,7 @@ typedef enum ZLMissingColumns
 } ZLMissingColumns;
 
 extern ZLMissingColumns zl_apply_parse_missing_columns(const char *mode);
+extern const char *zl_apply_missing_columns_name(ZLMissingColumns mode);
 extern ZLApplyBatch *zl_apply_batch_begin(ZLApplyLeaves *leaves, int leaf, Oid relid,
 										  Oid source_relid, const char *source_argument,
 										  bool ignore_nulls, ZLMissingColumns missing_columns);

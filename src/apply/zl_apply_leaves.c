@@ -79,7 +79,6 @@ zl_apply_leaves_begin(Oid relid, int first, int step)
 	leaves = palloc0(sizeof(ZLApplyLeaves));
 	leaves->parent = zl_parent_open(relid, RowExclusiveLock);
 	leaves->newest = PG_INT64_MIN;
-	zl_load_registration(zl_parent_relation(leaves->parent), &leaves->opts, true, NULL, NULL);
 	zl_apply_lock_leaves(leaves->parent, first, step);
 	if (!record_on)
 		return leaves;

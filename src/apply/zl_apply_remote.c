@@ -297,8 +297,7 @@ zl_apply_remote_events_pass(const ZLApplyCall *call, ZLApplyLeaves *leaves, int 
 	params[4] = call->has_seq ? NameStr(call->seq_column) : NULL;
 	params[5] = call->has_source_table ? call->source_table : NULL;
 	params[6] = call->ignore_nulls ? "true" : "false";
-	params[7] = (const char *[]) {[MISSING_ERROR] = "error",[MISSING_NULL] = "null",
-	[MISSING_KEEP] = "keep"}[call->missing_columns];
+	params[7] = zl_apply_missing_columns_name(call->missing_columns);
 	counts = zl_remote_query(shard, "SELECT * FROM zipper_lake.apply_events($1::pg_catalog.regclass,"
 							 " $2::pg_catalog.regclass, $3, $4::pg_catalog.name, $5::pg_catalog.name, $6,"
 							 " $7::pg_catalog.bool, $8)", 8, params);
@@ -379,11 +378,8 @@ leaf_takes_row(HeapTuple tuple, TupleDesc desc, void *arg)
 static char *
 remote_call_sql(const ZLApplyCall *call, const char **params)
 {
-	static const char *const missing[] = {[MISSING_ERROR] = "error",[MISSING_NULL] = "null",
-	[MISSING_KEEP] = "keep"};
-
 	params[2] = call->ignore_nulls ? "true" : "false";
-	params[3] = missing[call->missing_columns];
+	params[3] = zl_apply_missing_columns_name(call->missing_columns);
 	if (call->snapshot)
 	{
 		int			nest = zl_remote_fix_output();

@@ -319,8 +319,7 @@ check_shard_registration(Relation parent, Relation shard)
 static const char **
 leaf_record_head(Oid leaf, bool *empty)
 {
-	char	   *name = zl_remote_is_shard(leaf) ? zl_remote_table_name(leaf) :
-		quote_qualified_identifier(get_namespace_name(get_rel_namespace(leaf)), get_rel_name(leaf));
+	char	   *name = zl_remote_where_name(leaf);
 	const char *params[1] = {name};
 	ZLRemoteRows *rows = zl_remote_query_where(leaf, false,
 											   psprintf("SELECT NOT EXISTS (SELECT FROM %s) AS empty, h.newest,"
@@ -361,9 +360,7 @@ inherit_record_head(Relation parent, Oid leaf)
 		head = leaf_record_head(pd->oids[i], &sibling_empty);
 		if (head != NULL)
 		{
-			const char *params[4] = {zl_remote_is_shard(leaf) ? zl_remote_table_name(leaf) :
-				quote_qualified_identifier(get_namespace_name(get_rel_namespace(leaf)), get_rel_name(leaf)),
-			head[0], head[1], head[2]};
+			const char *params[4] = {zl_remote_where_name(leaf), head[0], head[1], head[2]};
 
 			(void) zl_remote_query_where(leaf, true,
 										 "SELECT zipper_lake._record_put($1::pg_catalog.regclass, NULL, NULL, NULL,"

@@ -37,6 +37,7 @@ typedef struct ZLRemoteRows
 extern bool zl_remote_is_shard(Oid relid);
 extern char *zl_remote_table_name(Oid relid);
 extern char *zl_remote_schema_name(Oid relid);
+extern char *zl_remote_where_name(Oid relid);
 extern int	zl_remote_fix_output(void);
 extern void zl_remote_restore_output(int nest);
 extern const char *zl_remote_value(const ZLRemoteRows *rows, int row, const char *column);

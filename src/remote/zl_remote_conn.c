@@ -91,6 +91,19 @@ zl_remote_table_name(Oid relid)
 					quote_identifier(table ? table : get_rel_name(relid)));
 }
 
+/*
+ * The zipper table relid stands for, qualified and quoted: a shard's table
+ * on its server, or relid itself here (zl_remote_query_where's terms).
+ */
+char *
+zl_remote_where_name(Oid relid)
+{
+	if (zl_remote_is_shard(relid))
+		return zl_remote_table_name(relid);
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
+}
+
 static bool
 is_libpq_option(const PQconninfoOption *defaults, const char *keyword)
 {

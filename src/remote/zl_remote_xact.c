@@ -425,6 +425,23 @@ next_shard(HASH_SEQ_STATUS *status, bool *started)
 	return NULL;
 }
 
+/* does a shard of this transaction write? */
+static bool
+shard_writes(void)
+{
+	HASH_SEQ_STATUS status;
+	bool		started = false;
+	ZLShard    *shard;
+
+	while ((shard = next_shard(&status, &started)) != NULL)
+		if (shard->writes)
+		{
+			hash_seq_term(&status);
+			return true;
+		}
+	return false;
+}
+
 static void
 prepare_shards(void)
 {
@@ -437,14 +454,8 @@ prepare_shards(void)
 	 * after a crash the id is known to be over (not reused, nor taken for
 	 * one still running), which is what settles the shards.
 	 */
-	while ((shard = next_shard(&status, &started)) != NULL)
-		if (shard->writes)
-		{
-			hash_seq_term(&status);
-			XLogFlush(GetXLogInsertRecPtr());
-			break;
-		}
-	started = false;
+	if (shard_writes())
+		XLogFlush(GetXLogInsertRecPtr());
 	while ((shard = next_shard(&status, &started)) != NULL)
 	{
 		if (shard->lost)
@@ -509,23 +520,6 @@ pause_between_phases(void)
 	hash_seq_term(&status);
 	(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, zipper_lake_apply_prepared_pause,
 					 PG_WAIT_EXTENSION);
-}
-
-/* does a shard of this transaction write? */
-static bool
-shard_writes(void)
-{
-	HASH_SEQ_STATUS status;
-	bool		started = false;
-	ZLShard    *shard;
-
-	while ((shard = next_shard(&status, &started)) != NULL)
-		if (shard->writes)
-		{
-			hash_seq_term(&status);
-			return true;
-		}
-	return false;
 }
 
 static void

@@ -161,7 +161,9 @@ class PerTable(str):
 def read_queries(a, rng, ks):
     # a constant: postgres_fdw ships no stable expression (timestamptz +
     # interval) to a shard, which would then send every row
-    x = f"timestamptz '{q(connect(a, True).cursor(), f'SELECT {bench_read.day(a.batches // 2, 12)}')[0][0]}'"
+    conn = connect(a, autocommit=True)
+    x = f"timestamptz '{q(conn.cursor(), f'SELECT {bench_read.day(a.batches // 2, 12)}')[0][0]}'"
+    conn.close()
     asof = f'valid_from <= {x} AND valid_to > {x}'
     agg = f'SELECT count(*), sum(balance) FROM {{t}} WHERE {asof}'
     # the aggregate of each shard on its server: a query per leaf, which
