@@ -196,6 +196,8 @@ COMMIT;
 SELECT * FROM zs_same();
 SELECT * FROM zipper_lake.verify('zs');
 SELECT zipper_lake.copy_history('zs_0', 'zs_3');   -- not empty now
+SELECT zipper_lake.copy_history('zs_2l', 'zs_2l');
+SELECT zipper_lake.copy_history('zs', 'zs_one');
 -- the record as stored, segment by segment
 \c zl_regress_shards
 SELECT (SELECT md5(string_agg(r::text, ',' ORDER BY piece NULLS FIRST, segment)) FROM zipper_lake._record_rows('zs_1') r)
@@ -255,6 +257,18 @@ BEGIN;
 SELECT count(*) > 0 AS inspected FROM zipper_lake.inspect('zs');
 PREPARE TRANSACTION 'zs_read';
 COMMIT PREPARED 'zs_read';
+SELECT count(*) AS logged FROM zipper_lake.shard_transaction;
+-- a shard read, then first written in a savepoint rolled back, is only
+-- read again: the transaction may be prepared, nothing of the write stays
+BEGIN;
+SELECT count(*) > 0 AS inspected FROM zipper_lake.inspect('zs');
+SAVEPOINT b;
+UPDATE zs_ch SET owner = 'gone';
+SELECT changes FROM zipper_lake.apply_changes('zs', 'zs_ch');
+ROLLBACK TO b;
+PREPARE TRANSACTION 'zs_read_again';
+COMMIT PREPARED 'zs_read_again';
+SELECT count(*) AS gone FROM zs WHERE owner = 'gone';
 SELECT count(*) AS logged FROM zipper_lake.shard_transaction;
 CREATE ROLE zs_user;
 GRANT SELECT, INSERT, UPDATE ON zs, zs_ch TO zs_user;
