@@ -19,6 +19,12 @@ OBJS = \
 	src/remote/zl_remote_resolve.o \
 	src/remote/zl_remote_stage.o \
 	src/remote/zl_remote_xact.o \
+	src/follow/zl_follow_api.o \
+	src/follow/zl_follow_catalog.o \
+	src/follow/zl_follow_pgoutput.o \
+	src/follow/zl_follow_source.o \
+	src/follow/zl_follow_stage.o \
+	src/follow/zl_follow_worker.o \
 	src/catalog/zl_keyindex.o \
 	src/catalog/zl_metacache.o \
 	src/catalog/zl_metadata.o \

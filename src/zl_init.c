@@ -23,6 +23,7 @@
 #include "planner/zl_planner.h"
 #include "hooks/zl_hooks.h"
 #include "remote/zl_remote.h"
+#include "follow/zl_follow.h"
 
 #include "fmgr.h"
 
@@ -45,4 +46,5 @@ _PG_init(void)
 	zl_inline_init();
 	zl_apply_pool_init();
 	zl_apply_resolver_init();
+	zl_follow_init();
 }

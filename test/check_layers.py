@@ -45,12 +45,14 @@ RANKS = {
     'access': 5,
     'apply': 5,
     'planner': 6,
+    'follow': 6,
     'api': 7,
     'hooks': 8,
     TOP: 9,
 }
 # folders of one rank that must not use each other
-SIBLINGS_APART = {frozenset(('access', 'apply')), frozenset(('storage', 'remote'))}
+SIBLINGS_APART = {frozenset(('access', 'apply')), frozenset(('storage', 'remote')),
+                  frozenset(('planner', 'follow'))}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

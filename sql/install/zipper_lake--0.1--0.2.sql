@@ -601,3 +601,116 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION zipper_lake.resolve() IS
     'commits or rolls back what applies in background workers and on shards left prepared, as the transaction that decides them ended';
+
+-- ---------------------------------------------------------------------------
+-- Following a live source (README "Following a live source";
+-- src/follow/): a zipper table kept by a background worker that decodes
+-- the source's logical replication slot (pgoutput).  One row per followed
+-- table; the connection string (it may hold a password) is readable only
+-- through the view, which hides the password.  Not dumped: a restored
+-- follower would consume another server's slot; call follow() again.
+-- ---------------------------------------------------------------------------
+
+CREATE TABLE zipper_lake.follower (
+    tbl                  oid PRIMARY KEY,
+    owner                oid NOT NULL,
+    source_table         text NOT NULL,       -- schema-qualified, as the source names it
+    connection           text,                -- NULL: this database
+    publication          name NOT NULL,
+    slot                 name NOT NULL,
+    batch_changes        integer NOT NULL CHECK (batch_changes > 0),
+    batch_interval       interval NOT NULL CHECK (batch_interval > '0'),
+    missing_columns      text NOT NULL,
+    state                text NOT NULL CHECK (state IN ('running', 'paused', 'stopped')),
+    image_time           timestamptz NOT NULL,
+    applied_lsn          pg_lsn NOT NULL,     -- commit LSN of the last source transaction applied
+    applied_commit_time  timestamptz,         -- its commit time on the source
+    caught_up_lsn        pg_lsn NOT NULL,     -- everything before it was decoded and applied
+    source_lsn           pg_lsn NOT NULL,     -- the source's WAL end at the last look
+    checked_at           timestamptz NOT NULL,
+    transactions_applied bigint NOT NULL DEFAULT 0,
+    changes_applied      bigint NOT NULL DEFAULT 0,
+    last_error           text,
+    last_error_time      timestamptz
+);
+REVOKE ALL ON zipper_lake.follower FROM PUBLIC;
+
+CREATE FUNCTION zipper_lake._follow_connection_shown(connection text)
+RETURNS text
+AS 'MODULE_PATHNAME', 'zipper_lake_follow_connection_shown'
+LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION zipper_lake._follow_connection_shown(text) IS
+    'internal: a libpq connection string with its password hidden, for zipper_lake.followers';
+
+CREATE VIEW zipper_lake.followers AS
+SELECT f.tbl::regclass AS tbl,
+       f.source_table,
+       zipper_lake._follow_connection_shown(f.connection) AS connection,
+       f.publication,
+       f.slot,
+       f.state,
+       (SELECT l.pid FROM pg_catalog.pg_locks l
+         WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 2053924463
+           AND l.objid = f.tbl AND l.objsubid = 2
+           AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d
+                              WHERE d.datname = pg_catalog.current_database())) AS worker_pid,
+       f.batch_changes,
+       f.batch_interval,
+       f.image_time,
+       f.applied_lsn,
+       f.applied_commit_time,
+       f.caught_up_lsn,
+       CASE WHEN f.connection IS NULL THEN pg_catalog.pg_current_wal_lsn() ELSE f.source_lsn END
+           AS source_lsn,
+       GREATEST(CASE WHEN f.connection IS NULL THEN pg_catalog.pg_current_wal_lsn()
+                     ELSE f.source_lsn END - f.caught_up_lsn, 0)::bigint AS lag_bytes,
+       CASE WHEN f.caught_up_lsn >= f.source_lsn THEN interval '0'
+            ELSE pg_catalog.now() - COALESCE(f.applied_commit_time, f.image_time) END AS lag,
+       f.checked_at,
+       f.transactions_applied,
+       f.changes_applied,
+       f.last_error,
+       f.last_error_time
+  FROM zipper_lake.follower f;
+GRANT SELECT ON zipper_lake.followers TO PUBLIC;
+COMMENT ON VIEW zipper_lake.followers IS
+    'zipper tables that follow a live source: state, progress, lag and the last error (README "Following a live source")';
+
+CREATE FUNCTION zipper_lake.follow(
+    tbl regclass,
+    source_table text,
+    connection text DEFAULT NULL,
+    publication name DEFAULT NULL,
+    batch_changes integer DEFAULT 10000,
+    batch_interval interval DEFAULT '1 second',
+    missing_columns text DEFAULT 'error')
+RETURNS TABLE (image_time timestamptz, image_rows bigint, slot name)
+AS 'MODULE_PATHNAME', 'zipper_lake_follow'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION zipper_lake.follow(regclass, text, text, name, integer, interval, text) IS
+    'keeps a zipper table following a table of this or another PostgreSQL database through logical decoding, each source transaction at its commit time (README "Following a live source")';
+
+CREATE FUNCTION zipper_lake.pause(tbl regclass)
+RETURNS void
+AS 'MODULE_PATHNAME', 'zipper_lake_follow_pause'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION zipper_lake.pause(regclass) IS
+    'stops a follower''s worker; the source''s slot keeps what it has not applied';
+
+CREATE FUNCTION zipper_lake.resume(tbl regclass)
+RETURNS void
+AS 'MODULE_PATHNAME', 'zipper_lake_follow_resume'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION zipper_lake.resume(regclass) IS
+    'starts a paused or stopped follower again where it left off';
+
+CREATE FUNCTION zipper_lake.unfollow(tbl regclass)
+RETURNS void
+AS 'MODULE_PATHNAME', 'zipper_lake_unfollow'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION zipper_lake.unfollow(regclass) IS
+    'stops following: the worker ends, the slot, replication origin and a publication follow() created are dropped; the history stays';

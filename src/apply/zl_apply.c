@@ -73,6 +73,7 @@
 #include "storage/zl_storage.h"
 #include "catalog/zl_catalog.h"
 #include "write/zl_write.h"
+#include "apply/zl_apply.h"
 #include "apply/zl_apply_internal.h"
 
 #include "access/heaptoast.h"
@@ -827,6 +828,40 @@ zl_apply_call_leaves(const ZLApplyCall *call, ZLApplyLeaves *leaves, int first, 
 	}
 }
 
+bool		zl_apply_by_follower = false;
+
+/*
+ * A table that follows a live source takes changes from its follower
+ * only: a batch of other changes would mix another source's times into
+ * the source's history (README "Following a live source").
+ */
+static void
+refuse_followed(Oid relid)
+{
+	Oid			nsp = get_namespace_oid("zipper_lake", true);
+	Oid			types[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(relid)};
+	bool		followed;
+
+	if (zl_apply_by_follower || !OidIsValid(get_relname_relid("follower", nsp)))
+		return;
+	zl_as_extension_owner(true);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT 1 FROM zipper_lake.follower WHERE tbl = $1", 1, types, args,
+							  NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "reading zipper_lake.follower failed");
+	followed = SPI_processed > 0;
+	SPI_finish();
+	zl_as_extension_owner(false);
+	if (followed)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" follows a live source", get_rel_name(relid)),
+				 errdetail("Only its follower applies changes to it, each at its source transaction's commit time."),
+				 errhint("Call zipper_lake.unfollow() first to apply batches of your own.")));
+}
+
 /*
  * Apply a call: to its table, or to a zipper parent's leaves, one after
  * another or, with zipper_lake.apply_workers, in background workers
@@ -837,6 +872,8 @@ zl_apply_call(FunctionCallInfo fcinfo, const ZLApplyCall *call)
 {
 	ApplyCounts total = {0};
 	ZLApplyLeaves *leaves;
+
+	refuse_followed(call->relid);
 
 	if (zl_apply_in_workers(call, &total))
 		return zl_apply_result(fcinfo, &total);

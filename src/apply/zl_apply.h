@@ -15,6 +15,17 @@
 extern void zl_apply_pool_init(void);
 extern void zl_apply_resolver_init(void);
 
+/*
+ * The resolver's round in each database (zl_apply_resolver.c) calls this
+ * too, in a transaction, as superuser: the follow layer starts the
+ * followers' workers there.
+ */
+typedef void (*zl_database_round_hook_type) (void);
+extern PGDLLIMPORT zl_database_round_hook_type zl_resolver_database_hook;
+
+/* set while a follower applies its batch: apply to a followed table */
+extern bool zl_apply_by_follower;
+
 /* zl_apply_pool.c, for zl_apply_workers.c */
 extern PGPROC *zl_apply_pool_take(dsm_handle job, int w, int *pool_slot, pid_t *pid);
 extern void zl_apply_pool_release(int pool_slot);

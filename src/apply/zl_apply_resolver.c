@@ -54,6 +54,8 @@ PGDLLEXPORT void zipper_lake_resolve_database_main(Datum main_arg);
 
 #define RESOLVER_INTERVAL 60	/* seconds between the resolver's rounds */
 
+zl_database_round_hook_type zl_resolver_database_hook = NULL;
+
 /*
  * COMMIT or ROLLBACK PREPARED gid; false if another backend (its worker,
  * another resolver) is finishing it or has finished it meanwhile.
@@ -162,7 +164,11 @@ zipper_lake_resolve_database_main(Datum main_arg)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	settled = zl_apply_resolve();
 	if (OidIsValid(get_extension_oid("zipper_lake", true)))
+	{
 		settled += zl_remote_resolve();
+		if (zl_resolver_database_hook != NULL)
+			zl_resolver_database_hook();
+	}
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	if (settled > 0)

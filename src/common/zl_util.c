@@ -7,8 +7,11 @@
  */
 #include "common/zl_common.h"
 
+#include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
+#include "utils/syscache.h"
 
 /* are all these bytes zero? */
 bool
@@ -61,4 +64,32 @@ zl_bgworker_init(struct BackgroundWorker *bgw, const char *type, const char *fun
 	bgw->bgw_start_time = (BgWorkerStartTime) start_time;
 	bgw->bgw_restart_time = restart_time;
 	bgw->bgw_notify_pid = restart_time == BGW_NEVER_RESTART ? MyProcPid : 0;
+}
+
+static Oid	owner_saved_user;
+static int	owner_saved_context;
+
+/*
+ * Act as the extension's owner (the owner of schema zipper_lake), whose
+ * tables (the shard transaction log, the followers) are not the
+ * caller's to read or write; and back.  Not nested; an error in between
+ * is undone by the abort.
+ */
+void
+zl_as_extension_owner(bool begin)
+{
+	HeapTuple	tuple;
+
+	if (!begin)
+	{
+		SetUserIdAndSecContext(owner_saved_user, owner_saved_context);
+		return;
+	}
+	tuple = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(get_namespace_oid("zipper_lake", false)));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "schema zipper_lake not found");
+	GetUserIdAndSecContext(&owner_saved_user, &owner_saved_context);
+	SetUserIdAndSecContext(((Form_pg_namespace) GETSTRUCT(tuple))->nspowner,
+						   owner_saved_context | SECURITY_LOCAL_USERID_CHANGE);
+	ReleaseSysCache(tuple);
 }

@@ -21,6 +21,7 @@
 #include "access/tupdesc.h"
 #include "fmgr.h"
 #include "nodes/execnodes.h"
+#include "libpq-fe.h"
 
 typedef struct ZLShard ZLShard;
 
@@ -45,6 +46,17 @@ extern void zl_remote_put_rows(ReturnSetInfo *rsinfo, const ZLRemoteRows *rows,
 							   const char *local_column, Datum local_value);
 extern ZLRemoteRows *zl_remote_call_rows(Oid relid, const char *sql, int nparams,
 										 const char *const *params);
+
+/* zl_remote_conn.c: libpq connections of the extension's own (a follower's source too) */
+extern PGconn *zl_remote_connect_string(const char *conninfo, Oid userid, const char *nothing_done);
+extern char *zl_remote_connection_shown(const char *conninfo);
+extern PGresult *zl_remote_exec(PGconn *conn, const char *sql, int nparams,
+								const char *const *params, bool interruptible,
+								int timeout_ms);
+extern PGresult *zl_remote_wait(PGconn *conn, bool interruptible, int timeout_ms);
+extern bool zl_remote_ok(PGresult *res);
+extern void zl_remote_raise(PGresult *res, PGconn *conn, const char *server_name);
+extern void zl_remote_raise_at(PGresult *res, PGconn *conn, const char *where);
 
 /* zl_remote_xact.c: the caller's transaction on a shard */
 extern ZLShard *zl_remote_shard(Oid relid);

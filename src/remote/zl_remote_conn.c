@@ -113,21 +113,87 @@ is_libpq_option(const PQconninfoOption *defaults, const char *keyword)
 	return false;
 }
 
+/*
+ * Where a connection leads, for messages: a shard's foreign server, or a
+ * follower's source (its connection string, the password hidden).
+ */
+typedef struct ConnTarget
+{
+	const char *what;			/* "shard server \"s\"", "source \"host=...\"" */
+	const char *nothing_done;	/* the hint when it cannot be reached */
+	const char *password_hint;
+} ConnTarget;
+
 static void
-refuse_without_password(ForeignServer *server, const char *detail)
+refuse_without_password(const ConnTarget *target, const char *detail)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
-			 errmsg("password is required to reach shard server \"%s\"", server->servername),
+			 errmsg("password is required to reach %s", target->what),
 			 errdetail("%s", detail),
-			 errhint("Give the user mapping a password the shard asks for, as for postgres_fdw.")));
+			 errhint("%s", target->password_hint)));
+}
+
+/*
+ * Open a connection with libpq's keywords and values (NULL-terminated,
+ * room for two more): search_path, DateStyle, IntervalStyle,
+ * extra_float_digits and TimeZone (UTC) fixed, so that every value
+ * travels as text both ways exactly and compares as text.  A role that is
+ * not a superuser must have given a password the server really asked for.
+ */
+static PGconn *
+open_connection(const char **keywords, const char **values, int n, Oid userid,
+				bool has_password, const ConnTarget *target)
+{
+	PGconn	   *conn;
+	PGresult   *res;
+
+	keywords[n] = "fallback_application_name";
+	values[n++] = "zipper_lake";
+	keywords[n] = "client_encoding";
+	values[n++] = GetDatabaseEncodingName();
+	keywords[n] = values[n] = NULL;
+	if (!superuser_arg(userid) && !has_password)
+		refuse_without_password(target, "Non-superusers must give a password.");
+	conn = PQconnectdbParams(keywords, values, false);
+	if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
+	{
+		char	   *message = conn ? pchomp(PQerrorMessage(conn)) : "out of memory";
+
+		PQfinish(conn);
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("could not connect to %s", target->what),
+				 errdetail_internal("%s", message),
+				 errhint("%s", target->nothing_done)));
+	}
+	if (!superuser_arg(userid) && !PQconnectionUsedPassword(conn))
+	{
+		PQfinish(conn);
+		refuse_without_password(target, "The server did not ask for the password, so the connection would not be the role's own.");
+	}
+	res = zl_remote_exec(conn, "SET search_path = pg_catalog; SET datestyle = ISO;"
+						 " SET intervalstyle = postgres; SET extra_float_digits = 3; SET timezone = 'UTC';"
+						 " SET bytea_output = hex", 0, NULL, true, 0);
+	if (!zl_remote_ok(res))
+	{
+		char	   *message = pchomp(res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
+
+		PQclear(res);
+		PQfinish(conn);
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("could not set up the connection to %s", target->what),
+				 errdetail_internal("%s", message),
+				 errhint("%s", target->nothing_done)));
+	}
+	PQclear(res);
+	return conn;
 }
 
 /*
  * Connect to the server of a user mapping with its options and the
- * server's: search_path, DateStyle, IntervalStyle, extra_float_digits and
- * TimeZone (UTC) fixed, so that every value travels as text both ways
- * exactly and compares as text.
+ * server's that are libpq's (open_connection).
  */
 PGconn *
 zl_remote_connect(UserMapping *mapping)
@@ -140,8 +206,7 @@ zl_remote_connect(UserMapping *mapping)
 	bool		has_password = false;
 	int			n = 0;
 	ListCell   *lc;
-	PGconn	   *conn;
-	PGresult   *res;
+	ConnTarget	target;
 
 	foreach(lc, options)
 	{
@@ -155,46 +220,91 @@ zl_remote_connect(UserMapping *mapping)
 			list_member_ptr(mapping->options, option);
 	}
 	PQconninfoFree(defaults);
-	keywords[n] = "fallback_application_name";
-	values[n++] = "zipper_lake";
-	keywords[n] = "client_encoding";
-	values[n++] = GetDatabaseEncodingName();
-	keywords[n] = values[n] = NULL;
-	if (!superuser_arg(mapping->userid) && !has_password)
-		refuse_without_password(server, "Non-superusers must give a password in the user mapping.");
-	conn = PQconnectdbParams(keywords, values, false);
-	if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
-	{
-		char	   *message = conn ? pchomp(PQerrorMessage(conn)) : "out of memory";
+	target.what = psprintf("shard server \"%s\"", server->servername);
+	target.nothing_done = "Nothing was applied; retry when the shard is up (README \"Scaling out\").";
+	target.password_hint = "Give the user mapping a password the shard asks for, as for postgres_fdw.";
+	return open_connection(keywords, values, n, mapping->userid, has_password, &target);
+}
 
-		PQfinish(conn);
-		ereport(ERROR,
-				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-				 errmsg("could not connect to shard server \"%s\"", server->servername),
-				 errdetail_internal("%s", message),
-				 errhint("Nothing was applied; retry when the shard is up (README \"Scaling out\").")));
-	}
-	if (!superuser_arg(mapping->userid) && !PQconnectionUsedPassword(conn))
-	{
-		PQfinish(conn);
-		refuse_without_password(server, "The shard did not ask for the password, so the connection would not be the user mapping's.");
-	}
-	res = zl_remote_exec(conn, "SET search_path = pg_catalog; SET datestyle = ISO;"
-						 " SET intervalstyle = postgres; SET extra_float_digits = 3; SET timezone = 'UTC'", 0, NULL,
-						 true, 0);
-	if (!zl_remote_ok(res))
-	{
-		char	   *message = pchomp(res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
+/*
+ * A connection string with its password hidden (NULL if it does not
+ * parse), for messages and views.
+ */
+char *
+zl_remote_connection_shown(const char *conninfo)
+{
+	PQconninfoOption *options = PQconninfoParse(conninfo, NULL);
+	StringInfoData shown;
 
-		PQclear(res);
-		PQfinish(conn);
-		ereport(ERROR,
-				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-				 errmsg("could not set up the connection to shard server \"%s\"", server->servername),
-				 errdetail_internal("%s", message),
-				 errhint("Nothing was applied; retry when the shard is up (README \"Scaling out\").")));
+	if (options == NULL)
+		return NULL;
+	initStringInfo(&shown);
+	for (PQconninfoOption *o = options; o->keyword != NULL; o++)
+	{
+		if (o->val == NULL)
+			continue;
+		appendStringInfo(&shown, "%s%s=", shown.len > 0 ? " " : "", o->keyword);
+		if (strcmp(o->keyword, "password") == 0)
+			appendStringInfoString(&shown, "********");
+		else
+		{
+			appendStringInfoChar(&shown, '\'');
+			for (const char *c = o->val; *c; c++)
+			{
+				if (*c == '\'' || *c == '\\')
+					appendStringInfoChar(&shown, '\\');
+				appendStringInfoChar(&shown, *c);
+			}
+			appendStringInfoChar(&shown, '\'');
+		}
 	}
-	PQclear(res);
+	PQconninfoFree(options);
+	return shown.data;
+}
+
+/*
+ * Connect with a libpq connection string as role userid (the rules of
+ * open_connection); what names the source in messages, never with its
+ * password.  A string that does not parse is refused, unquoted.
+ */
+PGconn *
+zl_remote_connect_string(const char *conninfo, Oid userid, const char *nothing_done)
+{
+	char	   *error = NULL;
+	PQconninfoOption *options = PQconninfoParse(conninfo, &error);
+	PQconninfoOption *defaults = PQconndefaults();
+	const char **keywords;
+	const char **values;
+	bool		has_password = false;
+	int			n = 0;
+	int			count = 0;
+	ConnTarget	target;
+	PGconn	   *conn;
+
+	if (options == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid connection string"),
+				 errdetail_internal("%s", error ? pchomp(error) : "out of memory"),
+				 errhint("Give a libpq connection string such as 'host=core dbname=bank user=zl password=...'.")));
+	for (PQconninfoOption *o = options; o->keyword != NULL; o++)
+		count++;
+	keywords = palloc(sizeof(char *) * (count + 3));
+	values = palloc(sizeof(char *) * (count + 3));
+	for (PQconninfoOption *o = options; o->keyword != NULL; o++)
+	{
+		if (o->val == NULL || !is_libpq_option(defaults, o->keyword))
+			continue;
+		keywords[n] = o->keyword;
+		values[n++] = o->val;
+		has_password |= strcmp(o->keyword, "password") == 0 && o->val[0] != '\0';
+	}
+	PQconninfoFree(defaults);
+	target.what = psprintf("source \"%s\"", zl_remote_connection_shown(conninfo));
+	target.nothing_done = nothing_done;
+	target.password_hint = "Give the connection string a password the source asks for, as for dblink and postgres_fdw.";
+	conn = open_connection(keywords, values, n, userid, has_password, &target);
+	PQconninfoFree(options);
 	return conn;
 }
 
@@ -346,9 +456,12 @@ error_field(PGresult *res, int field)
 	return value ? pstrdup(value) : NULL;
 }
 
-/* raise a shard's error (res may be NULL: the connection's), clearing res */
+/*
+ * Raise a remote error (res may be NULL: the connection's), clearing res;
+ * where names the server in the context ("source \"...\"").
+ */
 void
-zl_remote_raise(PGresult *res, PGconn *conn, const char *server_name)
+zl_remote_raise_at(PGresult *res, PGconn *conn, const char *where)
 {
 	char	   *sqlstate = error_field(res, PG_DIAG_SQLSTATE);
 	char	   *message = error_field(res, PG_DIAG_MESSAGE_PRIMARY);
@@ -366,7 +479,14 @@ zl_remote_raise(PGresult *res, PGconn *conn, const char *server_name)
 			 errmsg_internal("%s", message),
 			 detail ? errdetail_internal("%s", detail) : 0,
 			 hint ? errhint("%s", hint) : 0,
-			 errcontext("on shard server \"%s\"", server_name)));
+			 errcontext("on %s", where)));
+}
+
+/* raise a shard's error (zl_remote_raise_at) */
+void
+zl_remote_raise(PGresult *res, PGconn *conn, const char *server_name)
+{
+	zl_remote_raise_at(res, conn, psprintf("shard server \"%s\"", server_name));
 }
 
 /* a result's rows as text, clearing res */

@@ -13,7 +13,6 @@
 #include "remote/zl_remote.h"
 
 #include "foreign/foreign.h"
-#include "libpq-fe.h"
 
 /*
  * A transaction prepared on a shard is named
@@ -27,12 +26,6 @@
 #define ZL_SHARD_FINISH_TIMEOUT_MS	30000
 
 extern PGconn *zl_remote_connect(UserMapping *mapping);
-extern PGresult *zl_remote_exec(PGconn *conn, const char *sql, int nparams,
-								const char *const *params, bool interruptible,
-								int timeout_ms);
-extern PGresult *zl_remote_wait(PGconn *conn, bool interruptible, int timeout_ms);
-extern bool zl_remote_ok(PGresult *res);
-extern void zl_remote_raise(PGresult *res, PGconn *conn, const char *server_name);
 extern ZLRemoteRows *zl_remote_rows(PGresult *res);
 extern char *zl_remote_gid_prefix(void);
 extern char *zl_remote_gid(FullTransactionId fxid, Oid umid);
@@ -40,7 +33,6 @@ extern bool zl_remote_finish_prepared(PGconn *conn, const char *gid, bool commit
 extern UserMapping *zl_remote_mapping_by_id(Oid umid);
 
 /* zl_remote_xact.c, zl_remote_resolve.c */
-extern void zl_remote_as_owner(bool begin);
 extern int64 zl_remote_settle(PGconn *conn, Oid umid, const char *server_name,
 							  bool delete_logged);
 

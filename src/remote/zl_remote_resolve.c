@@ -53,7 +53,7 @@ logged_gids(Oid umid)
 	List	   *gids = NIL;
 	MemoryContext caller = CurrentMemoryContext;
 
-	zl_remote_as_owner(true);
+	zl_as_extension_owner(true);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (SPI_execute_snapshot(SPI_prepare("SELECT gid FROM zipper_lake.shard_transaction WHERE umid = $1",
@@ -65,7 +65,7 @@ logged_gids(Oid umid)
 		gids = lappend(gids, MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[i],
 																	  SPI_tuptable->tupdesc, 1)));
 	SPI_finish();
-	zl_remote_as_owner(false);
+	zl_as_extension_owner(false);
 	return gids;
 }
 
@@ -75,7 +75,7 @@ forget_logged(const char *gid)
 	Datum		values[1] = {CStringGetTextDatum(gid)};
 	Oid			types[1] = {TEXTOID};
 
-	zl_remote_as_owner(true);
+	zl_as_extension_owner(true);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (SPI_execute_snapshot(SPI_prepare("DELETE FROM zipper_lake.shard_transaction WHERE gid = $1",
@@ -84,7 +84,7 @@ forget_logged(const char *gid)
 							 false, false, 0) != SPI_OK_DELETE)
 		elog(ERROR, "updating zipper_lake.shard_transaction failed");
 	SPI_finish();
-	zl_remote_as_owner(false);
+	zl_as_extension_owner(false);
 }
 
 static bool

@@ -111,33 +111,6 @@ shard_command(ZLShard *shard, const char *sql)
 	PQclear(res);
 }
 
-static Oid	saved_user;
-static int	saved_context;
-
-/*
- * Act as the extension's owner (the owner of schema zipper_lake), whose
- * log zipper_lake.shard_transaction is not the caller's to read or
- * write; and back.  An error in between is undone by the abort.
- */
-void
-zl_remote_as_owner(bool begin)
-{
-	HeapTuple	tuple;
-
-	if (!begin)
-	{
-		SetUserIdAndSecContext(saved_user, saved_context);
-		return;
-	}
-	tuple = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(get_namespace_oid("zipper_lake", false)));
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "schema zipper_lake not found");
-	GetUserIdAndSecContext(&saved_user, &saved_context);
-	SetUserIdAndSecContext(((Form_pg_namespace) GETSTRUCT(tuple))->nspowner,
-						   saved_context | SECURITY_LOCAL_USERID_CHANGE);
-	ReleaseSysCache(tuple);
-}
-
 /* log the remote transaction's name, in the caller's transaction */
 static void
 log_shard_transaction(ZLShard *shard)
@@ -145,14 +118,14 @@ log_shard_transaction(ZLShard *shard)
 	Datum		values[2] = {CStringGetTextDatum(shard->gid), ObjectIdGetDatum(shard->umid)};
 	Oid			types[2] = {TEXTOID, OIDOID};
 
-	zl_remote_as_owner(true);
+	zl_as_extension_owner(true);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (SPI_execute_with_args("INSERT INTO zipper_lake.shard_transaction (gid, umid) VALUES ($1, $2)",
 							  2, types, values, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "logging the shard transaction failed");
 	SPI_finish();
-	zl_remote_as_owner(false);
+	zl_as_extension_owner(false);
 }
 
 /* the caller's transaction on the shard of a foreign table, begun */
