@@ -714,3 +714,15 @@ LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION zipper_lake.unfollow(regclass) IS
     'stops following: the worker ends, the slot, replication origin and a publication follow() created are dropped; the history stays';
+
+CREATE FUNCTION zipper_lake.set_follow(
+    tbl regclass,
+    batch_changes integer DEFAULT NULL,
+    batch_interval interval DEFAULT NULL,
+    missing_columns text DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'zipper_lake_set_follow'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION zipper_lake.set_follow(regclass, integer, interval, text) IS
+    'changes a follower''s batch size, batch interval or missing_columns (NULL: keep); its worker takes them at its next batch';

@@ -70,6 +70,7 @@
 PG_FUNCTION_INFO_V1(zipper_lake_follow);
 PG_FUNCTION_INFO_V1(zipper_lake_follow_pause);
 PG_FUNCTION_INFO_V1(zipper_lake_follow_resume);
+PG_FUNCTION_INFO_V1(zipper_lake_set_follow);
 PG_FUNCTION_INFO_V1(zipper_lake_unfollow);
 PG_FUNCTION_INFO_V1(zipper_lake_follow_connection_shown);
 
@@ -291,6 +292,33 @@ check_source(ZLSource *source, ZLFollower *f, const char *source_table, char **k
 	return names;
 }
 
+/* a batch interval in milliseconds (0 or less: not one a follower takes) */
+static int64
+interval_ms(Interval *interval)
+{
+	if (interval->month != 0)
+		return 0;
+	return (interval->time + (int64) interval->day * USECS_PER_DAY) / 1000;
+}
+
+/* the options of a follower, checked */
+static void
+check_options(const ZLFollower *f)
+{
+	if (f->batch_changes <= 0)
+		bad_argument("batch_changes", psprintf("batch_changes is %d.", f->batch_changes),
+					 "Give a positive number of changes per batch.");
+	if (f->batch_interval_ms <= 0)
+		bad_argument("batch_interval", "batch_interval is not a positive interval of days or time.",
+					 "Give a positive interval of days, hours, minutes or seconds (at least a millisecond).");
+	if (f->missing_columns == NULL || (strcmp(f->missing_columns, "error") != 0 &&
+									   strcmp(f->missing_columns, "null") != 0 &&
+									   strcmp(f->missing_columns, "keep") != 0))
+		bad_argument("missing_columns",
+					 psprintf("missing_columns is %s.", f->missing_columns ? quote_literal_cstr(f->missing_columns) : "NULL"),
+					 "Give 'error', 'null' or 'keep' (README \"Partial changes\").");
+}
+
 /* one row of the source table into the image (zl_source_each_row) */
 typedef struct Image
 {
@@ -494,27 +522,10 @@ zipper_lake_follow(PG_FUNCTION_ARGS)
 	if (f.publication == NULL)
 		bad_argument("publication", "publication is NULL.",
 					 "On the source, as the table's owner: CREATE PUBLICATION name FOR TABLE the_table; then name it here.");
-	if (f.batch_changes <= 0)
-		bad_argument("batch_changes", psprintf("batch_changes is %d.", f.batch_changes),
-					 "Give a positive number of changes per batch.");
 	if (PG_ARGISNULL(5))
 		bad_argument("batch_interval", "batch_interval is NULL.", "Give a positive interval.");
-	{
-		Interval   *interval = PG_GETARG_INTERVAL_P(5);
-
-		f.batch_interval_ms = (interval->time + (int64) (interval->day + interval->month * 30) * USECS_PER_DAY) / 1000;
-		if (f.batch_interval_ms <= 0 || interval->month != 0)
-			bad_argument("batch_interval",
-						 psprintf("batch_interval is %s.",
-								  DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(interval)))),
-						 "Give a positive interval of days, hours, minutes or seconds (at least a millisecond).");
-	}
-	if (f.missing_columns == NULL || (strcmp(f.missing_columns, "error") != 0 &&
-									  strcmp(f.missing_columns, "null") != 0 &&
-									  strcmp(f.missing_columns, "keep") != 0))
-		bad_argument("missing_columns",
-					 psprintf("missing_columns is %s.", f.missing_columns ? quote_literal_cstr(f.missing_columns) : "NULL"),
-					 "Give 'error', 'null' or 'keep' (README \"Partial changes\").");
+	f.batch_interval_ms = interval_ms(PG_GETARG_INTERVAL_P(5));
+	check_options(&f);
 	if (f.connection == NULL)
 		check_local_caller(list_length(stringToQualifiedNameList(source_table)) == 1 ?
 						   psprintf("public.%s", source_table) : source_table);
@@ -565,6 +576,27 @@ zipper_lake_follow_pause(PG_FUNCTION_ARGS)
 
 	if (strcmp(f->state, "paused") != 0)
 		zl_follow_set_state(f->tbl, "paused");
+	PG_RETURN_VOID();
+}
+
+/*
+ * zipper_lake.set_follow(tbl, batch_changes, batch_interval,
+ * missing_columns): NULL keeps an option; the worker reads its row every
+ * batch.
+ */
+Datum
+zipper_lake_set_follow(PG_FUNCTION_ARGS)
+{
+	ZLFollower *f = owned_follower(PG_GETARG_OID(0));
+
+	if (!PG_ARGISNULL(1))
+		f->batch_changes = PG_GETARG_INT32(1);
+	if (!PG_ARGISNULL(2))
+		f->batch_interval_ms = interval_ms(PG_GETARG_INTERVAL_P(2));
+	if (!PG_ARGISNULL(3))
+		f->missing_columns = text_arg(fcinfo, 3);
+	check_options(f);
+	zl_follow_set_options(f);
 	PG_RETURN_VOID();
 }
 

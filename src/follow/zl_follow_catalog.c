@@ -118,15 +118,15 @@ zl_follow_load(Oid tbl, bool missing_ok)
 	return f;
 }
 
-/* the tables of this database whose followers should run */
+/* the tables of this database that follow a source */
 Oid *
-zl_follow_running(int *n)
+zl_follow_all(int *n)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	Oid		   *tables;
 
 	begin_as_owner();
-	if (SPI_execute("SELECT tbl FROM zipper_lake.follower WHERE state = 'running' ORDER BY tbl",
+	if (SPI_execute("SELECT tbl FROM zipper_lake.follower ORDER BY tbl",
 					true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "reading zipper_lake.follower failed");
 	*n = (int) SPI_processed;
@@ -180,6 +180,18 @@ zl_follow_insert(const ZLFollower *f, TimestampTz image_time, XLogRecPtr source_
 			" VALUES ($1, $2, $3, $4, $5, $6, $7, $8::float8 * interval '1 millisecond', $9, $10,"
 			" '0/0', $11::pg_lsn, $11::pg_lsn, now(), $12)",
 			12, types, args, nulls, SPI_OK_INSERT);
+}
+
+void
+zl_follow_set_options(const ZLFollower *f)
+{
+	Oid			types[4] = {OIDOID, INT4OID, INT8OID, TEXTOID};
+	Datum		args[4] = {ObjectIdGetDatum(f->tbl), Int32GetDatum(f->batch_changes),
+	Int64GetDatum(f->batch_interval_ms), CStringGetTextDatum(f->missing_columns)};
+
+	execute("UPDATE zipper_lake.follower SET batch_changes = $2,"
+			" batch_interval = $3::float8 * interval '1 millisecond', missing_columns = $4"
+			" WHERE tbl = $1", 4, types, args, NULL, SPI_OK_UPDATE);
 }
 
 void

@@ -51,9 +51,10 @@ extern void zl_follow_drop(const ZLFollower *f, bool warn_unreachable);
 
 /* zl_follow_catalog.c */
 extern ZLFollower *zl_follow_load(Oid tbl, bool missing_ok);
-extern Oid *zl_follow_running(int *n);
+extern Oid *zl_follow_all(int *n);
 extern void zl_follow_insert(const ZLFollower *f, TimestampTz image_time, XLogRecPtr source_lsn);
 extern void zl_follow_set_state(Oid tbl, const char *state);
+extern void zl_follow_set_options(const ZLFollower *f);
 extern void zl_follow_record_progress(Oid tbl, XLogRecPtr applied_lsn, TimestampTz commit_time,
 									  XLogRecPtr caught_up_lsn, XLogRecPtr source_lsn,
 									  int64 transactions, int64 changes);
@@ -87,6 +88,7 @@ typedef struct ZLStage ZLStage;
 extern ZLStage *zl_stage_begin(Oid tbl, const char *missing_columns);
 extern void zl_stage_columns(ZLStage *stage, int natts, char **names, const char *what);
 extern int	zl_stage_key_count(ZLStage *stage);
+extern bool zl_stage_same(ZLStage *a, ZLStage *b);
 extern int	zl_stage_source_column(ZLStage *stage, int i);
 extern void zl_stage_change(ZLStage *stage, char op, char **values, bool *unchanged,
 							TimestampTz time, XLogRecPtr seq);

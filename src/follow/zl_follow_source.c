@@ -28,6 +28,7 @@
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
 
@@ -38,6 +39,29 @@ struct ZLSource
 };
 
 #define LOCAL_FETCH 1000
+
+/*
+ * Logical decoding logs each look at a slot ("starting logical decoding
+ * for slot"), at LOG, which outranks every level below FATAL in the
+ * server log; a follower looks every batch_interval.  Statements on this
+ * database run with log_min_messages = fatal (errors are the follower's
+ * to report: zl_follow_worker.c writes them to the log as warnings).
+ */
+static int
+quiet_begin(void)
+{
+	int			nest = NewGUCNestLevel();
+
+	(void) set_config_option("log_min_messages", "fatal", PGC_SUSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return nest;
+}
+
+static void
+quiet_end(int nest)
+{
+	AtEOXact_GUC(true, nest);
+}
 
 ZLSource *
 zl_source_open(const char *connection, Oid userid)
@@ -136,6 +160,8 @@ zl_source_each_row(ZLSource *source, const char *sql, int nparams, const char *c
 		Datum	   *args = text_values(nparams, params, &nulls);
 		Portal		portal;
 
+		int			nest = quiet_begin();
+
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
 		portal = SPI_cursor_open_with_args(NULL, sql, nparams, text_types(nparams), args, nulls,
@@ -161,6 +187,7 @@ zl_source_each_row(ZLSource *source, const char *sql, int nparams, const char *c
 		}
 		SPI_cursor_close(portal);
 		SPI_finish();
+		quiet_end(nest);
 		MemoryContextSwitchTo(caller);
 	}
 	else
@@ -256,12 +283,14 @@ zl_source_command(ZLSource *source, const char *sql, int nparams, const char *co
 	{
 		char	   *nulls;
 		Datum	   *args = text_values(nparams, params, &nulls);
+		int			nest = quiet_begin();
 
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
 		if (SPI_execute_with_args(sql, nparams, text_types(nparams), args, nulls, false, 0) < 0)
 			elog(ERROR, "statement failed on %s: %s", source->name, sql);
 		SPI_finish();
+		quiet_end(nest);
 		return;
 	}
 	{

@@ -115,6 +115,23 @@ zl_stage_begin(Oid tbl, const char *missing_columns)
 	return stage;
 }
 
+/*
+ * Do two stages of one table take the same columns, types and
+ * missing_columns?  (A worker keeps its stage while they do: ALTER TABLE
+ * on the zipper table, or set_follow(), makes a new one.)
+ */
+bool
+zl_stage_same(ZLStage *a, ZLStage *b)
+{
+	if (a->ncols != b->ncols || strcmp(a->missing_columns, b->missing_columns) != 0 ||
+		strcmp(a->time_expr, b->time_expr) != 0)
+		return false;
+	for (int i = 0; i < a->ncols; i++)
+		if (strcmp(a->names[i], b->names[i]) != 0 || strcmp(a->types[i], b->types[i]) != 0)
+			return false;
+	return true;
+}
+
 int
 zl_stage_key_count(ZLStage *stage)
 {
@@ -273,6 +290,29 @@ held_value(ZLStage *stage, int i, char **values)
 	return result;
 }
 
+/* what a change being staged is, for the context of an error */
+typedef struct StagingChange
+{
+	ZLStage    *stage;
+	char	  **values;
+	char		op;
+	TimestampTz time;
+} StagingChange;
+
+static void
+staging_context(void *arg)
+{
+	StagingChange *c = arg;
+	StringInfoData key;
+
+	initStringInfo(&key);
+	for (int k = 0; c->op != 'T' && k < c->stage->nkeys; k++)
+		appendStringInfo(&key, "%s%s=%s", k > 0 ? ", " : "", c->stage->names[k],
+						 c->values[c->stage->source_col[k]] ? c->values[c->stage->source_col[k]] : "NULL");
+	errcontext("change %c of key (%s) committed on the source at %s, into %s", c->op, key.data,
+			   timestamptz_to_str(c->time), c->stage->table_name);
+}
+
 /*
  * Stage a change: op I, U, D or T, values by the source's column index
  * (unchanged[i]: pgoutput left the i-th out), at the commit time with
@@ -287,7 +327,10 @@ zl_stage_change(ZLStage *stage, char op, char **values, bool *unchanged, Timesta
 	Datum	   *args = palloc(sizeof(Datum) * (stage->ncols + 3));
 	char	   *nulls = palloc(stage->ncols + 4);
 	char		opname[2] = {op, '\0'};
+	StagingChange change = {stage, values, op, time};
+	ErrorContextCallback context = {error_context_stack, staging_context, &change};
 
+	error_context_stack = &context;
 	params[0] = DatumGetCString(DirectFunctionCall1(timestamptz_out, TimestampTzGetDatum(time)));
 	params[1] = opname;
 	params[2] = psprintf(UINT64_FORMAT, (uint64) seq);
@@ -316,6 +359,7 @@ zl_stage_change(ZLStage *stage, char op, char **values, bool *unchanged, Timesta
 		elog(ERROR, "staging a change failed");
 	SPI_finish();
 	stage->staged++;
+	error_context_stack = context.previous;
 }
 
 /* run an apply function over the table (args: $1 the zipper table's oid, $2 missing_columns) */

@@ -61,6 +61,7 @@
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 PGDLLEXPORT void zipper_lake_follow_main(Datum main_arg);
@@ -68,7 +69,7 @@ PGDLLEXPORT void zipper_lake_follow_main(Datum main_arg);
 #define FOLLOW_RESTART_SECONDS	5
 #define FOLLOW_RETRY_MS			5000
 /* an idle follower writes its row (how far the source's WAL is) this often */
-#define FOLLOW_IDLE_RECORD_MS	10000
+#define FOLLOW_IDLE_RECORD_MS	1000
 
 bool		zl_follow_preloaded = false;
 
@@ -102,7 +103,10 @@ zl_follow_start_worker(Oid tbl, Oid owner, TransactionId wait_for)
 
 /*
  * The resolver's round in this database: start the worker of each
- * 'running' follower that has none.  In a transaction, as superuser.
+ * 'running' follower that has none, and drop what followed a zipper
+ * table that was dropped (a worker does that itself, unless the table
+ * went in the middle of a batch, which stops it).  In a transaction, as
+ * superuser.
  */
 void
 zl_follow_start_missing(void)
@@ -113,12 +117,16 @@ zl_follow_start_missing(void)
 
 	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("follower", nsp)))
 		return;
-	tables = zl_follow_running(&n);
+	tables = zl_follow_all(&n);
 	for (int i = 0; i < n; i++)
 	{
 		ZLFollower *f = zl_follow_load(tables[i], true);
 
-		if (f != NULL && zl_follow_worker_pid(f->tbl) == 0)
+		if (f == NULL || zl_follow_worker_pid(f->tbl) != 0)
+			continue;
+		if (get_rel_name(f->tbl) == NULL)
+			zl_follow_drop(f, false);
+		else if (strcmp(f->state, "running") == 0)
 			zl_follow_start_worker(f->tbl, f->owner, InvalidTransactionId);
 	}
 }
@@ -133,11 +141,7 @@ take_follow_lock(Oid tbl)
 	return LockAcquire(&tag, ExclusiveLock, true, true) != LOCKACQUIRE_NOT_AVAIL;
 }
 
-/*
- * Values travel as text: read back here exactly as the source wrote them.
- * Decoding logs each look at the slot, which a follower takes every
- * batch_interval: only warnings are logged (its errors are warnings).
- */
+/* values travel as text: read back here exactly as the source wrote them */
 static void
 fix_text_settings(void)
 {
@@ -145,7 +149,6 @@ fix_text_settings(void)
 	(void) set_config_option("IntervalStyle", "postgres", PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
 	(void) set_config_option("extra_float_digits", "3", PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
 	(void) set_config_option("bytea_output", "hex", PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
-	(void) set_config_option("log_min_messages", "warning", PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
 }
 
 /* the worker's state between batches (TopMemoryContext) */
@@ -211,9 +214,17 @@ follow_batch(Follower *w)
 		CommitTransactionCommand();
 		return -1;
 	}
-	if (get_rel_name(w->tbl) == NULL)
+	/* held to the batch's end: a DROP TABLE waits for it, or came before it */
+	LockRelationOid(w->tbl, RowExclusiveLock);
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(w->tbl)))
 	{
 		/* the zipper table was dropped: so is what followed it */
+		if (w->origin_set)
+		{
+			replorigin_session_reset();
+			replorigin_session_origin = InvalidRepOriginId;
+		}
+		w->origin_set = false;
 		zl_follow_drop(f, false);
 		PopActiveSnapshot();
 		CommitTransactionCommand();
@@ -221,6 +232,11 @@ follow_batch(Follower *w)
 	}
 	if (!w->origin_set)
 		set_origin(w);
+	if (w->stage != NULL && !zl_stage_same(w->stage, zl_stage_begin(w->tbl, f->missing_columns)))
+	{
+		zl_stage_end(w->stage); /* ALTER TABLE or set_follow() since */
+		w->stage = NULL;
+	}
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	if (w->source == NULL)
 		w->source = zl_source_open(f->connection, f->owner);
@@ -271,6 +287,29 @@ follow_batch(Follower *w)
 	return d.messages >= f->batch_changes ? 0 : (long) f->batch_interval_ms;
 }
 
+/*
+ * An error as the followers view shows it: its message, detail and the
+ * change it was staging (zl_follow_stage.c's context), if any.
+ */
+static char *
+error_text(ErrorData *error)
+{
+	StringInfoData text;
+	const char *change = error->context ? strstr(error->context, "change ") : NULL;
+
+	initStringInfo(&text);
+	appendStringInfoString(&text, error->message);
+	if (error->detail)
+		appendStringInfo(&text, " (%s)", error->detail);
+	if (change != NULL)
+	{
+		const char *end = strchr(change, '\n');
+
+		appendStringInfo(&text, "; %.*s", end ? (int) (end - change) : (int) strlen(change), change);
+	}
+	return text.data;
+}
+
 /* a batch failed: write why, and say how long to wait (-1: stop) */
 static long
 batch_failed(Follower *w, MemoryContext cxt)
@@ -296,9 +335,7 @@ batch_failed(Follower *w, MemoryContext cxt)
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	zl_follow_record_error(w->tbl,
-						   error->detail ? psprintf("%s (%s)", error->message, error->detail) :
-						   error->message, !passes);
+	zl_follow_record_error(w->tbl, error_text(error), !passes);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	FreeErrorData(error);

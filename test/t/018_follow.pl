@@ -1,0 +1,205 @@
+# Following a source of the same database, and what follow() refuses
+# (README "Following a live source", src/follow):
+#
+#  - the initial image at the image time; later transactions at their
+#    commit times: several changes of a key in one transaction are one
+#    instant (the last wins), a no-op update makes no version, an update
+#    of the key moves it, a TRUNCATE deletes every key;
+#  - apply_changes refused on a followed table; pause (changes wait in the
+#    slot) and resume; set_follow;
+#  - schema changes: a column added to the source alone is not kept; once
+#    the zipper table has it too, it is; a column of the zipper table
+#    dropped from the source stops the follower with the error in the
+#    followers view (missing_columns => 'error'), nothing lost;
+#    set_follow(missing_columns => 'keep') and resume() go on from there;
+#  - a value the zipper column's type does not read stops it naming the key;
+#  - unfollow drops the slot and the replication origin, keeps the history;
+#    dropping a followed zipper table drops what followed it;
+#  - refusals: no REPLICATION attribute, a transaction block, a publication
+#    without the table, a replica identity not covering the key, another
+#    server without a password for a role that is not a superuser, and
+#    the password never shown (view, error).
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('follow');
+$node->init(allows_streaming => 'logical');
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'zipper_lake'\n");
+$node->start;
+$node->safe_psql('postgres', q(
+CREATE EXTENSION zipper_lake;
+CREATE TABLE src (id int PRIMARY KEY, owner text, bal numeric);
+INSERT INTO src VALUES (1, 'a', 10), (2, 'b', 20), (3, 'c', 30);
+CREATE PUBLICATION pub FOR TABLE src;
+CREATE TABLE acc (id int, owner text, bal numeric, valid_from timestamptz, valid_to timestamptz)
+  USING zipper_lake;
+SELECT zipper_lake.register('acc', ARRAY['id']);
+CREATE ROLE writer LOGIN REPLICATION;
+GRANT SELECT ON src TO writer;
+-- wait until the follower has applied everything committed before the call
+CREATE FUNCTION caught_up(t regclass) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE target pg_lsn := pg_current_wal_flush_lsn();
+BEGIN
+  FOR i IN 1 .. 600 LOOP
+    IF (SELECT caught_up_lsn >= target FROM zipper_lake.followers WHERE tbl = t) THEN RETURN true; END IF;
+    IF (SELECT state <> 'running' FROM zipper_lake.followers WHERE tbl = t) THEN RETURN false; END IF;
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+  RETURN false;
+END $$;
+));
+
+sub psql_ok
+{
+	my ($sql) = @_;
+	return $node->safe_psql('postgres', $sql);
+}
+
+sub psql_fails
+{
+	my ($sql, $pattern, $name) = @_;
+	my ($ret, $out, $err) = $node->psql('postgres', $sql);
+	isnt($ret, 0, "$name: refused");
+	like($err, $pattern, "$name: the error says why");
+	return $err;
+}
+
+# refusals before anything is created
+psql_fails("SET ROLE writer; SELECT zipper_lake.follow('acc', 'src', publication => 'pub')",
+	qr/must be owner of table acc/, 'follow() by another role');
+psql_fails("BEGIN; SELECT zipper_lake.follow('acc', 'src', publication => 'pub'); COMMIT",
+	qr/cannot run inside a transaction block/, 'follow() in a transaction block');
+psql_fails("SELECT zipper_lake.follow('acc', 'src')", qr/invalid publication.*\n.*\n.*CREATE PUBLICATION/,
+	'follow() without a publication');
+psql_ok('CREATE TABLE other (id int PRIMARY KEY); CREATE PUBLICATION other_pub FOR TABLE other');
+psql_fails("SELECT zipper_lake.follow('acc', 'src', publication => 'other_pub')",
+	qr/publication "other_pub" does not publish source table public.src/, 'a publication without the table');
+psql_ok(q(CREATE TABLE nokey (id int, owner text, bal numeric); ALTER TABLE nokey REPLICA IDENTITY DEFAULT;
+CREATE PUBLICATION nokey_pub FOR TABLE nokey WITH (publish = 'insert, truncate')));
+psql_fails("SELECT zipper_lake.follow('acc', 'nokey', publication => 'nokey_pub')",
+	qr/replica identity of source table public.nokey does not cover key column "id"/,
+	'a replica identity that does not cover the key');
+psql_ok('ALTER TABLE acc OWNER TO writer');
+psql_ok('ALTER ROLE writer NOREPLICATION');
+psql_fails("SET ROLE writer; SELECT zipper_lake.follow('acc', 'src', publication => 'pub')",
+	qr/permission denied to follow a table of this database/, 'follow() without REPLICATION');
+my $err = psql_fails(
+	"SET ROLE writer; SELECT zipper_lake.follow('acc', 'src', 'host=/nonexistent dbname=x password=hunter2', 'pub')",
+	qr/could not connect to source "[^"]*password=\*\*\*\*\*\*\*\*/, 'another server that is not there');
+unlike($err, qr/hunter2/, 'the error does not show the password');
+psql_fails("SET ROLE writer; SELECT zipper_lake.follow('acc', 'src', 'host=/nonexistent dbname=x', 'pub')",
+	qr/password is required to reach source/, 'another server without a password, not a superuser');
+is(psql_ok("SELECT count(*) FROM pg_replication_slots"), '0', 'the refusals created no slot');
+psql_ok('ALTER ROLE writer REPLICATION');
+
+# the image and the changes after it
+my $image = psql_ok(q(SET ROLE writer;
+SELECT image_rows || ' ' || slot FROM zipper_lake.follow('acc', 'src', publication => 'pub', batch_interval => '50 ms')));
+like($image, qr/^3 zipper_lake_follow_\d+_\d+$/, 'follow() applies the image and names the slot');
+is(psql_ok(q(SELECT string_agg(id || owner || bal, ' ' ORDER BY id) FROM acc
+  WHERE valid_from = (SELECT image_time FROM zipper_lake.followers) AND valid_to = 'infinity')),
+	'1a10 2b20 3c30', 'the image: the source rows from the image time');
+is(psql_ok("SELECT state || ' ' || (worker_pid IS NOT NULL) FROM zipper_lake.followers"), 'running true',
+	'the worker runs');
+psql_ok(q(
+UPDATE src SET bal = 11 WHERE id = 1;
+UPDATE src SET owner = owner WHERE id = 2;
+BEGIN; INSERT INTO src VALUES (4, 'd', 1); UPDATE src SET bal = 2 WHERE id = 4; UPDATE src SET owner = 'dd' WHERE id = 4; COMMIT;
+UPDATE src SET id = 5 WHERE id = 3;
+));
+is(psql_ok("SELECT caught_up('acc')"), 't', 'the follower catches up');
+is(psql_ok(q(SELECT string_agg(id || owner || bal || CASE WHEN valid_to = 'infinity' THEN '' ELSE ']' END, ' ' ORDER BY id, valid_from) FROM acc)),
+	'1a10] 1a11 2b20 3c30] 4dd2 5c30',
+	'updates, a no-op update, three changes of a key in one transaction, a key moved');
+is(psql_ok(q(SELECT count(DISTINCT valid_from) FROM acc WHERE id = 4)), '1',
+	'the changes of one transaction are one instant');
+is(psql_ok(q(SELECT (SELECT valid_to FROM acc WHERE id = 3) = (SELECT valid_from FROM acc WHERE id = 5))),
+	't', 'the moved key: the old one ends when the new one begins');
+
+psql_fails("CREATE TABLE ch (id int, owner text, bal numeric, change_time timestamptz); SELECT * FROM zipper_lake.apply_changes('acc', 'ch')",
+	qr/table "acc" follows a live source/, 'apply_changes on a followed table');
+
+# TRUNCATE, then rows again in the same transaction
+psql_ok("BEGIN; TRUNCATE src; INSERT INTO src VALUES (1, 'a', 11); COMMIT");
+is(psql_ok("SELECT caught_up('acc')"), 't', 'caught up after TRUNCATE');
+is(psql_ok(q(SELECT string_agg(id::text, ' ' ORDER BY id) FROM acc WHERE valid_to = 'infinity')), '1',
+	'TRUNCATE deletes every key; a row inserted after it in its transaction stays');
+is(psql_ok(q(SELECT count(*) FROM acc WHERE id = 1)), '2', 'an unchanged row is no new version');
+
+# pause and resume
+psql_ok("SET ROLE writer; SELECT zipper_lake.pause('acc')");
+$node->poll_query_until('postgres', 'SELECT worker_pid IS NULL FROM zipper_lake.followers')
+  or die 'the worker did not stop';
+psql_ok("INSERT INTO src VALUES (6, 'f', 6)");
+sleep(1);
+is(psql_ok('SELECT count(*) FROM acc WHERE id = 6'), '0', 'paused: nothing applied');
+psql_ok("SET ROLE writer; SELECT zipper_lake.resume('acc')");
+is(psql_ok("SELECT caught_up('acc')"), 't', 'resumed: caught up');
+is(psql_ok('SELECT count(*) FROM acc WHERE id = 6'), '1', 'resumed: what waited in the slot is applied');
+
+# schema changes
+psql_ok("ALTER TABLE src ADD COLUMN note text; UPDATE src SET note = 'n1' WHERE id = 6");
+is(psql_ok("SELECT caught_up('acc')"), 't', 'a column added to the source alone: caught up');
+psql_ok("ALTER TABLE acc ADD COLUMN note text");
+psql_ok("UPDATE src SET note = 'n2' WHERE id = 6");
+is(psql_ok("SELECT caught_up('acc')"), 't', 'the zipper table has the column too: caught up');
+is(psql_ok(q(SELECT string_agg(COALESCE(note, '-'), ' ' ORDER BY valid_from) FROM acc WHERE id = 6)), '- n2',
+	'the added column is kept once the zipper table has it');
+psql_ok("ALTER TABLE src DROP COLUMN bal; UPDATE src SET owner = 'g' WHERE id = 6");
+$node->poll_query_until('postgres', q(SELECT state = 'stopped' FROM zipper_lake.followers))
+  or die 'the follower did not stop';
+like(psql_ok('SELECT last_error FROM zipper_lake.followers'),
+	qr/column "bal" of zipper table public.acc is missing from source table public.src/,
+	'a zipper column dropped from the source: stopped, the error in the view');
+psql_ok("SET ROLE writer; SELECT zipper_lake.set_follow('acc', missing_columns => 'keep'); SELECT zipper_lake.resume('acc')");
+is(psql_ok("SELECT caught_up('acc')"), 't', 'missing_columns keep, resumed: caught up');
+is(psql_ok(q(SELECT owner || bal FROM acc WHERE id = 6 AND valid_to = 'infinity')), 'g6',
+	'nothing was lost; the dropped column keeps its value');
+psql_ok("ALTER TABLE src ADD COLUMN bal text; UPDATE src SET bal = 'x' WHERE id = 1");
+$node->poll_query_until('postgres', q(SELECT state = 'stopped' FROM zipper_lake.followers))
+  or die 'the follower did not stop';
+like(psql_ok('SELECT last_error FROM zipper_lake.followers'),
+	qr/invalid input syntax for type numeric: "x".*change U of key \(id=1\) committed on the source at/,
+	'a value the zipper column does not read: stopped, naming the key and time');
+psql_ok("UPDATE src SET bal = '7' WHERE id = 1; ALTER TABLE acc ALTER COLUMN bal TYPE text");
+psql_ok("SET ROLE writer; SELECT zipper_lake.resume('acc')");
+is(psql_ok("SELECT caught_up('acc')"), 't', 'the zipper column changed to text, resumed: caught up');
+is(psql_ok(q(SELECT string_agg(bal, ' ' ORDER BY valid_from) FROM acc WHERE id = 1)), '10 11 x 7',
+	'then every change is applied');
+is(psql_ok("SELECT count(*) FROM zipper_lake.verify('acc')"), '0', 'verify is clean');
+
+# the password is never shown by the view
+psql_ok(q(INSERT INTO zipper_lake.follower SELECT 1, owner, source_table, 'host=h password=hunter2', publication, 'x',
+  batch_changes, batch_interval, missing_columns, 'paused', image_time, applied_lsn, applied_commit_time,
+  caught_up_lsn, source_lsn, checked_at FROM zipper_lake.follower));
+is(psql_ok("SELECT connection FROM zipper_lake.followers WHERE tbl = 1::regclass"),
+	"password=******** host='h'", 'the view hides the password');
+psql_ok("DELETE FROM zipper_lake.follower WHERE tbl = 1");
+psql_fails("SET ROLE writer; SELECT connection FROM zipper_lake.follower",
+	qr/permission denied for table follower/, 'the table of followers is not readable');
+
+# unfollow: slot and origin dropped, history kept, batches allowed again
+psql_ok("SET ROLE writer; SELECT zipper_lake.unfollow('acc')");
+is(psql_ok(q(SELECT (SELECT count(*) FROM zipper_lake.followers) || ' ' || (SELECT count(*) FROM pg_replication_slots)
+  || ' ' || (SELECT count(*) FROM pg_replication_origin))), '0 0 0', 'unfollow drops the slot and the origin');
+is(psql_ok('SELECT count(*) > 0 FROM acc'), 't', 'unfollow keeps the history');
+psql_ok("GRANT SELECT ON ch TO writer; SET ROLE writer; SELECT * FROM zipper_lake.apply_changes('acc', 'ch', missing_columns => 'null')");
+pass('apply_changes works again after unfollow');
+
+# a followed table dropped: its follower drops what it used
+psql_ok(q(CREATE TABLE acc2 (id int, owner text, note text, bal text, valid_from timestamptz, valid_to timestamptz) USING zipper_lake;
+SELECT zipper_lake.register('acc2', ARRAY['id'])));
+psql_ok(q(SELECT zipper_lake.follow('acc2', 'src', publication => 'pub', batch_interval => '50 ms')));
+psql_ok('DROP TABLE acc2');
+psql_ok("UPDATE src SET owner = 'z' WHERE id = 1");
+$node->poll_query_until('postgres',
+	q(SELECT (SELECT count(*) FROM zipper_lake.follower) + (SELECT count(*) FROM pg_replication_slots) = 0))
+  or die 'what followed the dropped table stayed';
+pass('a dropped zipper table: its follower dropped its slot and row');
+
+done_testing();
