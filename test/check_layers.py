@@ -5,10 +5,10 @@ src/ is cut into folders, each a layer that may use only the layers
 below it (each folder's README.md says what it holds):
 
     common < storage, remote < catalog < write < lifecycle < access, apply
-           < planner < api < hooks < the files at src/'s root (_PG_init)
+           < planner, follow < api < hooks < the files at src/'s root (_PG_init)
 
 access/ and apply/ share a rank and never include each other, and so do
-storage/ and remote/.  A folder's
+storage/ and remote/, and planner/ and follow/.  A folder's
 zl_<folder>.h is what the folders above it may include; a header named
 *_internal.h may be included only from its own folder (and its
 subfolders).  The check reads every #include "..." of src/**/*.c and
