@@ -115,7 +115,8 @@ INSERT INTO pv_walk (fn, call, needs) VALUES
    '{EXECUTE ON FUNCTION zipper_lake._storage_id(regclass), SELECT ON pv_acct}'),
   ('_decode_events', $$SELECT count(*) FROM zipper_lake._decode_events('pv_acct', 'pv_ev', 'debezium')$$,
    '{SELECT ON pv_ev}'),
-  ('_time_arg', $$SELECT zipper_lake._time_arg(now(), 'time')$$, '{}');
+  ('_time_arg', $$SELECT zipper_lake._time_arg(now(), 'time')$$, '{}'),
+  ('_follow_connection_shown', $$SELECT zipper_lake._follow_connection_shown('host=h password=p')$$, '{}');
 
 CREATE TABLE pv_walk_result (ord int, missing int, sqlstate text, unchanged boolean);
 DO $$
@@ -188,12 +189,15 @@ SELECT p.oid::regprocedure AS not_for_public
 -- every function of the extension is walked above or called by the server
 -- only, but resolve(), which needs no privilege and runs outside any
 -- transaction block (the walk's are subtransactions): it settles only the
--- caller's own prepared transactions (sql/zipper_parents_workers.sql)
+-- caller's own prepared transactions (sql/zipper_parents_workers.sql); and
+-- the follower's, which need a preloaded server and a slot: TAP
+-- test/t/018_follow.pl checks their privileges
 SELECT p.oid::regprocedure AS unwalked
   FROM pg_proc p
  WHERE p.pronamespace = 'zipper_lake'::regnamespace
    AND p.proname NOT IN (SELECT fn FROM pv_walk)
-   AND p.proname NOT IN ('tableam_handler', '_place_unplaced', '_load_hooks', 'resolve');
+   AND p.proname NOT IN ('tableam_handler', '_place_unplaced', '_load_hooks', 'resolve',
+                         'follow', 'pause', 'resume', 'set_follow', 'unfollow');
 -- and none is SECURITY DEFINER: each checks the role that calls it
 SELECT p.oid::regprocedure AS security_definer
   FROM pg_proc p

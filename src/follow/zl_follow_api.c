@@ -166,7 +166,7 @@ bad_argument(const char *argument, const char *detail, const char *hint)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid %s for zipper_lake.follow()", argument),
+			 errmsg("invalid %s for following a source", argument),
 			 errdetail("%s", detail),
 			 errhint("%s", hint)));
 }
@@ -494,12 +494,6 @@ zipper_lake_follow(PG_FUNCTION_ARGS)
 	bool		nulls[3] = {false, false, false};
 	RepOriginId origin;
 
-	if (!zl_follow_preloaded)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("following a source needs zipper_lake in shared_preload_libraries"),
-				 errdetail("The follower must start again by itself after a restart of this server."),
-				 errhint("Add zipper_lake to shared_preload_libraries and restart the server (README \"Following a live source\").")));
 	refuse_in_transaction_block("follow");
 	if (PG_ARGISNULL(0) || source_table == NULL)
 		bad_argument("arguments", "tbl and source_table must not be NULL.",
@@ -526,6 +520,12 @@ zipper_lake_follow(PG_FUNCTION_ARGS)
 		bad_argument("batch_interval", "batch_interval is NULL.", "Give a positive interval.");
 	f.batch_interval_ms = interval_ms(PG_GETARG_INTERVAL_P(5));
 	check_options(&f);
+	if (!zl_follow_preloaded)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("following a source needs zipper_lake in shared_preload_libraries"),
+				 errdetail("The follower must start again by itself after a restart of this server."),
+				 errhint("Add zipper_lake to shared_preload_libraries and restart the server (README \"Following a live source\").")));
 	if (f.connection == NULL)
 		check_local_caller(list_length(stringToQualifiedNameList(source_table)) == 1 ?
 						   psprintf("public.%s", source_table) : source_table);

@@ -106,6 +106,12 @@ is(psql_ok(q(SELECT string_agg(id || owner || bal, ' ' ORDER BY id) FROM acc
 	'1a10 2b20 3c30', 'the image: the source rows from the image time');
 is(psql_ok("SELECT state || ' ' || (worker_pid IS NOT NULL) FROM zipper_lake.followers"), 'running true',
 	'the worker runs');
+psql_ok('CREATE ROLE other REPLICATION');
+for my $call ("pause('acc')", "resume('acc')", "set_follow('acc', batch_changes => 5)", "unfollow('acc')")
+{
+	psql_fails("SET ROLE other; SELECT zipper_lake.$call", qr/must be owner of table acc/,
+		"$call by a role that does not own the table");
+}
 psql_ok(q(
 UPDATE src SET bal = 11 WHERE id = 1;
 UPDATE src SET owner = owner WHERE id = 2;
