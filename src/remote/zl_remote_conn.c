@@ -122,6 +122,7 @@ typedef struct ConnTarget
 	const char *what;			/* "shard server \"s\"", "source \"host=...\"" */
 	const char *nothing_done;	/* the hint when it cannot be reached */
 	const char *password_hint;
+	const char *password_missing;	/* "Non-superusers must give a password in ..." */
 } ConnTarget;
 
 static void
@@ -154,7 +155,7 @@ open_connection(const char **keywords, const char **values, int n, Oid userid,
 	values[n++] = GetDatabaseEncodingName();
 	keywords[n] = values[n] = NULL;
 	if (!superuser_arg(userid) && !has_password)
-		refuse_without_password(target, "Non-superusers must give a password.");
+		refuse_without_password(target, target->password_missing);
 	conn = PQconnectdbParams(keywords, values, false);
 	if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
 	{
@@ -223,6 +224,7 @@ zl_remote_connect(UserMapping *mapping)
 	target.what = psprintf("shard server \"%s\"", server->servername);
 	target.nothing_done = "Nothing was applied; retry when the shard is up (README \"Scaling out\").";
 	target.password_hint = "Give the user mapping a password the shard asks for, as for postgres_fdw.";
+	target.password_missing = "Non-superusers must give a password in the user mapping.";
 	return open_connection(keywords, values, n, mapping->userid, has_password, &target);
 }
 
@@ -303,6 +305,7 @@ zl_remote_connect_string(const char *conninfo, Oid userid, const char *nothing_d
 	target.what = psprintf("source \"%s\"", zl_remote_connection_shown(conninfo));
 	target.nothing_done = nothing_done;
 	target.password_hint = "Give the connection string a password the source asks for, as for dblink and postgres_fdw.";
+	target.password_missing = "Non-superusers must give a password in the connection string.";
 	conn = open_connection(keywords, values, n, userid, has_password, &target);
 	PQconninfoFree(options);
 	return conn;
