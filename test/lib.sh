@@ -17,7 +17,7 @@ export PGHOST=$ZL_DIR PGPORT=$ZL_PORT PGUSER=$ZL_PGUSER PGDATABASE=postgres
 
 zl_packages=(postgresql-15 postgresql-server-dev-15 postgresql-contrib make gcc
              libipc-run-perl python3-psycopg2 postgresql-15-wal2json libzstd-dev
-             liblz4-dev)
+             liblz4-dev postgresql-15-cron)
 
 zl_install_packages() {
     local missing=()
