@@ -264,6 +264,14 @@ zl_remote_connection_shown(const char *conninfo)
 	return shown.data;
 }
 
+/* unless the connection string says otherwise: give up on a dead peer in about a minute */
+static const char *const network_defaults[][2] = {
+	{"connect_timeout", "30"},
+	{"keepalives_idle", "30"},
+	{"keepalives_interval", "10"},
+	{"keepalives_count", "3"},
+};
+
 /*
  * Connect with a libpq connection string as role userid (the rules of
  * open_connection); what names the source in messages, never with its
@@ -291,8 +299,8 @@ zl_remote_connect_string(const char *conninfo, Oid userid, const char *nothing_d
 				 errhint("Give a libpq connection string such as 'host=core dbname=bank user=zl password=...'.")));
 	for (PQconninfoOption *o = options; o->keyword != NULL; o++)
 		count++;
-	keywords = palloc(sizeof(char *) * (count + 3));
-	values = palloc(sizeof(char *) * (count + 3));
+	keywords = palloc(sizeof(char *) * (count + 3 + lengthof(network_defaults)));
+	values = palloc(sizeof(char *) * (count + 3 + lengthof(network_defaults)));
 	for (PQconninfoOption *o = options; o->keyword != NULL; o++)
 	{
 		if (o->val == NULL || !is_libpq_option(defaults, o->keyword))
@@ -300,6 +308,19 @@ zl_remote_connect_string(const char *conninfo, Oid userid, const char *nothing_d
 		keywords[n] = o->keyword;
 		values[n++] = o->val;
 		has_password |= strcmp(o->keyword, "password") == 0 && o->val[0] != '\0';
+	}
+	/* a source that went away must not hold the follower for hours */
+	for (int i = 0; i < lengthof(network_defaults); i++)
+	{
+		bool		given = false;
+
+		for (int k = 0; k < n; k++)
+			given |= strcmp(keywords[k], network_defaults[i][0]) == 0;
+		if (!given)
+		{
+			keywords[n] = network_defaults[i][0];
+			values[n++] = network_defaults[i][1];
+		}
 	}
 	PQconninfoFree(defaults);
 	target.what = psprintf("source \"%s\"", zl_remote_connection_shown(conninfo));

@@ -62,6 +62,7 @@ BENCHES = {
     'indexes': ('bench_indexes.py', ['--no-verify', '--quiet'], ['--smoke', '--quiet']),
     'scaling': ('bench_scaling.py', ['--quiet'], ['--smoke', '--quiet']),
     'shards': ('bench_shards.py', [], ['--smoke']),
+    'follow': ('bench_follow.py', [], ['--smoke']),
 }
 
 # the results the README's table shows, in this order (latest.md shows all)
@@ -185,6 +186,8 @@ def size_text(doc, key=None):
         return f"{count(s['events'])} events"
     if b == 'retention':
         return f"{s['partitions']} days, half dropped"
+    if b == 'follow':
+        return f"{count(s['keys'])} keys, {s['per_tx']} a transaction"
     if b in ('scaling', 'shards'):
         return f"{count(s['keys'])} keys, {count(s['batch'])} a batch"
     if b == 'indexes':
@@ -249,6 +252,8 @@ LABELS = {
     'shards_apply': 'apply through a router to {leaves} shards (baseline: one zipper table)',
     'shards_asof_agg': 'as-of count, sum through a router, {leaves} shards (baseline: one table)',
     'shards_asof_agg_leaves': 'as-of count, sum, a query per shard, {leaves} shards (baseline: one table)',
+    'follow_rate': 'changes a second a follower applies (baseline: a heap SCD2 trigger)',
+    'follow_lag': 'history lag at half that rate, median (baseline: latency a trigger adds)',
 }
 
 
