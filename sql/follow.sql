@@ -32,10 +32,10 @@ SELECT zipper_lake.unfollow('fl');
 
 -- a follower's row (as follow() writes it): the view hides the password,
 -- apply_* are refused, set_follow checks and changes options
-INSERT INTO zipper_lake.follower (tbl, owner, source_table, connection, publication, slot,
-    batch_changes, batch_interval, missing_columns, state, image_time, applied_lsn,
+INSERT INTO zipper_lake.follower (tbl, owner, source_table, source_relid, connection, publication,
+    slot, batch_changes, batch_interval, missing_columns, state, image_time, applied_lsn,
     caught_up_lsn, source_lsn, checked_at)
-VALUES ('fl'::regclass, current_user::regrole, 'public.fl_src',
+VALUES ('fl'::regclass, current_user::regrole, 'public.fl_src', 'fl_src'::regclass,
         'host=core dbname=bank user=zl password=s3cr''et', 'p', 'zipper_lake_follow_x', 100,
         '1 second', 'error', 'paused', '2026-01-01', '0/10', '0/20', '0/30', '2026-01-01 00:00:05');
 SELECT tbl, source_table, connection, publication, state, worker_pid, lag_bytes, lag > '0' AS lags,

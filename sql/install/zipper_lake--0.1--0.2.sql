@@ -614,7 +614,8 @@ COMMENT ON FUNCTION zipper_lake.resolve() IS
 CREATE TABLE zipper_lake.follower (
     tbl                  oid PRIMARY KEY,
     owner                oid NOT NULL,
-    source_table         text NOT NULL,       -- schema-qualified, as the source names it
+    source_table         text NOT NULL,       -- schema-qualified, as the source named it
+    source_relid         oid NOT NULL,        -- its oid there: what the slot's messages name
     connection           text,                -- NULL: this database
     publication          name NOT NULL,
     slot                 name NOT NULL,

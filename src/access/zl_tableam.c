@@ -152,9 +152,9 @@ zl_tuple_insert(Relation relation, TupleTableSlot *slot, CommandId cid,
 
 	zl_refuse_after_row_triggers(relation);
 
-	/* values too big for a page go to the table's TOAST relation */
+	/* values too big for a page go to the table's TOAST relation (zl_toast_version) */
 	if (HeapTupleHasExternal(tuple) || tuple->t_len > TOAST_TUPLE_THRESHOLD)
-		stored = heap_toast_insert_or_update(relation, tuple, NULL, options);
+		stored = heap_toast_insert_or_update(relation, tuple, NULL, options | HEAP_INSERT_NO_LOGICAL);
 
 	zl_write_load(state, stored);
 

@@ -207,18 +207,17 @@ check_source(ZLSource *source, ZLFollower *f, const char *source_table, char **k
 	params[0] = list_length(parts) == 1 ?
 		quote_qualified_identifier("public", strVal(linitial(parts))) : source_table;
 	row = zl_source_row(source,
-						"SELECT n.nspname, c.relname, c.relkind::text FROM pg_catalog.pg_class c"
+						"SELECT n.nspname, c.relname, c.relkind::text, c.oid::text FROM pg_catalog.pg_class c"
 						" JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
-						" WHERE c.oid = pg_catalog.to_regclass($1)", 1, params, 3);
+						" WHERE c.oid = pg_catalog.to_regclass($1)", 1, params, 4);
 	if (row == NULL || strcmp(row[2], "r") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("source table \"%s\" does not exist", source_table),
 				 errdetail("No ordinary table of that name is on %s.", zl_source_name(source)),
 				 errhint("Name a table of the source, schema-qualified where the search path does not find it.")));
-	f->source_schema = row[0];
-	f->source_name = row[1];
 	f->source_table = quote_qualified_identifier(row[0], row[1]);
+	f->source_relid = atooid(row[3]);
 
 	initStringInfo(&buf);
 	appendStringInfoChar(&buf, '{');

@@ -23,7 +23,6 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
-#include "utils/regproc.h"
 #include "utils/timestamp.h"
 
 /* the names follow() gives what it creates for table tbl of this database */
@@ -75,13 +74,12 @@ zl_follow_load(Oid tbl, bool missing_ok)
 	Oid			types[1] = {OIDOID};
 	Datum		args[1] = {ObjectIdGetDatum(tbl)};
 	ZLFollower *f = NULL;
-	List	   *names;
 
 	begin_as_owner();
 	if (SPI_execute_with_args("SELECT owner, source_table, connection, publication, slot,"
 							  " NULL, batch_changes,"
 							  " (extract(epoch FROM batch_interval) * 1000)::bigint,"
-							  " missing_columns, state, applied_lsn, caught_up_lsn"
+							  " missing_columns, state, applied_lsn, caught_up_lsn, source_relid"
 							  " FROM zipper_lake.follower WHERE tbl = $1",
 							  1, types, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "reading zipper_lake.follower failed");
@@ -100,6 +98,7 @@ zl_follow_load(Oid tbl, bool missing_ok)
 		f->state = column_text(10, caller);
 		f->applied_lsn = lsn_of(column_text(11, caller));
 		f->caught_up_lsn = lsn_of(column_text(12, caller));
+		f->source_relid = atooid(column_text(13, caller));
 	}
 	end_as_owner();
 	if (f == NULL)
@@ -112,9 +111,6 @@ zl_follow_load(Oid tbl, bool missing_ok)
 					 errhint("Start following with zipper_lake.follow().")));
 		return NULL;
 	}
-	names = stringToQualifiedNameList(f->source_table);
-	f->source_schema = strVal(linitial(names));
-	f->source_name = strVal(llast(names));
 	return f;
 }
 
@@ -153,10 +149,10 @@ execute(const char *sql, int nargs, Oid *types, Datum *args, const char *nulls, 
 void
 zl_follow_insert(const ZLFollower *f, TimestampTz image_time, XLogRecPtr source_lsn)
 {
-	Oid			types[12] = {OIDOID, OIDOID, TEXTOID, TEXTOID, NAMEOID, NAMEOID,
-	INT4OID, INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID};
-	Datum		args[12];
-	char		nulls[13] = "            ";
+	Oid			types[13] = {OIDOID, OIDOID, TEXTOID, TEXTOID, NAMEOID, NAMEOID,
+	INT4OID, INT8OID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, OIDOID};
+	Datum		args[13];
+	char		nulls[14] = "             ";
 	char	   *lsn = DatumGetCString(DirectFunctionCall1(pg_lsn_out, LSNGetDatum(source_lsn)));
 
 	args[0] = ObjectIdGetDatum(f->tbl);
@@ -174,12 +170,13 @@ zl_follow_insert(const ZLFollower *f, TimestampTz image_time, XLogRecPtr source_
 	args[9] = TimestampTzGetDatum(image_time);
 	args[10] = CStringGetTextDatum(lsn);
 	args[11] = CStringGetTextDatum(f->state);
+	args[12] = ObjectIdGetDatum(f->source_relid);
 	execute("INSERT INTO zipper_lake.follower (tbl, owner, source_table, connection, publication,"
 			" slot, batch_changes, batch_interval, missing_columns, image_time,"
-			" applied_lsn, caught_up_lsn, source_lsn, checked_at, state)"
+			" applied_lsn, caught_up_lsn, source_lsn, checked_at, state, source_relid)"
 			" VALUES ($1, $2, $3, $4, $5, $6, $7, $8::float8 * interval '1 millisecond', $9, $10,"
-			" '0/0', $11::pg_lsn, $11::pg_lsn, now(), $12)",
-			12, types, args, nulls, SPI_OK_INSERT);
+			" '0/0', $11::pg_lsn, $11::pg_lsn, now(), $12, $13)",
+			13, types, args, nulls, SPI_OK_INSERT);
 }
 
 void

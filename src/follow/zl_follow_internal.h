@@ -28,8 +28,7 @@ typedef struct ZLFollower
 	Oid			tbl;
 	Oid			owner;
 	char	   *source_table;	/* quoted, schema-qualified */
-	char	   *source_schema;	/* its parts, unquoted */
-	char	   *source_name;
+	Oid			source_relid;	/* on the source: what pgoutput's messages name */
 	char	   *connection;		/* NULL: this database */
 	char	   *publication;
 	char	   *slot;

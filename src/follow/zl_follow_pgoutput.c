@@ -17,7 +17,8 @@
  * those whose commit LSN is not past the applied one are skipped: each
  * source transaction is applied exactly once.
  *
- * Of every transaction, the changes of the followed table are staged
+ * The followed table is known by its oid on the source (a rename there
+ * changes nothing).  Of every transaction, its changes are staged
  * (zl_follow_stage.c) at its commit time with the change's own LSN as
  * seq: an insert or update as an upsert (an update that changes the key
  * also as a delete of the old key), a delete as a delete of the key (the
@@ -170,14 +171,16 @@ static void
 relation_message(Batch *b)
 {
 	uint32		relid = get32(b);
-	char	   *nspname = get_string(b);
-	char	   *relname = get_string(b);
-	char		replident = get8(b);
-	int			natts = get16(b);
+	char		replident;
+	int			natts;
 	MemoryContext old;
 
-	if (strcmp(nspname[0] ? nspname : "pg_catalog", b->f->source_schema) != 0 ||
-		strcmp(relname, b->f->source_name) != 0)
+	(void) get_string(b);		/* schema */
+	(void) get_string(b);		/* name: a rename on the source changes nothing */
+	replident = get8(b);
+	natts = get16(b);
+
+	if (relid != b->f->source_relid)
 		return;					/* another table of the publication */
 	old = MemoryContextSwitchTo(b->keep);
 	b->rel.known = true;

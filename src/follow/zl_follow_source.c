@@ -168,22 +168,36 @@ zl_source_each_row(ZLSource *source, const char *sql, int nparams, const char *c
 										   false, 0);
 		for (;;)
 		{
-			SPI_cursor_fetch(portal, true, LOCAL_FETCH);
-			if (SPI_processed == 0)
-				break;
-			for (uint64 r = 0; r < SPI_processed; r++)
-			{
-				MemoryContext spi = MemoryContextSwitchTo(rowcxt);
+			uint64		n;
+			char	  **fetched;
 
+			SPI_cursor_fetch(portal, true, LOCAL_FETCH);
+			n = SPI_processed;
+			if (n == 0)
+				break;
+			/*
+			 * The rows as text first: a callback may run statements of its
+			 * own (SPI nests), which must not meet this fetch's tuples.
+			 */
+			fetched = MemoryContextAlloc(rowcxt, sizeof(char *) * n * ncols);
+			for (uint64 r = 0; r < n; r++)
 				for (int c = 0; c < ncols; c++)
-					values[c] = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, c + 1);
-				MemoryContextSwitchTo(caller);
+				{
+					char	   *v = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, c + 1);
+
+					fetched[r * ncols + c] = v ? MemoryContextStrdup(rowcxt, v) : NULL;
+				}
+			SPI_freetuptable(SPI_tuptable);
+			for (uint64 r = 0; r < n; r++)
+			{
+				MemoryContext spi = MemoryContextSwitchTo(caller);
+
+				memcpy(values, fetched + r * ncols, sizeof(char *) * ncols);
 				callback(arg, values);
-				MemoryContextReset(rowcxt);
 				MemoryContextSwitchTo(spi);
 				rows++;
 			}
-			SPI_freetuptable(SPI_tuptable);
+			MemoryContextReset(rowcxt);
 		}
 		SPI_cursor_close(portal);
 		SPI_finish();

@@ -278,7 +278,7 @@ held_value(ZLStage *stage, int i, char **values)
 	appendStringInfo(&sql, " ORDER BY %s DESC LIMIT 1", stage->period_name);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql.data, stage->nkeys, types, args, NULL, true, 1) != SPI_OK_SELECT)
+	if (SPI_execute_with_args(sql.data, stage->nkeys, types, args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "reading the value a key holds failed");
 	if (SPI_processed == 1)
 	{

@@ -255,6 +255,13 @@ zl_write_state_get(Relation rel)
  * are handed to it as such an old row (and, being the new row's too, none
  * is deleted).  Only for values of rel itself: rows arriving from outside
  * (INSERT, COPY) are toasted as given.
+ *
+ * The chunks are written unseen by logical decoding
+ * (HEAP_INSERT_NO_LOGICAL, as rewriteheap.c writes those of a rewrite):
+ * decoding keeps a transaction's TOAST chunks for the next heap change of
+ * it, which for a zipper table never comes (its rows are in its own
+ * pages), and the next heap DELETE of the transaction would then crash
+ * the decoding process (ReorderBufferToastReplace expects a new tuple).
  */
 HeapTuple
 zl_toast_version(Relation rel, HeapTuple tuple)
@@ -266,7 +273,7 @@ zl_toast_version(Relation rel, HeapTuple tuple)
 	HeapTuple	toasted;
 
 	if (!HeapTupleHasExternal(tuple))
-		return heap_toast_insert_or_update(rel, tuple, NULL, 0);
+		return heap_toast_insert_or_update(rel, tuple, NULL, HEAP_INSERT_NO_LOGICAL);
 	values = palloc(sizeof(Datum) * desc->natts);
 	isnull = palloc(sizeof(bool) * desc->natts);
 	heap_deform_tuple(tuple, desc, values, isnull);
@@ -275,7 +282,7 @@ zl_toast_version(Relation rel, HeapTuple tuple)
 			!VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(values[i])))
 			isnull[i] = true;
 	shared = heap_form_tuple(desc, values, isnull);
-	toasted = heap_toast_insert_or_update(rel, tuple, shared, 0);
+	toasted = heap_toast_insert_or_update(rel, tuple, shared, HEAP_INSERT_NO_LOGICAL);
 	heap_freetuple(shared);
 	pfree(values);
 	pfree(isnull);
