@@ -76,6 +76,8 @@ zl_source_open(const char *connection, Oid userid)
 	source->conn = zl_remote_connect_string(connection, userid,
 											"Nothing was applied; the follower retries while the source is down (README \"Following a live source\").");
 	source->name = psprintf("source \"%s\"", zl_remote_connection_shown(connection));
+	/* as quiet_begin() below, where the role may (superuser, GRANT SET ON PARAMETER) */
+	PQclear(PQexec(source->conn, "SET log_min_messages = fatal"));
 	return source;
 }
 
