@@ -175,14 +175,17 @@ bad_argument(const char *argument, const char *detail, const char *hint)
 typedef struct ColumnNames
 {
 	List	   *names;
+	MemoryContext cxt;
 } ColumnNames;
 
 static void
 add_column_name(void *arg, char **values)
 {
 	ColumnNames *columns = arg;
+	MemoryContext old = MemoryContextSwitchTo(columns->cxt);
 
 	columns->names = lappend(columns->names, pstrdup(values[0]));
+	MemoryContextSwitchTo(old);
 }
 
 /*
@@ -281,6 +284,7 @@ check_source(ZLSource *source, ZLFollower *f, const char *source_table, char **k
 
 	params[0] = f->source_table;
 	columns.names = NIL;
+	columns.cxt = CurrentMemoryContext;
 	zl_source_each_row(source, "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = $1::regclass"
 					   " AND attnum > 0 AND NOT attisdropped ORDER BY attnum", 1, params, 1,
 					   add_column_name, &columns);

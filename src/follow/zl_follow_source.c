@@ -143,16 +143,19 @@ check_remote(ZLSource *source, PGresult *res)
 
 /*
  * Every row of a query (its first ncols columns, as text; NULL for SQL
- * NULL), one call of callback each, in the memory context of the caller,
- * which a row's values live in until the next; returns how many.
+ * NULL), one call of callback each; returns how many.  A callback runs in
+ * a memory context emptied after it (a batch of any size takes the memory
+ * of a row): what it keeps it allocates in a context of its own.
  */
 int64
 zl_source_each_row(ZLSource *source, const char *sql, int nparams, const char *const *params,
 				   int ncols, ZLSourceRow callback, void *arg)
 {
 	MemoryContext caller = CurrentMemoryContext;
-	MemoryContext rowcxt = AllocSetContextCreate(caller, "zipper_lake source row",
+	MemoryContext rowcxt = AllocSetContextCreate(caller, "zipper_lake source rows",
 												 ALLOCSET_DEFAULT_SIZES);
+	MemoryContext callcxt = AllocSetContextCreate(caller, "zipper_lake source row",
+												  ALLOCSET_DEFAULT_SIZES);
 	char	  **values = palloc0(sizeof(char *) * ncols);
 	int64		rows = 0;
 
@@ -172,6 +175,7 @@ zl_source_each_row(ZLSource *source, const char *sql, int nparams, const char *c
 		{
 			uint64		n;
 			char	  **fetched;
+			MemoryContext spi;
 
 			SPI_cursor_fetch(portal, true, LOCAL_FETCH);
 			n = SPI_processed;
@@ -181,22 +185,20 @@ zl_source_each_row(ZLSource *source, const char *sql, int nparams, const char *c
 			 * The rows as text first: a callback may run statements of its
 			 * own (SPI nests), which must not meet this fetch's tuples.
 			 */
-			fetched = MemoryContextAlloc(rowcxt, sizeof(char *) * n * ncols);
+			spi = MemoryContextSwitchTo(rowcxt);	/* SPI_getvalue's results too */
+			fetched = palloc(sizeof(char *) * n * ncols);
 			for (uint64 r = 0; r < n; r++)
 				for (int c = 0; c < ncols; c++)
-				{
-					char	   *v = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, c + 1);
-
-					fetched[r * ncols + c] = v ? MemoryContextStrdup(rowcxt, v) : NULL;
-				}
+					fetched[r * ncols + c] = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, c + 1);
+			MemoryContextSwitchTo(spi);
 			SPI_freetuptable(SPI_tuptable);
 			for (uint64 r = 0; r < n; r++)
 			{
-				MemoryContext spi = MemoryContextSwitchTo(caller);
-
+				spi = MemoryContextSwitchTo(callcxt);
 				memcpy(values, fetched + r * ncols, sizeof(char *) * ncols);
 				callback(arg, values);
 				MemoryContextSwitchTo(spi);
+				MemoryContextReset(callcxt);
 				rows++;
 			}
 			MemoryContextReset(rowcxt);
@@ -236,8 +238,10 @@ zl_source_each_row(ZLSource *source, const char *sql, int nparams, const char *c
 				for (int c = 0; c < ncols; c++)
 					values[c] = PQgetisnull(res, 0, c) ? NULL : pstrdup(PQgetvalue(res, 0, c));
 				PQclear(res);
-				MemoryContextSwitchTo(caller);
+				MemoryContextSwitchTo(callcxt);
 				callback(arg, values);
+				MemoryContextSwitchTo(caller);
+				MemoryContextReset(callcxt);
 				MemoryContextReset(rowcxt);
 				rows++;
 				continue;
@@ -255,6 +259,7 @@ zl_source_each_row(ZLSource *source, const char *sql, int nparams, const char *c
 		}
 	}
 	MemoryContextDelete(rowcxt);
+	MemoryContextDelete(callcxt);
 	return rows;
 }
 

@@ -16,10 +16,11 @@
  * apply_changes call over the table (README "Change semantics"), with
  * missing_columns as follow() was given; a value column the source lacks
  * is left out of the table, so that missing_columns decides it.  Values
- * arrive as text and are read by the zipper column's type (an explicit
- * cast through text), so a source column of another type works where its
- * text reads as the zipper column's type, and fails the batch naming the
- * column where it does not.
+ * arrive as text and are read by the zipper column's type's input
+ * function into a row of the table (no statement a change), so a source
+ * column of another type works where its text reads as the zipper
+ * column's type, and fails the batch naming the column, key and time
+ * where it does not.
  *
  * pgoutput leaves out a TOASTed value an UPDATE did not change
  * ('u'); the stage then applies what it holds and reads the value the
@@ -33,12 +34,14 @@
 #include "apply/zl_apply.h"
 #include "follow/zl_follow_internal.h"
 
+#include "access/heapam.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
+#include "utils/date.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
@@ -51,14 +54,20 @@ struct ZLStage
 	char	   *table_name;		/* quoted, qualified */
 	char	   *missing_columns;
 	char	   *period_name;	/* valid_from, quoted */
-	char	   *time_expr;		/* $1 (timestamptz text) as the period's type */
 	int			ncols;			/* the zipper table's key, then value columns */
 	int			nkeys;
 	char	  **names;
 	char	  **types;			/* format_type_with_typemod */
+	Oid		   *typids;
+	int32	   *typmods;
 	int		   *source_col;		/* the source's column index, -1: it has none */
+	Oid			period_type;
+	char	   *time_zone;
+	MemoryContext cxt;			/* where the stage lives */
 	bool		created;		/* the table exists, for this mapping */
-	SPIPlanPtr	insert;
+	Oid			relid;			/* the table */
+	FmgrInfo   *inputs;			/* [ncols]: the column types' input functions */
+	Oid		   *ioparams;
 	int64		staged;
 };
 
@@ -78,20 +87,21 @@ zl_stage_begin(Oid tbl, const char *missing_columns)
 	stage->table_name = zl_qualified_name(rel);
 	stage->missing_columns = pstrdup(missing_columns);
 	stage->period_name = pstrdup(quote_identifier(NameStr(TupleDescAttr(desc, opts.from_attnum - 1)->attname)));
-	if (opts.period_type == TIMESTAMPTZOID)
-		stage->time_expr = pstrdup("$1::timestamptz");
-	else if (opts.period_type == TIMESTAMPOID)
-		stage->time_expr = psprintf("($1::timestamptz AT TIME ZONE %s)", quote_literal_cstr(opts.time_zone));
-	else
-		stage->time_expr = psprintf("($1::timestamptz AT TIME ZONE %s)::date", quote_literal_cstr(opts.time_zone));
+	stage->period_type = opts.period_type;
+	stage->time_zone = pstrdup(opts.time_zone);
+	stage->cxt = CurrentMemoryContext;
 	stage->names = palloc(sizeof(char *) * desc->natts);
 	stage->types = palloc(sizeof(char *) * desc->natts);
+	stage->typids = palloc(sizeof(Oid) * desc->natts);
+	stage->typmods = palloc(sizeof(int32) * desc->natts);
 	stage->source_col = palloc(sizeof(int) * desc->natts);
 	for (int k = 0; k < opts.nkeys; k++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, opts.key_attnums[k] - 1);
 
 		stage->names[n] = pstrdup(NameStr(att->attname));
+		stage->typids[n] = att->atttypid;
+		stage->typmods[n] = att->atttypmod;
 		stage->types[n++] = format_type_with_typemod(att->atttypid, att->atttypmod);
 	}
 	stage->nkeys = n;
@@ -106,11 +116,15 @@ zl_stage_begin(Oid tbl, const char *missing_columns)
 			a + 1 == opts.from_attnum || a + 1 == opts.to_attnum)
 			continue;
 		stage->names[n] = pstrdup(NameStr(att->attname));
+		stage->typids[n] = att->atttypid;
+		stage->typmods[n] = att->atttypmod;
 		stage->types[n++] = format_type_with_typemod(att->atttypid, att->atttypmod);
 	}
 	stage->ncols = n;
 	for (int i = 0; i < n; i++)
 		stage->source_col[i] = -2;	/* no mapping yet */
+	stage->inputs = palloc0(sizeof(FmgrInfo) * Max(n, 1));
+	stage->ioparams = palloc0(sizeof(Oid) * Max(n, 1));
 	table_close(rel, AccessShareLock);
 	return stage;
 }
@@ -124,7 +138,7 @@ bool
 zl_stage_same(ZLStage *a, ZLStage *b)
 {
 	if (a->ncols != b->ncols || strcmp(a->missing_columns, b->missing_columns) != 0 ||
-		strcmp(a->time_expr, b->time_expr) != 0)
+		a->period_type != b->period_type || strcmp(a->time_zone, b->time_zone) != 0)
 		return false;
 	for (int i = 0; i < a->ncols; i++)
 		if (strcmp(a->names[i], b->names[i]) != 0 || strcmp(a->types[i], b->types[i]) != 0)
@@ -163,45 +177,33 @@ drop_stage(void)
 		spi_exec("DROP TABLE " STAGE_TABLE, SPI_OK_UTILITY);
 }
 
-/* (re)create the table and its INSERT for the present mapping */
+/*
+ * (Re)create the table for the present mapping, and look up the input
+ * functions its rows are read with.
+ */
 static void
 create_stage(ZLStage *stage)
 {
 	StringInfoData create;
-	StringInfoData insert;
-	Oid		   *types;
-	int			nparams = 3;
 
 	initStringInfo(&create);
-	initStringInfo(&insert);
 	drop_stage();
 	appendStringInfo(&create, "CREATE TEMPORARY TABLE zl_follow_stage ("
 					 "zl_follow_time %s, zl_follow_op text, zl_follow_seq bigint",
-					 strstr(stage->time_expr, "::date") ? "date" :
-					 strstr(stage->time_expr, "AT TIME ZONE") ? "timestamp" : "timestamptz");
-	appendStringInfo(&insert, "INSERT INTO " STAGE_TABLE " VALUES (%s, $2, $3::bigint", stage->time_expr);
+					 format_type_be(stage->period_type));
 	for (int i = 0; i < stage->ncols; i++)
 	{
+		Oid			input;
+
 		if (stage->source_col[i] < 0)
 			continue;
 		appendStringInfo(&create, ", %s %s", quote_identifier(stage->names[i]), stage->types[i]);
-		appendStringInfo(&insert, ", $%d::%s", ++nparams, stage->types[i]);
+		getTypeInputInfo(stage->typids[i], &input, &stage->ioparams[i]);
+		fmgr_info_cxt(input, &stage->inputs[i], stage->cxt);
 	}
 	appendStringInfoString(&create, ")");
-	appendStringInfoString(&insert, ")");
 	spi_exec(create.data, SPI_OK_UTILITY);
-	types = palloc(sizeof(Oid) * nparams);
-	for (int i = 0; i < nparams; i++)
-		types[i] = TEXTOID;
-	if (stage->insert != NULL)
-		SPI_freeplan(stage->insert);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	stage->insert = SPI_prepare(insert.data, nparams, types);
-	if (stage->insert == NULL)
-		elog(ERROR, "preparing the staging INSERT failed");
-	SPI_keepplan(stage->insert);
-	SPI_finish();
+	stage->relid = RangeVarGetRelid(makeRangeVar("pg_temp", "zl_follow_stage", -1), NoLock, false);
 	stage->created = true;
 }
 
@@ -297,6 +299,7 @@ typedef struct StagingChange
 	char	  **values;
 	char		op;
 	TimestampTz time;
+	const char *column;			/* being read, or NULL */
 } StagingChange;
 
 static void
@@ -309,55 +312,70 @@ staging_context(void *arg)
 	for (int k = 0; c->op != 'T' && k < c->stage->nkeys; k++)
 		appendStringInfo(&key, "%s%s=%s", k > 0 ? ", " : "", c->stage->names[k],
 						 c->values[c->stage->source_col[k]] ? c->values[c->stage->source_col[k]] : "NULL");
-	errcontext("change %c of key (%s) committed on the source at %s, into %s", c->op, key.data,
-			   timestamptz_to_str(c->time), c->stage->table_name);
+	errcontext("change %c of key (%s) committed on the source at %s, into %s%s%s", c->op, key.data,
+			   timestamptz_to_str(c->time), c->stage->table_name, c->column ? " column " : "",
+			   c->column ? quote_identifier(c->column) : "");
+}
+
+/* the commit time as a value of the period's type (the table's time zone) */
+static Datum
+period_value(ZLStage *stage, TimestampTz time)
+{
+	Datum		local;
+
+	if (stage->period_type == TIMESTAMPTZOID)
+		return TimestampTzGetDatum(time);
+	local = DirectFunctionCall2(timestamptz_zone, CStringGetTextDatum(stage->time_zone),
+								TimestampTzGetDatum(time));
+	if (stage->period_type == TIMESTAMPOID)
+		return local;
+	return DirectFunctionCall1(timestamp_date, local);
 }
 
 /*
  * Stage a change: op I, U, D or T, values by the source's column index
  * (unchanged[i]: pgoutput left the i-th out), at the commit time with
- * seq.  A delete needs only the key; a truncate nothing.
+ * seq.  A delete needs only the key; a truncate nothing.  A row of the
+ * temporary table, each value read by its column type's input function.
  */
 void
 zl_stage_change(ZLStage *stage, char op, char **values, bool *unchanged, TimestampTz time,
 				XLogRecPtr seq)
 {
-	int			nparams = 3;
-	char	  **params = palloc(sizeof(char *) * (stage->ncols + 3));
-	Datum	   *args = palloc(sizeof(Datum) * (stage->ncols + 3));
-	char	   *nulls = palloc(stage->ncols + 4);
+	Datum	   *row = palloc(sizeof(Datum) * (stage->ncols + 3));
+	bool	   *nulls = palloc0(sizeof(bool) * (stage->ncols + 3));
 	char		opname[2] = {op, '\0'};
-	StagingChange change = {stage, values, op, time};
+	StagingChange change = {stage, values, op, time, NULL};
 	ErrorContextCallback context = {error_context_stack, staging_context, &change};
+	int			n = 3;
+	Relation	rel;
 
 	error_context_stack = &context;
-	params[0] = DatumGetCString(DirectFunctionCall1(timestamptz_out, TimestampTzGetDatum(time)));
-	params[1] = opname;
-	params[2] = psprintf(UINT64_FORMAT, (uint64) seq);
+	row[0] = period_value(stage, time);
+	row[1] = CStringGetTextDatum(opname);
+	row[2] = Int64GetDatum((int64) seq);
 	for (int i = 0; i < stage->ncols; i++)
 	{
 		int			c = stage->source_col[i];
+		char	   *text;
 
 		if (c < 0)
 			continue;
 		if (op == 'T' || (op == 'D' && i >= stage->nkeys))
-			params[nparams++] = NULL;
+			text = NULL;
 		else if (unchanged != NULL && unchanged[c])
-			params[nparams++] = held_value(stage, i, values);
+			text = held_value(stage, i, values);
 		else
-			params[nparams++] = values[c];
+			text = values[c];
+		change.column = stage->names[i];
+		nulls[n] = text == NULL;
+		row[n++] = text == NULL ? (Datum) 0 :
+			InputFunctionCall(&stage->inputs[i], text, stage->ioparams[i], stage->typmods[i]);
+		change.column = NULL;
 	}
-	for (int i = 0; i < nparams; i++)
-	{
-		args[i] = params[i] ? CStringGetTextDatum(params[i]) : (Datum) 0;
-		nulls[i] = params[i] ? ' ' : 'n';
-	}
-	nulls[nparams] = '\0';
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_plan(stage->insert, args, nulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "staging a change failed");
-	SPI_finish();
+	rel = table_open(stage->relid, RowExclusiveLock);
+	simple_heap_insert(rel, heap_form_tuple(RelationGetDescr(rel), row, nulls));
+	table_close(rel, NoLock);
 	stage->staged++;
 	error_context_stack = context.previous;
 }
@@ -419,9 +437,6 @@ zl_stage_apply_image(ZLStage *stage, TimestampTz time)
 void
 zl_stage_end(ZLStage *stage)
 {
-	if (stage->insert != NULL)
-		SPI_freeplan(stage->insert);
-	stage->insert = NULL;
 	if (stage->created)
 		drop_stage();
 	stage->created = false;

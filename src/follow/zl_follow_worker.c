@@ -243,6 +243,9 @@ follow_batch(Follower *w)
 	if (w->stage == NULL)
 		w->stage = zl_stage_begin(w->tbl, f->missing_columns);
 	MemoryContextSwitchTo(old);
+	/* decoding keeps up to logical_decoding_work_mem of a transaction in memory */
+	(void) set_config_option("logical_decoding_work_mem", GetConfigOption("work_mem", false, false),
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SET, true, 0, false);
 	pgstat_report_activity(STATE_RUNNING, "zipper_lake follower: decoding the slot");
 	upto = zl_source_wal_end(w->source);
 	zl_pgoutput_batch(w->source, f, w->stage, upto, &d);

@@ -26,6 +26,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 
 my $node = PostgreSQL::Test::Cluster->new('follow');
 $node->init(allows_streaming => 'logical');
@@ -217,6 +218,36 @@ is(psql_ok("SELECT connection FROM zipper_lake.followers WHERE tbl = 1::regclass
 psql_ok("DELETE FROM zipper_lake.follower WHERE tbl = 1");
 psql_fails("SET ROLE writer; SELECT connection FROM zipper_lake.follower",
 	qr/permission denied for table follower/, 'the table of followers is not readable');
+
+# one source transaction of 500,000 changes: the worker's private memory
+# stays within 2 x work_mem + 64 MB (the slot's messages are read a row at
+# a time, staged in a temporary table, applied by apply_changes)
+$node->safe_psql('postgres', q(ALTER SYSTEM SET work_mem = '4MB'; SELECT pg_reload_conf()));
+my $pid = psql_ok('SELECT worker_pid FROM zipper_lake.followers');
+sub rss_anon_kb
+{
+	open(my $fh, '<', "/proc/$pid/status") or return undef;
+	while (my $line = <$fh>)
+	{
+		return $1 if $line =~ /^RssAnon:\s+(\d+)\s+kB/;
+	}
+	return undef;
+}
+my $start_kb = rss_anon_kb() // 0;
+psql_ok(q(INSERT INTO src (id, owner, bal) SELECT g, 'bulk ' || g, g::text FROM generate_series(1000, 500999) g));
+my $peak_kb = $start_kb;
+for (my $i = 0; $i < 3000; $i++)
+{
+	my $kb = rss_anon_kb();
+	$peak_kb = $kb if defined $kb && $kb > $peak_kb;
+	last if psql_ok(q(SELECT count(*) = 500000 FROM acc WHERE id >= 1000 AND valid_to = 'infinity')) eq 't';
+	usleep(100_000);
+}
+is(psql_ok(q(SELECT count(*) FROM acc WHERE id >= 1000 AND valid_to = 'infinity')), '500000',
+	'a source transaction of 500,000 changes is applied');
+ok($peak_kb < 2 * 4096 + 64 * 1024,
+	"the worker's RssAnon peak $peak_kb kB (at start $start_kb kB) is within 2 x work_mem + 64 MB");
+is(psql_ok('SELECT worker_pid FROM zipper_lake.followers'), $pid, 'by the same worker');
 
 # unfollow: slot and origin dropped, history kept, batches allowed again
 psql_ok("SET ROLE writer; SELECT zipper_lake.unfollow('acc')");
