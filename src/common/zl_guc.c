@@ -27,6 +27,7 @@ int			zipper_lake_retained_memory = ZL_RETAINED_MEMORY_KB_DEFAULT;
 int			zipper_lake_maintenance_pause = 0;
 int			zipper_lake_apply_workers = 0;
 int			zipper_lake_apply_prepared_pause = 0;
+bool		zipper_lake_follow_advance_slot = true;
 int			zipper_lake_apply_worker_idle = 4000;
 char	   *zipper_lake_parent_newest_change = NULL;
 char	   *zipper_lake_shard_rows = NULL;
@@ -137,6 +138,14 @@ zl_guc_init(void)
 							PGC_SUSET,
 							GUC_UNIT_MS | GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
+	DefineCustomBoolVariable("zipper_lake.follow_advance_slot",
+							 "Whether followers advance their slot after each batch they commit.",
+							 "For tests of a crash between a batch's commit and the advance (off: the slot shows the applied transactions again); keep on otherwise.",
+							 &zipper_lake_follow_advance_slot,
+							 true,
+							 PGC_SIGHUP,
+							 GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
 	DefineCustomStringVariable("zipper_lake.parent_newest_change",
 							   "Internal: the newest change of the zipper parent a shard's table belongs to.",
 							   "Set by the parent's server for each call it makes on a shard (README \"Scaling out\"); it only moves the late horizon later.",

@@ -26,6 +26,7 @@ extern int	zipper_lake_retained_memory;
 extern int	zipper_lake_maintenance_pause;
 extern int	zipper_lake_apply_workers;
 extern int	zipper_lake_apply_prepared_pause;
+extern bool zipper_lake_follow_advance_slot;
 extern int	zipper_lake_apply_worker_idle;
 extern char *zipper_lake_parent_newest_change;
 extern char *zipper_lake_shard_rows;

@@ -100,6 +100,7 @@ typedef struct ZLDecoded
 {
 	XLogRecPtr	applied_lsn;	/* commit LSN of the last transaction staged */
 	XLogRecPtr	end_lsn;		/* the end of its commit record */
+	XLogRecPtr	read_end_lsn;	/* the end of the last commit read, applied or skipped */
 	TimestampTz commit_time;
 	int64		transactions;
 	int64		changes;

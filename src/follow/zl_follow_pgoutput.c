@@ -333,6 +333,7 @@ message(void *arg, char **row)
 				if (!b->in_transaction || commit_lsn != b->final_lsn)
 					malformed(b, "a commit that ends no transaction begun");
 				b->in_transaction = false;
+				b->out->read_end_lsn = end_lsn;
 				if (b->skip)
 					break;
 				b->out->applied_lsn = commit_lsn;

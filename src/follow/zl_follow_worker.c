@@ -41,6 +41,7 @@
  *-------------------------------------------------------------------------
  */
 #include "common/zl_common.h"
+#include "common/zl_guc.h"
 #include "follow/zl_follow_internal.h"
 
 #include "access/xact.h"
@@ -49,6 +50,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
 #include "replication/origin.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -159,6 +161,7 @@ typedef struct Follower
 	ZLStage    *stage;
 	TimestampTz recorded_at;
 	bool		origin_set;
+	XLogRecPtr	advanced_to;	/* the slot, as this process last advanced it */
 } Follower;
 
 /* errors a follower retries rather than stops at */
@@ -251,10 +254,18 @@ follow_batch(Follower *w)
 	zl_pgoutput_batch(w->source, f, w->stage, upto, &d);
 	pgstat_report_activity(STATE_RUNNING, "zipper_lake follower: applying a batch");
 	(void) zl_stage_apply(w->stage);
+	/*
+	 * How far the slot was read: all of upto when the batch was not full;
+	 * else to the last commit read -- applied, or skipped as applied before
+	 * (after a crash between a commit and the slot's advance a full batch
+	 * may hold only those, and must move the slot on all the same).
+	 */
 	caught_up = d.messages < f->batch_changes ? upto :
-		d.transactions > 0 ? d.end_lsn : f->caught_up_lsn;
-	if (d.transactions > 0 || (caught_up > f->caught_up_lsn &&
-							   TimestampDifferenceExceeds(w->recorded_at, now, FOLLOW_IDLE_RECORD_MS)))
+		Max(d.read_end_lsn, f->caught_up_lsn);
+	if (d.transactions > 0 ||
+		(caught_up > f->caught_up_lsn && (d.messages >= f->batch_changes ||
+										  TimestampDifferenceExceeds(w->recorded_at, now,
+																	 FOLLOW_IDLE_RECORD_MS))))
 	{
 		zl_follow_record_progress(w->tbl, d.transactions > 0 ? d.applied_lsn : InvalidXLogRecPtr,
 								  d.commit_time, caught_up, upto, d.transactions, d.changes);
@@ -272,17 +283,23 @@ follow_batch(Follower *w)
 	replorigin_session_origin_lsn = InvalidXLogRecPtr;
 	replorigin_session_origin_timestamp = 0;
 
-	if (caught_up > f->caught_up_lsn)
+	/*
+	 * The slot is advanced to what the row says was read: also when that
+	 * is no further than before, the first time in this process (a crash
+	 * may have come between the row's commit and the advance).
+	 */
+	if (caught_up > w->advanced_to && zipper_lake_follow_advance_slot)
 	{
 		char	   *lsn = DatumGetCString(DirectFunctionCall1(pg_lsn_out, LSNGetDatum(caught_up)));
 		const char *params[2] = {f->slot, lsn};
 
 		pgstat_report_activity(STATE_RUNNING, "zipper_lake follower: advancing the slot");
 		SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
+		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		zl_source_command(w->source, "SELECT pg_catalog.pg_replication_slot_advance($1::name, $2::pg_lsn)",
 						  2, params);
+		w->advanced_to = caught_up;
 		PopActiveSnapshot();
 		CommitTransactionCommand();
 	}
@@ -355,6 +372,7 @@ zipper_lake_follow_main(Datum main_arg)
 	memcpy(&start, MyBgworkerEntry->bgw_extra, sizeof(start));
 	w.tbl = DatumGetObjectId(main_arg);
 	pqsignal(SIGTERM, die);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(start.database, start.owner, 0);
 	fix_text_settings();
@@ -375,6 +393,11 @@ zipper_lake_follow_main(Datum main_arg)
 
 		MemoryContextReset(loop_cxt);
 		MemoryContextSwitchTo(loop_cxt);
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
 		PG_TRY();
 		{
 			wait = follow_batch(&w);
