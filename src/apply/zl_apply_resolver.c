@@ -56,6 +56,21 @@ PGDLLEXPORT void zipper_lake_resolve_database_main(Datum main_arg);
 
 zl_database_round_hook_type zl_resolver_database_hook = NULL;
 
+/* a prepared transaction to finish (zl_try_in_subtransaction) */
+typedef struct PreparedToFinish
+{
+	const char *gid;
+	bool		commit;
+} PreparedToFinish;
+
+static void
+finish_prepared_now(void *arg)
+{
+	PreparedToFinish *p = arg;
+
+	FinishPreparedTransaction(p->gid, p->commit);
+}
+
 /*
  * COMMIT or ROLLBACK PREPARED gid; false if another backend (its worker,
  * another resolver) is finishing it or has finished it meanwhile.
@@ -63,27 +78,9 @@ zl_database_round_hook_type zl_resolver_database_hook = NULL;
 static bool
 finish_prepared(const char *gid, bool commit)
 {
-	MemoryContext caller = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	volatile bool finished = true;
+	PreparedToFinish p = {gid, commit};
 
-	BeginInternalSubTransaction(NULL);
-	PG_TRY();
-	{
-		FinishPreparedTransaction(gid, commit);
-		ReleaseCurrentSubTransaction();
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(caller);
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		finished = false;
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(caller);
-	CurrentResourceOwner = owner;
-	return finished;
+	return zl_try_in_subtransaction(finish_prepared_now, &p) == NULL;
 }
 
 /*

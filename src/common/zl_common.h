@@ -145,6 +145,7 @@ extern bool zl_type_reads_time_text(Oid type);
 extern char *zl_qualified_name(Relation rel);
 struct BackgroundWorker;
 extern void zl_as_extension_owner(bool begin);
+extern ErrorData *zl_try_in_subtransaction(void (*fn) (void *arg), void *arg);
 extern void zl_bgworker_init(struct BackgroundWorker *bgw, const char *type,
 							 const char *function, int start_time, int restart_time);
 extern bool zl_is_key_column(const ZLTableOptions *opts, AttrNumber attnum);

@@ -7,10 +7,12 @@
  */
 #include "common/zl_common.h"
 
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
+#include "utils/resowner.h"
 #include "utils/syscache.h"
 
 /* are all these bytes zero? */
@@ -92,4 +94,37 @@ zl_as_extension_owner(bool begin)
 	SetUserIdAndSecContext(((Form_pg_namespace) GETSTRUCT(tuple))->nspowner,
 						   owner_saved_context | SECURITY_LOCAL_USERID_CHANGE);
 	ReleaseSysCache(tuple);
+}
+
+/*
+ * Run fn(arg) in a subtransaction of its own: NULL if it succeeded, else
+ * its error (in the caller's memory), the subtransaction rolled back and
+ * the error state cleared, so that the caller goes on.  For work whose
+ * failure is only reported: a remote server that cannot be reached, a
+ * prepared transaction someone else finishes.
+ */
+ErrorData *
+zl_try_in_subtransaction(void (*fn) (void *arg), void *arg)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	ErrorData  *volatile error = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	PG_TRY();
+	{
+		fn(arg);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(caller);
+		error = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(caller);
+	CurrentResourceOwner = owner;
+	return error;
 }

@@ -353,31 +353,22 @@ image_query(const ZLFollower *f, char **names, int natts)
 	return sql.data;
 }
 
-/* a statement on another server whose failure is only reported */
-static bool
-remote_try(ZLSource *source, const char *sql, int nparams, const char *const *params)
+/* a follower's slot to drop, on its source (zl_follow_drop) */
+typedef struct SlotToDrop
 {
-	MemoryContext caller = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	volatile bool done = true;
+	const ZLFollower *f;
+	ZLSource   *source;
+} SlotToDrop;
 
-	BeginInternalSubTransaction(NULL);
-	PG_TRY();
-	{
-		zl_source_command(source, sql, nparams, params);
-		ReleaseCurrentSubTransaction();
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(caller);
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		done = false;
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(caller);
-	CurrentResourceOwner = owner;
-	return done;
+static void
+drop_slot(void *arg)
+{
+	SlotToDrop *d = arg;
+	const char *params[1] = {d->f->slot};
+
+	d->source = zl_source_open(d->f->connection, d->f->owner);
+	zl_source_command(d->source, "SELECT pg_catalog.pg_drop_replication_slot(slot_name)"
+					  " FROM pg_catalog.pg_replication_slots WHERE slot_name = $1", 1, params);
 }
 
 /*
@@ -622,47 +613,16 @@ zipper_lake_follow_resume(PG_FUNCTION_ARGS)
 void
 zl_follow_drop(const ZLFollower *f, bool warn_unreachable)
 {
-	const char *params[1] = {f->slot};
-	bool		dropped;
+	SlotToDrop	d = {f, NULL};
+	bool		dropped = true;
 
+	/* this database's slot is dropped or the error stands; another server may be away */
 	if (f->connection == NULL)
-	{
-		ZLSource   *source = zl_source_open(NULL, GetUserId());
-
-		zl_source_command(source, "SELECT pg_catalog.pg_drop_replication_slot(slot_name)"
-						  " FROM pg_catalog.pg_replication_slots WHERE slot_name = $1", 1, params);
-		dropped = true;
-	}
+		drop_slot(&d);
 	else
-	{
-		MemoryContext caller = CurrentMemoryContext;
-		ResourceOwner owner = CurrentResourceOwner;
-		ZLSource   *volatile source = NULL;
-
-		dropped = true;
-		BeginInternalSubTransaction(NULL);
-		PG_TRY();
-		{
-			source = zl_source_open(f->connection, f->owner);
-			ReleaseCurrentSubTransaction();
-		}
-		PG_CATCH();
-		{
-			MemoryContextSwitchTo(caller);
-			FlushErrorState();
-			RollbackAndReleaseCurrentSubTransaction();
-			dropped = false;
-		}
-		PG_END_TRY();
-		MemoryContextSwitchTo(caller);
-		CurrentResourceOwner = owner;
-		if (dropped)
-			dropped = remote_try(source, "SELECT pg_catalog.pg_drop_replication_slot(slot_name)"
-								 " FROM pg_catalog.pg_replication_slots WHERE slot_name = $1",
-								 1, params);
-		if (source != NULL)
-			zl_source_close(source);
-	}
+		dropped = zl_try_in_subtransaction(drop_slot, &d) == NULL;
+	if (d.source != NULL)
+		zl_source_close(d.source);
 	if (!dropped)
 		ereport(warn_unreachable ? WARNING : LOG,
 				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
@@ -680,7 +640,6 @@ zipper_lake_unfollow(PG_FUNCTION_ARGS)
 {
 	ZLFollower *f;
 	int			pid;
-	LOCKTAG		tag;
 
 	refuse_in_transaction_block("unfollow");
 	f = owned_follower(PG_GETARG_OID(0));
@@ -697,8 +656,7 @@ zipper_lake_unfollow(PG_FUNCTION_ARGS)
 		SPI_finish();
 	}
 	/* wait for it to be gone; a worker starting now finds the lock taken and ends */
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, ZL_FOLLOW_LOCK_CLASS, f->tbl, 2);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	(void) zl_follow_lock(f->tbl, false, false);
 	zl_follow_drop(f, true);
 	PG_RETURN_VOID();
 }

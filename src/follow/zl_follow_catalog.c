@@ -77,7 +77,7 @@ zl_follow_load(Oid tbl, bool missing_ok)
 
 	begin_as_owner();
 	if (SPI_execute_with_args("SELECT owner, source_table, connection, publication, slot,"
-							  " NULL, batch_changes,"
+							  " batch_changes,"
 							  " (extract(epoch FROM batch_interval) * 1000)::bigint,"
 							  " missing_columns, state, applied_lsn, caught_up_lsn, source_relid"
 							  " FROM zipper_lake.follower WHERE tbl = $1",
@@ -92,13 +92,13 @@ zl_follow_load(Oid tbl, bool missing_ok)
 		f->connection = column_text(3, caller);
 		f->publication = column_text(4, caller);
 		f->slot = column_text(5, caller);
-		f->batch_changes = atoi(column_text(7, caller));
-		f->batch_interval_ms = strtoi64(column_text(8, caller), NULL, 10);
-		f->missing_columns = column_text(9, caller);
-		f->state = column_text(10, caller);
-		f->applied_lsn = lsn_of(column_text(11, caller));
-		f->caught_up_lsn = lsn_of(column_text(12, caller));
-		f->source_relid = atooid(column_text(13, caller));
+		f->batch_changes = atoi(column_text(6, caller));
+		f->batch_interval_ms = strtoi64(column_text(7, caller), NULL, 10);
+		f->missing_columns = column_text(8, caller);
+		f->state = column_text(9, caller);
+		f->applied_lsn = lsn_of(column_text(10, caller));
+		f->caught_up_lsn = lsn_of(column_text(11, caller));
+		f->source_relid = atooid(column_text(12, caller));
 	}
 	end_as_owner();
 	if (f == NULL)
@@ -260,27 +260,25 @@ zl_follow_delete(Oid tbl)
 	execute("DELETE FROM zipper_lake.follower WHERE tbl = $1", 1, types, args, NULL, SPI_OK_DELETE);
 }
 
-/* the process of the worker following tbl (by the advisory lock it holds), 0: none */
+/* the process of the worker following tbl (zipper_lake.followers says it), 0: none */
 int
 zl_follow_worker_pid(Oid tbl)
 {
-	Oid			types[2] = {INT4OID, OIDOID};
-	Datum		args[2] = {Int32GetDatum(ZL_FOLLOW_LOCK_CLASS), ObjectIdGetDatum(tbl)};
+	Oid			types[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(tbl)};
 	int			pid = 0;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("SELECT pid FROM pg_catalog.pg_locks WHERE locktype = 'advisory'"
-							  " AND granted AND classid = $1::oid AND objid = $2 AND objsubid = 2"
-							  " AND database = (SELECT oid FROM pg_catalog.pg_database"
-							  " WHERE datname = pg_catalog.current_database())",
-							  2, types, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "reading pg_locks failed");
+	if (SPI_execute_with_args("SELECT worker_pid FROM zipper_lake.followers WHERE tbl = $1",
+							  1, types, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "reading zipper_lake.followers failed");
 	if (SPI_processed == 1)
 	{
 		bool		isnull;
+		Datum		value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 
-		pid = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		pid = isnull ? 0 : DatumGetInt32(value);
 	}
 	SPI_finish();
 	return pid;

@@ -19,7 +19,10 @@
 #include "datatype/timestamp.h"
 #include "lib/stringinfo.h"
 
-/* the advisory lock a follower's worker holds: (this, table oid), objsubid 2 */
+/*
+ * The advisory lock a follower's worker holds: (this, table oid), objsubid
+ * 2; the view zipper_lake.followers finds the worker's pid by it.
+ */
 #define ZL_FOLLOW_LOCK_CLASS	2053924463
 
 /* a row of zipper_lake.follower */
@@ -43,6 +46,7 @@ typedef struct ZLFollower
 /* zl_follow_worker.c */
 extern void zl_follow_start_worker(Oid tbl, Oid owner, TransactionId wait_for);
 extern void zl_follow_start_missing(void);
+extern bool zl_follow_lock(Oid tbl, bool session, bool dont_wait);
 extern bool zl_follow_preloaded;
 
 /* zl_follow_api.c */

@@ -133,14 +133,18 @@ zl_follow_start_missing(void)
 	}
 }
 
-/* the session advisory lock that says this worker follows tbl */
-static bool
-take_follow_lock(Oid tbl)
+/*
+ * The advisory lock that says who follows tbl: a worker holds it for its
+ * session, not waiting (false: another has it); unfollow() waits for it
+ * and holds it to its transaction's end.
+ */
+bool
+zl_follow_lock(Oid tbl, bool session, bool dont_wait)
 {
 	LOCKTAG		tag;
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, ZL_FOLLOW_LOCK_CLASS, tbl, 2);
-	return LockAcquire(&tag, ExclusiveLock, true, true) != LOCKACQUIRE_NOT_AVAIL;
+	return LockAcquire(&tag, ExclusiveLock, session, dont_wait) != LOCKACQUIRE_NOT_AVAIL;
 }
 
 /* values travel as text: read back here exactly as the source wrote them */
@@ -383,7 +387,7 @@ zipper_lake_follow_main(Datum main_arg)
 	if (TransactionIdIsValid(start.wait_for))
 		XactLockTableWait(start.wait_for, NULL, NULL, XLTW_None);
 	CommitTransactionCommand();
-	if (!take_follow_lock(w.tbl))
+	if (!zl_follow_lock(w.tbl, true, true))
 		proc_exit(0);			/* another worker follows it */
 	pgstat_report_appname("zipper_lake follower");
 

@@ -173,46 +173,42 @@ zl_remote_settle(PGconn *conn, Oid umid, const char *server_name, bool delete_lo
 	return settled;
 }
 
+/* a user mapping's shard to settle (zl_try_in_subtransaction) */
+typedef struct MappingToSettle
+{
+	UserMapping *mapping;
+	PGconn	   *conn;
+	int64		settled;
+} MappingToSettle;
+
+static void
+settle_mapping_now(void *arg)
+{
+	MappingToSettle *m = arg;
+
+	m->conn = zl_remote_connect(m->mapping);
+	m->settled = zl_remote_settle(m->conn, m->mapping->umid,
+								  GetForeignServer(m->mapping->serverid)->servername, true);
+}
+
 /* settle one user mapping's shard; a shard that cannot be reached is a warning */
 static int64
 settle_mapping(Oid umid)
 {
-	MemoryContext caller = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	UserMapping *mapping = zl_remote_mapping_by_id(umid);
-	volatile int64 settled = 0;
-	PGconn	   *volatile conn = NULL;
+	MappingToSettle m = {zl_remote_mapping_by_id(umid), NULL, 0};
+	ErrorData  *error;
 
-	if (mapping == NULL)
+	if (m.mapping == NULL)
 		return 0;
-	BeginInternalSubTransaction(NULL);
-	PG_TRY();
-	{
-		ForeignServer *server = GetForeignServer(mapping->serverid);
-
-		conn = zl_remote_connect(mapping);
-		settled = zl_remote_settle(conn, umid, server->servername, true);
-		ReleaseCurrentSubTransaction();
-	}
-	PG_CATCH();
-	{
-		ErrorData  *error;
-
-		MemoryContextSwitchTo(caller);
-		error = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
+	error = zl_try_in_subtransaction(settle_mapping_now, &m);
+	if (error != NULL)
 		ereport(WARNING,
 				(errmsg("could not settle prepared transactions on shard server \"%s\"",
-						GetForeignServer(mapping->serverid)->servername),
+						GetForeignServer(m.mapping->serverid)->servername),
 				 errdetail_internal("%s", error->message),
 				 errhint("Call zipper_lake.resolve() again when the shard is up.")));
-	}
-	PG_END_TRY();
-	PQfinish(conn);
-	MemoryContextSwitchTo(caller);
-	CurrentResourceOwner = owner;
-	return settled;
+	PQfinish(m.conn);
+	return m.settled;
 }
 
 /*
