@@ -20,6 +20,11 @@ SELECT zipper_lake.follow('fl', NULL, publication => 'p');
 BEGIN;
 SELECT zipper_lake.follow('fl', 'fl_src', publication => 'p');
 ROLLBACK;
+-- a zipper table with date periods: the day's changes would share the image's instant
+CREATE TABLE fl_day (id int, v text, valid_from date NOT NULL, valid_to date NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('fl_day', ARRAY['id']);
+SELECT zipper_lake.follow('fl_day', 'fl_src', publication => 'p');
+DROP TABLE fl_day;
 -- not preloaded: refused, saying how
 SELECT zipper_lake.follow('fl', 'fl_src', publication => 'p');
 SELECT count(*) AS slots FROM pg_replication_slots;

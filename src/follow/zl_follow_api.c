@@ -493,6 +493,13 @@ zipper_lake_follow(PG_FUNCTION_ARGS)
 		bad_argument("arguments", "tbl and source_table must not be NULL.",
 					 "Name the zipper table and the table it follows.");
 	check_owned_table(tbl, &opts);
+	if (opts.period_type == DATEOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a zipper table with date periods cannot follow a source"),
+				 errdetail("Table \"%s\" has date periods: the source's changes of the day follow() runs would share the image's instant, where the image, applied without seq, wins.",
+						   get_rel_name(tbl)),
+				 errhint("Follow with a zipper table whose periods are timestamptz or timestamp; load daily images with apply_snapshot (pg_cron: README \"Following a live source\").")));
 	if (zl_follow_load(tbl, true) != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),

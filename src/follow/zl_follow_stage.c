@@ -41,7 +41,6 @@
 #include "nodes/makefuncs.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
-#include "utils/date.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
@@ -317,19 +316,17 @@ staging_context(void *arg)
 			   c->column ? quote_identifier(c->column) : "");
 }
 
-/* the commit time as a value of the period's type (the table's time zone) */
+/*
+ * The commit time as a value of the period's type: timestamptz, or
+ * timestamp in the table's time zone (follow() refuses date periods).
+ */
 static Datum
 period_value(ZLStage *stage, TimestampTz time)
 {
-	Datum		local;
-
 	if (stage->period_type == TIMESTAMPTZOID)
 		return TimestampTzGetDatum(time);
-	local = DirectFunctionCall2(timestamptz_zone, CStringGetTextDatum(stage->time_zone),
-								TimestampTzGetDatum(time));
-	if (stage->period_type == TIMESTAMPOID)
-		return local;
-	return DirectFunctionCall1(timestamp_date, local);
+	return DirectFunctionCall2(timestamptz_zone, CStringGetTextDatum(stage->time_zone),
+							   TimestampTzGetDatum(time));
 }
 
 /*

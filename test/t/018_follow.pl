@@ -229,6 +229,19 @@ is(psql_ok(q(SELECT string_agg(bal, ' ' ORDER BY valid_from) FROM acc WHERE id =
 	'then every change is applied');
 is(psql_ok("SELECT count(*) FROM zipper_lake.verify('acc')"), '0', 'verify is clean');
 
+# timestamp periods: commit times in the table's time zone
+psql_ok(q(CREATE TABLE acc_ts (id int, owner text, note text, bal text, valid_from timestamp, valid_to timestamp)
+  USING zipper_lake;
+SELECT zipper_lake.register('acc_ts', ARRAY['id'], time_zone => 'Asia/Shanghai')));
+psql_ok(q(SELECT zipper_lake.follow('acc_ts', 'src', publication => 'pub', batch_interval => '50 ms')));
+psql_ok("UPDATE src SET owner = 'ts' WHERE id = 1");
+is(psql_ok("SELECT caught_up('acc_ts')"), 't', 'timestamp periods: caught up');
+is(psql_ok(q(SELECT valid_from = (SELECT applied_commit_time AT TIME ZONE 'Asia/Shanghai' FROM zipper_lake.followers
+  WHERE tbl = 'acc_ts'::regclass) FROM acc_ts WHERE id = 1 AND owner = 'ts' AND valid_to = 'infinity')), 't',
+	'timestamp periods: a version begins at the commit time in the table\'s time zone');
+psql_ok("SELECT zipper_lake.unfollow('acc_ts')");
+psql_ok('DROP TABLE acc_ts');
+
 # the password is never shown by the view
 psql_ok(q(INSERT INTO zipper_lake.follower SELECT 1, owner, source_table, source_relid, 'host=h password=hunter2', publication, 'x',
   batch_changes, batch_interval, missing_columns, 'paused', image_time, applied_lsn, applied_commit_time,
