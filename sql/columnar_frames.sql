@@ -129,11 +129,12 @@ SELECT id, p, q, rnd, h, d, left(w, 12) AS w, n FROM fr_zl
  WHERE id IN (256, 257, 768, 769) AND valid_from <= '2026-01-02 00:10' AND valid_to > '2026-01-02 00:10'
  ORDER BY id;
 
--- lz4 cuts chunk columns into frames alike (zipper_lake.columnar_compression
--- for history; a columnar current partition is always lz4): days 0 and 1,
--- VACUUM writing the open versions columnar, then every third key of day
--- 2, whose apply reads the stored versions of its keys frame by frame; a
--- rows table takes the same batches
+-- lz4 cuts chunk columns into frames of 64 rows, from 512 raw bytes
+-- (zipper_lake.columnar_compression for history; a columnar current
+-- partition is always lz4): days 0 and 1, VACUUM writing the open versions
+-- columnar, then every third key of day 2 (keys 129, 321, 1089 on a frame's
+-- first row), whose apply reads the stored versions of its keys frame by
+-- frame; a rows table takes the same batches
 SET zipper_lake.columnar_compression = lz4;
 CREATE TABLE fr_lz4 (LIKE fr_zl) USING zipper_lake;
 CREATE TABLE fr_lz4_rows (LIKE fr_zl) USING zipper_lake;
@@ -154,6 +155,16 @@ SELECT (SELECT sum(hashtext(z::text)) FROM fr_lz4 z WHERE id = ANY (ARRAY(SELECT
        (SELECT sum(hashtext(z::text)) FROM fr_lz4 z WHERE id = ANY (ARRAY(SELECT id FROM fr_keys)))
      = (SELECT sum(hashtext(r::text)) FROM fr_lz4_rows r WHERE id = ANY (ARRAY(SELECT id FROM fr_keys)))
        AS frame_edges;
+-- each key around the first and last rows of lz4's frames, probed on its own
+SELECT count(*) AS keys,
+       sum((SELECT count(*) FROM ((SELECT z::text FROM fr_lz4 z WHERE z.id = k.id
+                                   EXCEPT ALL SELECT r::text FROM fr_lz4_rows r WHERE r.id = k.id)
+                                  UNION ALL (SELECT r::text FROM fr_lz4_rows r WHERE r.id = k.id
+                                             EXCEPT ALL SELECT z::text FROM fr_lz4 z WHERE z.id = k.id)) x))
+         AS differences,
+       sum((SELECT count(*) FROM fr_lz4 z WHERE z.id = k.id)) AS versions
+  FROM unnest(ARRAY[1, 63, 64, 65, 66, 127, 128, 129, 130, 192, 193, 320, 321, 960, 961,
+                    1024, 1025, 1088, 1089, 2048, 2049, 2112, 2113, 3000]) AS k(id);
 SELECT * FROM zipper_lake.verify('fr_lz4');
 
 DROP TABLE fr_zl, fr_rows, fr_ch, fr_keys, fr_lz4, fr_lz4_rows;

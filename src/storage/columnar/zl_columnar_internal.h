@@ -58,9 +58,21 @@ typedef enum ZLEncoding
  * raw lengths equal).  The raw bytes are those of the other codecs: scans
  * decompress every frame and decode them as before.
  */
-#define ZL_FRAME_ROWS			256 /* rows a value frame holds at least */
+/*
+ * Frames are smaller in lz4: it is the codec of the current partition,
+ * whose open versions every apply batch reads a few to a chunk (README
+ * "Storage formats"), and an lz4 frame costs little ratio.  With 64 rows a
+ * batch of 10,000 keys on 4M open versions decompresses about what it
+ * does on 1M (test/bench/README.md, "Secondary indexes"); with 256 it
+ * decompressed every frame of 3.7x the chunks.  zstd frames keep 256
+ * rows: history is probed one key at a time, and small zstd frames lose
+ * much of the ratio.
+ */
+#define ZL_FRAME_ROWS			256 /* rows a zstd value frame holds at least */
+#define ZL_LZ4_FRAME_ROWS		64	/* an lz4 one */
 #define ZL_MAX_VALUE_FRAMES		31	/* value frames of a chunk column at most */
-#define ZL_FRAMES_MIN_RAW_BYTES 2048	/* smaller chunk columns take one frame */
+#define ZL_FRAMES_MIN_RAW_BYTES 2048	/* smaller zstd chunk columns take one frame */
+#define ZL_LZ4_FRAMES_MIN_RAW_BYTES 512 /* smaller lz4 ones */
 
 typedef struct ZLFramesHeader
 {

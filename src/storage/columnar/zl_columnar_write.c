@@ -43,10 +43,11 @@
  * The raw buffer is then compressed with zstd (or lz4, as
  * zipper_lake.columnar_compression says) when that saves bytes; the entry
  * records the codec.  A chunk column of at least ZL_FRAMES_MIN_RAW_BYTES
- * raw bytes and more than ZL_FRAME_ROWS rows is cut into independent
- * frames, its head and every ZL_FRAME_ROWS rows' values
+ * raw bytes and more than ZL_FRAME_ROWS rows (lz4: ZL_LZ4_* of both) is
+ * cut into independent frames, its head and every ZL_FRAME_ROWS rows' values
  * (ZL_CODEC_ZSTD_FRAMES, ZL_CODEC_LZ4_FRAMES: zl_columnar_internal.h), so
- * a key probe decompresses about a quarter of it; the encoders mark where
+ * a key probe decompresses about a quarter of it (lz4: a sixteenth of a
+ * chunk of 1,024 rows); the encoders mark where
  * each frame's rows begin as they write them (FrameMarks).
  * Values are detoasted as they are written: a columnar sub-group never
  * refers to TOAST, so it shares nothing with the rows it was made from.
@@ -613,7 +614,8 @@ encode_column(ZLColumnarWriter *w, int att, ZLChunkColumn *entry)
 	FrameMarks *marks = &w->marks[att];
 
 	resetStringInfo(raw);
-	marks->frame_rows = Max(ZL_FRAME_ROWS, (n + ZL_MAX_VALUE_FRAMES - 1) / ZL_MAX_VALUE_FRAMES);
+	marks->frame_rows = Max(w->compression == ZL_COMPRESSION_LZ4 ? ZL_LZ4_FRAME_ROWS : ZL_FRAME_ROWS,
+							(n + ZL_MAX_VALUE_FRAMES - 1) / ZL_MAX_VALUE_FRAMES);
 	marks->nvalue_frames = (n + marks->frame_rows - 1) / marks->frame_rows;
 	marks->has_prev = false;
 	for (int i = 0; i < n; i++)
@@ -869,6 +871,14 @@ compress_frames(ZLColumnarWriter *w, const StringInfoData *raw, const FrameMarks
 	return table + stored;
 }
 
+/* the raw bytes from which a chunk column is cut into frames */
+static inline Size
+frames_min_raw_bytes(const ZLColumnarWriter *w)
+{
+	return w->compression == ZL_COMPRESSION_LZ4 ?
+		ZL_LZ4_FRAMES_MIN_RAW_BYTES : ZL_FRAMES_MIN_RAW_BYTES;
+}
+
 /*
  * Append a column's raw encoding to the data, compressed if asked and that
  * saves bytes: in frames when it has marks (marks->nvalue_frames > 1) and
@@ -889,7 +899,7 @@ store_column(ZLColumnarWriter *w, ZLChunkColumn *entry, const StringInfoData *ra
 		entry->stored_bytes = 0;
 		return;
 	}
-	if (compress && marks->nvalue_frames > 1 && len >= ZL_FRAMES_MIN_RAW_BYTES)
+	if (compress && marks->nvalue_frames > 1 && len >= frames_min_raw_bytes(w))
 	{
 		Size		clen = compress_frames(w, raw, marks);
 
