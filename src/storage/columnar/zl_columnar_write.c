@@ -595,6 +595,21 @@ mark_fixed_width(FrameMarks *marks, const bool *isnull, int n, Size values_at, i
 	}
 }
 
+/* the rows a value frame holds at least, by the writer's codec */
+static inline int
+frame_rows_at_least(const ZLColumnarWriter *w)
+{
+	return w->compression == ZL_COMPRESSION_LZ4 ? ZL_LZ4_FRAME_ROWS : ZL_FRAME_ROWS;
+}
+
+/* the raw bytes from which a chunk column is cut into frames */
+static inline Size
+frames_min_raw_bytes(const ZLColumnarWriter *w)
+{
+	return w->compression == ZL_COMPRESSION_LZ4 ?
+		ZL_LZ4_FRAMES_MIN_RAW_BYTES : ZL_FRAMES_MIN_RAW_BYTES;
+}
+
 /*
  * encode one column of the buffered chunk into w->raw; fills the entry and
  * the column's frame marks
@@ -614,7 +629,7 @@ encode_column(ZLColumnarWriter *w, int att, ZLChunkColumn *entry)
 	FrameMarks *marks = &w->marks[att];
 
 	resetStringInfo(raw);
-	marks->frame_rows = Max(w->compression == ZL_COMPRESSION_LZ4 ? ZL_LZ4_FRAME_ROWS : ZL_FRAME_ROWS,
+	marks->frame_rows = Max(frame_rows_at_least(w),
 							(n + ZL_MAX_VALUE_FRAMES - 1) / ZL_MAX_VALUE_FRAMES);
 	marks->nvalue_frames = (n + marks->frame_rows - 1) / marks->frame_rows;
 	marks->has_prev = false;
@@ -869,14 +884,6 @@ compress_frames(ZLColumnarWriter *w, const StringInfoData *raw, const FrameMarks
 		memcpy(out + sizeof(header) + sizeof(ZLFrameEnd) * f, &end, sizeof(end));
 	}
 	return table + stored;
-}
-
-/* the raw bytes from which a chunk column is cut into frames */
-static inline Size
-frames_min_raw_bytes(const ZLColumnarWriter *w)
-{
-	return w->compression == ZL_COMPRESSION_LZ4 ?
-		ZL_LZ4_FRAMES_MIN_RAW_BYTES : ZL_FRAMES_MIN_RAW_BYTES;
 }
 
 /*
