@@ -169,3 +169,12 @@ RESET ROLE;
 DROP TABLE oid0_as_superuser;
 DROP FUNCTION oid0_errors();
 DROP ROLE zl_nobody;
+
+-- _record_put (copy_history's writer) takes piece NULL for the record's
+-- head, so it is not STRICT: any other argument its row needs given as
+-- NULL is refused by name, and nothing is written
+SELECT zipper_lake._record_put('acct', 1, 0, 0, 4294967295, '2026-01-05', 1, NULL, NULL, NULL);
+\echo :SQLSTATE
+SELECT zipper_lake._record_put('acct', NULL, NULL, NULL, NULL, '2026-01-05', NULL, NULL, NULL, '{}');
+SELECT zipper_lake._record_put(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+SELECT count(*) AS record_rows FROM zipper_lake._record_rows('acct');

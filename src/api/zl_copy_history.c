@@ -71,6 +71,29 @@ zipper_lake_record_rows(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+/* _record_put's arguments by number, and those a segment and a head need */
+static const char *const record_put_args[] = {
+	"tbl", "piece", "segment", "hash_lo", "hash_hi", "newest", "instants", "entries",
+	"table_instants", "table_seqs"
+};
+static const int segment_args[] = {0, 1, 2, 3, 4, 5, 6, 7};
+static const int head_args[] = {0, 5, 8, 9};
+
+/* refuse a NULL among the arguments the row needs (the function is not STRICT: piece may be NULL) */
+static void
+record_put_require(FunctionCallInfo fcinfo, const int *args, int nargs)
+{
+	for (int i = 0; i < nargs; i++)
+		if (PG_ARGISNULL(args[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("_record_put needs a non-NULL %s", record_put_args[args[i]]),
+					 errdetail("A %s of the change record was given with %s NULL.",
+							   PG_ARGISNULL(1) ? "head (piece NULL)" : "segment",
+							   record_put_args[args[i]]),
+					 errhint("Pass a row as zipper_lake._record_rows() returns it.")));
+}
+
 /*
  * _record_put(tbl, piece, segment, hash_lo, hash_hi, newest, instants,
  * entries, table_instants, table_seqs): a row of another table's record
@@ -79,8 +102,13 @@ zipper_lake_record_rows(PG_FUNCTION_ARGS)
 Datum
 zipper_lake_record_put(PG_FUNCTION_ARGS)
 {
-	Relation	rel = zl_open_zipper_table(PG_GETARG_OID(0), ShareUpdateExclusiveLock);
+	Relation	rel;
 
+	if (PG_ARGISNULL(1))
+		record_put_require(fcinfo, head_args, lengthof(head_args));
+	else
+		record_put_require(fcinfo, segment_args, lengthof(segment_args));
+	rel = zl_open_zipper_table(PG_GETARG_OID(0), ShareUpdateExclusiveLock);
 	if (!pg_class_ownercheck(RelationGetRelid(rel), GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, RelationGetRelationName(rel));
 	if (!PG_ARGISNULL(1))
