@@ -144,6 +144,21 @@ SELECT * FROM zipper_lake.apply_snapshot('ig_opt', 'ig_opt_image', '2024-02-01')
 SELECT * FROM zipper_lake.apply_snapshot('ig_opt', 'ig_opt_image', '2024-02-01', deletes => false);
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM zipper_lake.apply_snapshot('ig_opt', 'ig_opt_image', '2024-02-01', allow_empty => true);
+-- its time is checked as a change's, although no row carries it: an
+-- infinite one, or one at or past the open end, changes nothing (neither
+-- the versions nor the change record's newest change)
+CREATE TABLE ig_end (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('ig_end', ARRAY['id'], open_end => '9999-12-31');
+CREATE TABLE ig_end_ch (id int, v int, change_time timestamptz);
+INSERT INTO ig_end_ch VALUES (1, 1, '2024-01-01');
+SELECT * FROM zipper_lake.apply_changes('ig_end', 'ig_end_ch');
+SELECT * FROM zipper_lake.apply_snapshot('ig_end', 'ig_opt_image', '9999-12-31', allow_empty => true);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM zipper_lake.apply_snapshot('ig_end', 'ig_opt_image', 'infinity', allow_empty => true);
+SELECT * FROM zipper_lake.apply_snapshot('ig_opt', 'ig_opt_image', '-infinity', allow_empty => true);
+SELECT id, v, valid_from, valid_to FROM ig_end;
+SELECT newest FROM zipper_lake._record_rows('ig_end') WHERE piece IS NULL;
+SELECT * FROM zipper_lake.apply_changes('ig_end', 'ig_end_ch');
 
 -- errors that name the right thing
 SELECT zipper_lake.register(NULL, ARRAY['id']);

@@ -149,6 +149,23 @@ parse_op(ApplyContext *ac, const char *op, Change *c)
 	return OP_UPSERT;			/* keep compiler quiet */
 }
 
+/* can a version begin or end at this time: is it finite and before the open end? */
+static bool
+time_fits(ApplyContext *ac, int64 time)
+{
+	return zl_instant_is_finite(time) && time < ac->opts.open_end;
+}
+
+/* the message of a time that does not fit (time_fits) */
+static int
+errmsg_time_misfit(ApplyContext *ac, const char *what, int64 time)
+{
+	return zl_instant_is_finite(time) ?
+		errmsg("%s %s is not before the open end %s", what, time_text(ac, time),
+			   time_text(ac, ac->opts.open_end)) :
+		errmsg("%s %s is not finite", what, time_text(ac, time));
+}
+
 void
 zl_apply_check_change(ApplyContext *ac, Change *c, bool time_null, const char *time_column)
 {
@@ -175,17 +192,31 @@ zl_apply_check_change(ApplyContext *ac, Change *c, bool time_null, const char *t
 				 errdetail("Change for key %s has no time.",
 						   describe_key_values(ac, c->values, c->isnull)),
 				 errhint("Every change needs the time it happened in the source; nothing was applied.")));
-	if (!zl_instant_is_finite(c->time) || c->time >= ac->opts.open_end)
+	if (!time_fits(ac, c->time))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 zl_instant_is_finite(c->time) ?
-				 errmsg("change time %s is not before the open end %s",
-						time_text(ac, c->time), time_text(ac, ac->opts.open_end)) :
-				 errmsg("change time %s is not finite", time_text(ac, c->time)),
+				 errmsg_time_misfit(ac, "change time", c->time),
 				 errdetail("Change for key %s in column \"%s\" of changes \"%s\".",
 						   describe_key_values(ac, c->values, c->isnull),
 						   time_column, ac->source_name),
 				 errhint("Change times must be finite and before the table's open end; nothing was applied.")));
+}
+
+/*
+ * The time of a snapshot, checked before its image is read: an empty one
+ * (allow_empty) has no row to check it with, and would stamp its deletes
+ * and the change record with it.
+ */
+void
+zl_apply_check_snapshot_time(ApplyContext *ac, int64 snapshot_time)
+{
+	if (!time_fits(ac, snapshot_time))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg_time_misfit(ac, "snapshot time", snapshot_time),
+				 errdetail("Argument snapshot_time of apply_snapshot of \"%s\" into zipper table \"%s\".",
+						   ac->source_name, RelationGetRelationName(ac->rel)),
+				 errhint("Snapshot times must be finite and before the table's open end; nothing was applied.")));
 }
 
 void

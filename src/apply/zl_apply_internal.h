@@ -475,6 +475,7 @@ extern int	zl_apply_version_cmp(const void *a, const void *b);
 /* zl_apply_batch.c */
 extern void zl_apply_check_change(ApplyContext *ac, Change *c, bool time_null,
 								  const char *time_column);
+extern void zl_apply_check_snapshot_time(ApplyContext *ac, int64 snapshot_time);
 extern void zl_apply_add_change(KeyState *ks, Change *c);
 extern void zl_apply_begin_batch(ApplyContext *ac);
 extern void zl_apply_end_batch(ApplyContext *ac);
