@@ -76,5 +76,19 @@ SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_material = off
 SELECT count(*) FROM (VALUES (1), (2)) v(n), LATERAL (SELECT * FROM ts TABLESAMPLE SYSTEM (100) REPEATABLE (1)) s;
 RESET enable_hashjoin; RESET enable_mergejoin; RESET enable_material;
 SELECT * FROM zipper_lake.verify('ts');
-DROP TABLE ts, ts_ch;
+
+-- narrow rows compress well: a columnar block may stand for more rows than
+-- a block has offsets (2048); the method gets them in slices, every row
+-- can be picked
+CREATE TABLE ts_narrow (id int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('ts_narrow', ARRAY['id']);
+INSERT INTO ts_narrow SELECT g, '2026-01-01', 'infinity' FROM generate_series(1, 9000) g;
+VACUUM ts_narrow;
+SELECT format, row_count, row_count / blocks > 2048 AS over_2048_a_block FROM zipper_lake.inspect('ts_narrow');
+SELECT (SELECT count(*) FROM ts_narrow TABLESAMPLE BERNOULLI (100)) AS bernoulli_all,
+       (SELECT count(*) FROM ts_narrow TABLESAMPLE SYSTEM (100)) AS system_all,
+       (SELECT count(*) FROM ts_narrow TABLESAMPLE BERNOULLI (50) REPEATABLE (1)) BETWEEN 4000 AND 5000
+         AS bernoulli_about_half,
+       (SELECT max(id) FROM ts_narrow TABLESAMPLE BERNOULLI (50) REPEATABLE (1)) > 8000 AS reaches_the_end;
+DROP TABLE ts, ts_ch, ts_narrow;
 DROP FUNCTION sample_part(text);

@@ -1061,12 +1061,28 @@ zl_scan_analyze_next_tuple(TableScanDesc sscan, TransactionId OldestXmin,
  * file as the sampling method picks them -- SYSTEM some blocks whole,
  * BERNOULLI every block, some rows of each -- and over a block's rows as
  * ANALYZE does (scan_stand_on_block): a row sub-group's at their line
- * pointers, a columnar one's share numbered 1, 2, ... in position order,
- * the offsets of their TIDs.  The method picks offsets; masked rows and
- * blocks of no visible sub-group give nothing, as heap skips tuples its
- * snapshot cannot see.  Which sub-groups and masks count is the scan's
- * snapshot's business (scan_ensure_loaded), as for every scan.
+ * pointers, a columnar one's share numbered 1, 2, ... in position order.
+ * The method picks offsets; masked rows and blocks of no visible
+ * sub-group give nothing, as heap skips tuples its snapshot cannot see.
+ * Which sub-groups and masks count is the scan's snapshot's business
+ * (scan_ensure_loaded), as for every scan.
+ *
+ * Offsets stop at MaxOffsetNumber, and a columnar block's share can be
+ * larger (narrow rows compress well): the share is offered in slices of
+ * at most SAMPLE_SLICE_ROWS rows, each numbered from 1, the method
+ * starting over on the block for each (BERNOULLI's choice thus repeats
+ * from slice to slice of one block; SYSTEM takes every slice of a block
+ * it picks).
  */
+#define SAMPLE_SLICE_ROWS	MaxOffsetNumber
+
+/* the offsets of the columnar slice that begins after scan->row */
+static OffsetNumber
+sample_slice_rows(ZLScanDesc scan)
+{
+	return (OffsetNumber) Min(Max(scan->analyze_end - (scan->row + 1), 0), SAMPLE_SLICE_ROWS);
+}
+
 bool
 zl_scan_sample_next_block(TableScanDesc sscan, SampleScanState *scanstate)
 {
@@ -1103,11 +1119,10 @@ zl_scan_sample_next_tuple(TableScanDesc sscan, SampleScanState *scanstate,
 	ZLScanDesc	scan = (ZLScanDesc) sscan;
 	TsmRoutine *tsm = scanstate->tsmroutine;
 	bool		columnar = scan->current != NULL && scan->columnar != NULL;
-	int64		first_row = scan->row + 1;
 	OffsetNumber max_offset = 0;
 
 	if (columnar)
-		max_offset = (OffsetNumber) Max(scan->analyze_end - first_row, 0);
+		max_offset = sample_slice_rows(scan);
 	else if (scan->current != NULL && BufferIsValid(scan->buffer))
 		max_offset = scan->max_offset;
 
@@ -1116,11 +1131,19 @@ zl_scan_sample_next_tuple(TableScanDesc sscan, SampleScanState *scanstate,
 		OffsetNumber offset = tsm->NextSampleTuple(scanstate, scan->sample_block, max_offset);
 
 		CHECK_FOR_INTERRUPTS();
+		if (columnar && offset == InvalidOffsetNumber &&
+			scan->row + 1 + max_offset < scan->analyze_end)
+		{
+			/* the method is done with this slice: on to the next */
+			scan->row += max_offset;
+			max_offset = sample_slice_rows(scan);
+			continue;
+		}
 		if (!OffsetNumberIsValid(offset) || offset > max_offset)
 			break;
 		if (columnar)
 		{
-			int64		position = first_row + offset - 1;
+			int64		position = scan->row + offset;
 
 			if (ZL_ROW_MASKED(scan->current, position))
 				continue;
