@@ -18,7 +18,11 @@
  * The build reads, in TID order, every row that a snapshot taken after the
  * table was locked sees, and marks the index as one that older snapshots
  * must not use (indcheckxmin, through ii_BrokenHotChain): rows masked
- * before the build, which such a snapshot still sees, are not in it.  The
+ * before the build, which such a snapshot still sees, are not in it.
+ * PostgreSQL sets indcheckxmin only on a new index's pg_index row, whose
+ * xmin is the build's transaction; a rebuild (REINDEX, TRUNCATE's, a
+ * rewrite's) keeps an older row, which older snapshots pass, so the build
+ * updates the row itself (keep_older_snapshots_off).  The
  * build is serial (the planner hook gives index builds no workers,
  * src/planner/zl_indexpaths.c); a scan handed in (amcheck's) lends its
  * snapshot and is ended.  The table's pending rows are flushed first and
@@ -40,11 +44,18 @@
 
 #include "access/genam.h"
 #include "access/tableam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
 #include "catalog/index.h"
+#include "catalog/indexing.h"
 #include "catalog/pg_am_d.h"
+#include "catalog/pg_index.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/tuplesort.h"
 
 static void
@@ -75,6 +86,31 @@ refuse_index(Relation table, Relation index, IndexInfo *info)
 				 errdetail("Index \"%s\" was to be built on table \"%s\".",
 						   RelationGetRelationName(index), RelationGetRelationName(table)),
 				 errhint("%s", hint)));
+}
+
+/*
+ * An index rebuilt in place keeps its pg_index row, so older snapshots
+ * would use it: set indcheckxmin on a new version of the row, whose xmin
+ * (this transaction) is then the index's usability horizon, as a new
+ * index's is.
+ */
+static void
+keep_older_snapshots_off(Relation index)
+{
+	Relation	pg_index = table_open(IndexRelationId, RowExclusiveLock);
+	HeapTuple	tuple = SearchSysCacheCopy1(INDEXRELID, ObjectIdGetDatum(RelationGetRelid(index)));
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for index %u", RelationGetRelid(index));
+	if (!TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tuple->t_data)))
+	{
+		((Form_pg_index) GETSTRUCT(tuple))->indcheckxmin = true;
+		CatalogTupleUpdate(pg_index, &tuple->t_self, tuple);
+		/* REINDEX reads the row again once the build returns */
+		CommandCounterIncrement();
+	}
+	heap_freetuple(tuple);
+	table_close(pg_index, RowExclusiveLock);
 }
 
 /* every row a snapshot sees, in TID order */
@@ -156,8 +192,14 @@ zl_index_build_range_scan(Relation table, Relation index, IndexInfo *info,
 	if (scan != NULL)
 		table_endscan(scan);	/* the build ends the scan it is given, as heap's */
 
-	/* rows masked before now are not in the index: older snapshots keep off it */
+	/*
+	 * Rows masked before now are not in the index: older snapshots keep off
+	 * it.  Not so for a concurrent build (older snapshots end before the
+	 * index is used) nor for a caller's scan (amcheck builds no index).
+	 */
 	info->ii_BrokenHotChain = true;
+	if (!info->ii_Concurrent && scan == NULL)
+		keep_older_snapshots_off(index);
 	return b.reltuples;
 }
 
