@@ -28,3 +28,11 @@ SELECT * FROM zipper_lake.verify('prod');
 
 -- only changed rows were stored: no version copies an unchanged row
 SELECT count(*) AS versions, count(DISTINCT sku) AS keys FROM prod;
+
+-- an image holds one row a key: two different rows of one key are refused
+-- (two equal ones count as one unchanged), and nothing is applied
+CREATE TABLE prod_dup (sku text, price numeric);
+INSERT INTO prod_dup VALUES ('a', 1), ('a', 2), ('b', 3);
+SELECT * FROM zipper_lake.apply_snapshot('prod', 'prod_dup', '2026-04-05');
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) AS versions FROM prod;

@@ -757,6 +757,7 @@ read_call_batch(ApplyContext *ac, const ZLApplyCall *call)
 	snapshot_time = zl_instant_to_precision(&ac->opts,
 											zl_timestamptz_to_instant(&ac->opts, call->snapshot_time));
 	zl_apply_check_snapshot_time(ac, snapshot_time);
+	ac->image = true;
 	ac->delete_missing = call->deletes;
 	ac->delete_time = snapshot_time;
 	zl_apply_read_batch(ac, call->source_relid, NULL, NULL, NULL, snapshot_time);

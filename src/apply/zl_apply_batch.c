@@ -920,6 +920,14 @@ zl_apply_order_changes(ApplyContext *ac)
 					ac->counts.unchanged++;
 					continue;
 				}
+				if (ac->image)
+					ereport(ERROR,
+							(errcode(ERRCODE_CARDINALITY_VIOLATION),
+							 errmsg("conflicting rows for key %s in snapshot \"%s\"",
+									describe_key_values(ac, c->values, c->isnull), ac->source_name),
+							 errdetail("Two different rows of the image taken at %s have the same key.",
+									   time_text(ac, c->time)),
+							 errhint("An image holds one row a key; nothing was applied.")));
 				ereport(ERROR,
 						(errcode(ERRCODE_CARDINALITY_VIOLATION),
 						 errmsg("conflicting changes for key %s at %s",

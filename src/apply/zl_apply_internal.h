@@ -346,6 +346,8 @@ typedef struct ApplyContext
 
 	Snapshot	snapshot;		/* latest, taken under the writer lock */
 
+	/* apply_snapshot: the batch is an image (a row a key) */
+	bool		image;
 	/* apply_snapshot: delete open keys missing from the batch at this time */
 	bool		delete_missing;
 	int64		delete_time;
