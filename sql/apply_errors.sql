@@ -52,6 +52,25 @@ SELECT * FROM zipper_lake.apply_changes('z', 'bad_float_seq', seq => 'n');
 UPDATE bad_float_seq SET n = 'NaN' WHERE id = 3;
 SELECT * FROM zipper_lake.apply_changes('z', 'bad_float_seq', seq => 'n');
 \echo :SQLSTATE
+-- nor one out of bigint's range
+UPDATE bad_numeric_seq SET n = 1e30 WHERE id = 3;
+SELECT * FROM zipper_lake.apply_changes('z', 'bad_numeric_seq', seq => 'n');
+\echo :SQLSTATE
+
+-- a value that does not convert to its column's type fails with the
+-- conversion's error, and a detail naming column, key, time and value
+CREATE TABLE bad_values (id bigint, region text, amount bigint, change_time timestamptz, op text);
+INSERT INTO bad_values VALUES (2, 'us', 20, '2026-01-01', 'I'), (3, 'eu', 5000000000, '2026-01-02', 'U');
+SELECT * FROM zipper_lake.apply_changes('z', 'bad_values');
+\echo :SQLSTATE
+UPDATE bad_values SET amount = 1, id = 9000000000 WHERE region = 'eu';
+SELECT * FROM zipper_lake.apply_changes('z', 'bad_values');
+\echo :SQLSTATE
+-- (a long value clipped), in a snapshot too (at the snapshot's time)
+CREATE TABLE bad_image (id int, region text, amount numeric);
+INSERT INTO bad_image VALUES (1, 'eu', 10), (3, 'eu', 1e100);
+SELECT * FROM zipper_lake.apply_snapshot('z', 'bad_image', '2026-01-03');
+\echo :SQLSTATE
 -- an integral value is its integer: 5.000 follows 4 (in another table)
 CREATE TABLE zn (id int, amount int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
 SELECT zipper_lake.register('zn', ARRAY['id']);

@@ -65,6 +65,17 @@ SELECT * FROM zipper_lake.apply_events('ae', 'ae_dbz', 'debezium', missing_colum
 SELECT * FROM zipper_lake.apply_events('ae', 'ae_dbz', 'debezium', event => NULL);
 \echo :SQLSTATE
 SELECT * FROM ae_show() WHERE id = 5;
+-- a value its column's type does not take: the type's error, naming the
+-- event, the column and the value; nothing applied
+TRUNCATE ae_dbz;
+INSERT INTO ae_dbz VALUES
+('{"before": null, "after": {"id": 6, "name": "fay", "balance": "1"},
+  "source": {"ts_ms": 1704196900000, "lsn": 810, "table": "account"}, "op": "c", "ts_ms": 1704196900500}'),
+('{"before": null, "after": {"id": "seven", "name": "gus", "balance": "1"},
+  "source": {"ts_ms": 1704196900000, "lsn": 820, "table": "account"}, "op": "c", "ts_ms": 1704196900500}');
+SELECT * FROM zipper_lake.apply_events('ae', 'ae_dbz', 'debezium');
+\echo :SQLSTATE
+SELECT count(*) AS fay FROM ae WHERE id = 6;
 
 -- Canal: several rows in one event (array order), a DDL event skipped; es in ms
 CREATE TABLE ae_canal (event text);

@@ -264,6 +264,9 @@ SELECT zipper_lake.erase('zc', 'bad_keys');
 INSERT INTO forget VALUES (NULL);
 SELECT zipper_lake.erase('zc', 'forget');
 SELECT zipper_lake.erase('zc', NULL);
+CREATE TABLE big_keys (id bigint);
+INSERT INTO big_keys VALUES (7), (99999999999);
+SELECT zipper_lake.erase('zc', 'big_keys');
 SELECT count(*) FROM zc WHERE id = 7;
 
 -- VACUUM compacts sub-groups more than an eighth masked (late changes

@@ -622,15 +622,93 @@ typedef struct BatchReceiver
 	MemoryContext batch_memory;
 	ErrorContextCallback *outer_context;	/* the caller's, without SPI's */
 	uint64		row;			/* the row being read, from 0 */
+	TupleTableSlot *slot;		/* it, as selected */
+	char	   *misfit;			/* a detail naming the value that failed to convert */
 } BatchReceiver;
 
+/* a value of the row as selected, before conversion, for messages */
+static char *
+selected_value_text(BatchReceiver *br, int col)
+{
+	Oid			outfunc;
+	bool		varlena;
+
+	if (br->slot->tts_isnull[col])
+		return "null";
+	getTypeOutputInfo(TupleDescAttr(br->slot->tts_tupleDescriptor, col)->atttypid, &outfunc, &varlena);
+	return OidOutputFunctionCall(outfunc, br->slot->tts_values[col]);
+}
+
+/* the key of the row as selected: (a, b)=(1, x) */
+static char *
+selected_key_text(BatchReceiver *br)
+{
+	ApplyContext *ac = br->ac;
+	StringInfoData names;
+	StringInfoData values;
+
+	initStringInfo(&names);
+	initStringInfo(&values);
+	for (int i = 0; i < ac->opts.nkeys; i++)
+	{
+		AttrNumber	attnum = ac->opts.key_attnums[i];
+
+		appendStringInfo(&names, "%s%s", i > 0 ? ", " : "",
+						 quote_identifier(NameStr(TupleDescAttr(ac->tupdesc, attnum - 1)->attname)));
+		appendStringInfo(&values, "%s%s", i > 0 ? ", " : "", selected_value_text(br, attnum - 1));
+	}
+	return psprintf("(%s)=(%s)", names.data, values.data);
+}
+
+/*
+ * The row being read, and if one of its values fails to convert, that
+ * value in br->misfit (convert_row puts it into the error's detail).  Made
+ * here, as the error is being reported, not for every row.
+ */
 static void
 batch_row_error_context(void *arg)
 {
 	BatchReceiver *br = arg;
+	ApplyContext *ac = br->ac;
+	int			col = zl_assignment_converting(ac->assignment);
 
+	if (col >= 0 && br->slot != NULL)
+		br->misfit = psprintf("Column \"%s\" of the change for key %s at %s has the value %s.",
+							  NameStr(TupleDescAttr(ac->tupdesc, col)->attname),
+							  selected_key_text(br),
+							  br->time_column == NULL ? time_text(ac, br->snapshot_time) :
+							  selected_value_text(br, ac->tupdesc->natts),
+							  br->slot->tts_isnull[col] ? "null" :
+							  zl_describe_value_text(selected_value_text(br, col)));
 	errcontext("row " UINT64_FORMAT " of changes \"%s\" applied to zipper table \"%s\"",
 			   br->row + 1, br->ac->source_name, RelationGetRelationName(br->ac->rel));
+}
+
+/*
+ * Convert the row's values to the table's types as INSERT assigns them
+ * (zl_rowcheck.c).  A value that does not convert fails with the
+ * conversion's own error (too long, out of range, invalid input, a
+ * domain's check); the error gets a detail naming the column, the key and
+ * the time of the change, and a hint (zl_rethrow_conversion_error); the
+ * detail is made by the error context callback, as the error is reported.
+ */
+static void
+convert_row(BatchReceiver *br, Change *c)
+{
+	MemoryContext memory = CurrentMemoryContext;
+
+	br->misfit = NULL;
+	PG_TRY();
+	{
+		zl_assignment_apply(br->ac->assignment, c->values, c->isnull, br->row_memory);
+	}
+	PG_CATCH();
+	{
+		zl_rethrow_conversion_error(memory, br->misfit,
+									"Correct the value in the changes, or convert it in a view over them; "
+									"nothing was applied.");
+	}
+	PG_END_TRY();
 }
 
 /* a finite numeric without a fraction (5.0 is 5) */
@@ -643,18 +721,25 @@ zl_numeric_is_integer(Numeric n)
 
 /*
  * The seq of a change from a numeric or floating-point column: an
- * integer, never rounded (README "Change semantics"); out of bigint's
- * range is numeric_int8's error, as a cast to bigint would give.
+ * integer, never rounded (README "Change semantics"), within bigint's
+ * range.
  */
 static int64
 numeric_seq(BatchReceiver *br, Change *c, Datum value)
 {
-	if (!zl_numeric_is_integer(DatumGetNumeric(value)))
+	bool		integer = zl_numeric_is_integer(DatumGetNumeric(value));
+
+	if (!integer ||
+		DatumGetInt32(DirectFunctionCall2(numeric_cmp, value,
+										  NumericGetDatum(int64_to_numeric(PG_INT64_MIN)))) < 0 ||
+		DatumGetInt32(DirectFunctionCall2(numeric_cmp, value,
+										  NumericGetDatum(int64_to_numeric(PG_INT64_MAX)))) > 0)
 	{
 		char	   *text = DatumGetCString(DirectFunctionCall1(numeric_out, value));
 
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(integer ? ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE : ERRCODE_INVALID_PARAMETER_VALUE),
+				 integer ? errmsg("seq %s is out of range for type bigint", text) :
 				 errmsg("seq %s is not an integer", text),
 				 errdetail("Change for key %s at %s has seq %s in column \"%s\" of changes \"%s\".",
 						   describe_key_values(br->ac, c->values, c->isnull),
@@ -696,7 +781,8 @@ batch_receive(TupleTableSlot *slot, DestReceiver *self)
 			VARATT_IS_EXTERNAL(DatumGetPointer(c->values[i])))
 			c->values[i] = PointerGetDatum(detoast_external_attr((struct varlena *)
 																 DatumGetPointer(c->values[i])));
-	zl_assignment_apply(ac->assignment, c->values, c->isnull, br->row_memory);
+	br->slot = slot;
+	convert_row(br, c);
 	c->arrival = (uint32) br->row;
 	if (br->time_column != NULL)
 	{

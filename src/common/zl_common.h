@@ -155,6 +155,9 @@ extern char *zl_describe_key(const ZLTableOptions *opts, TupleDesc tupdesc,
 							 HeapTuple tuple);
 extern char *zl_describe_version(const ZLTableOptions *opts, TupleDesc tupdesc,
 								 HeapTuple tuple);
+extern char *zl_describe_value_text(const char *text);
+extern void zl_rethrow_conversion_error(MemoryContext memory, const char *detail,
+										const char *hint) pg_attribute_noreturn();
 
 /* ---------- zl_util.c ---------- */
 

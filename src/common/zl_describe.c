@@ -13,8 +13,11 @@
 #include "common/zl_common.h"
 
 #include "access/htup_details.h"
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+
+#define MESSAGE_VALUE_BYTES	64	/* of a value in a message, at most */
 
 /* "public.acct": how messages name the table */
 char *
@@ -108,4 +111,45 @@ zl_is_value_column(const ZLTableOptions *opts, Form_pg_attribute att)
 {
 	return !att->attisdropped && !att->attgenerated && !zl_is_key_column(opts, att->attnum) &&
 		att->attnum != opts->from_attnum && att->attnum != opts->to_attnum;
+}
+
+/* a value's text for a message: "...", its first MESSAGE_VALUE_BYTES bytes at most */
+char *
+zl_describe_value_text(const char *text)
+{
+	int			len = strlen(text);
+
+	if (len <= MESSAGE_VALUE_BYTES)
+		return psprintf("\"%s\"", text);
+	return psprintf("\"%.*s...\"", pg_mbcliplen(text, len, MESSAGE_VALUE_BYTES), text);
+}
+
+/*
+ * In a PG_CATCH block, for a value that failed to convert to its column's
+ * type: throw the error caught again with this detail (after its own, if
+ * it has one) and hint (unless it has one), if it is a data exception or
+ * an integrity violation (a domain's check); any other error as it is.
+ * memory is where the caught error is copied (not ErrorContext); detail
+ * may live in ErrorContext (made by an error context callback).  Nothing
+ * but copying is done between catching and throwing.
+ */
+void
+zl_rethrow_conversion_error(MemoryContext memory, const char *detail, const char *hint)
+{
+	ErrorData  *edata;
+	int			class;
+	char	   *added;
+
+	MemoryContextSwitchTo(memory);
+	edata = CopyErrorData();
+	class = ERRCODE_TO_CATEGORY(edata->sqlerrcode);
+	if (detail == NULL ||
+		(class != ERRCODE_DATA_EXCEPTION && class != ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION))
+		PG_RE_THROW();
+	added = pstrdup(detail);
+	FlushErrorState();
+	edata->detail = edata->detail == NULL ? added : psprintf("%s\n%s", edata->detail, added);
+	if (edata->hint == NULL)
+		edata->hint = pstrdup(hint);
+	ReThrowError(edata);
 }

@@ -89,6 +89,42 @@ erased_key_cmp(const void *a, const void *b)
 
 /* ---------- the keys ---------- */
 
+/*
+ * The next keys from the cursor, cast to the key columns' types: a key
+ * that does not convert fails with the cast's error, given a detail
+ * naming the relation and the key's types, and a hint
+ * (zl_rethrow_conversion_error).
+ */
+static void
+fetch_keys(EraseContext *ec, Portal portal, const char *keys_name)
+{
+	MemoryContext memory = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		SPI_cursor_fetch(portal, true, 1000);
+	}
+	PG_CATCH();
+	{
+		StringInfoData types;
+
+		MemoryContextSwitchTo(memory);
+		initStringInfo(&types);
+		for (int i = 0; i < ec->opts.nkeys; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(ec->desc, ec->opts.key_attnums[i] - 1);
+
+			appendStringInfo(&types, "%s%s %s", i > 0 ? ", " : "", quote_identifier(NameStr(att->attname)),
+							 format_type_with_typemod(att->atttypid, att->atttypmod));
+		}
+		zl_rethrow_conversion_error(memory,
+									psprintf("Relation \"%s\" lists a key that does not convert to the key of zipper table \"%s\" (%s).",
+											 keys_name, RelationGetRelationName(ec->rel), types.data),
+									"List keys of the zipper table's key types; nothing was erased.");
+	}
+	PG_END_TRY();
+}
+
 /* the keys a relation lists, as the caller reads them, sorted and distinct */
 static void
 read_keys(EraseContext *ec, Oid keys_relid)
@@ -126,7 +162,7 @@ read_keys(EraseContext *ec, Oid keys_relid)
 	portal = SPI_cursor_open_with_args(NULL, query.data, 0, NULL, NULL, NULL, true, 0);
 	for (;;)
 	{
-		SPI_cursor_fetch(portal, true, 1000);
+		fetch_keys(ec, portal, keys_name);
 		if (SPI_processed == 0)
 			break;
 		for (uint64 r = 0; r < SPI_processed; r++)

@@ -57,6 +57,7 @@ struct ZLAssignment
 	bool	   *typbyval;
 	ExprContext *econtext;
 	EState	   *estate;
+	int			converting;		/* the column being converted; -1: none */
 };
 
 ZLAssignment *
@@ -65,6 +66,7 @@ zl_assignment_create(int ncols)
 	ZLAssignment *a = palloc0(sizeof(ZLAssignment));
 
 	a->ncols = ncols;
+	a->converting = -1;
 	a->params = makeParamList(ncols);
 	a->params->numParams = ncols;
 	a->coerce = palloc0(sizeof(ExprState *) * ncols);
@@ -117,7 +119,8 @@ zl_assignment_add(ZLAssignment *a, int col, Oid source_type, int32 source_typmod
 
 /*
  * Convert the columns of one row in place.  Results live in memory_context
- * (the caller's batch memory); errors carry the caller's error context.
+ * (the caller's batch memory); errors carry the caller's error context,
+ * which may ask for the column that failed (zl_assignment_converting).
  */
 void
 zl_assignment_apply(ZLAssignment *a, Datum *values, bool *isnull,
@@ -133,7 +136,9 @@ zl_assignment_apply(ZLAssignment *a, Datum *values, bool *isnull,
 			continue;
 		a->params->params[col].value = values[col];
 		a->params->params[col].isnull = isnull[col];
+		a->converting = col;
 		result = ExecEvalExprSwitchContext(a->coerce[col], a->econtext, &result_null);
+		a->converting = -1;
 		if (!result_null)
 		{
 			old = MemoryContextSwitchTo(memory_context);
@@ -144,6 +149,13 @@ zl_assignment_apply(ZLAssignment *a, Datum *values, bool *isnull,
 		isnull[col] = result_null;
 	}
 	ResetExprContext(a->econtext);
+}
+
+/* the column whose conversion is under way (in an error context callback); -1: none */
+int
+zl_assignment_converting(const ZLAssignment *a)
+{
+	return a->converting;
 }
 
 void

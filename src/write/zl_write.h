@@ -75,6 +75,7 @@ extern bool zl_assignment_add(ZLAssignment *a, int col, Oid source_type,
 							  int32 source_typmod, Oid target_type, int32 target_typmod);
 extern void zl_assignment_apply(ZLAssignment *a, Datum *values, bool *isnull,
 								MemoryContext memory_context);
+extern int	zl_assignment_converting(const ZLAssignment *a);
 extern void zl_assignment_end(ZLAssignment *a);
 extern ZLRowCheck *zl_row_check_begin(Relation rel, const ZLTableOptions *opts);
 extern HeapTuple zl_row_check(ZLRowCheck *rc, HeapTuple tuple, const Datum *values,

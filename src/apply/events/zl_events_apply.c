@@ -93,6 +93,36 @@ fold_seq(const ZLEventChange *ec, bool multi_row, bool *has_seq)
 	return multi_row ? (seq << 16) | ec->sub_seq : seq;
 }
 
+/*
+ * A value of an event as its column's type.  One the type does not take
+ * (not a number, out of range, too long) fails with the type's own error,
+ * given a detail naming the event, the column and the value, and a hint
+ * (zl_rethrow_conversion_error).
+ */
+static Datum
+event_value(EventsApply *ea, const ZLEventChange *ec, Form_pg_attribute att, char *text)
+{
+	MemoryContext memory = CurrentMemoryContext;
+	Datum		value = (Datum) 0;
+
+	PG_TRY();
+	{
+		value = InputFunctionCall(&ea->input[att->attnum - 1], text, ea->ioparam[att->attnum - 1],
+								  att->atttypmod);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(memory);
+		zl_rethrow_conversion_error(memory,
+									psprintf("Column \"%s\" of event %s has the value %s.",
+											 NameStr(att->attname), ec->event_ref,
+											 zl_describe_value_text(text)),
+									"Correct the event, or leave it out of the batch; nothing was applied.");
+	}
+	PG_END_TRY();
+	return value;
+}
+
 static void
 take_event_change(void *arg, const ZLEventChange *ec)
 {
@@ -127,8 +157,7 @@ take_event_change(void *arg, const ZLEventChange *ec)
 		given[col >> 3] |= 1 << (col & 7);
 		bc.isnull[col] = ec->values[i] == NULL;
 		if (ec->values[i] != NULL)
-			bc.values[col] = InputFunctionCall(&ea->input[col], ec->values[i],
-											   ea->ioparam[col], att->atttypmod);
+			bc.values[col] = event_value(ea, ec, att, ec->values[i]);
 	}
 	for (int i = 0; i < ec->nkept; i++)
 		listed[ec->kept[i] - 1] = true; /* kept: not given */
