@@ -1758,10 +1758,21 @@ class SeedRun:
                 used += bool(INDEX_USE.search("\n".join(
                     r[0] for r in db2.all("EXPLAIN (COSTS OFF) " + sql, read.params))))
                 self.counts["held snapshot reads"] += 1
-            if not used:
+            # an index built (or rebuilt) while a transaction older than
+            # the held snapshot ran -- another session's on the cluster --
+            # is one that snapshot must not use (indcheckxmin): the planner
+            # leaves it out and amcheck refuses to check it
+            fenced = {r[0] for r in db2.all(
+                "SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = 'rc_zip'::regclass "
+                "AND indcheckxmin AND xmin::text::bigint >= "
+                "pg_snapshot_xmin(pg_current_snapshot())::text::bigint % 4294967296")}
+            if not used and not fenced:
                 raise Failure("no read in the held snapshot used an index", [], [], "", "")
             for kind in BTREE_KINDS:
                 for index in self.btrees(kind) if kind in self.indexes else []:
+                    if index in fenced:
+                        self.counts["held snapshot amchecks of fenced indexes"] += 1
+                        continue
                     try:
                         db2.run("SELECT bt_index_check('%s', true)" % index)
                     except psycopg2.Error as err:
