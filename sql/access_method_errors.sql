@@ -178,3 +178,47 @@ SELECT zipper_lake._record_put('acct', 1, 0, 0, 4294967295, '2026-01-05', 1, NUL
 SELECT zipper_lake._record_put('acct', NULL, NULL, NULL, NULL, '2026-01-05', NULL, NULL, NULL, '{}');
 SELECT zipper_lake._record_put(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 SELECT count(*) AS record_rows FROM zipper_lake._record_rows('acct');
+SELECT zipper_lake.set_follow(NULL);
+
+-- every C function of the extension, called with NULL arguments (also
+-- after a zipper table, or a zipper table and a changes table): a value
+-- or a clean error, never a crash (the functions that are not STRICT read
+-- their arguments themselves)
+CREATE TABLE nz (id int, v text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('nz', ARRAY['id']);
+CREATE TABLE nz_ch (id int, v text, change_time timestamptz);
+CREATE TEMP TABLE null_calls (fn regprocedure, args text, state text);
+DO $$
+DECLARE
+  f record;
+  args text;
+  st text;
+  variant text;
+BEGIN
+  FOR f IN SELECT p.oid, p.proname, p.pronargs, p.proargtypes
+             FROM pg_proc p JOIN pg_namespace ns ON ns.oid = p.pronamespace
+            WHERE ns.nspname = 'zipper_lake' AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'c')
+              AND p.prorettype <> 'internal'::regtype
+              AND p.proname NOT IN ('_load_hooks', '_place_unplaced', 'resolve')
+  LOOP
+    FOREACH variant IN ARRAY ARRAY['NULL', 'nz', 'nz, nz_ch'] LOOP
+      args := '';
+      FOR n IN 0 .. f.pronargs - 1 LOOP
+        args := args || CASE WHEN n > 0 THEN ', ' ELSE '' END ||
+          CASE WHEN n = 0 AND variant <> 'NULL' AND f.proargtypes[0] = 'regclass'::regtype THEN '''nz'''
+               WHEN n = 1 AND variant = 'nz, nz_ch' AND f.proargtypes[1] = 'regclass'::regtype THEN '''nz_ch'''
+               WHEN f.proargtypes[n] = 'anyelement'::regtype THEN 'NULL::nz'
+               ELSE 'NULL::' || format_type(f.proargtypes[n], NULL) END;
+      END LOOP;
+      BEGIN
+        EXECUTE format('SELECT * FROM zipper_lake.%I(%s)', f.proname, args);
+        st := '00000';
+      EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE;
+      END;
+      INSERT INTO null_calls VALUES (f.oid, args, st);
+    END LOOP;
+  END LOOP;
+END $$;
+SELECT count(DISTINCT fn) >= 30 AS functions_called FROM null_calls;
+SELECT state, count(*) AS calls FROM null_calls GROUP BY state ORDER BY state;

@@ -588,7 +588,16 @@ zipper_lake_follow_pause(PG_FUNCTION_ARGS)
 Datum
 zipper_lake_set_follow(PG_FUNCTION_ARGS)
 {
-	ZLFollower *f = owned_follower(PG_GETARG_OID(0));
+	ZLFollower *f;
+
+	/* not STRICT: NULL options keep theirs, but the table is needed */
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("table must not be null"),
+				 errdetail("Argument tbl of set_follow is null."),
+				 errhint("Pass the zipper table that follows a source.")));
+	f = owned_follower(PG_GETARG_OID(0));
 
 	if (!PG_ARGISNULL(1))
 		f->batch_changes = PG_GETARG_INT32(1);
