@@ -480,7 +480,8 @@ zipper_lake_record_instants(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	rel = zl_open_readable_zipper_table(PG_GETARG_OID(0));
-	if (!zl_meta_load_options(rel, &opts, false) || !zl_meta_record_exists())
+	/* the history cut as of the statement's snapshot, which reads the versions too */
+	if (!zl_meta_load_options_uncached(rel, &opts) || !zl_meta_record_exists())
 	{
 		table_close(rel, AccessShareLock);
 		PG_RETURN_VOID();
@@ -497,7 +498,7 @@ zipper_lake_record_instants(PG_FUNCTION_ARGS)
 						  &typoutput, &varlena);
 		fmgr_info(typoutput, &out.output[i]);
 	}
-	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	snapshot = RegisterSnapshot(ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot());
 	zl_record_resolve(zl_record_codec_create(out.tupdesc, &opts,
 											 zl_key_hasher_create(out.tupdesc, &opts)),
 					  RelationGetRelid(rel), snapshot, emit_record_entry, &out);

@@ -167,6 +167,7 @@ extern void zl_meta_copy_registration(Oid parent, Oid leaf);
 extern bool zl_meta_same_registration(Oid a, Oid b);
 extern bool zl_meta_time_zone_exists(const char *name);
 extern bool zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write);
+extern bool zl_meta_load_options_uncached(Relation rel, ZLTableOptions *opts);
 extern bool zl_meta_load_options_any_zone(Relation rel, ZLTableOptions *opts, bool for_write,
 										  bool *zone_known);
 

@@ -510,6 +510,25 @@ zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write)
 }
 
 /*
+ * The registration as the statement's snapshot sees it, never the cached
+ * one: for a reader that checks it against rows read with that snapshot
+ * (verify()'s check of the change record, which leaves out what the
+ * history cut dropped), when another transaction may have changed it
+ * since the cache was filled.  False if it has none.
+ */
+bool
+zl_meta_load_options_uncached(Relation rel, ZLTableOptions *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->relid = RelationGetRelid(rel);
+	if (!read_registration(rel, opts, false))
+		return false;
+	if (pg_tzset(opts->time_zone) == NULL)
+		refuse_unknown_zone(rel, opts);
+	return true;
+}
+
+/*
  * The same, but a registration whose time zone the server does not know
  * (any more) is loaded too (not cached), *zone_known saying so.  For
  * VACUUM, which must not fail on a stored value (zl_retention.c).
