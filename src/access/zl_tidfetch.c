@@ -333,7 +333,11 @@ zl_index_fetch_end(IndexFetchTableData *scan)
  * unique check's dirty snapshot, which must learn of writers in progress
  * (the row counts as there, and snapshot->xmin / xmax name the
  * transaction writing or hiding it, as heap's HeapTupleSatisfiesDirty
- * does), or SnapshotSelf (is the row just entered still there?).  The
+ * does), SnapshotSelf (is the row just entered still there?), or the
+ * planner's SnapshotNonVacuumable (get_actual_variable_range reads the
+ * rows at an index's ends, as no visibility map says they are visible:
+ * a row counts while its sub-group's catalog row and no mask hiding it
+ * may be removed, as heap counts a tuple VACUUM may not remove yet).  The
  * catalog is read under that snapshot for the one sub-group owning the
  * TID block and its masks: a map for one check would read all of it.
  * Writes retire a row's old copy before they enter its new one
@@ -351,10 +355,11 @@ fetch_unsnapshotted(ZLIndexFetch *fetch, ItemPointer tid, Snapshot snapshot,
 				masking;
 	int64		position;
 
-	if (!dirty && snapshot->snapshot_type != SNAPSHOT_SELF)
+	if (!dirty && snapshot->snapshot_type != SNAPSHOT_SELF &&
+		snapshot->snapshot_type != SNAPSHOT_NON_VACUUMABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("zipper_lake tables fetch rows by TID under MVCC, dirty and self snapshots only"),
+				 errmsg("zipper_lake tables fetch rows by TID under MVCC, dirty, self and non-vacuumable snapshots only"),
 				 errdetail("Table \"%s\" was asked for a row under another kind of snapshot.",
 						   RelationGetRelationName(fetch->base.rel)),
 				 errhint("Read the table with a sequential scan.")));
