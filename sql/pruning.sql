@@ -344,3 +344,24 @@ SELECT tbl, count(*) AS comparisons,
                               t, t + interval '1 day')) c
  GROUP BY tbl ORDER BY tbl;
 SELECT count(DISTINCT partition_end) AS berlin_months_partitions FROM zipper_lake.inspect('berlin_months');
+
+-- a date bound past timestamps' range (year 294277 on) lies past every
+-- version and short of infinity: each comparison counts what it counts on
+-- a heap copy (open versions end at infinity, past it)
+CREATE TABLE far_dates (id int, v int, valid_from date NOT NULL, valid_to date NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('far_dates', ARRAY['id']);
+INSERT INTO far_dates VALUES (1, 1, '2024-01-01', '2024-01-05'), (1, 2, '2024-01-05', 'infinity'),
+                             (2, 1, '2024-01-02', 'infinity');
+CREATE TABLE far_dates_heap AS SELECT * FROM far_dates;
+CREATE FUNCTION far_count(t text, c text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+  EXECUTE format('SELECT count(*) FROM %I WHERE %s', t, c) INTO n;
+  RETURN n;
+END $$;
+SELECT c AS clause, far_count('far_dates', c) AS zipper, far_count('far_dates_heap', c) AS heap
+  FROM unnest(ARRAY['valid_to < ''300000-01-01''::date', 'valid_to <= ''300000-01-01''::date',
+                    'valid_to > ''300000-01-01''::date', 'valid_to = ''300000-01-01''::date',
+                    'valid_from > ''5874897-12-31''::date', 'valid_from <= ''5874897-12-31''::date',
+                    'valid_to BETWEEN ''2024-01-03''::date AND ''294277-01-01''::date']) c;
+DROP FUNCTION far_count(text, text);

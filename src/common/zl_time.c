@@ -63,6 +63,13 @@ zl_datum_to_instant(Datum value, Oid typid)
 					return DT_NOBEGIN;
 				if (DATE_IS_NOEND(d))
 					return DT_NOEND;
+				/*
+				 * A date past timestamps' range (a query's bound: no version
+				 * holds one, none passing its open end) is past every finite
+				 * instant and short of infinity: so is END_TIMESTAMP.
+				 */
+				if (d >= TIMESTAMP_END_JULIAN - POSTGRES_EPOCH_JDATE)
+					return END_TIMESTAMP;
 				return (int64) d * USECS_PER_DAY;
 			}
 		default:
