@@ -240,8 +240,14 @@ forget_current_storage(Relation rel)
 	zl_write_discard_relation(RelationGetRelid(rel));
 	if (smgrexists(srel, MAIN_FORKNUM) && smgrnblocks(srel, MAIN_FORKNUM) > 0)
 	{
-		zl_meta_forget_storage(zl_storage_id(rel));
-		zl_meta_record_forget(RelationGetRelid(rel));	/* it describes the rows */
+		/*
+		 * The record describes the rows: it goes with them.  A file that
+		 * holds none keeps it: a parallel pg_restore truncates each table
+		 * it created before it loads the rows, while another worker may
+		 * have restored the record already.
+		 */
+		if (zl_meta_forget_storage(zl_storage_id(rel)))
+			zl_meta_record_forget(RelationGetRelid(rel));
 	}
 	else
 

@@ -154,7 +154,7 @@ extern bool zl_meta_statement_running(void);
 /* ---------- zl_meta_registration.c ---------- */
 
 extern uint64 zl_meta_new_storage(Oid relid);
-extern void zl_meta_forget_storage(uint64 storage_id);
+extern bool zl_meta_forget_storage(uint64 storage_id);
 extern bool zl_meta_forget_table(Oid relid);
 extern Oid	zl_meta_storage_owner(uint64 storage_id);
 extern void zl_meta_insert_registration(Datum *values);

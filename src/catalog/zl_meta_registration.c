@@ -47,18 +47,22 @@ zl_meta_new_storage(Oid relid)
 	return storage_id;
 }
 
-void
+/* forget the metadata of a storage (a file of a table); true if it held sub-groups */
+bool
 zl_meta_forget_storage(uint64 storage_id)
 {
 	ZLMetaSession session;
 	Datum		values[1] = {Int64GetDatum((int64) storage_id)};
+	bool		had_subgroups;
 
 	zl_meta_begin(&session);
 	zl_meta_exec(Q_FORGET_MASKS, values, NULL, InvalidSnapshot, false);
 	zl_meta_exec(Q_FORGET_SUBGROUPS, values, NULL, InvalidSnapshot, false);
+	had_subgroups = SPI_processed > 0;
 	zl_meta_exec(Q_FORGET_FREE_EXTENTS, values, NULL, InvalidSnapshot, false);
 	zl_meta_exec(Q_FORGET_STORAGE, values, NULL, InvalidSnapshot, false);
 	zl_meta_end(&session);
+	return had_subgroups;
 }
 
 /*

@@ -425,10 +425,13 @@ prepare_shards(void)
 	/*
 	 * The log rows, and with them this transaction's id, reach disk first:
 	 * after a crash the id is known to be over (not reused, nor taken for
-	 * one still running), which is what settles the shards.
+	 * one still running), which is what settles the shards.  Flushed up to
+	 * the end of this backend's last record, as a commit is: the insert
+	 * position may lie past a page header no record has reached yet, which
+	 * no flush can satisfy ("xlog flush request ... is not satisfied").
 	 */
-	if (shard_writes())
-		XLogFlush(GetXLogInsertRecPtr());
+	if (shard_writes() && XactLastRecEnd != InvalidXLogRecPtr)
+		XLogFlush(XactLastRecEnd);
 	while ((shard = next_shard(&status, &started)) != NULL)
 	{
 		if (shard->lost)
