@@ -210,6 +210,9 @@ follow_batch(Follower *w)
 	XLogRecPtr	caught_up;
 	TimestampTz now = GetCurrentTimestamp();
 	MemoryContext old;
+	NameData	slot;			/* f's, which the transaction's memory takes along */
+	bool		full;
+	long		interval_ms;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -282,8 +285,12 @@ follow_batch(Follower *w)
 	}
 	else
 		caught_up = f->caught_up_lsn;	/* not recorded: the slot stays */
+	namestrcpy(&slot, f->slot);
+	full = d.messages >= f->batch_changes;
+	interval_ms = (long) f->batch_interval_ms;
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	f = NULL;
 	replorigin_session_origin_lsn = InvalidXLogRecPtr;
 	replorigin_session_origin_timestamp = 0;
 
@@ -295,7 +302,7 @@ follow_batch(Follower *w)
 	if (caught_up > w->advanced_to && zipper_lake_follow_advance_slot)
 	{
 		char	   *lsn = DatumGetCString(DirectFunctionCall1(pg_lsn_out, LSNGetDatum(caught_up)));
-		const char *params[2] = {f->slot, lsn};
+		const char *params[2] = {NameStr(slot), lsn};
 
 		pgstat_report_activity(STATE_RUNNING, "zipper_lake follower: advancing the slot");
 		SetCurrentStatementStartTimestamp();
@@ -308,7 +315,7 @@ follow_batch(Follower *w)
 		CommitTransactionCommand();
 	}
 	pgstat_report_activity(STATE_IDLE, NULL);
-	return d.messages >= f->batch_changes ? 0 : (long) f->batch_interval_ms;
+	return full ? 0 : interval_ms;
 }
 
 /*
