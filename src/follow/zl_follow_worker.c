@@ -35,8 +35,11 @@
  * the resolver's round in each database (right after recovery, then
  * every minute; src/apply/zl_apply_resolver.c) starts the workers of
  * 'running' followers that have none, so following survives restarts of
- * either server.  The postmaster restarts a worker that died of a FATAL
- * error after FOLLOW_RESTART_SECONDS.
+ * either server.  The postmaster never restarts a worker itself: one
+ * that died of a FATAL error (unfollow()'s pg_terminate_backend among
+ * them) is started by that round if its follower is still 'running' --
+ * a restart by the postmaster would come also after unfollow(), and
+ * after a DROP DATABASE fail for ever to connect.
  *
  *-------------------------------------------------------------------------
  */
@@ -68,7 +71,6 @@
 
 PGDLLEXPORT void zipper_lake_follow_main(Datum main_arg);
 
-#define FOLLOW_RESTART_SECONDS	5
 #define FOLLOW_RETRY_MS			5000
 /* an idle follower writes its row (how far the source's WAL is) this often */
 #define FOLLOW_IDLE_RECORD_MS	1000
@@ -91,7 +93,7 @@ zl_follow_start_worker(Oid tbl, Oid owner, TransactionId wait_for)
 	FollowStart start = {MyDatabaseId, owner, wait_for};
 
 	zl_bgworker_init(&bgw, "zipper_lake follower", "zipper_lake_follow_main",
-					 BgWorkerStart_RecoveryFinished, FOLLOW_RESTART_SECONDS);
+					 BgWorkerStart_RecoveryFinished, BGW_NEVER_RESTART);
 	snprintf(bgw.bgw_name, BGW_MAXLEN, "zipper_lake follower of table %u", tbl);
 	bgw.bgw_main_arg = ObjectIdGetDatum(tbl);
 	memcpy(bgw.bgw_extra, &start, sizeof(start));
