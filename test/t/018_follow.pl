@@ -301,4 +301,24 @@ $node->poll_query_until('postgres',
   or die 'what followed the dropped table stayed';
 pass('a dropped zipper table: its follower dropped its slot and row');
 
+# a follower in a database dropped after unfollow(): its terminated worker
+# is not started again (the postmaster would, and it would fail to connect
+# to the database every few seconds for ever)
+$node->safe_psql('postgres', 'CREATE DATABASE gone');
+$node->safe_psql('gone', q(CREATE EXTENSION zipper_lake;
+CREATE TABLE s (id int PRIMARY KEY, v text);
+INSERT INTO s VALUES (1, 'a');
+CREATE PUBLICATION gone_pub FOR TABLE s;
+CREATE TABLE h (id int, v text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('h', ARRAY['id'])));
+$node->safe_psql('gone', q(SELECT zipper_lake.follow('h', 's', publication => 'gone_pub')));
+$node->poll_query_until('gone', q(SELECT worker_pid IS NOT NULL FROM zipper_lake.followers))
+  or die 'the follower in database gone did not start';
+$node->safe_psql('gone', q(SELECT zipper_lake.unfollow('h')));
+$node->safe_psql('postgres', 'DROP DATABASE gone');
+my $log_at = -s $node->logfile;
+sleep 8;
+unlike(slurp_file($node->logfile, $log_at), qr/"zipper_lake follower" \(PID \d+\) exited/,
+	'no follower worker is started again after unfollow() and DROP DATABASE');
+
 done_testing();
