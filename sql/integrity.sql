@@ -132,6 +132,15 @@ SELECT * FROM zipper_lake.apply_changes('ig_opt', 'ig_opt_ch', op => 'opration')
 SELECT * FROM zipper_lake.apply_changes('ig_opt', 'ig_opt_ch');
 SELECT id, v, valid_from, valid_to FROM ig_opt ORDER BY valid_from;
 
+-- verify() names its own columns apart from the table's: key columns
+-- called n, f, t and next_f are no ambiguous references
+CREATE TABLE ig_names (n int, f int, t text, next_f int, v text,
+                       valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('ig_names', ARRAY['n', 'f', 't', 'next_f']);
+INSERT INTO ig_names VALUES (1, 2, 'x', 3, 'a', '2024-01-01', '2024-01-02'), (1, 2, 'x', 3, 'b', '2024-01-02', 'infinity');
+SELECT * FROM zipper_lake.verify('ig_names');
+DROP TABLE ig_names;
+
 -- verify() reads only the zipper table, not inheritance children
 CREATE TABLE ig_opt_child () INHERITS (ig_opt);
 INSERT INTO ig_opt_child VALUES (1, 5, '2023-12-01', 'infinity');

@@ -150,17 +150,18 @@ BEGIN
 
     RETURN QUERY EXECUTE format(
         'SELECT ''overlapping versions''::text,'
-        '       format(''Key (%%s)=%%s has [%%s, %%s) and a version from %%s.'', %L, row(%s)::text, f, t, next_f)'
-        '  FROM (SELECT %s, %I AS f, %I AS t,'
-        '               lead(%I) OVER (PARTITION BY %s ORDER BY %I) AS next_f'
+        '       format(''Key (%%s)=%%s has [%%s, %%s) and a version from %%s.'', %L, row(%s)::text,'
+        '              zl_f, zl_t, zl_next_f)'
+        '  FROM (SELECT %s, %I AS zl_f, %I AS zl_t,'
+        '               lead(%I) OVER (PARTITION BY %s ORDER BY %I) AS zl_next_f'
         '          FROM ONLY %s) v'
-        ' WHERE next_f < t',
+        ' WHERE zl_next_f < zl_t',
         keys, keys, keys, reg.valid_from, reg.valid_to, reg.valid_from, keys,
         reg.valid_from, tbl);
     RETURN QUERY EXECUTE format(
         'SELECT ''several open versions''::text,'
-        '       format(''Key (%%s)=%%s has %%s open versions.'', %L, row(%s)::text, n)'
-        '  FROM (SELECT %s, count(*) AS n FROM ONLY %s WHERE %I = %s'
+        '       format(''Key (%%s)=%%s has %%s open versions.'', %L, row(%s)::text, zl_n)'
+        '  FROM (SELECT %s, count(*) AS zl_n FROM ONLY %s WHERE %I = %s'
         '         GROUP BY %s HAVING count(*) > 1) v',
         keys, keys, keys, tbl, reg.valid_to, open_end, keys);
 
