@@ -93,6 +93,7 @@ extern void zl_stage_columns(ZLStage *stage, int natts, char **names, const char
 extern int	zl_stage_key_count(ZLStage *stage);
 extern bool zl_stage_same(ZLStage *a, ZLStage *b);
 extern int	zl_stage_source_column(ZLStage *stage, int i);
+extern bool zl_stage_same_key(ZLStage *stage, char **a, char **b);
 extern void zl_stage_change(ZLStage *stage, char op, char **values, bool *unchanged,
 							TimestampTz time, XLogRecPtr seq);
 extern int64 zl_stage_apply(ZLStage *stage);

@@ -221,19 +221,6 @@ ours(Batch *b, uint32 relid)
 	return b->rel.known && relid == b->rel.relid;
 }
 
-static bool
-same_key(Batch *b, char **old, char **new)
-{
-	for (int k = 0; k < zl_stage_key_count(b->stage); k++)
-	{
-		int			c = zl_stage_source_column(b->stage, k);
-
-		if (old[c] == NULL || new[c] == NULL || strcmp(old[c], new[c]) != 0)
-			return false;
-	}
-	return true;
-}
-
 static void
 stage(Batch *b, char op, char **values, bool *unchanged)
 {
@@ -275,7 +262,7 @@ change_message(Batch *b, char kind)
 		if (part != 'N')
 			malformed(b, "an update without its new tuple");
 		get_tuple(b, &values, &unchanged);
-		if (old != NULL && !same_key(b, old, values))
+		if (old != NULL && !zl_stage_same_key(b->stage, old, values))
 			stage(b, 'D', old, NULL);
 		stage(b, 'U', values, unchanged);
 	}

@@ -44,6 +44,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
+#include "utils/typcache.h"
 
 #define STAGE_TABLE "pg_temp.zl_follow_stage"
 
@@ -59,6 +60,7 @@ struct ZLStage
 	char	  **types;			/* format_type_with_typemod */
 	Oid		   *typids;
 	int32	   *typmods;
+	Oid		   *collations;
 	int		   *source_col;		/* the source's column index, -1: it has none */
 	Oid			period_type;
 	char	   *time_zone;
@@ -93,6 +95,7 @@ zl_stage_begin(Oid tbl, const char *missing_columns)
 	stage->types = palloc(sizeof(char *) * desc->natts);
 	stage->typids = palloc(sizeof(Oid) * desc->natts);
 	stage->typmods = palloc(sizeof(int32) * desc->natts);
+	stage->collations = palloc(sizeof(Oid) * desc->natts);
 	stage->source_col = palloc(sizeof(int) * desc->natts);
 	for (int k = 0; k < opts.nkeys; k++)
 	{
@@ -101,6 +104,7 @@ zl_stage_begin(Oid tbl, const char *missing_columns)
 		stage->names[n] = pstrdup(NameStr(att->attname));
 		stage->typids[n] = att->atttypid;
 		stage->typmods[n] = att->atttypmod;
+		stage->collations[n] = att->attcollation;
 		stage->types[n++] = format_type_with_typemod(att->atttypid, att->atttypmod);
 	}
 	stage->nkeys = n;
@@ -117,6 +121,7 @@ zl_stage_begin(Oid tbl, const char *missing_columns)
 		stage->names[n] = pstrdup(NameStr(att->attname));
 		stage->typids[n] = att->atttypid;
 		stage->typmods[n] = att->atttypmod;
+		stage->collations[n] = att->attcollation;
 		stage->types[n++] = format_type_with_typemod(att->atttypid, att->atttypmod);
 	}
 	stage->ncols = n;
@@ -149,6 +154,37 @@ int
 zl_stage_key_count(ZLStage *stage)
 {
 	return stage->nkeys;
+}
+
+/*
+ * Do two rows of the source (values by its column index) name the same
+ * key of the zipper table?  Compared as the zipper table compares keys:
+ * read as its key columns' types, by their equality and collation (a
+ * numeric key 2 and 2.0 are one), not as the texts pgoutput sends.
+ */
+bool
+zl_stage_same_key(ZLStage *stage, char **a, char **b)
+{
+	for (int k = 0; k < stage->nkeys; k++)
+	{
+		int			c = stage->source_col[k];
+		TypeCacheEntry *type;
+		Datum		va,
+					vb;
+
+		if (a[c] == NULL || b[c] == NULL)
+			return false;
+		if (strcmp(a[c], b[c]) == 0)
+			continue;
+		type = lookup_type_cache(stage->typids[k], TYPECACHE_EQ_OPR_FINFO);
+		if (!OidIsValid(type->eq_opr_finfo.fn_oid))
+			return false;
+		va = InputFunctionCall(&stage->inputs[k], a[c], stage->ioparams[k], stage->typmods[k]);
+		vb = InputFunctionCall(&stage->inputs[k], b[c], stage->ioparams[k], stage->typmods[k]);
+		if (!DatumGetBool(FunctionCall2Coll(&type->eq_opr_finfo, stage->collations[k], va, vb)))
+			return false;
+	}
+	return true;
 }
 
 /* the source's column index of the zipper table's i-th column (keys first), -1: none */

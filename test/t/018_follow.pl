@@ -301,6 +301,22 @@ $node->poll_query_until('postgres',
   or die 'what followed the dropped table stayed';
 pass('a dropped zipper table: its follower dropped its slot and row');
 
+# an UPDATE that changes a key only in its text (numeric 2 to 2.0) keeps
+# the key: one new version, not a delete and an upsert of one key at one
+# instant (which the apply refuses as conflicting, stopping the follower)
+psql_ok(q(CREATE TABLE src_num (id numeric PRIMARY KEY, v text);
+INSERT INTO src_num VALUES (1, 'one'), (2, 'two');
+CREATE PUBLICATION pub_num FOR TABLE src_num;
+CREATE TABLE acc_num (id numeric, v text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+SELECT zipper_lake.register('acc_num', ARRAY['id'])));
+psql_ok(q(SELECT zipper_lake.follow('acc_num', 'src_num', publication => 'pub_num', batch_interval => '50 ms')));
+psql_ok(q(UPDATE src_num SET id = 2.0, v = 'changed' WHERE id = 2));
+is(psql_ok(q(SELECT caught_up('acc_num'))), 't', 'a key changed only in scale: the follower keeps running');
+is(psql_ok(q(SELECT string_agg(id || ' ' || v || ' ' || (valid_to = 'infinity'), ', ' ORDER BY valid_from, id)
+  FROM acc_num)), '1 one true, 2 two false, 2.0 changed true', 'a key changed only in scale: a new version');
+psql_ok(q(SELECT zipper_lake.unfollow('acc_num')));
+
 # a follower in a database dropped after unfollow(): its terminated worker
 # is not started again (the postmaster would, and it would fail to connect
 # to the database every few seconds for ever)
