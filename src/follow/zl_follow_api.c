@@ -335,7 +335,7 @@ image_row(void *arg, char **values)
 {
 	Image	   *image = arg;
 
-	zl_stage_change(image->stage, 'I', values, NULL, image->time, 0);
+	zl_stage_change(image->stage, 'I', values, NULL, NULL, image->time, 0);
 	image->rows++;
 }
 
@@ -360,6 +360,11 @@ typedef struct SlotToDrop
 	ZLSource   *source;
 } SlotToDrop;
 
+/*
+ * Drop the slot.  The session a terminated worker had on the source ends
+ * a moment after the worker, holding the slot till then: wait for that
+ * (5 s at most) before dropping it.
+ */
 static void
 drop_slot(void *arg)
 {
@@ -367,6 +372,12 @@ drop_slot(void *arg)
 	const char *params[1] = {d->f->slot};
 
 	d->source = zl_source_open(d->f->connection, d->f->owner);
+	zl_source_command(d->source,
+					  psprintf("DO $zl$BEGIN FOR i IN 1 .. 100 LOOP"
+							   " EXIT WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_replication_slots"
+							   " WHERE slot_name = %s AND active);"
+							   " PERFORM pg_catalog.pg_sleep(0.05); END LOOP; END$zl$",
+							   quote_literal_cstr(d->f->slot)), 0, NULL);
 	zl_source_command(d->source, "SELECT pg_catalog.pg_drop_replication_slot(slot_name)"
 					  " FROM pg_catalog.pg_replication_slots WHERE slot_name = $1", 1, params);
 }

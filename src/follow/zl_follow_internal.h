@@ -95,7 +95,7 @@ extern bool zl_stage_same(ZLStage *a, ZLStage *b);
 extern int	zl_stage_source_column(ZLStage *stage, int i);
 extern bool zl_stage_same_key(ZLStage *stage, char **a, char **b);
 extern void zl_stage_change(ZLStage *stage, char op, char **values, bool *unchanged,
-							TimestampTz time, XLogRecPtr seq);
+							char **held_by, TimestampTz time, XLogRecPtr seq);
 extern int64 zl_stage_apply(ZLStage *stage);
 extern int64 zl_stage_apply_image(ZLStage *stage, TimestampTz time);
 extern void zl_stage_end(ZLStage *stage);

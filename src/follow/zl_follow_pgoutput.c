@@ -222,9 +222,9 @@ ours(Batch *b, uint32 relid)
 }
 
 static void
-stage(Batch *b, char op, char **values, bool *unchanged)
+stage(Batch *b, char op, char **values, bool *unchanged, char **held_by)
 {
-	zl_stage_change(b->stage, op, values, unchanged, b->commit_time, b->lsn);
+	zl_stage_change(b->stage, op, values, unchanged, held_by, b->commit_time, b->lsn);
 	b->out->changes++;
 }
 
@@ -246,7 +246,7 @@ change_message(Batch *b, char kind)
 		if (get8(b) != 'N')
 			malformed(b, "an insert without its new tuple");
 		get_tuple(b, &values, &unchanged);
-		stage(b, 'I', values, unchanged);
+		stage(b, 'I', values, unchanged, NULL);
 	}
 	else if (kind == 'U')
 	{
@@ -262,9 +262,12 @@ change_message(Batch *b, char kind)
 		if (part != 'N')
 			malformed(b, "an update without its new tuple");
 		get_tuple(b, &values, &unchanged);
+		/* a new key: the old one goes; a value left out is the old row's */
 		if (old != NULL && !zl_stage_same_key(b->stage, old, values))
-			stage(b, 'D', old, NULL);
-		stage(b, 'U', values, unchanged);
+			stage(b, 'D', old, NULL, NULL);
+		else
+			old = NULL;
+		stage(b, 'U', values, unchanged, old);
 	}
 	else
 	{
@@ -273,7 +276,7 @@ change_message(Batch *b, char kind)
 		if (part != 'K' && part != 'O')
 			malformed(b, "a delete without its key");
 		get_tuple(b, &values, &unchanged);
-		stage(b, 'D', values, NULL);
+		stage(b, 'D', values, NULL, NULL);
 	}
 }
 
@@ -285,7 +288,7 @@ truncate_message(Batch *b)
 	(void) get8(b);				/* options: CASCADE, RESTART IDENTITY */
 	for (uint32 i = 0; i < n; i++)
 		if (ours(b, get32(b)) && b->in_transaction && !b->skip)
-			stage(b, 'T', NULL, NULL);
+			stage(b, 'T', NULL, NULL, NULL);
 }
 
 /* one message of the slot: its LSN and its bytes as bytea's hex text */

@@ -287,8 +287,9 @@ zl_stage_columns(ZLStage *stage, int natts, char **names, const char *what)
 }
 
 /*
- * The value the key holds now for column i (an unchanged TOASTed value
- * pgoutput left out): what is staged is applied first.
+ * The value the key of a row (values by the source's column index) holds
+ * now for column i (an unchanged TOASTed value pgoutput left out): what is
+ * staged is applied first.
  */
 static char *
 held_value(ZLStage *stage, int i, char **values)
@@ -367,13 +368,15 @@ period_value(ZLStage *stage, TimestampTz time)
 
 /*
  * Stage a change: op I, U, D or T, values by the source's column index
- * (unchanged[i]: pgoutput left the i-th out), at the commit time with
- * seq.  A delete needs only the key; a truncate nothing.  A row of the
- * temporary table, each value read by its column type's input function.
+ * (unchanged[i]: pgoutput left the i-th out, and the key of the row
+ * held_by -- the old row of an update that changed the key, else values
+ * -- holds it), at the commit time with seq.  A delete needs only the
+ * key; a truncate nothing.  A row of the temporary table, each value read
+ * by its column type's input function.
  */
 void
-zl_stage_change(ZLStage *stage, char op, char **values, bool *unchanged, TimestampTz time,
-				XLogRecPtr seq)
+zl_stage_change(ZLStage *stage, char op, char **values, bool *unchanged, char **held_by,
+				TimestampTz time, XLogRecPtr seq)
 {
 	Datum	   *row = palloc(sizeof(Datum) * (stage->ncols + 3));
 	bool	   *nulls = palloc0(sizeof(bool) * (stage->ncols + 3));
@@ -397,7 +400,7 @@ zl_stage_change(ZLStage *stage, char op, char **values, bool *unchanged, Timesta
 		if (op == 'T' || (op == 'D' && i >= stage->nkeys))
 			text = NULL;
 		else if (unchanged != NULL && unchanged[c])
-			text = held_value(stage, i, values);
+			text = held_value(stage, i, held_by != NULL ? held_by : values);
 		else
 			text = values[c];
 		change.column = stage->names[i];
