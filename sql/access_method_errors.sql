@@ -179,6 +179,21 @@ SELECT zipper_lake._record_put('acct', NULL, NULL, NULL, NULL, '2026-01-05', NUL
 SELECT zipper_lake._record_put(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 SELECT count(*) AS record_rows FROM zipper_lake._record_rows('acct');
 SELECT zipper_lake.set_follow(NULL);
+-- a damaged segment _record_put stored (it is the owner's): read, also
+-- where an entry is skipped (a chunk of keys that does not want its hash),
+-- it is an error, never a read past its end
+CREATE TABLE damaged (k text, v text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+SELECT zipper_lake.register('damaged', ARRAY['k']);
+SELECT zipper_lake._record_put('damaged', NULL, NULL, NULL, NULL, '2030-01-01', NULL, NULL, '{}', '{}');
+SELECT zipper_lake._record_put('damaged', 1, 0, 0, 4294967295, '2030-01-01', 1,
+       '\xf0ffffff0f808080808080fcffff010200'::bytea, NULL, NULL);
+CREATE TABLE damaged_ch (k text, v text, change_time timestamptz, op text);
+INSERT INTO damaged_ch SELECT 'key' || g, 'a', '2026-01-01', 'I' FROM generate_series(1, 5000) g;
+SET work_mem = '64kB';
+SELECT * FROM zipper_lake.apply_changes('damaged', 'damaged_ch');
+\echo :SQLSTATE
+RESET work_mem;
+DROP TABLE damaged, damaged_ch;
 
 -- every C function of the extension, called with NULL arguments (also
 -- after a zipper table, or a zipper table and a changes table): a value

@@ -53,11 +53,21 @@ SELECT zipper_lake.set_follow('fl', batch_changes => 7, batch_interval => '250 m
 SELECT batch_changes, batch_interval, missing_columns FROM zipper_lake.follower;
 SELECT zipper_lake.pause('fl');
 SELECT state FROM zipper_lake.followers;
+-- its last error may quote the source's values: shown to those who may
+-- read the zipper table only
+UPDATE zipper_lake.follower SET last_error = 'new row violates check constraint (Failing row contains (2, secret))';
+CREATE ROLE zl_follow_outsider;
+SET ROLE zl_follow_outsider;
+SELECT tbl, state, last_error FROM zipper_lake.followers;
+RESET ROLE;
+DROP ROLE zl_follow_outsider;
+SELECT tbl, state, last_error FROM zipper_lake.followers;
 DELETE FROM zipper_lake.follower;
 
 -- connection strings as the view shows them
 SELECT zipper_lake._follow_connection_shown(c)
   FROM (VALUES ('host=h password=p'), ('postgresql://u:pw@h:5432/db'), ('dbname=''a b'''),
+               ('host=h sslkey=k.pem sslpassword=keypass'),
                ('not a connection string')) v(c);
 
 -- the table of followers is the extension owner's alone

@@ -177,6 +177,37 @@ SELECT count(*) FROM zipper_lake.verify('owned');
 RESET search_path;
 SELECT id, v FROM owned ORDER BY id, valid_from;
 
+-- register() places the rows loaded before it, running the table's code
+-- (here an index expression) as the table's owner in a restricted
+-- operation, never as the extension's owner: it sees its owner and cannot
+-- SET ROLE
+SET ROLE zl_owner;
+CREATE TABLE seen (current_role_seen name, set_role_refused boolean);
+CREATE FUNCTION spy_inner() RETURNS void LANGUAGE plpgsql AS $$
+DECLARE refused boolean := false;
+BEGIN
+  BEGIN
+    EXECUTE 'SET ROLE postgres';
+  EXCEPTION WHEN OTHERS THEN
+    refused := true;
+  END;
+  INSERT INTO public.seen VALUES (current_user, refused);
+END $$;
+CREATE FUNCTION spy(v text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  PERFORM public.spy_inner();
+  RETURN v;
+END $$;
+CREATE TABLE loaded (id int, v text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL) USING zipper_lake;
+INSERT INTO loaded VALUES (1, 'a', '2026-01-01', 'infinity');
+CREATE INDEX loaded_spy ON loaded (spy(v));
+TRUNCATE seen;
+SELECT zipper_lake.register('loaded', ARRAY['id']);
+SELECT DISTINCT current_role_seen, set_role_refused FROM seen;
+RESET ROLE;
+DROP TABLE loaded, seen;
+DROP FUNCTION spy(text), spy_inner();
+
 DROP TABLE owned, owned_ch, secret_ch;
 DROP SCHEMA evil CASCADE;
 REVOKE CREATE ON SCHEMA public FROM zl_owner;

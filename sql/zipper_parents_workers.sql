@@ -105,6 +105,36 @@ SELECT * FROM zipper_lake.apply_changes('zw', 'zw_ch');
 RESET ROLE;
 SELECT count(*) AS applied FROM zw WHERE owner = 'group';
 SELECT count(*) AS left_prepared FROM pg_prepared_xacts;
+-- the table's code a worker runs (an index expression here) runs as the
+-- caller's role in a restricted operation: the superuser the worker's
+-- session belongs to is out of its reach (SET ROLE refused)
+CREATE TABLE zw_seen (current_role_seen name, set_role_refused boolean);
+GRANT INSERT ON zw_seen TO zw_group;
+CREATE FUNCTION zw_spy_inner() RETURNS void LANGUAGE plpgsql AS $$
+DECLARE refused boolean := false;
+BEGIN
+  BEGIN
+    EXECUTE format('SET ROLE %I', (SELECT rolname FROM pg_catalog.pg_roles WHERE oid = 10));
+  EXCEPTION WHEN OTHERS THEN
+    refused := true;
+  END;
+  INSERT INTO public.zw_seen VALUES (current_user, refused);
+END $$;
+CREATE FUNCTION zw_spy(v text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  PERFORM public.zw_spy_inner();
+  RETURN v;
+END $$;
+CREATE INDEX zw_spied ON zw (zw_spy(owner));
+TRUNCATE zw_seen;
+UPDATE zw_ch SET owner = 'spied', change_time = '2026-03-27';
+SET ROLE zw_group;
+SELECT changes > 0 AS applied FROM zipper_lake.apply_changes('zw', 'zw_ch');
+RESET ROLE;
+SELECT DISTINCT current_role_seen, set_role_refused FROM zw_seen;
+DROP INDEX zw_spied;
+DROP TABLE zw_seen;
+DROP FUNCTION zw_spy(text), zw_spy_inner();
 
 -- resolve(): nothing is left to settle; never in a transaction block
 SELECT zipper_lake.resolve();

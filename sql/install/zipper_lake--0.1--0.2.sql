@@ -671,7 +671,8 @@ SELECT f.tbl::regclass AS tbl,
        f.checked_at,
        f.transactions_applied,
        f.changes_applied,
-       f.last_error,
+       -- it may quote the source's values: for those who may read the table
+       CASE WHEN pg_catalog.has_table_privilege(f.tbl, 'SELECT') THEN f.last_error END AS last_error,
        f.last_error_time
   FROM zipper_lake.follower f;
 GRANT SELECT ON zipper_lake.followers TO PUBLIC;

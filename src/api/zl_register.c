@@ -717,6 +717,27 @@ zipper_lake_register_row(PG_FUNCTION_ARGS)
 	return register_table(fcinfo, true);
 }
 
+/*
+ * Place a table's unplaced rows.  The trigger fires as the catalog's owner
+ * (the registration row is written as it), but placing runs the table's
+ * own code -- index expressions, constraints, generated columns -- so it
+ * runs as the table's owner, restricted, as VACUUM runs it.
+ */
+static void
+place_as_owner(Relation rel)
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(rel->rd_rel->relowner, save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	save_nestlevel = NewGUCNestLevel();
+	zl_write_place_unplaced(rel);
+	AtEOXact_GUC(false, save_nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+}
+
 Datum
 zipper_lake_place_unplaced_trigger(PG_FUNCTION_ARGS)
 {
@@ -741,7 +762,7 @@ zipper_lake_place_unplaced_trigger(PG_FUNCTION_ARGS)
 	if (zl_is_partitioned_table(relid))
 		return PointerGetDatum(newrow); /* a zipper parent: its leaves hold the rows */
 	rel = zl_open_zipper_table(relid, ShareUpdateExclusiveLock);
-	zl_write_place_unplaced(rel);
+	place_as_owner(rel);
 	table_close(rel, NoLock);
 	return PointerGetDatum(newrow);
 }

@@ -270,7 +270,12 @@ leave_leader(void)
 static void
 take_leader_context(WorkersShared *shared)
 {
-	SetUserIdAndSecContext(shared->user, shared->sec_context);
+	/*
+	 * The session is the bootstrap superuser's (a pooled worker serves
+	 * leaders of any role): restricted, so that the table's code the apply
+	 * runs (index expressions, constraints, triggers) cannot SET ROLE to it.
+	 */
+	SetUserIdAndSecContext(shared->user, shared->sec_context | SECURITY_RESTRICTED_OPERATION);
 	for (int i = 0; i < NSETTINGS; i++)
 		SetConfigOption(copied_settings[i], shared->settings[i], PGC_USERSET, PGC_S_SESSION);
 	SetConfigOption("default_transaction_isolation", "read committed", PGC_USERSET, PGC_S_SESSION);

@@ -494,10 +494,19 @@ next_entry(const ZLRecordCodec *codec, EntryReader *er, ZLRecordEntry *e,
 			if (codec->integer[i] != InvalidOid)
 				(void) get_varint(&er->r);
 			else
-				er->r.p += get_varint(&er->r);
+			{
+				uint64		len = get_varint(&er->r);
+
+				if (len > (uint64) (er->r.end - er->r.p))
+					damaged();
+				er->r.p += len;
+			}
 		}
 	}
 	header = get_varint(&er->r);
+	/* every instant takes a byte at least */
+	if ((header >> 1) > (uint64) (er->r.end - er->r.p))
+		damaged();
 	e->ninstants = (int) (header >> 1);
 	e->since = er->prev_since + get_zigzag(&er->r);
 	er->prev_since = e->since;

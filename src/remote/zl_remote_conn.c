@@ -246,7 +246,8 @@ zl_remote_connection_shown(const char *conninfo)
 		if (o->val == NULL)
 			continue;
 		appendStringInfo(&shown, "%s%s=", shown.len > 0 ? " " : "", o->keyword);
-		if (strcmp(o->keyword, "password") == 0)
+		/* libpq marks secrets ("*"): password, sslpassword */
+		if (o->dispchar != NULL && o->dispchar[0] == '*')
 			appendStringInfoString(&shown, "********");
 		else
 		{
