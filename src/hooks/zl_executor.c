@@ -22,8 +22,10 @@
 #include "catalog/zl_catalog.h"
 #include "write/zl_write.h"
 #include "hooks/zl_hooks.h"
+#include "remote/zl_remote.h"
 
 #include "access/table.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "commands/defrem.h"
@@ -213,6 +215,31 @@ zl_ExecutorEnd(QueryDesc *queryDesc)
 		standard_ExecutorEnd(queryDesc);
 }
 
+/*
+ * TRUNCATE of shards this transaction's zipper_lake calls wrote on:
+ * refused, as postgres_fdw would wait for those writes for ever
+ * (src/remote/README.md).
+ */
+static void
+refuse_shard_truncates_after_writes(TruncateStmt *stmt)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->relations)
+	{
+		RangeVar   *rv = lfirst_node(RangeVar, lc);
+		Oid			relid = RangeVarGetRelid(rv, NoLock, true);
+		List	   *rels;
+		ListCell   *lr;
+
+		if (!OidIsValid(relid))
+			continue;			/* TRUNCATE reports it */
+		rels = rv->inh ? find_all_inheritors(relid, NoLock, NULL) : list_make1_oid(relid);
+		foreach(lr, rels)
+			zl_remote_refuse_truncate_after_writes(lfirst_oid(lr));
+	}
+}
+
 static void
 zl_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 				  ProcessUtilityContext context, ParamListInfo params,
@@ -220,6 +247,8 @@ zl_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 {
 	Node	   *stmt = pstmt->utilityStmt;
 
+	if (IsA(stmt, TruncateStmt))
+		refuse_shard_truncates_after_writes((TruncateStmt *) stmt);
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv,
 							dest, qc);

@@ -60,6 +60,7 @@ extern void zl_remote_raise_at(PGresult *res, PGconn *conn, const char *where);
 
 /* zl_remote_xact.c: the caller's transaction on a shard */
 extern ZLShard *zl_remote_shard(Oid relid);
+extern void zl_remote_refuse_truncate_after_writes(Oid relid);
 extern ZLShard *zl_remote_shard_for_write(Oid relid);
 extern ZLRemoteRows *zl_remote_query(ZLShard *shard, const char *sql, int nparams,
 									 const char *const *params);

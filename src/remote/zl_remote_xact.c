@@ -415,6 +415,38 @@ shard_writes(void)
 	return false;
 }
 
+/*
+ * Refuse to TRUNCATE a postgres_fdw table on a server this transaction
+ * wrote on over the extension's own connection (with the caller's user
+ * mapping): postgres_fdw truncates over a connection of its own, which
+ * would wait for the locks those writes hold until the end of time.
+ */
+void
+zl_remote_refuse_truncate_after_writes(Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	bool		started = false;
+	bool		any = false;
+	ZLShard    *shard;
+	UserMapping *mapping;
+
+	while ((shard = next_shard(&status, &started)) != NULL)
+		any |= shard->writes;
+	if (!any || !zl_remote_is_shard(relid))
+		return;
+	mapping = GetUserMapping(GetUserId(), GetForeignTable(relid)->serverid);
+	shard = hash_search(shards, &mapping->umid, HASH_FIND, NULL);
+	if (shard == NULL || !shard->in_xact || !shard->writes)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot truncate shard \"%s\" in the transaction that applied to it", get_rel_name(relid)),
+			 errdetail("postgres_fdw truncates it over a connection of its own, which would wait for ever for "
+					   "what zipper_lake's calls in this transaction hold on server \"%s\".",
+					   shard->server_name),
+			 errhint("Commit the apply first, then truncate in the next transaction.")));
+}
+
 static void
 prepare_shards(void)
 {
