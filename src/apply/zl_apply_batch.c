@@ -639,27 +639,6 @@ selected_value_text(BatchReceiver *br, int col)
 	return OidOutputFunctionCall(outfunc, br->slot->tts_values[col]);
 }
 
-/* the key of the row as selected: (a, b)=(1, x) */
-static char *
-selected_key_text(BatchReceiver *br)
-{
-	ApplyContext *ac = br->ac;
-	StringInfoData names;
-	StringInfoData values;
-
-	initStringInfo(&names);
-	initStringInfo(&values);
-	for (int i = 0; i < ac->opts.nkeys; i++)
-	{
-		AttrNumber	attnum = ac->opts.key_attnums[i];
-
-		appendStringInfo(&names, "%s%s", i > 0 ? ", " : "",
-						 quote_identifier(NameStr(TupleDescAttr(ac->tupdesc, attnum - 1)->attname)));
-		appendStringInfo(&values, "%s%s", i > 0 ? ", " : "", selected_value_text(br, attnum - 1));
-	}
-	return psprintf("(%s)=(%s)", names.data, values.data);
-}
-
 /*
  * The row being read, and if one of its values fails to convert, that
  * value in br->misfit (convert_row puts it into the error's detail).  Made
@@ -675,7 +654,10 @@ batch_row_error_context(void *arg)
 	if (col >= 0 && br->slot != NULL)
 		br->misfit = psprintf("Column \"%s\" of the change for key %s at %s has the value %s.",
 							  NameStr(TupleDescAttr(ac->tupdesc, col)->attname),
-							  selected_key_text(br),
+							  zl_describe_key(&ac->opts, br->slot->tts_tupleDescriptor,
+											  heap_form_tuple(br->slot->tts_tupleDescriptor,
+															  br->slot->tts_values,
+															  br->slot->tts_isnull)),
 							  br->time_column == NULL ? time_text(ac, br->snapshot_time) :
 							  selected_value_text(br, ac->tupdesc->natts),
 							  br->slot->tts_isnull[col] ? "null" :

@@ -496,6 +496,18 @@ read_registration(Relation rel, ZLTableOptions *opts, bool for_write)
 	return found;
 }
 
+/* the registration from the catalog (read_registration), *zone_known: is its time zone known? */
+static bool
+read_options(Relation rel, ZLTableOptions *opts, bool for_write, bool *zone_known)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->relid = RelationGetRelid(rel);
+	if (!read_registration(rel, opts, for_write))
+		return false;
+	*zone_known = pg_tzset(opts->time_zone) != NULL;
+	return true;
+}
+
 /*
  * The registration of a table, false if it has none.  Readers take it from
  * the per-backend cache (invalidated with the table's relcache entry);
@@ -514,6 +526,26 @@ zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write)
 }
 
 /*
+ * The same, but a registration whose time zone the server does not know
+ * (any more) is loaded too (not cached), *zone_known saying so.  For
+ * VACUUM, which must not fail on a stored value (zl_retention.c).
+ */
+bool
+zl_meta_load_options_any_zone(Relation rel, ZLTableOptions *opts, bool for_write,
+							  bool *zone_known)
+{
+	*zone_known = true;
+
+	if (!for_write && options_cache_fetch(RelationGetRelid(rel), opts))
+		return true;
+	if (!read_options(rel, opts, for_write, zone_known))
+		return false;
+	if (*zone_known)
+		options_cache_store(opts);
+	return true;
+}
+
+/*
  * The registration as the statement's snapshot sees it, never the cached
  * one: for a reader that checks it against rows read with that snapshot
  * (verify()'s check of the change record, which leaves out what the
@@ -523,38 +555,11 @@ zl_meta_load_options(Relation rel, ZLTableOptions *opts, bool for_write)
 bool
 zl_meta_load_options_uncached(Relation rel, ZLTableOptions *opts)
 {
-	memset(opts, 0, sizeof(*opts));
-	opts->relid = RelationGetRelid(rel);
-	if (!read_registration(rel, opts, false))
+	bool		zone_known;
+
+	if (!read_options(rel, opts, false, &zone_known))
 		return false;
-	if (pg_tzset(opts->time_zone) == NULL)
+	if (!zone_known)
 		refuse_unknown_zone(rel, opts);
-	return true;
-}
-
-/*
- * The same, but a registration whose time zone the server does not know
- * (any more) is loaded too (not cached), *zone_known saying so.  For
- * VACUUM, which must not fail on a stored value (zl_retention.c).
- */
-bool
-zl_meta_load_options_any_zone(Relation rel, ZLTableOptions *opts, bool for_write,
-							  bool *zone_known)
-{
-	bool		found;
-
-	*zone_known = true;
-
-	if (!for_write && options_cache_fetch(RelationGetRelid(rel), opts))
-		return true;
-
-	memset(opts, 0, sizeof(*opts));
-	opts->relid = RelationGetRelid(rel);
-	found = read_registration(rel, opts, for_write);
-	if (!found)
-		return false;
-	*zone_known = pg_tzset(opts->time_zone) != NULL;
-	if (*zone_known)
-		options_cache_store(opts);
 	return true;
 }

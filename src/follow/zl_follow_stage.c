@@ -30,6 +30,7 @@
  *-------------------------------------------------------------------------
  */
 #include "common/zl_common.h"
+#include "storage/zl_storage.h"
 #include "catalog/zl_catalog.h"
 #include "apply/zl_apply.h"
 #include "follow/zl_follow_internal.h"
@@ -44,7 +45,6 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
-#include "utils/typcache.h"
 
 #define STAGE_TABLE "pg_temp.zl_follow_stage"
 
@@ -60,7 +60,9 @@ struct ZLStage
 	char	  **types;			/* format_type_with_typemod */
 	Oid		   *typids;
 	int32	   *typmods;
-	Oid		   *collations;
+	ZLKeyHasher *key_equality;	/* the zipper table's (zl_keys_equal) */
+	AttrNumber *key_attnums;	/* [nkeys]: the table's attribute numbers */
+	int			natts;
 	int		   *source_col;		/* the source's column index, -1: it has none */
 	Oid			period_type;
 	char	   *time_zone;
@@ -95,7 +97,10 @@ zl_stage_begin(Oid tbl, const char *missing_columns)
 	stage->types = palloc(sizeof(char *) * desc->natts);
 	stage->typids = palloc(sizeof(Oid) * desc->natts);
 	stage->typmods = palloc(sizeof(int32) * desc->natts);
-	stage->collations = palloc(sizeof(Oid) * desc->natts);
+	stage->key_equality = zl_key_hasher_create(desc, &opts);
+	stage->key_attnums = palloc(sizeof(AttrNumber) * Max(opts.nkeys, 1));
+	memcpy(stage->key_attnums, opts.key_attnums, sizeof(AttrNumber) * opts.nkeys);
+	stage->natts = desc->natts;
 	stage->source_col = palloc(sizeof(int) * desc->natts);
 	for (int k = 0; k < opts.nkeys; k++)
 	{
@@ -104,7 +109,6 @@ zl_stage_begin(Oid tbl, const char *missing_columns)
 		stage->names[n] = pstrdup(NameStr(att->attname));
 		stage->typids[n] = att->atttypid;
 		stage->typmods[n] = att->atttypmod;
-		stage->collations[n] = att->attcollation;
 		stage->types[n++] = format_type_with_typemod(att->atttypid, att->atttypmod);
 	}
 	stage->nkeys = n;
@@ -121,7 +125,6 @@ zl_stage_begin(Oid tbl, const char *missing_columns)
 		stage->names[n] = pstrdup(NameStr(att->attname));
 		stage->typids[n] = att->atttypid;
 		stage->typmods[n] = att->atttypmod;
-		stage->collations[n] = att->attcollation;
 		stage->types[n++] = format_type_with_typemod(att->atttypid, att->atttypmod);
 	}
 	stage->ncols = n;
@@ -158,33 +161,27 @@ zl_stage_key_count(ZLStage *stage)
 
 /*
  * Do two rows of the source (values by its column index) name the same
- * key of the zipper table?  Compared as the zipper table compares keys:
- * read as its key columns' types, by their equality and collation (a
- * numeric key 2 and 2.0 are one), not as the texts pgoutput sends.
+ * key of the zipper table?  Read as its key columns' types and compared as
+ * the table compares keys (zl_keys_equal: a numeric key 2 and 2.0 are
+ * one), not as the texts pgoutput sends.
  */
 bool
 zl_stage_same_key(ZLStage *stage, char **a, char **b)
 {
+	Datum	   *va = palloc0(sizeof(Datum) * stage->natts);
+	Datum	   *vb = palloc0(sizeof(Datum) * stage->natts);
+
 	for (int k = 0; k < stage->nkeys; k++)
 	{
 		int			c = stage->source_col[k];
-		TypeCacheEntry *type;
-		Datum		va,
-					vb;
+		int			slot = stage->key_attnums[k] - 1;
 
 		if (a[c] == NULL || b[c] == NULL)
 			return false;
-		if (strcmp(a[c], b[c]) == 0)
-			continue;
-		type = lookup_type_cache(stage->typids[k], TYPECACHE_EQ_OPR_FINFO);
-		if (!OidIsValid(type->eq_opr_finfo.fn_oid))
-			return false;
-		va = InputFunctionCall(&stage->inputs[k], a[c], stage->ioparams[k], stage->typmods[k]);
-		vb = InputFunctionCall(&stage->inputs[k], b[c], stage->ioparams[k], stage->typmods[k]);
-		if (!DatumGetBool(FunctionCall2Coll(&type->eq_opr_finfo, stage->collations[k], va, vb)))
-			return false;
+		va[slot] = InputFunctionCall(&stage->inputs[k], a[c], stage->ioparams[k], stage->typmods[k]);
+		vb[slot] = InputFunctionCall(&stage->inputs[k], b[c], stage->ioparams[k], stage->typmods[k]);
 	}
-	return true;
+	return zl_keys_equal(stage->key_equality, va, vb);
 }
 
 /* the source's column index of the zipper table's i-th column (keys first), -1: none */

@@ -91,12 +91,11 @@ erased_key_cmp(const void *a, const void *b)
 
 /*
  * The next keys from the cursor, cast to the key columns' types: a key
- * that does not convert fails with the cast's error, given a detail
- * naming the relation and the key's types, and a hint
- * (zl_rethrow_conversion_error).
+ * that does not convert fails with the cast's error, given misfit as its
+ * detail, and a hint (zl_rethrow_conversion_error).
  */
 static void
-fetch_keys(EraseContext *ec, Portal portal, const char *keys_name)
+fetch_keys(Portal portal, const char *misfit)
 {
 	MemoryContext memory = CurrentMemoryContext;
 
@@ -106,20 +105,7 @@ fetch_keys(EraseContext *ec, Portal portal, const char *keys_name)
 	}
 	PG_CATCH();
 	{
-		StringInfoData types;
-
-		MemoryContextSwitchTo(memory);
-		initStringInfo(&types);
-		for (int i = 0; i < ec->opts.nkeys; i++)
-		{
-			Form_pg_attribute att = TupleDescAttr(ec->desc, ec->opts.key_attnums[i] - 1);
-
-			appendStringInfo(&types, "%s%s %s", i > 0 ? ", " : "", quote_identifier(NameStr(att->attname)),
-							 format_type_with_typemod(att->atttypid, att->atttypmod));
-		}
-		zl_rethrow_conversion_error(memory,
-									psprintf("Relation \"%s\" lists a key that does not convert to the key of zipper table \"%s\" (%s).",
-											 keys_name, RelationGetRelationName(ec->rel), types.data),
+		zl_rethrow_conversion_error(memory, misfit,
 									"List keys of the zipper table's key types; nothing was erased.");
 	}
 	PG_END_TRY();
@@ -130,16 +116,21 @@ static void
 read_keys(EraseContext *ec, Oid keys_relid)
 {
 	StringInfoData query;
+	StringInfoData key_types;	/* "id integer, ...", for a key that does not convert */
+	char	   *misfit;
 	Portal		portal;
 	int			maxkeys = 1024;
 	Size		limit = (Size) work_mem * 1024;
 	char	   *keys_name = zl_relation_arg_name(keys_relid, "keys");
 
 	initStringInfo(&query);
+	initStringInfo(&key_types);
 	appendStringInfoString(&query, "SELECT ");
 	for (int i = 0; i < ec->opts.nkeys; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(ec->desc, ec->opts.key_attnums[i] - 1);
+		const char *name;
+		char	   *type;
 
 		if (get_attnum(keys_relid, NameStr(att->attname)) <= 0)
 			ereport(ERROR,
@@ -148,13 +139,16 @@ read_keys(EraseContext *ec, Oid keys_relid)
 					 errdetail("Relation \"%s\" has no such column; zipper table \"%s\" is keyed by it.",
 							   keys_name, RelationGetRelationName(ec->rel)),
 					 errhint("Pass a table or view with the key columns of the keys to erase.")));
-		appendStringInfo(&query, "%s%s::%s", i > 0 ? ", " : "",
-						 quote_identifier(NameStr(att->attname)),
-						 format_type_with_typemod(att->atttypid, att->atttypmod));
+		name = quote_identifier(NameStr(att->attname));
+		type = format_type_with_typemod(att->atttypid, att->atttypmod);
+		appendStringInfo(&query, "%s%s::%s", i > 0 ? ", " : "", name, type);
+		appendStringInfo(&key_types, "%s%s %s", i > 0 ? ", " : "", name, type);
 	}
 	appendStringInfo(&query, " FROM %s",
 					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(keys_relid)),
 												keys_name));
+	misfit = psprintf("Relation \"%s\" lists a key that does not convert to the key of zipper table \"%s\" (%s).",
+					  keys_name, RelationGetRelationName(ec->rel), key_types.data);
 
 	ec->keys = MemoryContextAlloc(ec->keys_context, sizeof(ErasedKey) * maxkeys);
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -162,7 +156,7 @@ read_keys(EraseContext *ec, Oid keys_relid)
 	portal = SPI_cursor_open_with_args(NULL, query.data, 0, NULL, NULL, NULL, true, 0);
 	for (;;)
 	{
-		fetch_keys(ec, portal, keys_name);
+		fetch_keys(portal, misfit);
 		if (SPI_processed == 0)
 			break;
 		for (uint64 r = 0; r < SPI_processed; r++)

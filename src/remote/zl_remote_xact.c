@@ -424,15 +424,10 @@ shard_writes(void)
 void
 zl_remote_refuse_truncate_after_writes(Oid relid)
 {
-	HASH_SEQ_STATUS status;
-	bool		started = false;
-	bool		any = false;
 	ZLShard    *shard;
 	UserMapping *mapping;
 
-	while ((shard = next_shard(&status, &started)) != NULL)
-		any |= shard->writes;
-	if (!any || !zl_remote_is_shard(relid))
+	if (!shard_writes() || !zl_remote_is_shard(relid))
 		return;
 	mapping = GetUserMapping(GetUserId(), GetForeignTable(relid)->serverid);
 	shard = hash_search(shards, &mapping->umid, HASH_FIND, NULL);

@@ -112,7 +112,6 @@ event_value(EventsApply *ea, const ZLEventChange *ec, Form_pg_attribute att, cha
 	}
 	PG_CATCH();
 	{
-		MemoryContextSwitchTo(memory);
 		zl_rethrow_conversion_error(memory,
 									psprintf("Column \"%s\" of event %s has the value %s.",
 											 NameStr(att->attname), ec->event_ref,
