@@ -617,6 +617,8 @@ typedef struct BatchReceiver
 	bool		has_seq;
 	const char *seq_column;
 	bool		seq_numeric;	/* read as numeric: may have a fraction */
+	Datum		seq_lowest;		/* then: bigint's range, as numerics */
+	Datum		seq_highest;
 	int64		snapshot_time;
 	MemoryContext row_memory;
 	MemoryContext batch_memory;
@@ -712,10 +714,8 @@ numeric_seq(BatchReceiver *br, Change *c, Datum value)
 	bool		integer = zl_numeric_is_integer(DatumGetNumeric(value));
 
 	if (!integer ||
-		DatumGetInt32(DirectFunctionCall2(numeric_cmp, value,
-										  NumericGetDatum(int64_to_numeric(PG_INT64_MIN)))) < 0 ||
-		DatumGetInt32(DirectFunctionCall2(numeric_cmp, value,
-										  NumericGetDatum(int64_to_numeric(PG_INT64_MAX)))) > 0)
+		DatumGetInt32(DirectFunctionCall2(numeric_cmp, value, br->seq_lowest)) < 0 ||
+		DatumGetInt32(DirectFunctionCall2(numeric_cmp, value, br->seq_highest)) > 0)
 	{
 		char	   *text = DatumGetCString(DirectFunctionCall1(numeric_out, value));
 
@@ -915,6 +915,11 @@ zl_apply_read_batch(ApplyContext *ac, Oid source_relid, const char *time_column,
 	receiver.has_seq = has_seq;
 	receiver.seq_column = seq_column;
 	receiver.seq_numeric = seq_numeric;
+	if (seq_numeric)
+	{
+		receiver.seq_lowest = NumericGetDatum(int64_to_numeric(PG_INT64_MIN));
+		receiver.seq_highest = NumericGetDatum(int64_to_numeric(PG_INT64_MAX));
+	}
 	receiver.snapshot_time = snapshot_time;
 	receiver.row_memory = row_memory;
 	receiver.batch_memory = CurrentMemoryContext;
