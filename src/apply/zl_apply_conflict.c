@@ -105,15 +105,6 @@ collect_concurrent_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTupl
 	ca->nrows++;
 }
 
-/* the sub-group as the batch read it (latest snapshot), or NULL */
-static const ZLSubGroup *
-read_subgroup(ApplyContext *ac, int64 subgroup_id)
-{
-	const ZLSubGroup *sg = zl_meta_find_subgroup(ac->current, ac->ncurrent, subgroup_id);
-
-	return sg != NULL ? sg : zl_meta_find_subgroup(ac->history, ac->nhistory, subgroup_id);
-}
-
 /* rows masked now that the snapshot sees unmasked: read them as it does */
 static void
 collect_masked_since(ApplyContext *ac, const ZLSubGroup *now, const ZLSubGroup *then,
@@ -159,61 +150,87 @@ pointer_cmp(const void *a, const void *b)
 }
 
 /*
+ * A snapshot's view without the transaction's own changes: every command
+ * of it counts as later than the view (the copy shares the original's
+ * arrays, which must stay registered while it is used).
+ */
+static Snapshot
+without_own_changes(Snapshot snapshot)
+{
+	Snapshot	copy = palloc(sizeof(SnapshotData));
+
+	*copy = *snapshot;
+	copy->curcid = FirstCommandId;
+	copy->copied = false;
+	copy->regd_count = 0;
+	copy->active_count = 0;
+	return copy;
+}
+
+/*
  * Fail if a key of the batch changed after the transaction's snapshot
  * (REPEATABLE READ, SERIALIZABLE); called under the writer lock, after
- * zl_apply_find_stored_versions read the latest state.
+ * zl_apply_find_stored_versions read the latest state.  The partitions it
+ * read are compared as the transaction's snapshot and the latest one see
+ * them, both without the transaction's own changes: what lies between is
+ * what others committed since.  (With them, a version the transaction
+ * masked after a compaction others committed had moved it would be
+ * missing from the moved copy and look taken away.)
  */
 void
 zl_apply_check_concurrent_changes(ApplyContext *ac)
 {
 	uint64		storage_id = zl_storage_id(ac->rel);
 	Snapshot	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
 	ConcurrentArg arg = {ac, true, palloc0(sizeof(Datum) * ac->tupdesc->natts)};
 	ZLSubGroupFilter filter;
 	ZLSubGroup *then;
+	ZLSubGroup *now;
 	int			nthen;
+	int			nnow;
 	bool		deleted_current = false;
 	KeyState  **changed;
 	int			nchanged = 0;
 
-	/* the partitions the batch read, as the snapshot sees them (only their masks) */
+	/* the partitions the batch read, as both snapshots see them */
 	filter.either = false;
 	filter.min_partition = ac->history_partition;
 	filter.max_partition = ZL_CURRENT_PARTITION;
 	filter.from_lo = ZL_UNBOUNDED_LO;
 	filter.from_hi = ZL_UNBOUNDED_HI;
 	filter.from_min_partition = ac->history_partition;
-	then = zl_meta_load_filtered_subgroups(storage_id, snapshot, &filter, &nthen);
+	then = zl_meta_load_filtered_subgroups(storage_id, without_own_changes(snapshot), &filter,
+										   &nthen);
+	now = zl_meta_load_filtered_subgroups(storage_id, without_own_changes(latest), &filter,
+										  &nnow);
 
 	/* added: sub-groups only the latest snapshot sees; removed: masked since */
-	for (int i = 0; i < ac->ncurrent + ac->nhistory; i++)
+	zl_meta_load_key_directories(storage_id, latest, now, nnow, NULL);
+	for (int i = 0; i < nnow; i++)
 	{
-		const ZLSubGroup *now = i < ac->ncurrent ? &ac->current[i] :
-			&ac->history[i - ac->ncurrent];
-		const ZLSubGroup *old;
+		const ZLSubGroup *old = zl_meta_find_subgroup(then, nthen, now[i].subgroup_id);
 
-		if (i >= ac->ncurrent && now->partition_end == ZL_CURRENT_PARTITION)
-			continue;			/* the history load repeats the current partition */
-		old = zl_meta_find_subgroup(then, nthen, now->subgroup_id);
 		arg.added = (old == NULL);
 		if (old == NULL)
-			zl_apply_read_batch_key_rows(ac, now, collect_concurrent_row, &arg);
-		else if (now->masked_rows > old->masked_rows)
-			collect_masked_since(ac, now, old, &arg);
+			zl_apply_read_batch_key_rows(ac, &now[i], collect_concurrent_row, &arg);
+		else if (now[i].masked_rows > old->masked_rows)
+			collect_masked_since(ac, &now[i], old, &arg);
 	}
 
 	/* removed: sub-groups deleted since (compacted), read as the snapshot sees them */
 	arg.added = false;
 	for (int i = 0; i < nthen; i++)
-		if (read_subgroup(ac, then[i].subgroup_id) == NULL && then[i].placed &&
+		if (zl_meta_find_subgroup(now, nnow, then[i].subgroup_id) == NULL && then[i].placed &&
 			then[i].partition_end == ZL_CURRENT_PARTITION)
 			deleted_current = true;
 	if (deleted_current)
 		zl_meta_load_key_directories(storage_id, snapshot, then, nthen, NULL);
 	for (int i = 0; i < nthen; i++)
-		if (read_subgroup(ac, then[i].subgroup_id) == NULL &&
+		if (zl_meta_find_subgroup(now, nnow, then[i].subgroup_id) == NULL &&
 			then[i].masked_rows < then[i].row_count)
 			zl_apply_read_batch_key_rows(ac, &then[i], collect_concurrent_row, &arg);
+	UnregisterSnapshot(latest);
 	UnregisterSnapshot(snapshot);
 
 	/* a key changed unless its added and removed rows are the same versions */
