@@ -477,13 +477,15 @@ chunk_begin(ApplyContext *ac)
  * Keys are independent: the batch is applied as consecutive chunks of its
  * keys in hash order, each as a batch of its own (apply_batch), so that
  * the keys, changes and stored versions in memory at once stay within
- * work_mem (a chunk ends at the first new hash once work_mem is used —
- * changes held in memory count in the batch's work_mem instead; the
- * changes of one key are never split).  A chunk covers the hash range
+ * work_mem (a chunk ends at the first new hash once work_mem is used,
+ * counting the change each table delete -- a truncate -- will make of
+ * each of its keys; changes held in memory count in the batch's work_mem
+ * instead; the changes of one key are never split).  A chunk covers the hash range
  * from its first key to the next chunk's: apply_snapshot deletes the open
  * keys of that range missing from it.  Since it reads every open key of
  * the range, with deletes a chunk also covers at most a share of the hash
- * space that holds about work_mem of open rows (hashes are uniform), so
+ * space that holds about work_mem of open rows, with the change each table
+ * delete makes of each of them (hashes are uniform), so
  * an image much smaller than the table (or an empty one, allow_empty) is
  * still applied in bounded memory, as chunks with few or no image rows.
  */
@@ -513,6 +515,7 @@ apply_chunks(ApplyContext *ac)
 	Size		limit = (Size) work_mem * 1024;
 	uint64		span = (uint64) PG_UINT32_MAX + 1;	/* hashes a chunk may cover */
 	uint64		lo = 0;
+	Size		truncate_bytes;	/* the changes a key gets of the table deletes */
 
 	ac->batch_context = CurrentMemoryContext;
 	if (ac->delete_missing)
@@ -526,10 +529,11 @@ apply_chunks(ApplyContext *ac)
 	 * Key hashes are uniform: with changes of every key, a chunk covers a
 	 * share of the hash space that holds about work_mem of open rows.
 	 */
+	truncate_bytes = (Size) ac->ntable_deletes * (sizeof(Change) + 2 * sizeof(void *));
 	if (ac->ntable_deletes > 0)
 	{
 		int64		open_rows = count_open_rows(ac);
-		int64		rows_per_chunk = Max(1, (int64) (limit / ZL_OPEN_ROW_BYTES));
+		int64		rows_per_chunk = Max(1, (int64) (limit / (ZL_OPEN_ROW_BYTES + truncate_bytes)));
 
 		if (open_rows > rows_per_chunk)
 			span = Max(1, (uint64) ((((uint64) PG_UINT32_MAX + 1) / open_rows) * rows_per_chunk));
@@ -569,7 +573,8 @@ apply_chunks(ApplyContext *ac)
 			if (hash > range_end)
 				break;			/* a later chunk's */
 			if (ac->nkeys > 0 && hash != last &&
-				MemoryContextMemAllocated(ac->chunk_context, true) >= limit)
+				MemoryContextMemAllocated(ac->chunk_context, true) +
+				(Size) ac->nkeys * truncate_bytes >= limit)
 			{
 				hi = (uint64) hash - 1;
 				break;

@@ -19,6 +19,7 @@
 #include "common/zl_radixsort.h"
 
 #include "executor/spi.h"
+#include "miscadmin.h"
 
 /* ---------- finding stored versions ---------- */
 
@@ -95,6 +96,7 @@ add_missing_key_delete(ApplyContext *ac, HeapTuple tuple)
 
 	heap_deform_tuple(heap_copytuple(tuple), ac->tupdesc, values, isnull);
 	ks = zl_apply_key_lookup(ac, values, isnull, true);
+	CHECK_FOR_INTERRUPTS();
 	for (int i = 0; i < ac->ntable_deletes; i++)
 		add_key_table_delete(ks, &ac->table_deletes[i], values, isnull);
 	return ks;
@@ -110,6 +112,7 @@ zl_apply_add_truncates_to_batch_keys(ApplyContext *ac)
 
 		if (ac->delete_missing && !d->has_seq && d->time == ac->delete_time)
 			continue;			/* the snapshot's: its image rows are these keys' changes */
+		CHECK_FOR_INTERRUPTS();
 		for (int k = 0; k < ac->nkeys; k++)
 			add_key_table_delete(ac->keys[k], d, ac->keys[k]->values, ac->keys[k]->isnull);
 	}

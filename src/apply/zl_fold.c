@@ -50,6 +50,8 @@
 #include "catalog/zl_catalog.h"
 #include "apply/zl_apply_internal.h"
 
+#include "miscadmin.h"
+
 /* what was applied at an instant, or the state after it */
 typedef struct Effect
 {
@@ -290,11 +292,16 @@ find_instant(const InstantList *list, int64 t)
 	return lo;
 }
 
-/* the table instant at t that won it (the batch's follow the stored ones), or NULL */
+/*
+ * The table instant at t that won it (the batch's follow the stored ones),
+ * or NULL.  Both lists are in fold order: the batch's last one at t is
+ * its latest there.
+ */
 static const ZLTableInstant *
 table_instant_at(const ZLTableInstants *table, int64 t)
 {
 	const ZLTableInstant *found = NULL;
+	const ZLTableInstant *latest_in_batch = NULL;
 	int			lo = 0,
 				hi = table->nstored - 1;
 
@@ -309,12 +316,25 @@ table_instant_at(const ZLTableInstants *table, int64 t)
 		else
 			hi = mid - 1;
 	}
-	for (int i = 0; i < table->nbatch; i++)
-		if (table->batch[i].time == t &&
-			(found == NULL || !zl_fold_precedes(table->batch[i].time, table->batch[i].has_seq,
-												table->batch[i].seq, found->time,
-												found->has_seq, found->seq)))
-			found = &table->batch[i];
+	/* the first one of the batch past t */
+	lo = 0;
+	hi = table->nbatch;
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (table->batch[mid].time <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo > 0 && table->batch[lo - 1].time == t)
+		latest_in_batch = &table->batch[lo - 1];
+	if (latest_in_batch != NULL &&
+		(found == NULL || !zl_fold_precedes(latest_in_batch->time, latest_in_batch->has_seq,
+											latest_in_batch->seq, found->time,
+											found->has_seq, found->seq)))
+		found = latest_in_batch;
 	return found;
 }
 
@@ -754,6 +774,7 @@ instants_to_remember(Fold *f, ZLFoldKey *key)
 		const ZLTableInstant *ti;
 		ZLRecordInstant *r;
 
+		CHECK_FOR_INTERRUPTS();
 		if (in->boundary && plain && !in->has_seq)
 			continue;			/* the versions show it */
 		if (plain && (ti = table_instant_at(cx->table, in->time)) != NULL &&
@@ -793,7 +814,10 @@ zl_fold_key(const ZLFoldContext *cx, ZLFoldKey *key, ZLFoldCounts *counts)
 	if (have_newest)
 		newest = f.list.items[f.list.n - 1];
 	for (int i = 0; i < key->nchanges; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
 		fold_change(&f, have_newest ? &newest : NULL, key->changes[i], counts);
+	}
 	cut_versions(&f, key);
 	instants_to_remember(&f, key);
 }

@@ -200,5 +200,28 @@ SELECT count(*) FILTER (WHERE name LIKE '%-late' AND valid_to = '2021-08-02') ||
 is($node->safe_psql('postgres', q(SELECT * FROM zipper_lake.verify('acct'))),
 	'', 'verify is clean after the late batch');
 
+# a truncate in a batch (README "Change semantics") is a change of every
+# key: a chunk counts the changes its truncates make of its keys, so 400
+# truncates in a batch of 20,000 keys (8 million changes of keys) are
+# applied in chunks of a few hundred keys, not all at once (800 MB)
+$node->safe_psql('postgres', q(
+CREATE TABLE trunc (id bigint, name text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+SELECT zipper_lake.register('trunc', ARRAY['id']);
+CREATE TABLE chg_trunc AS
+SELECT id, 'k' || id AS name, timestamptz '2022-01-01' AS change_time, 'I' AS op
+  FROM generate_series(1, 20000) id
+UNION ALL
+SELECT NULL, NULL, timestamptz '2022-01-01' + t * interval '1 second', 'T'
+  FROM generate_series(1, 400) t;
+));
+($start, $peak) = peak_rss_anon("SELECT * FROM zipper_lake.apply_changes('trunc', 'chg_trunc')");
+cmp_ok($peak, '>', 0, 'sampled the backend during the batch of truncates');
+cmp_ok($peak, '<=', $apply_bound_kb,
+	"400 truncates of 20,000 keys: RssAnon peak $peak kB (at start $start kB) within 2 x work_mem + 64 MB");
+is($node->safe_psql('postgres', q(
+SELECT count(*) || ' ' || count(*) FILTER (WHERE valid_to = '2022-01-01 00:00:01') FROM trunc)),
+	'20000 20000', 'every key was deleted by the first truncate');
+
 $node->stop;
 done_testing();
