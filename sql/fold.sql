@@ -245,6 +245,13 @@ SELECT * FROM zipper_lake.apply_changes('fb_t', 'fb_tc', seq => 'seq');
 SELECT id, v, valid_from::date, valid_to FROM fb_t ORDER BY id, valid_from;
 SELECT table_instants, table_seqs FROM zipper_lake.record_head WHERE tbl = 'fb_t'::regclass;
 SELECT * FROM zipper_lake.verify('fb_t');
+-- a truncate that changes applied before follow at its instant (seq 8:
+-- every key has one of a higher seq on 01-03) deletes nothing and counts
+-- nowhere but in changes (not as unchanged, as no key is deleted)
+TRUNCATE fb_tc;
+INSERT INTO fb_tc VALUES (NULL, NULL, '2024-01-03', 'T', 8);
+SELECT * FROM zipper_lake.apply_changes('fb_t', 'fb_tc', seq => 'seq');
+SELECT id, v, valid_from::date, valid_to FROM fb_t ORDER BY id, valid_from;
 DROP TABLE fb_t, fb_tc;
 
 -- the record stores integer keys (smallint, int, bigint, domains over them)

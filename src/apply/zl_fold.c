@@ -579,11 +579,13 @@ fold_change(Fold *f, const Instant *newest, const ZLFoldChange *c, ZLFoldCounts 
 	/*
 	 * A change applied before follows it at its instant: it is counted
 	 * unchanged and never late, and shapes the instant only under a
-	 * partial one (which keeps the rest from it).
+	 * partial one (which keeps the rest from it).  A truncate's delete
+	 * (missing_key) so deletes nothing: it counts nowhere.
 	 */
 	if (at != NULL && at->old && c->has_seq && (!at->has_seq || c->seq < at->seq))
 	{
-		counts->unchanged++;
+		if (!c->missing_key)
+			counts->unchanged++;
 		merge_change(cx, at, c);
 		resolve_from(f, p);
 		return;

@@ -48,7 +48,8 @@
  *   targets      one row per registered target: key, open end, its log, the
  *                number of applications so far;
  *   snapshots    one row per apply_snapshot (application number, time,
- *                deletes);
+ *                deletes) and per truncate of a batch (op T: deletes, its
+ *                seq; it deletes every key, those of its batch too);
  *   log_<oid>    the log of one target: the key and value columns (the
  *                target's types), zl_id, zl_app (application number),
  *                zl_time, zl_seq, zl_upsert, zl_keep (the value columns an
@@ -119,7 +120,8 @@ CREATE TABLE zl_fold.snapshots (
     app           bigint,
     snapshot_time timestamptz NOT NULL,
     deletes       boolean NOT NULL,
-    PRIMARY KEY (tbl, app)
+    seq           bigint,                   -- a truncate's (NULL: none)
+    truncate      boolean NOT NULL DEFAULT false  -- deletes every key, also keys of its batch
 );
 
 -- Whether (t1, s1) comes before (t2, s2) in fold order, applications aside:
@@ -207,6 +209,11 @@ BEGIN
     UPDATE zl_fold.targets SET apps = apps + 1 WHERE tbl = target RETURNING * INTO t;
     IF snapshot_time IS NOT NULL THEN
         INSERT INTO zl_fold.snapshots VALUES (target, t.apps, snapshot_time, deletes);
+    END IF;
+    IF to_regclass('pg_temp.zl_fold_truncates') IS NOT NULL THEN
+        INSERT INTO zl_fold.snapshots
+        SELECT target, t.apps, tr.zl_time, true, tr.zl_seq, true FROM pg_temp.zl_fold_truncates tr;
+        DROP TABLE pg_temp.zl_fold_truncates;
     END IF;
     kvl := zl_ref.col_list(t.key || zl_ref.value_columns(target, t.key));
     EXECUTE format('INSERT INTO %s (%s, zl_app, zl_time, zl_seq, zl_upsert, zl_keep)
@@ -296,8 +303,11 @@ BEGIN
                      SELECT %s, $2, $3 FROM zl_fold_changes WHERE zl_id = $1', target, kvl, kvl);
 
     -- identical duplicates within the batch were collapsed before logging
+    -- (its truncates are no rows of the log)
     EXECUTE format('SELECT $1 - count(*) FROM %s WHERE zl_app = $2', t.log)
        INTO res.unchanged USING rows_read, app;
+    res.unchanged := res.unchanged - (SELECT count(*) FROM zl_fold.snapshots s
+                                       WHERE s.tbl = target AND s.app = refold.app AND s.truncate);
 
     -- every change of the log, keys numbered, and the deletes of the
     -- snapshots with deletes: one for every key with no row in the image
@@ -307,11 +317,11 @@ BEGIN
                    zl_ref.col_list(t.key), t.log);
     EXECUTE format(
         'INSERT INTO zl_fold_changes (zl_key_no, %s, zl_app, zl_time, zl_seq, zl_upsert, zl_keep)
-         SELECT k.zl_key_no, %s, s.app, s.snapshot_time, NULL, false, ''{}''
+         SELECT k.zl_key_no, %s, s.app, s.snapshot_time, s.seq, false, ''{}''
          FROM (SELECT DISTINCT zl_key_no, %s FROM zl_fold_changes) k, zl_fold.snapshots s
          WHERE s.tbl = $1 AND s.deletes
-           AND NOT EXISTS (SELECT FROM zl_fold_changes c
-                           WHERE c.zl_key_no = k.zl_key_no AND c.zl_app = s.app)',
+           AND (s.truncate OR NOT EXISTS (SELECT FROM zl_fold_changes c
+                                          WHERE c.zl_key_no = k.zl_key_no AND c.zl_app = s.app))',
         zl_ref.col_list(t.key), zl_ref.col_list(t.key, 'k'), zl_ref.col_list(t.key))
       USING target;
     -- (every statement on zl_fold_changes is dynamic: its columns differ from
@@ -372,7 +382,10 @@ BEGIN
                 opened := NOT has_old
                           OR NOT zl_fold.precedes(ch.zl_time, ch.zl_seq, n_time, n_seq);
                 IF cnt > 0 THEN
-                    res.unchanged := res.unchanged + 1;
+                    -- (a truncate's delete so deletes nothing: it counts nowhere)
+                    IF ch.zl_id IS NOT NULL THEN
+                        res.unchanged := res.unchanged + 1;
+                    END IF;
                 ELSIF equal OR (NOT ch.zl_upsert AND NOT present) THEN
                     res.unchanged := res.unchanged + 1;
                 ELSIF ch.zl_upsert THEN
@@ -451,7 +464,42 @@ BEGIN
 END
 $fn$;
 
--- apply_changes: the batch (validated as zl_ref.apply_changes does) joins the log.
+/*
+ * The truncates of a batch (op T or truncate, any case; README "Change
+ * semantics") into pg_temp.zl_fold_truncates (distinct times and seqs),
+ * the other changes into pg_temp.zl_fold_rest; returns how many truncate
+ * rows were read.  The caller applies zl_fold_rest instead of the batch.
+ */
+CREATE FUNCTION zl_fold.split_truncates(changes regclass, change_time name, op name, seq name)
+RETURNS bigint
+LANGUAGE plpgsql
+SET client_min_messages = warning     -- quiet DROP TABLE IF EXISTS
+SET TimeZone = 'UTC'                 -- timestamp/date <-> timestamptz as normalize_batch
+AS $fn$
+DECLARE
+    is_truncate text;
+    n bigint;
+BEGIN
+    DROP TABLE IF EXISTS pg_temp.zl_fold_truncates;
+    DROP TABLE IF EXISTS pg_temp.zl_fold_rest;
+    IF op IS NULL OR NOT op::text = ANY (SELECT col::text FROM zl_ref.columns_of(changes)) THEN
+        EXECUTE format('CREATE TEMP TABLE zl_fold_rest AS SELECT * FROM %s', changes);
+        RETURN 0;
+    END IF;
+    is_truncate := format('lower(%I::text) IN (''t'', ''truncate'')', op);
+    EXECUTE format('CREATE TEMP TABLE zl_fold_truncates AS
+                    SELECT DISTINCT %I::timestamptz AS zl_time, %s AS zl_seq FROM %s WHERE %s',
+                   change_time, CASE WHEN seq IS NULL THEN 'NULL::bigint'
+                                     ELSE format('%I::bigint', seq) END, changes, is_truncate);
+    EXECUTE format('SELECT count(*) FROM %s WHERE %s', changes, is_truncate) INTO n;
+    EXECUTE format('CREATE TEMP TABLE zl_fold_rest AS SELECT * FROM %s WHERE NOT coalesce(%s, false)',
+                   changes, is_truncate);
+    RETURN n;
+END
+$fn$;
+
+-- apply_changes: the batch (validated as zl_ref.apply_changes does) joins
+-- the log; its truncates are deletes of every key (zl_fold.snapshots).
 CREATE FUNCTION zl_fold.apply_changes(
     target regclass,
     changes regclass,
@@ -465,11 +513,14 @@ LANGUAGE plpgsql AS $fn$
 DECLARE
     t     zl_fold.targets;
     nread bigint;
+    ntruncates bigint;
 BEGIN
     t := zl_fold.target_of(target);
-    nread := zl_ref.normalize_batch(target, changes, t.key, change_time, op, seq, t.open_end,
-                                    ignore_nulls, missing_columns);
-    RETURN zl_fold.refold(target, zl_fold.record(target, NULL, NULL), nread);
+    ntruncates := zl_fold.split_truncates(changes, change_time, op, seq);
+    nread := zl_ref.normalize_batch(target, 'pg_temp.zl_fold_rest'::regclass, t.key, change_time,
+                                    op, seq, t.open_end, ignore_nulls, missing_columns);
+    DROP TABLE pg_temp.zl_fold_rest;
+    RETURN zl_fold.refold(target, zl_fold.record(target, NULL, NULL), nread + ntruncates);
 END
 $fn$;
 

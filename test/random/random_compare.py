@@ -85,6 +85,8 @@ Everything comes from random.Random(seed), so a seed reproduces a run.
 Values come from tiny domains including NULL (so no-ops and equal-neighbour
 merges are frequent; a third of the values are copied from the key's
 neighbouring versions), ops mix every upsert / delete spelling and case,
+one batch in seven with an op column has a truncate or two (op T: a
+delete of every key, at an instant no other change of the batch has),
 batches contain identical duplicates, some batches carry a seq column with
 several changes for one (key, instant) ordered by seq, some have no op
 column, some are views, some have their columns in another order, and some
@@ -145,6 +147,7 @@ FAR_END = datetime.datetime(9999, 12, 31)     # the finite open end used
 UPSERT_OPS = ["I", "U", "c", "u", "r", "insert", "update", "upsert",
               "i", "C", "R", "INSERT", "Update", "UPSERT", None]
 DELETE_OPS = ["D", "d", "delete", "DELETE", "Delete"]
+TRUNCATE_OPS = ["T", "t", "truncate", "TRUNCATE"]     # a delete of every key
 NAMES = [None, "a", "b"]
 AMOUNTS = [None, 1, 2]
 COUNTS = ("changes", "inserted", "closed", "deleted", "unchanged", "late")
@@ -330,10 +333,14 @@ class Clock:
 
 # --------------------------------------------------------------------------- models
 
+def is_truncate(op):
+    return op is not None and op.lower() in ("t", "truncate")
+
+
 def is_upsert(op):
     if op is None or op.lower() in ("i", "u", "c", "r", "insert", "update", "upsert"):
         return True
-    if op.lower() in ("d", "delete"):
+    if op.lower() in ("d", "delete", "t", "truncate"):
         return False
     raise ValueError("unknown op %r" % op)
 
@@ -471,7 +478,8 @@ def fold_position(t, seq):
 
 
 # One change of a key as the fold sees it; snapshot_delete: the delete a
-# snapshot with deletes makes of a key missing from its image.
+# snapshot with deletes makes of a key missing from its image, or a truncate
+# of every key.
 FoldChange = collections.namedtuple("FoldChange", "t seq app upsert vals snapshot_delete")
 
 
@@ -511,7 +519,9 @@ class FoldModel:
         cols = track_columns(track)
         self.track = None if cols is None else [VALUE_COLS.index(c) for c in cols]
         self.log = {}           # key -> [(tick, seq, upsert, vals, app)]; distinct within an app
-        self.snapshots = {}     # app -> (tick, keys of the image) of snapshots with deletes
+        # (app, tick, seq, keys of the image) of snapshots with deletes, and
+        # (app, tick, seq, None) of truncates: deletes of every key
+        self.table_deletes = []
         self.apps = 0
         self.outcomes = []      # what each change of the last application did
 
@@ -520,11 +530,11 @@ class FoldModel:
 
     def changes_of(self, key):
         """The key's changes in fold order, with the deletes of the snapshots
-        whose image lacks it."""
+        whose image lacks it and of the truncates."""
         out = [FoldChange(t, seq, app, up, vals, False)
                for t, seq, up, vals, app in self.log.get(key, ())]
-        out += [FoldChange(t, None, app, False, None, True)
-                for app, (t, image) in self.snapshots.items() if key not in image]
+        out += [FoldChange(t, seq, app, False, None, True)
+                for app, t, seq, image in self.table_deletes if image is None or key not in image]
         return sorted(out, key=lambda c: fold_position(c.t, c.seq) + (c.app,))
 
     def tracked(self, state):
@@ -573,8 +583,9 @@ class FoldModel:
         never seen (missing from every snapshot's image)."""
         for k in keys:
             self.log.pop(k, None)
-            for _, image in self.snapshots.values():
-                image.discard(k)
+            for _, _, _, image in self.table_deletes:
+                if image is not None:
+                    image.discard(k)
 
     def value_at(self, key, t):
         for f, u, vals in self.history(key):
@@ -591,19 +602,22 @@ class FoldModel:
         """One application: changes as read (identical duplicates included),
         snapshot = (tick, deletes) for apply_snapshot (changes: its image as
         upserts).  Returns the counts; self.outcomes says change by change."""
-        batch = normalize_batch(changes)
+        truncates = sorted({(c.tick, c.seq) for c in changes if is_truncate(c.op)},
+                           key=lambda ts: fold_position(*ts))
+        batch = normalize_batch([c for c in changes if not is_truncate(c.op)])
         deletes = snapshot is not None and snapshot[1]
-        # the keys this application changes (a snapshot with deletes: every key)
-        touched = {r[0] for r in batch} | (self.keys() if deletes else set())
+        # the keys this application changes (a snapshot with deletes, a truncate: every key)
+        touched = {r[0] for r in batch} | (self.keys() if deletes or truncates else set())
         before = {k: self.changes_of(k) for k in touched}
         self.apps += 1
         app = self.apps
         for k, t, seq, up, vals in batch:
             self.log.setdefault(k, []).append((t, seq, up, vals, app))
         if deletes:
-            self.snapshots[app] = (snapshot[0], {r[0] for r in batch})
+            self.table_deletes.append((app, snapshot[0], None, {r[0] for r in batch}))
+        self.table_deletes += [(app, t, seq, None) for t, seq in truncates]
         counts = collections.Counter(changes=len(changes) if read is None else read,
-                                     unchanged=len(changes) - len(batch))
+                                     unchanged=len(changes) - len(truncates) - len(batch))
         self.outcomes = []
         for key in sorted(touched):
             old = before[key]
@@ -623,7 +637,10 @@ class FoldModel:
                 if any(x.t == c.t and x.app < app for x in cs[i + 1:]):
                     # a change applied before follows it at its instant:
                     # unchanged, never late (README "Counts of the fold"; if
-                    # that one is partial, this one still shapes the instant)
+                    # that one is partial, this one still shapes the instant);
+                    # a truncate's delete so deletes nothing and counts nowhere
+                    if c.snapshot_delete:
+                        continue
                     did["unchanged"] += 1
                     counts.update(did)
                     self.outcomes.append((key, c, did))
@@ -737,8 +754,18 @@ class Generator:
         in this directory)."""
         return self.rng.choices([e for e, _ in ENCODINGS], [w for _, w in ENCODINGS])[0]
 
-    def changes(self, model, kind):
-        """One batch: (changes, has_op, has_seq, encoding)."""
+    def fresh_seq(self, used):
+        """A seq no change of the batch has (used: those taken)."""
+        seq = self.rng.randint(1, 10 * self.args.batch_size)
+        while seq in used:
+            seq = self.rng.randint(1, 10 * self.args.batch_size)
+        used.add(seq)
+        return seq
+
+    def changes(self, model, kind, truncates=False):
+        """One batch: (changes, has_op, has_seq, encoding); with truncates,
+        now and then a truncate or two among them (at instants no other
+        change of the batch has)."""
         rng, args = self.rng, self.args
         has_seq = rng.random() < 0.3
         has_op = rng.random() >= 0.07
@@ -762,18 +789,23 @@ class Generator:
             else:
                 op = rng.choice(UPSERT_OPS) if has_op else None
                 name, amount = encode(rng, *self.value(model, key, t), enc)
-            seq = None
-            if has_seq:
-                seq = rng.randint(1, 10 * args.batch_size)
-                while seq in used_seq:
-                    seq = rng.randint(1, 10 * args.batch_size)
-                used_seq.add(seq)
+            seq = self.fresh_seq(used_seq) if has_seq else None
             c = Change(key, name, amount, t, op, seq)
             if not has_seq and (key, t) in first_at:
                 # without seq only an identical duplicate may share the instant
                 c = first_at[(key, t)]
             first_at.setdefault((key, t), c)
             out.append(c)
+        if truncates and has_op and rng.random() < 0.15:
+            taken = {c.tick for c in out}
+            for _ in range(rng.randint(1, 2)):
+                late = kind == "late" or (kind == "mixed" and rng.random() < 0.5)
+                t = self.tick(late)
+                if t in taken:
+                    continue
+                taken.add(t)
+                seq = self.fresh_seq(used_seq) if has_seq else None
+                out.append(Change(None, None, None, t, rng.choice(TRUNCATE_OPS), seq))
         rng.shuffle(out)
         return out, has_op, has_seq, enc
 
@@ -1323,9 +1355,11 @@ class SeedRun:
             % encoding_args(enc), (self.clock.arg(t), deletes))}
         if self.zip:
             self.choose_workers()
+            # an empty image (every key deleted, say by a truncate) must say so
             got["zipper_lake.apply_snapshot"] = db.one(
                 "SELECT * FROM zipper_lake.apply_snapshot('rc_zip', 'rc_snapshot', %%s, "
-                "deletes => %%s%s)" % encoding_args(enc), (self.clock.arg(t), deletes))
+                "deletes => %%s%s%s)" % (encoding_args(enc), "" if rows else ", allow_empty => true"),
+                (self.clock.arg(t), deletes))
         return got
 
     def apply_model(self, changes, read=None, snapshot=None):
@@ -2079,11 +2113,12 @@ class SeedRun:
             out.append("  zipper_lake.apply_workers of the last application: %d" % self.workers)
         out += describe_failure(err, self.fmt_row)
         keys = {r[0] for r in err.args[1] + err.args[2]} if isinstance(err, Failure) else set()
-        shown = [c for c in changes if not keys or c.id in keys]
+        shown = [c for c in changes if not keys or c.id in keys or is_truncate(c.op)]
         out.append("  batch%s:" % (
             "" if len(shown) == len(changes) else
             ", %d of %d changes: those of the keys above" % (len(shown), len(changes))))
-        for c in sorted(shown, key=lambda c: (c.id, c.tick, -1 if c.seq is None else c.seq)):
+        for c in sorted(shown, key=lambda c: (c.id is not None, c.id or 0, c.tick,
+                                              -1 if c.seq is None else c.seq)):
             out.append("    id=%s name=%s amount=%s t=%s op=%s seq=%s" %
                        (c.id, c.name, c.amount, clock.show(c.tick), c.op, c.seq))
         if isinstance(err, CountsFailure):
@@ -2145,7 +2180,7 @@ class SeedRun:
                 continue
 
             kind = gen.batch_kind()
-            changes, has_op, has_seq, enc = gen.changes(self.model, kind)
+            changes, has_op, has_seq, enc = gen.changes(self.model, kind, truncates=True)
             gen.wm = max([gen.wm] + [c.tick for c in changes])
             try:
                 how = self.load_changes(changes, has_op, has_seq, enc)
@@ -2169,6 +2204,7 @@ class SeedRun:
                 return False
             self.counts["changes"] += len(changes)
             self.counts["seq batches"] += has_seq
+            self.counts["truncates"] += sum(is_truncate(c.op) for c in changes)
             self.counts["partial changes"] += sum(KEEP in (c.name, c.amount) for c in changes
                                                   if is_upsert(c.op))
             self.track_layout()
@@ -2983,13 +3019,13 @@ def main():
         st = run.stats
         print("seed %d ok [%s, track %s%s]: %d batches (%d snapshots, %d partial; %d with seq, %d re-applied; "
               "%d erases, %d vacuums (%d FULL; %d columnar current sub-groups after them); %d aggregates in the scan, %d steps probing keys through the merged index), "
-              "%d changes (%d partial), %d versions; %d late, %d unchanged, %d inserted, "
+              "%d changes (%d partial, %d truncates), %d versions; %d late, %d unchanged, %d inserted, "
               "%d deleted, %d closed; %.1fs"
               % (seed, run.cfg.name, run.track, parent_label(run), args.batches, run.counts["snapshots"],
                  run.counts["partial snapshots"], run.counts["seq batches"],
                  run.counts["re-applied"], run.counts["erases"], run.counts["vacuums"],
                  run.counts["vacuum fulls"], run.counts["columnar current"], run.counts["aggregates in the scan"], run.counts["merged key index"],
-                 run.counts["changes"], run.counts["partial changes"],
+                 run.counts["changes"], run.counts["partial changes"], run.counts["truncates"],
                  len(run.model.rows()), st["late"], st["unchanged"], st["inserted"],
                  st["deleted"], st["closed"], time.time() - t0))
         if run.with_indexes:
