@@ -375,7 +375,6 @@ zipper_lake_verify_storage(PG_FUNCTION_ARGS)
 	sgs = zl_meta_load_subgroups(zl_storage_id(rel), GetActiveSnapshot(), DATEVAL_NOBEGIN, &nsgs);
 	nblocks = RelationGetNumberOfBlocks(rel);
 
-	zl_meta_load_key_directories(zl_storage_id(rel), GetActiveSnapshot(), sgs, nsgs, NULL);
 	hasher = zl_key_hasher_create(RelationGetDescr(rel), &opts);
 	by_block = zl_subgroups_by_block(sgs, nsgs);
 	for (int i = 0; i < nsgs; i++)
@@ -397,7 +396,16 @@ zipper_lake_verify_storage(PG_FUNCTION_ARGS)
 				   sg->subgroup_id);
 			continue;
 		}
+		/*
+		 * Its key directory, loaded for it alone: the cache may drop those
+		 * of the sub-groups checked before (each is checked once), so a
+		 * table of any size is checked within key_cache_memory.
+		 */
+		zl_key_directory_cache_trim();
+		zl_meta_load_key_directories(zl_storage_id(rel), GetActiveSnapshot(), sg, 1, NULL);
 		verify_subgroup(&out, rel, &opts, hasher, sg);
+		sg->key_directory = NULL;
+		sg->key_filter = NULL;
 	}
 
 	verify_history_windows(&out, &opts, sgs, nsgs);

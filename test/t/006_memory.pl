@@ -200,6 +200,16 @@ SELECT count(*) FILTER (WHERE name LIKE '%-late' AND valid_to = '2021-08-02') ||
 is($node->safe_psql('postgres', q(SELECT * FROM zipper_lake.verify('acct'))),
 	'', 'verify is clean after the late batch');
 
+# verify() loads a sub-group's key directory as it checks it, and lets the
+# cache drop those it checked (README "Bounded memory"): with
+# key_cache_memory at 1MB the table's directories (about 9 bytes a version)
+# never pile up -- holding them all peaked at 72 MB, 44 MB
+# without
+($start, $peak) = peak_rss_anon(
+	"SET zipper_lake.key_cache_memory = '1MB'; SELECT count(*) FROM zipper_lake.verify('acct')");
+cmp_ok($peak, '<=', 2 * $work_mem_kb + 48 * 1024,
+	"verify of acct, key_cache_memory 1MB: RssAnon peak $peak kB (at start $start kB) within 2 x work_mem + 48 MB");
+
 # a truncate in a batch (README "Change semantics") is a change of every
 # key: a chunk counts the changes its truncates make of its keys, so 400
 # truncates in a batch of 20,000 keys (8 million changes of keys) are
