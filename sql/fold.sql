@@ -254,6 +254,45 @@ SELECT * FROM zipper_lake.apply_changes('fb_t', 'fb_tc', seq => 'seq');
 SELECT id, v, valid_from::date, valid_to FROM fb_t ORDER BY id, valid_from;
 DROP TABLE fb_t, fb_tc;
 
+-- a change without seq follows every change with seq at its instant, a
+-- truncate's too, whichever came first: a later truncate (fb_n1) or change
+-- (fb_n2, fb_n3) with a higher seq there shapes nothing, also where a
+-- delete without seq ended the version (fb_n3)
+CREATE TABLE fb_nc (id int, v text, change_time timestamptz, op text, seq bigint);
+CREATE TABLE fb_n1 (id int, v text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake;
+CREATE TABLE fb_n2 (LIKE fb_n1) USING zipper_lake;
+CREATE TABLE fb_n3 (LIKE fb_n1) USING zipper_lake;
+SELECT zipper_lake.register(t, ARRAY['id']) FROM unnest(ARRAY['fb_n1', 'fb_n2', 'fb_n3']) t;
+CREATE FUNCTION fb_napply(tbl text, VARIADIC rows text[]) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    counts text;
+BEGIN
+    TRUNCATE fb_nc;
+    EXECUTE 'INSERT INTO fb_nc VALUES ' || array_to_string(rows, ', ');
+    EXECUTE format('SELECT format(''%%s inserted, %%s deleted, %%s unchanged'', inserted, deleted, unchanged)
+                      FROM zipper_lake.apply_changes(%L, ''fb_nc'', seq => ''seq'')', tbl) INTO counts;
+    RETURN counts;
+END $$;
+SELECT fb_napply('fb_n1', $$(1, 'a', '2024-01-01', 'U', NULL)$$) AS no_seq,
+       fb_napply('fb_n1', $$(NULL, NULL, '2024-01-01', 'T', 4)$$) AS truncate_4,
+       fb_napply('fb_n1', $$(NULL, NULL, '2024-01-01', 'T', 5)$$) AS truncate_5;
+SELECT fb_napply('fb_n2', $$(2, 'x', '2024-01-01', 'U', NULL)$$) AS first,
+       fb_napply('fb_n2', $$(NULL, NULL, '2024-01-02', 'T', 1)$$) AS truncate_1,
+       fb_napply('fb_n2', $$(2, 'b', '2024-01-02', 'U', NULL)$$) AS no_seq,
+       fb_napply('fb_n2', $$(2, 'a', '2024-01-02', 'U', 2)$$) AS seq_2;
+SELECT fb_napply('fb_n3', $$(3, 'c', '2024-01-01', 'U', NULL)$$, $$(3, NULL, '2024-01-03', 'D', NULL)$$) AS no_seq,
+       fb_napply('fb_n3', $$(NULL, NULL, '2024-01-03', 'T', 4)$$) AS truncate_4,
+       fb_napply('fb_n3', $$(3, 'd', '2024-01-03', 'U', 6)$$) AS seq_6;
+SELECT 'fb_n1' AS t, id, v, valid_from::date, valid_to FROM fb_n1
+UNION ALL SELECT 'fb_n2', id, v, valid_from::date, valid_to FROM fb_n2
+UNION ALL SELECT 'fb_n3', id, v, valid_from::date, valid_to FROM fb_n3
+ORDER BY 1, 2, 4;
+SELECT t, (SELECT count(*) FROM zipper_lake.verify(t::regclass)) AS problems
+  FROM unnest(ARRAY['fb_n1', 'fb_n2', 'fb_n3']) t;
+DROP TABLE fb_n1, fb_n2, fb_n3, fb_nc;
+DROP FUNCTION fb_napply(text, text[]);
+
 -- the record stores integer keys (smallint, int, bigint, domains over them)
 -- as varints and other keys in their binary send format: every key comes
 -- back as it was, extremes and negatives included.  Each key opens on

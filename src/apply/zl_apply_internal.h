@@ -356,7 +356,7 @@ typedef struct ApplyContext
 	 * Changes of every key (README "Change semantics"): the snapshot's
 	 * deletes of keys missing from its image, truncates; sorted in fold
 	 * order.  Every open key of a chunk's hash range is read, and, when one
-	 * precedes the newest change applied (late), history too.
+	 * is at or before the newest change applied (late), history too.
 	 */
 	ZLTableInstant *table_deletes;
 	int			ntable_deletes;

@@ -122,7 +122,9 @@ zl_apply_add_truncates_to_batch_keys(ApplyContext *ac)
  * Table deletes older than the newest change applied: a key of the chunk
  * the batch has no change of whose closed version holds such a time is
  * deleted there too (its open version, if any, was found in the current
- * partition).
+ * partition).  One whose version ends there is folded too: a delete
+ * without seq may have ended it, which the record must then keep (see
+ * zl_fold.c instants_to_remember).
  */
 static void
 discover_missing_key(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
@@ -141,7 +143,7 @@ discover_missing_key(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple 
 	to = zl_datum_to_instant(heap_getattr(tuple, ac->opts.to_attnum, ac->tupdesc, &isnull),
 							 ac->opts.period_type);
 	for (int i = 0; i < ac->ntable_deletes; i++)
-		if (from <= ac->table_deletes[i].time && ac->table_deletes[i].time < to)
+		if (from <= ac->table_deletes[i].time && ac->table_deletes[i].time <= to)
 		{
 			(void) add_missing_key_delete(ac, tuple);
 			break;

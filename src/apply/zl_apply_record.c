@@ -42,8 +42,9 @@ zl_apply_load_record_head(ApplyContext *ac)
 	}
 	/* a zipper parent's leaf or shard: the parent's newest (zl_apply_leaves.c) */
 	ac->newest_change = Max(ac->newest_change, ac->parent_newest);
+	/* at the newest instant too: a version may end there (zl_apply_lookup.c) */
 	ac->table_deletes_late = ac->ntable_deletes > 0 &&
-		ac->table_deletes[0].time < ac->newest_change;
+		ac->table_deletes[0].time <= ac->newest_change;
 }
 
 /*

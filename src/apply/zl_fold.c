@@ -411,7 +411,10 @@ stored_instants(Fold *f, const ZLFoldKey *key)
 	 * One instant per time: the record's, sorted first, unless a table
 	 * instant there follows it in fold order (a truncate or snapshot
 	 * applied after it, with a later seq or none); what versions show
-	 * only when neither knows more.
+	 * only when neither knows more.  A boundary a change without seq won
+	 * where the table has an instant with seq is in the record (a change
+	 * without seq follows every one with seq), so a table instant beside
+	 * a boundary alone won it.
 	 */
 	for (int i = 1; i < list->n && ordered; i++)
 		ordered = list->items[i - 1].time < list->items[i].time;
@@ -758,7 +761,12 @@ record_givers(const ZLFoldContext *cx, const Instant *in, ZLRecordInstant *r)
 	r->givers = givers;
 }
 
-/* what the record keeps of the key from its earliest change on */
+/*
+ * What the record keeps of the key from its earliest change on.  A plain
+ * boundary without seq is left to the versions, unless the table has an
+ * instant with seq there: then only the record tells that a change without
+ * seq, not the table's, won it.
+ */
 static void
 instants_to_remember(Fold *f, ZLFoldKey *key)
 {
@@ -777,9 +785,10 @@ instants_to_remember(Fold *f, ZLFoldKey *key)
 		ZLRecordInstant *r;
 
 		CHECK_FOR_INTERRUPTS();
-		if (in->boundary && plain && !in->has_seq)
+		ti = table_instant_at(cx->table, in->time);
+		if (in->boundary && plain && !in->has_seq && (ti == NULL || !ti->has_seq))
 			continue;			/* the versions show it */
-		if (plain && (ti = table_instant_at(cx->table, in->time)) != NULL &&
+		if (plain && ti != NULL &&
 			ti->has_seq == in->has_seq && (!in->has_seq || ti->seq == in->seq))
 			continue;			/* the table remembers it */
 		r = &key->remember[key->nremember++];

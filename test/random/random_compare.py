@@ -85,8 +85,11 @@ Everything comes from random.Random(seed), so a seed reproduces a run.
 Values come from tiny domains including NULL (so no-ops and equal-neighbour
 merges are frequent; a third of the values are copied from the key's
 neighbouring versions), ops mix every upsert / delete spelling and case,
-one batch in seven with an op column has a truncate or two (op T: a
-delete of every key, at an instant no other change of the batch has),
+one batch in four with an op column has a truncate or two (op T: a
+delete of every key, at an instant no other change of the batch has; half
+of them at an instant an earlier batch changed a key at, and now and then
+a change lands at an earlier truncate's instant, so that changes with and
+without seq meet truncates with and without seq there, in either order),
 batches contain identical duplicates, some batches carry a seq column with
 several changes for one (key, instant) ordered by seq, some have no op
 column, some are views, some have their columns in another order, and some
@@ -754,6 +757,17 @@ class Generator:
         in this directory)."""
         return self.rng.choices([e for e, _ in ENCODINGS], [w for _, w in ENCODINGS])[0]
 
+    def earlier_instant(self, model, late, truncates):
+        """The instant of a change of an earlier batch (truncates: of an
+        earlier truncate), if the batch may reach it, else None."""
+        if truncates:
+            ticks = [t for _, t, _, image in model.table_deletes if image is None]
+        else:
+            log = model.log.get(self.rng.choice(sorted(model.log))) if model.log else None
+            ticks = [entry[0] for entry in log or ()]
+        ticks = [t for t in ticks if late or t >= self.wm]
+        return self.rng.choice(ticks) if ticks else None
+
     def fresh_seq(self, used):
         """A seq no change of the batch has (used: those taken)."""
         seq = self.rng.randint(1, 10 * self.args.batch_size)
@@ -783,6 +797,9 @@ class Generator:
             if has_seq and out and rng.random() < 0.25:     # a seq tie to break
                 other = rng.choice(out)
                 key, t = other.id, other.tick
+            elif truncates and rng.random() < 0.15:         # at an earlier truncate
+                t = self.earlier_instant(model, late, True)
+                t = self.tick(late) if t is None else t
             if has_op and rng.random() < 0.22:
                 op = rng.choice(DELETE_OPS)
                 name, amount = rng.choice(NAMES), rng.choice(AMOUNTS)
@@ -796,11 +813,12 @@ class Generator:
                 c = first_at[(key, t)]
             first_at.setdefault((key, t), c)
             out.append(c)
-        if truncates and has_op and rng.random() < 0.15:
+        if truncates and has_op and rng.random() < 0.3:
             taken = {c.tick for c in out}
             for _ in range(rng.randint(1, 2)):
                 late = kind == "late" or (kind == "mixed" and rng.random() < 0.5)
-                t = self.tick(late)
+                t = self.earlier_instant(model, late, False) if rng.random() < 0.5 else None
+                t = self.tick(late) if t is None else t
                 if t in taken:
                     continue
                 taken.add(t)
