@@ -40,6 +40,7 @@ OBJS = \
 	src/catalog/zl_relation.o \
 	src/write/zl_compact.o \
 	src/write/zl_freespace.o \
+	src/write/zl_index_hidden.o \
 	src/write/zl_index_rows.o \
 	src/write/zl_load.o \
 	src/write/zl_merge.o \

@@ -100,17 +100,13 @@ zl_tuple_satisfies_snapshot(Relation rel, TupleTableSlot *slot, Snapshot snapsho
 }
 
 /*
- * Index entries an index may drop while it inserts: none is known dead
- * here (fetches never report one, so no entry is marked); VACUUM removes
- * them.
+ * Index entries an index may drop while it inserts: those of rows no
+ * snapshot sees (src/write/zl_index_hidden.c).
  */
 static TransactionId
 zl_index_delete_tuples(Relation rel, TM_IndexDeleteOp *delstate)
 {
-	for (int i = 0; i < delstate->ndeltids; i++)
-		delstate->status[delstate->deltids[i].id].knowndeletable = false;
-	delstate->ndeltids = 0;
-	return InvalidTransactionId;
+	return zl_index_delete_entries(rel, delstate);
 }
 
 /* ------------------------------------------------------------------------

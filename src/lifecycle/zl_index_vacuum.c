@@ -30,13 +30,16 @@
  * are held in memory: as many as fit maintenance_work_mem (autovacuum's
  * autovacuum_work_mem), a range of TID blocks at a time, each range one
  * pass over every index that judges only the entries in it -- as heap
- * makes a pass per memory-full of dead TIDs.
+ * makes a pass per memory-full of dead TIDs.  Each entry is judged by
+ * zl_index_entry_dead (src/write/zl_index_hidden.c), which btree's
+ * bottom-up deletion also asks between VACUUMs.
  *
  *-------------------------------------------------------------------------
  */
 #include "common/zl_common.h"
 #include "storage/zl_storage.h"
 #include "catalog/zl_catalog.h"
+#include "write/zl_write.h"
 #include "lifecycle/zl_lifecycle.h"
 
 #include "access/genam.h"
@@ -47,41 +50,6 @@
 #include "storage/procarray.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
-
-typedef struct DeadEntries
-{
-	int64		taken;			/* TID blocks from here on are left alone */
-	int64		lo;				/* the range of TID blocks judged: from lo */
-	int64		next;			/* to before next (-1: to the end) */
-	ZLSubGroup *sgs;			/* still there for someone, by first_tid_block */
-	int			n;
-} DeadEntries;
-
-/* IndexBulkDeleteCallback: is the entry of this TID dead? */
-static bool
-entry_is_dead(ItemPointer tid, void *state)
-{
-	DeadEntries *d = state;
-	int64		block = ItemPointerGetBlockNumber(tid);
-	int			lo;
-
-	if (block >= d->taken)
-		return false;			/* taken since the pass began: a writer's */
-	if (block < d->lo || (d->next >= 0 && block >= d->next))
-		return false;			/* another pass judges it */
-	lo = zl_tid_block_candidate(d->sgs, d->n, block);
-	if (lo < 0)
-		return true;
-	/* sub-groups own disjoint blocks; an updated catalog row leaves two versions */
-	for (int i = lo; i >= 0 && d->sgs[i].first_tid_block == d->sgs[lo].first_tid_block; i--)
-	{
-		int64		position = zl_tid_position(&d->sgs[i], tid);
-
-		if (position >= 0 && !ZL_ROW_MASKED(&d->sgs[i], position))
-			return false;
-	}
-	return true;
-}
 
 /*
  * VACUUM's pass over the indexes of a zipper table; rows: the live rows,
@@ -97,7 +65,7 @@ zl_index_vacuum(Relation rel, BufferAccessStrategy bstrategy, int64 rows, int el
 								 autovacuum_work_mem : maintenance_work_mem) * 1024;
 	Relation   *indexes;
 	int			nindexes;
-	DeadEntries d;
+	ZLDeadEntries d;
 	IndexVacuumInfo info;
 	IndexBulkDeleteResult **stats;
 	MemoryContext pass_context;
@@ -120,6 +88,7 @@ zl_index_vacuum(Relation rel, BufferAccessStrategy bstrategy, int64 rows, int el
 		return;
 	}
 	d.taken = zl_storage_next_tid_block(rel, zl_meta_tid_blocks_used);
+	d.unowned_dead = true;
 	zl_write_unlock_table(storage_id);
 
 	stats = palloc0(sizeof(IndexBulkDeleteResult *) * nindexes);
@@ -142,7 +111,7 @@ zl_index_vacuum(Relation rel, BufferAccessStrategy bstrategy, int64 rows, int el
 		for (int i = 0; i < nindexes; i++)
 		{
 			info.index = indexes[i];
-			stats[i] = index_bulk_delete(&info, stats[i], entry_is_dead, &d);
+			stats[i] = index_bulk_delete(&info, stats[i], zl_index_entry_dead, &d);
 		}
 		MemoryContextReset(pass_context);
 	} while (d.next >= 0);

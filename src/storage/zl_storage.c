@@ -565,6 +565,16 @@ zl_write_lock_has_waiters(uint64 storage_id)
 	return LockHasWaiters(&tag, ExclusiveLock, false);
 }
 
+/* does this transaction hold the table's writer lock? */
+bool
+zl_write_lock_held(uint64 storage_id)
+{
+	LOCKTAG		tag;
+
+	writer_lock_tag(&tag, storage_id);
+	return LockHeldByMe(&tag, ExclusiveLock);
+}
+
 /* before the end of the transaction: only for what wrote nothing */
 void
 zl_write_unlock_table(uint64 storage_id)

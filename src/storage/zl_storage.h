@@ -177,6 +177,7 @@ extern int64 zl_storage_next_tid_block(Relation rel, int64 (*counted_before) (ui
 extern int64 zl_storage_take_tid_blocks(Relation rel, int64 n,
 										int64 (*counted_before) (uint64 storage_id));
 extern bool zl_write_lock_has_waiters(uint64 storage_id);
+extern bool zl_write_lock_held(uint64 storage_id);
 extern void zl_write_unlock_table(uint64 storage_id);
 
 /* ---------- zl_columnar_write.c, zl_columnar_read.c ---------- */

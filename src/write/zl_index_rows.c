@@ -43,7 +43,12 @@
  * A btree's entries of a sub-group go in sorted by key (a tuplesort within
  * work_mem): consecutive descents then meet the pages the last one read,
  * where entries in the sub-group's order (by valid_from) would each land
- * on a page of their own.
+ * on a page of their own.  Every entry goes in as one whose row may have
+ * replaced another (index_insert's indexUnchanged), as most do -- a
+ * closed version's copy, an open version that replaced one, a moved row:
+ * before a btree splits a full leaf page it then removes the entries of
+ * rows no snapshot sees (bottom-up deletion, zl_index_hidden.c), as it
+ * does for heap's UPDATEs, instead of leaving them all to VACUUM.
  *
  * The index being built by CREATE INDEX is left out while it builds: the
  * build flushes the transaction's pending rows first and indexes them
@@ -253,7 +258,7 @@ insert_entry(SubGroupEntries *e, int i, ItemPointer tid)
 {
 	(void) index_insert(e->indexes[i], e->values, e->isnull, tid, e->table,
 						e->indexes[i]->rd_index->indisunique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
-						false, e->rows[i]->info);
+						true, e->rows[i]->info);
 }
 
 static void
@@ -363,7 +368,10 @@ zl_index_subgroup(Relation table, const ZLSubGroup *sg)
 		e.rows[e.nindexes++] = zl_index_rows_begin(table, info);
 	}
 	if (e.nindexes > 0)
+	{
+		zl_index_hidden_rows_refresh(table);	/* before any page is locked */
 		zl_read_subgroup_rows(table, sg, true, enter_row, &e);
+	}
 	for (int i = 0; i < e.nindexes; i++)
 	{
 		if (e.sorts[i] != NULL)

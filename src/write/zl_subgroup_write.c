@@ -359,8 +359,13 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 			pfree(directory);
 	}
 
-	/* a unique check finds the rows entered through their catalog row */
-	if (rr->unique_checks)
+	/*
+	 * A unique check finds the rows entered through their catalog row; a
+	 * read of the hidden rows for bottom-up deletion needs every catalog
+	 * row of this write in (zl_index_hidden.c).
+	 */
+	if (rr->unique_checks ||
+		(RelationGetForm(rel)->relhasindex && zl_index_hidden_rows_due(rel)))
 		zl_meta_history_inserts_flush(rr->history_inserts);
 	zl_index_subgroup(rel, &sg);
 }

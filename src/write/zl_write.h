@@ -82,6 +82,26 @@ extern HeapTuple zl_row_check(ZLRowCheck *rc, HeapTuple tuple, const Datum *valu
 							  const bool *isnull);
 extern void zl_row_check_end(ZLRowCheck *rc);
 
+/* ---------- zl_index_hidden.c ---------- */
+
+/* the sub-groups index entries are judged by (zl_index_entry_dead) */
+typedef struct ZLDeadEntries
+{
+	int64		taken;			/* TID blocks from here on are left alone */
+	int64		lo;				/* the range of TID blocks judged: from lo */
+	int64		next;			/* to before next (-1: to the end) */
+	ZLSubGroup *sgs;			/* still there for someone, by first_tid_block */
+	int			n;
+	bool		unowned_dead;	/* an entry of a block no sub-group owns is dead */
+} ZLDeadEntries;
+
+struct TM_IndexDeleteOp;
+
+extern bool zl_index_entry_dead(ItemPointer tid, void *state);
+extern bool zl_index_hidden_rows_due(Relation rel);
+extern void zl_index_hidden_rows_refresh(Relation rel);
+extern TransactionId zl_index_delete_entries(Relation rel, struct TM_IndexDeleteOp *delstate);
+
 /* ---------- zl_index_rows.c ---------- */
 
 struct IndexInfo;

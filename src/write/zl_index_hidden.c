@@ -1,0 +1,184 @@
+/*-------------------------------------------------------------------------
+ *
+ * zl_index_hidden.c
+ *	  Which index entries name rows no snapshot sees: VACUUM's judge, and
+ *	  btree's bottom-up deletion between VACUUMs.
+ *
+ * Writes enter every row they write into the table's indexes and never
+ * take an entry out (zl_index_rows.c).  An entry is dead when the row it
+ * names is hidden from every snapshot: a mask that every snapshot sees
+ * covers its position -- for good, since TIDs are never given twice
+ * (README "Row identifiers") -- or, for VACUUM, when no sub-group that
+ * someone may still see owns its TID block (src/lifecycle/
+ * zl_index_vacuum.c).  ZLDeadEntries holds the sub-groups to judge by,
+ * read with zl_meta_load_subgroups_not_dead, and zl_index_entry_dead
+ * judges one entry.
+ *
+ * A btree also removes dead entries itself before it splits a leaf page
+ * (bottom-up deletion), when the entry going in is marked as one for a
+ * row that may have replaced another -- as heap's UPDATEs mark theirs;
+ * every write here marks its entries so (zl_index_rows.c): a closed
+ * version's copy, an open version that replaced one, a row moved by
+ * compaction.  The btree asks which of the page's TIDs are dead
+ * (zl_index_delete_entries), holding the page locked, where reading the
+ * catalog is no place to be; so the answer comes from memory: the
+ * sub-groups and masks every snapshot saw, read by a write before it
+ * enters its rows (zl_index_hidden_rows_refresh), at most once a
+ * transaction and only for a storage an index asked about since the last
+ * read.  An older read knows fewer hidden rows, never a wrong one.  The
+ * conflict horizon for standbys is the one the masks and catalog rows
+ * were read by: every masking or deleting transaction came before it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "common/zl_common.h"
+#include "storage/zl_storage.h"
+#include "catalog/zl_catalog.h"
+#include "write/zl_write.h"
+
+#include "access/tableam.h"
+#include "access/transam.h"
+#include "miscadmin.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "utils/memutils.h"
+
+/* IndexBulkDeleteCallback: is the entry of this TID dead? */
+bool
+zl_index_entry_dead(ItemPointer tid, void *state)
+{
+	ZLDeadEntries *d = state;
+	int64		block = ItemPointerGetBlockNumber(tid);
+	int			lo;
+
+	if (block >= d->taken)
+		return false;			/* taken since the sub-groups were read: a writer's */
+	if (block < d->lo || (d->next >= 0 && block >= d->next))
+		return false;			/* not among the sub-groups read */
+	lo = zl_tid_block_candidate(d->sgs, d->n, block);
+	if (lo < 0 || zl_tid_position(&d->sgs[lo], tid) < 0)
+		return d->unowned_dead;
+	/* sub-groups own disjoint blocks; an updated catalog row leaves two versions */
+	for (int i = lo; i >= 0 && d->sgs[i].first_tid_block == d->sgs[lo].first_tid_block; i--)
+	{
+		int64		position = zl_tid_position(&d->sgs[i], tid);
+
+		if (position >= 0 && !ZL_ROW_MASKED(&d->sgs[i], position))
+			return false;
+	}
+	return true;
+}
+
+/* what bottom-up deletion knows of one storage's hidden rows */
+typedef struct HiddenRows
+{
+	MemoryContext context;		/* NULL: nothing read yet */
+	uint64		storage_id;
+	LocalTransactionId read_in; /* the transaction that read them */
+	TransactionId horizon;		/* every masking transaction precedes it */
+	ZLDeadEntries d;
+	bool		wanted;			/* an index asked about wanted_storage since */
+	uint64		wanted_storage;
+} HiddenRows;
+
+static HiddenRows hidden;
+
+/*
+ * Is a read of the storage's hidden rows due: did an index ask about it
+ * since they were last read in another transaction (a transaction's own
+ * masks are never seen by every snapshot)?
+ */
+bool
+zl_index_hidden_rows_due(Relation rel)
+{
+	uint64		storage_id;
+
+	if (!hidden.wanted)
+		return false;
+	storage_id = zl_storage_id(rel);
+	return hidden.wanted_storage == storage_id &&
+		(hidden.context == NULL || hidden.storage_id != storage_id ||
+		 hidden.read_in != MyProc->lxid);
+}
+
+/*
+ * Before a write enters its rows into the table's indexes (no buffer
+ * locked), when due: read the sub-groups and masks every snapshot sees,
+ * as many as fit work_mem, from the first TID block on.  A writer holding
+ * the table's writer lock, whose own sub-groups' catalog rows are all in
+ * (zl_subgroup_write.c flushes them first), knows every TID block taken
+ * so far to be settled: one that no sub-group read owns then names rows
+ * no snapshot sees (of a sub-group deleted for good, or of a write rolled
+ * back), as VACUUM judges them.
+ */
+void
+zl_index_hidden_rows_refresh(Relation rel)
+{
+	uint64		storage_id;
+	MemoryContext old;
+	TransactionId oldest_xmin;
+	bool		settled;
+
+	if (!zl_index_hidden_rows_due(rel))
+		return;
+	storage_id = zl_storage_id(rel);
+	settled = zl_write_lock_held(storage_id);
+	if (hidden.context == NULL)
+		hidden.context = AllocSetContextCreate(TopMemoryContext, "zipper_lake hidden rows",
+											   ALLOCSET_DEFAULT_SIZES);
+	MemoryContextReset(hidden.context);
+	hidden.wanted = false;
+	hidden.storage_id = storage_id;
+	hidden.read_in = MyProc->lxid;
+	oldest_xmin = GetOldestNonRemovableTransactionId(rel);
+	old = MemoryContextSwitchTo(hidden.context);
+	hidden.d.sgs = zl_meta_load_subgroups_not_dead(storage_id, oldest_xmin, 0,
+												   (Size) work_mem * 1024,
+												   &hidden.d.n, &hidden.d.next);
+	MemoryContextSwitchTo(old);
+	hidden.d.taken = settled ? zl_storage_next_tid_block(rel, zl_meta_tid_blocks_used) : PG_INT64_MAX;
+	hidden.d.lo = 0;
+	hidden.d.unowned_dead = settled;
+	hidden.horizon = oldest_xmin;
+	TransactionIdRetreat(hidden.horizon);
+}
+
+/*
+ * The table AM's index_delete_tuples: which entries of an index page name
+ * rows no snapshot sees, as far as the last read of the storage tells
+ * (nothing if it was not read: the next write reads it).  Entries the
+ * index knows to be deletable stay so.  Returns the conflict horizon for
+ * standbys, InvalidTransactionId when nothing is deletable.
+ */
+TransactionId
+zl_index_delete_entries(Relation rel, TM_IndexDeleteOp *delstate)
+{
+	uint64		storage_id = zl_storage_id(rel);
+	bool		usable = hidden.context != NULL && hidden.storage_id == storage_id;
+	bool		known = false;
+	bool		found = false;
+
+	if (!usable || hidden.read_in != MyProc->lxid)
+	{
+		hidden.wanted = true;
+		hidden.wanted_storage = storage_id;
+	}
+	for (int i = 0; i < delstate->ndeltids; i++)
+	{
+		TM_IndexStatus *status = &delstate->status[delstate->deltids[i].id];
+
+		if (status->knowndeletable)
+			known = true;
+		else if (usable && zl_index_entry_dead(&delstate->deltids[i].tid, &hidden.d))
+			status->knowndeletable = found = true;
+	}
+	if (known)
+	{
+		/* entries the index found dead itself: a horizon of now covers them */
+		TransactionId horizon = GetOldestNonRemovableTransactionId(rel);
+
+		TransactionIdRetreat(horizon);
+		return horizon;
+	}
+	return found ? hidden.horizon : InvalidTransactionId;
+}
