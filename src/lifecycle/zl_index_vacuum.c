@@ -30,7 +30,10 @@
  * are held in memory: as many as fit maintenance_work_mem (autovacuum's
  * autovacuum_work_mem), a range of TID blocks at a time, each range one
  * pass over every index that judges only the entries in it -- as heap
- * makes a pass per memory-full of dead TIDs.  Each entry is judged by
+ * makes a pass per memory-full of dead TIDs.  Before the first entry goes,
+ * the pass logs a standby conflict with its horizon: a hot standby's query
+ * whose snapshot still sees a masked row must not lose its entry (heap
+ * gets this from pruning its rows first).  Each entry is judged by
  * zl_index_entry_dead (src/write/zl_index_hidden.c), which btree's
  * bottom-up deletion also asks between VACUUMs.
  *
@@ -90,6 +93,9 @@ zl_index_vacuum(Relation rel, BufferAccessStrategy bstrategy, int64 rows, int el
 	d.taken = zl_storage_next_tid_block(rel, zl_meta_tid_blocks_used);
 	d.unowned_dead = true;
 	zl_write_unlock_table(storage_id);
+	d.conflict_rel = rel;
+	d.conflict_horizon = zl_full_xid_before(oldest_xmin);
+	d.conflict_logged = false;
 
 	stats = palloc0(sizeof(IndexBulkDeleteResult *) * nindexes);
 	memset(&info, 0, sizeof(info));

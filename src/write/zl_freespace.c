@@ -176,15 +176,16 @@ zl_free_space_largest(const ZLFreeSpace *fs)
 
 /*
  * Make standbys cancel queries whose snapshots could still see what
- * freed_by deleted, before the blocks it freed are overwritten.  Like
- * btree's, the conflict is resolved for the whole database, not just this
- * table.
+ * freed_by deleted, before the blocks it freed are overwritten (or, for
+ * VACUUM's index pass, before the entries of rows hidden by then go).
+ * Like btree's, the conflict is resolved for the whole database, not just
+ * this table.
  */
 #if PG_VERSION_NUM >= 160000
-#error "the btree REUSE_PAGE record changed in PostgreSQL 16: port log_reuse_conflict()"
+#error "the btree REUSE_PAGE record changed in PostgreSQL 16: port zl_log_standby_conflict()"
 #endif
-static void
-log_reuse_conflict(Relation rel, BlockNumber block, FullTransactionId freed_by)
+void
+zl_log_standby_conflict(Relation rel, BlockNumber block, FullTransactionId freed_by)
 {
 	xl_btree_reuse_page xlrec;
 
@@ -226,7 +227,7 @@ zl_free_space_take(ZLFreeSpace *fs, BlockNumber blocks)
 	}
 	fs->taken[fs->ntaken].first_block = first;
 	fs->taken[fs->ntaken++].blocks = blocks;
-	log_reuse_conflict(fs->rel, first, extent->freed_by);
+	zl_log_standby_conflict(fs->rel, first, extent->freed_by);
 
 	extent->first_block += blocks;
 	extent->blocks -= blocks;
@@ -270,7 +271,7 @@ zl_free_space_wipe(Relation rel, BufferAccessStrategy strategy, bool *complete)
 			if (!zl_bytes_are_zero(page, BLCKSZ))
 			{
 				if (!conflict_logged)
-					log_reuse_conflict(rel, block, all[i].freed_by);
+					zl_log_standby_conflict(rel, block, all[i].freed_by);
 				conflict_logged = true;
 				START_CRIT_SECTION();
 				memset(page, 0, BLCKSZ);
@@ -504,7 +505,7 @@ zl_free_space_reclaim(Relation rel)
 
 	/* 3. record: the tail's extents go (after the conflict record), the other gaps become extents */
 	if (FullTransactionIdIsValid(newest))
-		log_reuse_conflict(rel, tail, newest);
+		zl_log_standby_conflict(rel, tail, newest);
 	for (int i = extents_kept; i < nextents; i++)
 	{
 		zl_meta_take_free_extent(storage_id, extents[i].first_block, extents[i].blocks);

@@ -43,6 +43,23 @@
 #include "storage/procarray.h"
 #include "utils/memutils.h"
 
+/*
+ * A dead entry: before the first one goes, standbys whose queries could
+ * still see its row cancel them (VACUUM's pass; a btree's own deletion
+ * logs its horizon itself).  Heap's VACUUM gets the same from pruning the
+ * rows first, which sub-groups, immutable, never are.
+ */
+static bool
+entry_dead(ZLDeadEntries *d)
+{
+	if (d->conflict_rel != NULL && !d->conflict_logged)
+	{
+		zl_log_standby_conflict(d->conflict_rel, 0, d->conflict_horizon);
+		d->conflict_logged = true;
+	}
+	return true;
+}
+
 /* IndexBulkDeleteCallback: is the entry of this TID dead? */
 bool
 zl_index_entry_dead(ItemPointer tid, void *state)
@@ -57,7 +74,7 @@ zl_index_entry_dead(ItemPointer tid, void *state)
 		return false;			/* not among the sub-groups read */
 	lo = zl_tid_block_candidate(d->sgs, d->n, block);
 	if (lo < 0 || zl_tid_position(&d->sgs[lo], tid) < 0)
-		return d->unowned_dead;
+		return d->unowned_dead && entry_dead(d);
 	/* sub-groups own disjoint blocks; an updated catalog row leaves two versions */
 	for (int i = lo; i >= 0 && d->sgs[i].first_tid_block == d->sgs[lo].first_tid_block; i--)
 	{
@@ -66,7 +83,20 @@ zl_index_entry_dead(ItemPointer tid, void *state)
 		if (position >= 0 && !ZL_ROW_MASKED(&d->sgs[i], position))
 			return false;
 	}
-	return true;
+	return entry_dead(d);
+}
+
+/* the last transaction id before xid, as a full one */
+FullTransactionId
+zl_full_xid_before(TransactionId xid)
+{
+	FullTransactionId next = ReadNextFullTransactionId();
+	uint32		epoch = EpochFromFullTransactionId(next);
+
+	TransactionIdRetreat(xid);
+	if (xid > XidFromFullTransactionId(next))
+		epoch--;				/* before the last wraparound */
+	return FullTransactionIdFromEpochAndXid(epoch, xid);
 }
 
 /* what bottom-up deletion knows of one storage's hidden rows */
@@ -139,6 +169,7 @@ zl_index_hidden_rows_refresh(Relation rel)
 	hidden.d.taken = settled ? zl_storage_next_tid_block(rel, zl_meta_tid_blocks_used) : PG_INT64_MAX;
 	hidden.d.lo = 0;
 	hidden.d.unowned_dead = settled;
+	hidden.d.conflict_rel = NULL;	/* the btree logs the horizon returned */
 	hidden.horizon = oldest_xmin;
 	TransactionIdRetreat(hidden.horizon);
 }

@@ -15,6 +15,8 @@
 
 #include "storage/zl_storage.h"
 
+#include "access/transam.h"
+
 /*
  * A new history file group takes consecutive uncovered base windows while
  * it holds fewer rows than this (zl_place.c, "File-group windows"); VACUUM
@@ -64,6 +66,7 @@ extern void zl_free_space_below(Relation rel, uint64 storage_id, BlockNumber bel
 								BlockNumber *largest, BlockNumber *total);
 extern int64 zl_free_space_reclaim(Relation rel);
 extern int64 zl_free_space_wipe(Relation rel, BufferAccessStrategy strategy, bool *complete);
+extern void zl_log_standby_conflict(Relation rel, BlockNumber block, FullTransactionId freed_by);
 
 /* ---------- zl_rowcheck.c ---------- */
 
@@ -93,11 +96,15 @@ typedef struct ZLDeadEntries
 	ZLSubGroup *sgs;			/* still there for someone, by first_tid_block */
 	int			n;
 	bool		unowned_dead;	/* an entry of a block no sub-group owns is dead */
+	Relation	conflict_rel;	/* not NULL: log a standby conflict first */
+	FullTransactionId conflict_horizon; /* every hiding transaction precedes it */
+	bool		conflict_logged;
 } ZLDeadEntries;
 
 struct TM_IndexDeleteOp;
 
 extern bool zl_index_entry_dead(ItemPointer tid, void *state);
+extern FullTransactionId zl_full_xid_before(TransactionId xid);
 extern bool zl_index_hidden_rows_due(Relation rel);
 extern void zl_index_hidden_rows_refresh(Relation rel);
 extern TransactionId zl_index_delete_entries(Relation rel, struct TM_IndexDeleteOp *delstate);

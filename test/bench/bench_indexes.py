@@ -23,7 +23,8 @@ load), its closed versions 30, 60, ... days earlier; the iban is the key's
 (md5 of the key), constant over its history; the heap tables are loaded in
 valid_from order (as a daily job appends versions).  Load first, index
 after: INSERT of the versions, VACUUM (the zipper side writes its open
-versions column by column), CREATE INDEX, VACUUM ANALYZE.
+versions column by column, and a second VACUUM moves them down into the
+blocks the rows left), CREATE INDEX, VACUUM ANALYZE.
 
 Then --batches (10) batches of --batch (10,000) changes, made like
 bench_apply.py's (80% updates, one in ten a no-op, 5% of the others a new
@@ -189,7 +190,11 @@ def build(conn, a):
         t = time.perf_counter()
         cur.execute(f'INSERT INTO {z} {sel}')
         # VACUUM writes the open versions column by column, as autovacuum
-        # would after a load (README "Storage formats"); then the indexes
+        # would after a load (README "Storage formats"), and the next one
+        # moves them down into the blocks the rows left (README
+        # "Lifecycle"): settled, then the indexes -- else that move, a
+        # VACUUM later, enters every row again under a new TID
+        cur.execute(f'VACUUM {z}')
         cur.execute(f'VACUUM {z}')
         # zipper_lake builds indexes serially; builds before the planner
         # said so to CREATE INDEX refused the parallel build it planned
