@@ -64,6 +64,7 @@ struct ZLTidMap
 	Snapshot	snapshot;
 	MemoryContext context;
 	ZLSubGroup *sgs;			/* visible ones, by first_tid_block */
+	int64	   *starts;			/* their first_tid_blocks */
 	int			n;
 	RowFetcher	rows;
 };
@@ -109,6 +110,7 @@ zl_tid_map_begin(Relation rel, Snapshot snapshot)
 	map->rows.context = context;
 	map->sgs = zl_meta_cached_subgroups(rel, snapshot, NULL, DATEVAL_NOBEGIN, true, &map->n);
 	zl_sort_by_tid_block(map->sgs, map->n);
+	map->starts = zl_tid_block_starts(map->sgs, map->n);
 	MemoryContextSwitchTo(old);
 	return map;
 }
@@ -148,7 +150,7 @@ zl_tid_map_owner(const ZLTidMap *map, ItemPointer tid, int64 *position)
 
 	if (!ItemPointerIsValid(tid))
 		return NULL;
-	lo = zl_tid_block_candidate(map->sgs, map->n, block);
+	lo = zl_tid_block_candidate(map->starts, map->n, block);
 	if (lo < 0 || block >= map->sgs[lo].first_tid_block + zl_subgroup_tid_blocks(&map->sgs[lo]))
 		return NULL;
 	*position = zl_tid_position(&map->sgs[lo], tid);

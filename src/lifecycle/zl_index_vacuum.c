@@ -113,6 +113,7 @@ zl_index_vacuum(Relation rel, BufferAccessStrategy bstrategy, int64 rows, int el
 		d.lo = d.next;
 		d.sgs = zl_meta_load_subgroups_not_dead(storage_id, oldest_xmin, d.lo, budget,
 												&d.n, &d.next);
+		d.starts = zl_tid_block_starts(d.sgs, d.n);
 		MemoryContextSwitchTo(old);		/* the AMs' statistics outlive the pass */
 		for (int i = 0; i < nindexes; i++)
 		{

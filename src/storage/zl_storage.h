@@ -266,7 +266,8 @@ extern void zl_check_position(const ZLSubGroup *sg, int64 position);
 extern ZLSubGroup **zl_subgroups_by_block(ZLSubGroup *sgs, int n);
 extern int	zl_position_cmp(const void *a, const void *b);
 extern void zl_sort_by_tid_block(ZLSubGroup *sgs, int n);
-extern int	zl_tid_block_candidate(const ZLSubGroup *sgs, int n, int64 block);
+extern int64 *zl_tid_block_starts(const ZLSubGroup *sgs, int n);
+extern int	zl_tid_block_candidate(const int64 *starts, int n, int64 block);
 extern void zl_read_subgroup_positions(Relation rel, const ZLSubGroup *sg,
 									   const int32 *positions, int npositions,
 									   ZLRowCallback callback, void *arg);

@@ -335,22 +335,38 @@ zl_sort_by_tid_block(ZLSubGroup *sgs, int n)
 }
 
 /*
- * In sub-groups sorted by TID blocks, the last whose blocks begin at or
- * before block (-1 if none): the only one that can own it.
+ * The first TID block of each of n sub-groups sorted by it, for
+ * zl_tid_block_candidate: a few cache lines to search, where the
+ * sub-groups themselves would cost a miss at every step.
+ */
+int64 *
+zl_tid_block_starts(const ZLSubGroup *sgs, int n)
+{
+	int64	   *starts = palloc(sizeof(int64) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		starts[i] = sgs[i].first_tid_block;
+	return starts;
+}
+
+/*
+ * In sub-groups sorted by TID blocks (their zl_tid_block_starts), the last
+ * whose blocks begin at or before block (-1 if none): the only one that
+ * can own it.
  */
 int
-zl_tid_block_candidate(const ZLSubGroup *sgs, int n, int64 block)
+zl_tid_block_candidate(const int64 *starts, int n, int64 block)
 {
 	int			lo = 0,
 				hi = n - 1;
 
-	if (n == 0 || sgs[0].first_tid_block > block)
+	if (n == 0 || starts[0] > block)
 		return -1;
 	while (lo < hi)
 	{
 		int			mid = lo + (hi - lo + 1) / 2;
 
-		if (sgs[mid].first_tid_block <= block)
+		if (starts[mid] <= block)
 			lo = mid;
 		else
 			hi = mid - 1;

@@ -72,7 +72,7 @@ zl_index_entry_dead(ItemPointer tid, void *state)
 		return false;			/* taken since the sub-groups were read: a writer's */
 	if (block < d->lo || (d->next >= 0 && block >= d->next))
 		return false;			/* not among the sub-groups read */
-	lo = zl_tid_block_candidate(d->sgs, d->n, block);
+	lo = zl_tid_block_candidate(d->starts, d->n, block);
 	if (lo < 0 || zl_tid_position(&d->sgs[lo], tid) < 0)
 		return d->unowned_dead && entry_dead(d);
 	/* sub-groups own disjoint blocks; an updated catalog row leaves two versions */
@@ -165,6 +165,7 @@ zl_index_hidden_rows_refresh(Relation rel)
 	hidden.d.sgs = zl_meta_load_subgroups_not_dead(storage_id, oldest_xmin, 0,
 												   (Size) work_mem * 1024,
 												   &hidden.d.n, &hidden.d.next);
+	hidden.d.starts = zl_tid_block_starts(hidden.d.sgs, hidden.d.n);
 	MemoryContextSwitchTo(old);
 	hidden.d.taken = settled ? zl_storage_next_tid_block(rel, zl_meta_tid_blocks_used) : PG_INT64_MAX;
 	hidden.d.lo = 0;
@@ -175,11 +176,50 @@ zl_index_hidden_rows_refresh(Relation rel)
 }
 
 /*
+ * Entries a bottom-up pass judges at most: a page of a column with few
+ * values is all posting lists, a thousand TIDs or more, asked about at
+ * every insert that finds it full (heap's bottom-up deletion similarly
+ * visits a few table blocks at most).
+ */
+#define MAX_JUDGED		256
+
+/*
+ * Is the i-th entry of a deletion worth judging in this pass?  Every entry
+ * of a simple deletion; of a bottom-up one (whose TIDs come in page order),
+ * the promising ones first, then those of posting lists (entries of one
+ * index tuple), where btree marks at most one promising: a deduplicated
+ * key's masked and moved copies.
+ */
+static bool
+worth_judging(const TM_IndexDeleteOp *delstate, int i, int pass)
+{
+	const TM_IndexStatus *status = &delstate->status[delstate->deltids[i].id];
+	const TM_IndexStatus *before = i > 0 ? &delstate->status[delstate->deltids[i - 1].id] : NULL;
+	const TM_IndexStatus *after = i + 1 < delstate->ndeltids ?
+		&delstate->status[delstate->deltids[i + 1].id] : NULL;
+
+	if (!delstate->bottomup)
+		return true;
+	if (pass == 0)
+		return status->promising;
+	return !status->promising &&
+		((before != NULL && before->idxoffnum == status->idxoffnum) ||
+		 (after != NULL && after->idxoffnum == status->idxoffnum));
+}
+
+/*
  * The table AM's index_delete_tuples: which entries of an index page name
  * rows no snapshot sees, as far as the last read of the storage tells
- * (nothing if it was not read: the next write reads it).  Entries the
- * index knows to be deletable stay so.  Returns the conflict horizon for
- * standbys, InvalidTransactionId when nothing is deletable.
+ * (nothing if it was not read: the next write reads it).  A bottom-up
+ * pass hands every TID of the page and marks the duplicates promising (a
+ * row's masked copy, its closed copy and its new open version share their
+ * key): those are judged first, then, if they did not free the space the
+ * pass asks for, the rest of posting lists (worth_judging), MAX_JUDGED
+ * at most -- not every TID of the page, which a full page asks about
+ * again and again.  Entries
+ * the index knows to be deletable stay so.  Returns the
+ * conflict horizon for standbys, InvalidTransactionId when nothing is
+ * deletable.
  */
 TransactionId
 zl_index_delete_entries(Relation rel, TM_IndexDeleteOp *delstate)
@@ -188,20 +228,37 @@ zl_index_delete_entries(Relation rel, TM_IndexDeleteOp *delstate)
 	bool		usable = hidden.context != NULL && hidden.storage_id == storage_id;
 	bool		known = false;
 	bool		found = false;
+	int			freed = 0;
+	int			judged = 0;
 
 	if (!usable || hidden.read_in != MyProc->lxid)
 	{
 		hidden.wanted = true;
 		hidden.wanted_storage = storage_id;
 	}
-	for (int i = 0; i < delstate->ndeltids; i++)
+	/* bottom-up: promising entries first, then posting lists' if need be */
+	for (int pass = 0; pass < (delstate->bottomup ? 2 : 1); pass++)
 	{
-		TM_IndexStatus *status = &delstate->status[delstate->deltids[i].id];
+		if (pass == 1 && freed >= delstate->bottomupfreespace)
+			break;
+		for (int i = 0; i < delstate->ndeltids; i++)
+		{
+			TM_IndexStatus *status = &delstate->status[delstate->deltids[i].id];
 
-		if (status->knowndeletable)
-			known = true;
-		else if (usable && zl_index_entry_dead(&delstate->deltids[i].tid, &hidden.d))
-			status->knowndeletable = found = true;
+			if (status->knowndeletable)
+			{
+				known |= pass == 0;
+				continue;
+			}
+			if (!usable || !worth_judging(delstate, i, pass) ||
+				(delstate->bottomup && judged++ >= MAX_JUDGED))
+				continue;
+			if (zl_index_entry_dead(&delstate->deltids[i].tid, &hidden.d))
+			{
+				status->knowndeletable = found = true;
+				freed += status->freespace;
+			}
+		}
 	}
 	if (known)
 	{

@@ -94,6 +94,7 @@ typedef struct ZLDeadEntries
 	int64		lo;				/* the range of TID blocks judged: from lo */
 	int64		next;			/* to before next (-1: to the end) */
 	ZLSubGroup *sgs;			/* still there for someone, by first_tid_block */
+	int64	   *starts;			/* their first_tid_blocks (zl_tid_block_starts) */
 	int			n;
 	bool		unowned_dead;	/* an entry of a block no sub-group owns is dead */
 	Relation	conflict_rel;	/* not NULL: log a standby conflict first */
