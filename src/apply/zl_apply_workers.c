@@ -665,6 +665,13 @@ raise_worker_error(int w)
 	WorkerSlot *slot = &running.shared->slots[w];
 
 	abandon_workers(true);
+
+	/*
+	 * A worker stopped between its PREPARE and its report left its
+	 * transaction prepared, holding its leaves' locks: the coordinator has
+	 * aborted by now, so it is rolled back.
+	 */
+	(void) zl_apply_resolve();
 	if (slot_state(running.shared, w) != WORKER_FAILED)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),

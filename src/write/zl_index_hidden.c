@@ -103,15 +103,32 @@ zl_full_xid_before(TransactionId xid)
 typedef struct HiddenRows
 {
 	MemoryContext context;		/* NULL: nothing read yet */
-	uint64		storage_id;
+	ZLTableStorage storage;
 	LocalTransactionId read_in; /* the transaction that read them */
 	TransactionId horizon;		/* every masking transaction precedes it */
 	ZLDeadEntries d;
 	bool		wanted;			/* an index asked about wanted_storage since */
-	uint64		wanted_storage;
+	ZLTableStorage wanted_storage;
 } HiddenRows;
 
 static HiddenRows hidden;
+
+/*
+ * A table's storage, for good: storage ids start over with a new CREATE
+ * EXTENSION, and a TRUNCATE of a table new in its transaction keeps its
+ * file; relation OIDs do not come back so soon.
+ */
+ZLTableStorage
+zl_table_storage(Relation rel)
+{
+	ZLTableStorage key;
+
+	memset(&key, 0, sizeof(key));	/* compared with memcmp */
+	key.relid = RelationGetRelid(rel);
+	key.relfilenode = rel->rd_node.relNode;
+	key.storage_id = zl_storage_id(rel);
+	return key;
+}
 
 /*
  * Is a read of the storage's hidden rows due: did an index ask about it
@@ -121,13 +138,13 @@ static HiddenRows hidden;
 bool
 zl_index_hidden_rows_due(Relation rel)
 {
-	uint64		storage_id;
+	ZLTableStorage key;
 
 	if (!hidden.wanted)
 		return false;
-	storage_id = zl_storage_id(rel);
-	return hidden.wanted_storage == storage_id &&
-		(hidden.context == NULL || hidden.storage_id != storage_id ||
+	key = zl_table_storage(rel);
+	return ZL_SAME_TABLE_STORAGE(hidden.wanted_storage, key) &&
+		(hidden.context == NULL || !ZL_SAME_TABLE_STORAGE(hidden.storage, key) ||
 		 hidden.read_in != MyProc->lxid);
 }
 
@@ -145,34 +162,44 @@ void
 zl_index_hidden_rows_refresh(Relation rel)
 {
 	uint64		storage_id;
+	MemoryContext context;
 	MemoryContext old;
 	TransactionId oldest_xmin;
 	bool		settled;
+	ZLDeadEntries d;
 
 	if (!zl_index_hidden_rows_due(rel))
 		return;
+
+	/* nothing is known until the read succeeds (it may fail: a lock, a cancel) */
+	if (hidden.context != NULL)
+		MemoryContextDelete(hidden.context);
+	hidden.context = NULL;
+
 	storage_id = zl_storage_id(rel);
 	settled = zl_write_lock_held(storage_id);
-	if (hidden.context == NULL)
-		hidden.context = AllocSetContextCreate(TopMemoryContext, "zipper_lake hidden rows",
-											   ALLOCSET_DEFAULT_SIZES);
-	MemoryContextReset(hidden.context);
-	hidden.wanted = false;
-	hidden.storage_id = storage_id;
-	hidden.read_in = MyProc->lxid;
 	oldest_xmin = GetOldestNonRemovableTransactionId(rel);
-	old = MemoryContextSwitchTo(hidden.context);
-	hidden.d.sgs = zl_meta_load_subgroups_not_dead(storage_id, oldest_xmin, 0,
-												   (Size) work_mem * 1024,
-												   &hidden.d.n, &hidden.d.next);
-	hidden.d.starts = zl_tid_block_starts(hidden.d.sgs, hidden.d.n);
+	memset(&d, 0, sizeof(d));
+	context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake hidden rows",
+									ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(context);
+	d.sgs = zl_meta_load_subgroups_not_dead(storage_id, oldest_xmin, 0, (Size) work_mem * 1024,
+											&d.n, &d.next);
+	d.starts = zl_tid_block_starts(d.sgs, d.n);
 	MemoryContextSwitchTo(old);
-	hidden.d.taken = settled ? zl_storage_next_tid_block(rel, zl_meta_tid_blocks_used) : PG_INT64_MAX;
-	hidden.d.lo = 0;
-	hidden.d.unowned_dead = settled;
-	hidden.d.conflict_rel = NULL;	/* the btree logs the horizon returned */
+	d.taken = settled ? zl_storage_next_tid_block(rel, zl_meta_tid_blocks_used) : PG_INT64_MAX;
+	d.unowned_dead = settled;
+	d.conflict_rel = NULL;		/* the btree logs the horizon returned */
+
+	/* read: kept for later transactions too */
+	MemoryContextSetParent(context, TopMemoryContext);
+	hidden.context = context;
+	hidden.d = d;
+	hidden.storage = zl_table_storage(rel);
+	hidden.read_in = MyProc->lxid;
 	hidden.horizon = oldest_xmin;
 	TransactionIdRetreat(hidden.horizon);
+	hidden.wanted = false;
 }
 
 /*
@@ -224,8 +251,8 @@ worth_judging(const TM_IndexDeleteOp *delstate, int i, int pass)
 TransactionId
 zl_index_delete_entries(Relation rel, TM_IndexDeleteOp *delstate)
 {
-	uint64		storage_id = zl_storage_id(rel);
-	bool		usable = hidden.context != NULL && hidden.storage_id == storage_id;
+	ZLTableStorage key = zl_table_storage(rel);
+	bool		usable = hidden.context != NULL && ZL_SAME_TABLE_STORAGE(hidden.storage, key);
 	bool		known = false;
 	bool		found = false;
 	int			freed = 0;
@@ -234,7 +261,7 @@ zl_index_delete_entries(Relation rel, TM_IndexDeleteOp *delstate)
 	if (!usable || hidden.read_in != MyProc->lxid)
 	{
 		hidden.wanted = true;
-		hidden.wanted_storage = storage_id;
+		hidden.wanted_storage = key;
 	}
 	/* bottom-up: promising entries first, then posting lists' if need be */
 	for (int pass = 0; pass < (delstate->bottomup ? 2 : 1); pass++)

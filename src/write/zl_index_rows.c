@@ -97,8 +97,8 @@ typedef struct EntriesByWrites
 
 static List *entries_by_writes = NIL;
 
-/* the TID block placeholders are taken from, and its next offset */
-static Oid	placeholder_relfilenode = InvalidOid;
+/* the TID block placeholders are taken from, whose, and its next offset */
+static ZLTableStorage placeholder_storage;
 static int64 placeholder_block = -1;
 static OffsetNumber placeholder_next = 0;
 
@@ -180,11 +180,14 @@ zl_index_entries_left_to_writes(Oid relid)
 void
 zl_index_placeholder_tid(Relation rel, ItemPointer tid)
 {
-	if (placeholder_relfilenode != rel->rd_node.relNode || placeholder_block < 0 ||
+	ZLTableStorage storage = zl_table_storage(rel);
+
+	/* also by storage id: a TRUNCATE of a table new in its transaction keeps its file */
+	if (!ZL_SAME_TABLE_STORAGE(placeholder_storage, storage) || placeholder_block < 0 ||
 		placeholder_next > MaxHeapTuplesPerPage)
 	{
 		placeholder_block = zl_storage_take_tid_blocks(rel, 1, zl_meta_tid_blocks_used);
-		placeholder_relfilenode = rel->rd_node.relNode;
+		placeholder_storage = storage;
 		placeholder_next = FirstOffsetNumber;
 	}
 	ItemPointerSet(tid, (BlockNumber) placeholder_block, placeholder_next++);

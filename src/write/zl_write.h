@@ -104,6 +104,18 @@ typedef struct ZLDeadEntries
 
 struct TM_IndexDeleteOp;
 
+/* a table's storage for good: relation, file and storage id */
+typedef struct ZLTableStorage
+{
+	Oid			relid;
+	Oid			relfilenode;
+	uint64		storage_id;
+} ZLTableStorage;
+
+#define ZL_SAME_TABLE_STORAGE(a, b)	(memcmp(&(a), &(b), sizeof(ZLTableStorage)) == 0)
+
+extern ZLTableStorage zl_table_storage(Relation rel);
+
 extern bool zl_index_entry_dead(ItemPointer tid, void *state);
 extern FullTransactionId zl_full_xid_before(TransactionId xid);
 extern bool zl_index_hidden_rows_due(Relation rel);
