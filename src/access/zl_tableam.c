@@ -354,6 +354,12 @@ zl_relation_nontransactional_truncate(Relation rel)
 					zl_meta_new_storage(RelationGetRelid(rel)));
 }
 
+/*
+ * TID blocks the transaction that moves a table's file may take in the
+ * new one (2^24: 4.9 billion rows): the old file's counter skips them.
+ */
+#define MOVED_FILE_TID_BLOCKS	((int64) 1 << 24)
+
 static void
 zl_relation_copy_data(Relation rel, const RelFileNode *newrnode)
 {
@@ -365,6 +371,15 @@ zl_relation_copy_data(Relation rel, const RelFileNode *newrnode)
 	dstrel = RelationCreateStorage(*newrnode, rel->rd_rel->relpersistence, true);
 	RelationCopyStorage(RelationGetSmgr(rel), dstrel, MAIN_FORKNUM,
 						rel->rd_rel->relpersistence);
+
+	/*
+	 * If the move rolls back, the old file is the table again, but the
+	 * index entries of rows the transaction wrote into the new one stay
+	 * (the indexes did not move with it): the old file's counter, not
+	 * transactional, goes past the TIDs the new file may give, so that no
+	 * TID is ever given twice (README "Row identifiers").
+	 */
+	(void) zl_storage_take_tid_blocks(rel, MOVED_FILE_TID_BLOCKS, zl_meta_tid_blocks_used);
 	RelationDropStorage(rel);
 	smgrclose(dstrel);
 }
