@@ -135,17 +135,23 @@ zl_table_storage(Relation rel)
  * since they were last read in another transaction (a transaction's own
  * masks are never seen by every snapshot)?
  */
+static bool
+due_for(const ZLTableStorage *key)
+{
+	return hidden.wanted && ZL_SAME_TABLE_STORAGE(hidden.wanted_storage, *key) &&
+		(hidden.context == NULL || !ZL_SAME_TABLE_STORAGE(hidden.storage, *key) ||
+		 hidden.read_in != MyProc->lxid);
+}
+
 bool
 zl_index_hidden_rows_due(Relation rel)
 {
 	ZLTableStorage key;
 
 	if (!hidden.wanted)
-		return false;
+		return false;			/* the common case, without reading the key */
 	key = zl_table_storage(rel);
-	return ZL_SAME_TABLE_STORAGE(hidden.wanted_storage, key) &&
-		(hidden.context == NULL || !ZL_SAME_TABLE_STORAGE(hidden.storage, key) ||
-		 hidden.read_in != MyProc->lxid);
+	return due_for(&key);
 }
 
 /*
@@ -161,14 +167,17 @@ zl_index_hidden_rows_due(Relation rel)
 void
 zl_index_hidden_rows_refresh(Relation rel)
 {
-	uint64		storage_id;
+	ZLTableStorage key;
 	MemoryContext context;
 	MemoryContext old;
 	TransactionId oldest_xmin;
 	bool		settled;
 	ZLDeadEntries d;
 
-	if (!zl_index_hidden_rows_due(rel))
+	if (!hidden.wanted)
+		return;
+	key = zl_table_storage(rel);
+	if (!due_for(&key))
 		return;
 
 	/* nothing is known until the read succeeds (it may fail: a lock, a cancel) */
@@ -176,15 +185,14 @@ zl_index_hidden_rows_refresh(Relation rel)
 		MemoryContextDelete(hidden.context);
 	hidden.context = NULL;
 
-	storage_id = zl_storage_id(rel);
-	settled = zl_write_lock_held(storage_id);
+	settled = zl_write_lock_held(key.storage_id);
 	oldest_xmin = GetOldestNonRemovableTransactionId(rel);
 	memset(&d, 0, sizeof(d));
 	context = AllocSetContextCreate(CurrentMemoryContext, "zipper_lake hidden rows",
 									ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(context);
-	d.sgs = zl_meta_load_subgroups_not_dead(storage_id, oldest_xmin, 0, (Size) work_mem * 1024,
-											&d.n, &d.next);
+	d.sgs = zl_meta_load_subgroups_not_dead(key.storage_id, oldest_xmin, 0,
+											(Size) work_mem * 1024, &d.n, &d.next);
 	d.starts = zl_tid_block_starts(d.sgs, d.n);
 	MemoryContextSwitchTo(old);
 	d.taken = settled ? zl_storage_next_tid_block(rel, zl_meta_tid_blocks_used) : PG_INT64_MAX;
@@ -195,7 +203,7 @@ zl_index_hidden_rows_refresh(Relation rel)
 	MemoryContextSetParent(context, TopMemoryContext);
 	hidden.context = context;
 	hidden.d = d;
-	hidden.storage = zl_table_storage(rel);
+	hidden.storage = key;
 	hidden.read_in = MyProc->lxid;
 	hidden.horizon = oldest_xmin;
 	TransactionIdRetreat(hidden.horizon);
@@ -243,10 +251,9 @@ worth_judging(const TM_IndexDeleteOp *delstate, int i, int pass)
  * key): those are judged first, then, if they did not free the space the
  * pass asks for, the rest of posting lists (worth_judging), MAX_JUDGED
  * at most -- not every TID of the page, which a full page asks about
- * again and again.  Entries
- * the index knows to be deletable stay so.  Returns the
- * conflict horizon for standbys, InvalidTransactionId when nothing is
- * deletable.
+ * again and again.  Entries the index knows to be deletable stay so.
+ * Returns the conflict horizon for standbys, InvalidTransactionId when
+ * nothing is deletable.
  */
 TransactionId
 zl_index_delete_entries(Relation rel, TM_IndexDeleteOp *delstate)
