@@ -36,6 +36,7 @@
 #include "fmgr.h"
 #include "nodes/plannodes.h"
 #include "parser/parsetree.h"
+#include "pgstat.h"
 #include "storage/bufmgr.h"
 #include "storage/proc.h"
 #include "storage/smgr.h"
@@ -541,6 +542,14 @@ zl_relation_vacuum(Relation rel, struct VacuumParams *params,
 						RelationGetIndexList(rel) != NIL,
 						InvalidTransactionId, InvalidMultiXactId,
 						NULL, NULL, false);
+
+	/*
+	 * pgstat's count of rows written and masked starts over (autovacuum
+	 * would come back at every nap otherwise); the masked rows left are
+	 * no work for the next VACUUM until more come (README "Lifecycle").
+	 */
+	pgstat_report_vacuum(RelationGetRelid(rel), rel->rd_rel->relisshared,
+						 rows - masked, 0);
 }
 
 /* ------------------------------------------------------------------------

@@ -189,7 +189,7 @@ extern void zl_meta_history_inserts_end(ZLHistoryInserts *h);
 extern bool zl_meta_has_window_end(void);
 extern bool zl_meta_has_tids(void);
 extern int64 zl_meta_tid_blocks_used(uint64 storage_id);
-extern void zl_meta_delete_subgroup(Relation rel, int64 subgroup_id);
+extern void zl_meta_delete_subgroup(Relation rel, const ZLSubGroup *sg);
 extern void zl_meta_insert_masks(Relation rel, int nmasks,
 								 const int64 *subgroup_ids, int32 *const *positions,
 								 const int *npositions);

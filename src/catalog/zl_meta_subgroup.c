@@ -26,6 +26,19 @@
 #include "utils/timestamp.h"
 
 /*
+ * Rows masked or of a deleted sub-group: deleted for pgstat, as heap counts
+ * its DELETEs and UPDATEs, so that autovacuum visits a table whose rows
+ * changed, not only one that grew, and drops the index entries of hidden
+ * rows (README "Lifecycle").
+ */
+static void
+count_rows_hidden(Relation rel, int64 rows)
+{
+	for (int64 i = 0; i < rows; i++)
+		pgstat_count_heap_delete(rel);
+}
+
+/*
  * Delete every sub-group of the history partitions up to last_partition,
  * with their masks, their blocks becoming free extents (as
  * zl_meta_delete_subgroup does one by one); returns how many.
@@ -42,6 +55,7 @@ zl_meta_drop_partitions(Relation rel, DateADT last_partition)
 	zl_meta_begin(&session);
 	zl_meta_exec(Q_DROP_PARTITIONS, values, NULL, InvalidSnapshot, false);
 	dropped = zl_meta_result_int64(0, 1);
+	count_rows_hidden(rel, zl_meta_result_int64(0, 2));
 	zl_meta_end(&session);
 	zl_storage_count_metadata_change(rel);
 	return dropped;
@@ -287,10 +301,12 @@ zl_meta_history_inserts_end(ZLHistoryInserts *h)
  * zl_freespace.c reuses once no snapshot can see the sub-group any more.
  */
 void
-zl_meta_delete_subgroup(Relation rel, int64 subgroup_id)
+zl_meta_delete_subgroup(Relation rel, const ZLSubGroup *sg)
 {
 	ZLMetaSession session;
-	Datum		values[2] = {Int64GetDatum((int64) zl_storage_id(rel)), Int64GetDatum(subgroup_id)};
+	Datum		values[2] = {Int64GetDatum((int64) zl_storage_id(rel)), Int64GetDatum(sg->subgroup_id)};
+
+	count_rows_hidden(rel, sg->row_count - sg->masked_rows);
 
 	zl_meta_begin(&session);
 	zl_meta_exec(Q_DELETE_SUBGROUP_MASKS, values, NULL, InvalidSnapshot, false);
@@ -314,6 +330,8 @@ zl_meta_insert_masks(Relation rel, int nmasks, const int64 *subgroup_ids,
 
 	if (nmasks == 0)
 		return;
+	for (int i = 0; i < nmasks; i++)
+		count_rows_hidden(rel, npositions[i]);
 	values[0] = Int64GetDatum((int64) zl_storage_id(rel));
 	if (!compact)
 	{

@@ -118,7 +118,7 @@ zl_rewrite_subgroup(Relation rel, ZLWriteState *state, const ZLSubGroup *sg,
 	CompactArg	arg = {rel, state, dropped, ndropped};
 
 	zl_read_subgroup_rows(rel, sg, false, keep_row, &arg);
-	zl_meta_delete_subgroup(rel, sg->subgroup_id);
+	zl_meta_delete_subgroup(rel, sg);
 }
 
 /*

@@ -261,7 +261,7 @@ insert_entry(SubGroupEntries *e, int i, ItemPointer tid)
 {
 	(void) index_insert(e->indexes[i], e->values, e->isnull, tid, e->table,
 						e->indexes[i]->rd_index->indisunique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
-						true, e->rows[i]->info);
+						zl_index_bottomup_hint(e->indexes[i]), e->rows[i]->info);
 }
 
 static void

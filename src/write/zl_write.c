@@ -678,7 +678,7 @@ zl_write_place_unplaced(Relation rel)
 		if (sgs[i].placed)
 			elog(ERROR, "table \"%s\" has placed sub-groups before registration",
 				 RelationGetRelationName(rel));
-		zl_meta_delete_subgroup(rel, sgs[i].subgroup_id);
+		zl_meta_delete_subgroup(rel, &sgs[i]);
 	}
 	zl_write_flush_relation(RelationGetRelid(rel));
 }

@@ -121,6 +121,7 @@ extern FullTransactionId zl_full_xid_before(TransactionId xid);
 extern bool zl_index_hidden_rows_due(Relation rel);
 extern void zl_index_hidden_rows_refresh(Relation rel);
 extern TransactionId zl_index_delete_entries(Relation rel, struct TM_IndexDeleteOp *delstate);
+extern bool zl_index_bottomup_hint(Relation index);
 
 /* ---------- zl_index_rows.c ---------- */
 

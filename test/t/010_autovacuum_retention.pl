@@ -70,5 +70,43 @@ is($node->safe_psql('postgres',
 	'0', 'compaction kept every version');
 is($node->safe_psql('postgres', q(SELECT count(*) FROM zipper_lake.verify('acc'))), '0', 'verify is clean after compaction');
 
+# a VACUUM starts pgstat's counts over, as heap's does: autovacuum saw
+# the table vacuumed and does not come back at every nap while nothing
+# changes
+ok($node->poll_query_until('postgres',
+		q{SELECT last_autovacuum IS NOT NULL AND n_ins_since_vacuum = 0 FROM pg_stat_user_tables WHERE relname = 'acc'}),
+	'autovacuum of a zipper table is recorded and starts the counts over');
+my $visits = q{SELECT autovacuum_count FROM pg_stat_user_tables WHERE relname = 'acc'};
+my $before = $node->safe_psql('postgres', $visits);
+sleep 5;
+is($node->safe_psql('postgres', $visits), $before, 'no visits while nothing changes (naptime 1s)');
+
+# rows a batch replaced count as deleted: a table that grows too little
+# to be visited for its inserts is visited for them (and the VACUUM drops
+# their index entries)
+$node->safe_psql('postgres', q(
+CREATE TABLE cust (id int, v int, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL)
+  USING zipper_lake WITH (autovacuum_vacuum_insert_threshold = 2000000000,
+                          autovacuum_vacuum_threshold = 100, autovacuum_vacuum_scale_factor = 0);
+SELECT zipper_lake.register('cust', ARRAY['id']);
+CREATE INDEX cust_v ON cust (v);
+CREATE TABLE cch (id int, v int, change_time timestamptz);
+INSERT INTO cch SELECT k, 0, '2026-01-01' FROM generate_series(1, 300) k;
+SELECT count(*) FROM zipper_lake.apply_changes('cust', 'cch');
+));
+my $cust_visits = q{SELECT coalesce(autovacuum_count, 0) FROM pg_stat_user_tables WHERE relname = 'cust'};
+$before = $node->safe_psql('postgres', $cust_visits);
+$node->safe_psql('postgres', q(
+UPDATE cch SET v = 1, change_time = '2026-01-02';
+SELECT count(*) FROM zipper_lake.apply_changes('cust', 'cch');
+));
+is($node->safe_psql('postgres',
+		q{SELECT n_tup_del FROM pg_stat_user_tables WHERE relname = 'cust'}),
+	'300', 'the 300 open versions the batch replaced count as deleted');
+ok($node->poll_query_until('postgres', "SELECT ($cust_visits) > $before"),
+	'autovacuum visited the table for its masked rows');
+is($node->safe_psql('postgres', q{SET enable_seqscan = off; SELECT count(*) FROM cust WHERE v >= 0}), '600',
+	'the index finds the 300 closed and 300 open versions');
+
 $node->stop;
 done_testing();
