@@ -544,12 +544,12 @@ zl_relation_vacuum(Relation rel, struct VacuumParams *params,
 						NULL, NULL, false);
 
 	/*
-	 * pgstat's count of rows written and masked starts over (autovacuum
-	 * would come back at every nap otherwise); the masked rows left are
-	 * no work for the next VACUUM until more come (README "Lifecycle").
+	 * pgstat's count of rows written and hidden starts over (autovacuum
+	 * would come back at every nap otherwise); dead are the masked rows
+	 * left for a later VACUUM to compact (README "Lifecycle").
 	 */
 	pgstat_report_vacuum(RelationGetRelid(rel), rel->rd_rel->relisshared,
-						 rows - masked, 0);
+						 rows - masked, zl_maintenance_masked_left(sgs, nsgs));
 }
 
 /* ------------------------------------------------------------------------

@@ -173,7 +173,7 @@ extern bool zl_meta_load_options_any_zone(Relation rel, ZLTableOptions *opts, bo
 
 /* ---------- zl_meta_subgroup.c ---------- */
 
-extern int64 zl_meta_drop_partitions(Relation rel, DateADT last_partition);
+extern int64 zl_meta_drop_partitions(Relation rel, DateADT last_partition, int64 live_rows);
 extern bool zl_meta_has_subgroups(uint64 storage_id);
 extern void zl_meta_choose_file_group(uint64 storage_id, DateADT partition_end,
 									  int64 window_start, int max_subgroups,

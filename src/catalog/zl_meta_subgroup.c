@@ -29,22 +29,27 @@
  * Rows masked or of a deleted sub-group: deleted for pgstat, as heap counts
  * its DELETEs and UPDATEs, so that autovacuum visits a table whose rows
  * changed, not only one that grew, and drops the index entries of hidden
- * rows (README "Lifecycle").
+ * rows (README "Lifecycle").  One call sets up the transaction's counts;
+ * the rest are added at once (a dropped partition may hold millions).
  */
 static void
 count_rows_hidden(Relation rel, int64 rows)
 {
-	for (int64 i = 0; i < rows; i++)
-		pgstat_count_heap_delete(rel);
+	if (rows <= 0)
+		return;
+	pgstat_count_heap_delete(rel);
+	if (rel->pgstat_info != NULL && rel->pgstat_info->trans != NULL)
+		rel->pgstat_info->trans->tuples_deleted += rows - 1;
 }
 
 /*
  * Delete every sub-group of the history partitions up to last_partition,
  * with their masks, their blocks becoming free extents (as
- * zl_meta_delete_subgroup does one by one); returns how many.
+ * zl_meta_delete_subgroup does one by one; live_rows: their rows not
+ * masked); returns how many.
  */
 int64
-zl_meta_drop_partitions(Relation rel, DateADT last_partition)
+zl_meta_drop_partitions(Relation rel, DateADT last_partition, int64 live_rows)
 {
 	ZLMetaSession session;
 	Datum		values[2] = {Int64GetDatum((int64) zl_storage_id(rel)),
@@ -55,9 +60,9 @@ zl_meta_drop_partitions(Relation rel, DateADT last_partition)
 	zl_meta_begin(&session);
 	zl_meta_exec(Q_DROP_PARTITIONS, values, NULL, InvalidSnapshot, false);
 	dropped = zl_meta_result_int64(0, 1);
-	count_rows_hidden(rel, zl_meta_result_int64(0, 2));
 	zl_meta_end(&session);
 	zl_storage_count_metadata_change(rel);
+	count_rows_hidden(rel, live_rows);
 	return dropped;
 }
 

@@ -312,12 +312,12 @@ static const ZLMetaQueryDef meta_queries[Q_COUNT] = {
 	[Q_DROP_PARTITIONS] = {
 		"WITH d AS (DELETE FROM zipper_lake.subgroup"
 		"  WHERE storage_id = $1 AND partition_end <= $2"
-		"  RETURNING subgroup_id, first_block, blocks, row_count),"
+		"  RETURNING subgroup_id, first_block, blocks),"
 		" m AS (DELETE FROM zipper_lake.mask k USING d"
 		"  WHERE k.storage_id = $1 AND k.subgroup_id = d.subgroup_id),"
 		" f AS (INSERT INTO zipper_lake.free_extent (storage_id, first_block, blocks, freed_by)"
 		"  SELECT $1, first_block, blocks, pg_current_xact_id() FROM d WHERE blocks > 0)"
-		" SELECT count(*), coalesce(sum(row_count), 0)::bigint FROM d",
+		" SELECT count(*) FROM d",
 		2, {INT8OID, DATEOID}
 	},
 	[Q_HAS_SUBGROUPS] = {

@@ -19,6 +19,7 @@ struct VacuumParams;
 extern void zl_scrub_vacuum(Relation rel, struct VacuumParams *params,
 							BufferAccessStrategy bstrategy, int elevel);
 extern void zl_maintenance_vacuum(Relation rel, ZLSubGroup **sgs, int *nsgs, int elevel);
+extern int64 zl_maintenance_masked_left(const ZLSubGroup *sgs, int nsgs);
 extern void zl_index_vacuum(Relation rel, BufferAccessStrategy bstrategy, int64 rows, int elevel);
 extern bool zl_retention_cut_time(TimestampTz now, const Interval *keep, TimestampTz *cut);
 extern bool zl_relocation_due(Relation rel, const ZLSubGroup *sgs, int nsgs, int min_blocks);

@@ -187,7 +187,14 @@ zl_drop_history(Relation rel, const ZLTableOptions *opts, int64 cut)
 	UnregisterSnapshot(snapshot);
 
 	if (last_whole != DATEVAL_NOBEGIN)
-		(void) zl_meta_drop_partitions(rel, last_whole);
+	{
+		int64		live = 0;	/* of every sub-group the drop deletes */
+
+		for (int i = 0; i < nsgs; i++)
+			if (sgs[i].partition_end <= last_whole)
+				live += sgs[i].row_count - sgs[i].masked_rows;
+		(void) zl_meta_drop_partitions(rel, last_whole, live);
+	}
 	zl_meta_raise_history_cut(RelationGetRelid(rel), cut);
 	/* cached registrations (the cut) follow the commit; so does this transaction's next load */
 	CacheInvalidateRelcache(rel);
@@ -354,6 +361,22 @@ worth_compacting(const ZLSubGroup *sg, bool columnar_current)
 	return sg->placed &&
 		(sg->masked_rows * ZL_VACUUM_COMPACT_SHARE > sg->row_count ||
 		 (columnar_current && in_current_partition(sg) && sg->format == ZL_FORMAT_ROWS));
+}
+
+/*
+ * Masked rows that VACUUM's worker would still compact away: pgstat's dead
+ * rows after a VACUUM, none once the worker compacted, those it left when
+ * it gave way or could not start (autovacuum then comes back for them).
+ */
+int64
+zl_maintenance_masked_left(const ZLSubGroup *sgs, int nsgs)
+{
+	int64		rows = 0;
+
+	for (int i = 0; i < nsgs; i++)
+		if (worth_compacting(&sgs[i], false))
+			rows += sgs[i].masked_rows;
+	return rows;
 }
 
 /*
