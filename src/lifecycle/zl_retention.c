@@ -156,6 +156,7 @@ zl_drop_history(Relation rel, const ZLTableOptions *opts, int64 cut)
 	int			nsgs;
 	DateADT		last_whole = DATEVAL_NOBEGIN;
 	int64		removed = 0;
+	int64		whole_live;		/* rows not masked of the partitions dropped whole */
 
 	Assert(cut < opts->open_end);
 	CommandCounterIncrement();
@@ -169,6 +170,7 @@ zl_drop_history(Relation rel, const ZLTableOptions *opts, int64 cut)
 			last_whole = Max(last_whole, sgs[i].partition_end);
 			removed += sgs[i].row_count - sgs[i].masked_rows;
 		}
+	whole_live = removed;
 	for (int i = 0; i < nsgs; i++)
 	{
 		EndedRows	er = {opts, RelationGetDescr(rel), cut};
@@ -187,14 +189,7 @@ zl_drop_history(Relation rel, const ZLTableOptions *opts, int64 cut)
 	UnregisterSnapshot(snapshot);
 
 	if (last_whole != DATEVAL_NOBEGIN)
-	{
-		int64		live = 0;	/* of every sub-group the drop deletes */
-
-		for (int i = 0; i < nsgs; i++)
-			if (sgs[i].partition_end <= last_whole)
-				live += sgs[i].row_count - sgs[i].masked_rows;
-		(void) zl_meta_drop_partitions(rel, last_whole, live);
-	}
+		(void) zl_meta_drop_partitions(rel, last_whole, whole_live);
 	zl_meta_raise_history_cut(RelationGetRelid(rel), cut);
 	/* cached registrations (the cut) follow the commit; so does this transaction's next load */
 	CacheInvalidateRelcache(rel);

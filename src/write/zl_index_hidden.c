@@ -19,8 +19,9 @@
  * row that may have replaced another -- as heap's UPDATEs mark theirs;
  * every write here marks its entries so (zl_index_rows.c), while such
  * passes pay off (below): a closed version's copy, an open version that
- * replaced one, a row moved by compaction.  The btree asks which of the page's TIDs are dead
- * (zl_index_delete_entries), holding the page locked, where reading the
+ * replaced one, a row moved by compaction.  The btree asks which of the
+ * page's TIDs are dead (zl_index_delete_entries), holding the page
+ * locked, where reading the
  * catalog is no place to be; so the answer comes from memory: the
  * sub-groups and masks every snapshot saw, read by a write before it
  * enters its rows (zl_index_hidden_rows_refresh), at most once a
@@ -29,9 +30,10 @@
  * conflict horizon for standbys is the one the masks and catalog rows
  * were read by: every masking or deleting transaction came before it.
  *
- * A pass pays off when it frees room enough for the btree to keep the page
- * (a twenty-fourth of it; it asks for a sixteenth): where few keys churn, their pages hold many dead entries;
- * where changes spread over many keys, a page gains about one a batch and
+ * A pass pays off when it frees room enough for the btree to keep the
+ * page (a twenty-fourth of it; it asks for a sixteenth): where few keys
+ * churn, their pages hold many dead entries; where changes spread over
+ * many keys, a page gains about one a batch and
  * nearly every pass fails -- a sixth of an apply's time, measured on a
  * table of 4M versions with two indexes, before the split the btree makes
  * anyway.  So a backend marks its entries only while passes into that
@@ -224,33 +226,39 @@ zl_index_hidden_rows_refresh(Relation rel)
  * Whether bottom-up passes into an index paid off lately, in this backend:
  * after k failures in a row, the next 2^k entries go in unmarked.
  */
-typedef struct BottomUpOutlook
+struct ZLBottomUpOutlook
 {
 	Oid			index;			/* hash key */
 	int			failures;		/* passes in a row that did not free enough */
 	int64		unmarked_left;	/* entries still to go in unmarked */
-} BottomUpOutlook;
+};
 
 #define BOTTOMUP_MAX_WAIT	4096
 
 static HTAB *outlooks;
 
-static BottomUpOutlook *
-outlook_of(Oid index)
+/*
+ * The outlook of an index, for a writer to keep while it enters a
+ * sub-group's rows (entries of the table stay put: dynahash never moves
+ * them).
+ */
+ZLBottomUpOutlook *
+zl_index_bottomup_outlook(Relation index)
 {
+	Oid			indexid = RelationGetRelid(index);
 	bool		found;
-	BottomUpOutlook *o;
+	ZLBottomUpOutlook *o;
 
 	if (outlooks == NULL)
 	{
 		HASHCTL		ctl;
 
 		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(BottomUpOutlook);
+		ctl.entrysize = sizeof(ZLBottomUpOutlook);
 		outlooks = hash_create("zipper_lake bottom-up outlooks", 16, &ctl,
 							   HASH_ELEM | HASH_BLOBS);
 	}
-	o = hash_search(outlooks, &index, HASH_ENTER, &found);
+	o = hash_search(outlooks, &indexid, HASH_ENTER, &found);
 	if (!found)
 		o->failures = o->unmarked_left = 0;
 	return o;
@@ -262,10 +270,8 @@ outlook_of(Oid index)
  * the index fail; then again after a wait that doubles with each failure.
  */
 bool
-zl_index_bottomup_hint(Relation index)
+zl_index_bottomup_hint(ZLBottomUpOutlook *o)
 {
-	BottomUpOutlook *o = outlook_of(RelationGetRelid(index));
-
 	if (o->unmarked_left == 0)
 		return true;
 	o->unmarked_left--;
@@ -276,7 +282,7 @@ zl_index_bottomup_hint(Relation index)
 static void
 bottomup_outcome(Relation index, bool paid_off)
 {
-	BottomUpOutlook *o = outlook_of(RelationGetRelid(index));
+	ZLBottomUpOutlook *o = zl_index_bottomup_outlook(index);
 
 	if (paid_off)
 		o->failures = 0;

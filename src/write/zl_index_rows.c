@@ -251,6 +251,7 @@ typedef struct SubGroupEntries
 	Relation   *indexes;
 	ZLIndexRows **rows;
 	Tuplesortstate **sorts;		/* a btree's entries, sorted before they go in */
+	ZLBottomUpOutlook **outlooks;	/* whether to ask for bottom-up passes */
 	Datum		values[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
 } SubGroupEntries;
@@ -261,7 +262,7 @@ insert_entry(SubGroupEntries *e, int i, ItemPointer tid)
 {
 	(void) index_insert(e->indexes[i], e->values, e->isnull, tid, e->table,
 						e->indexes[i]->rd_index->indisunique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
-						zl_index_bottomup_hint(e->indexes[i]), e->rows[i]->info);
+						zl_index_bottomup_hint(e->outlooks[i]), e->rows[i]->info);
 }
 
 static void
@@ -348,6 +349,7 @@ zl_index_subgroup(Relation table, const ZLSubGroup *sg)
 	e.indexes = palloc(sizeof(Relation) * list_length(oids));
 	e.rows = palloc(sizeof(ZLIndexRows *) * list_length(oids));
 	e.sorts = palloc0(sizeof(Tuplesortstate *) * list_length(oids));
+	e.outlooks = palloc(sizeof(ZLBottomUpOutlook *) * list_length(oids));
 	foreach(lc, oids)
 	{
 		Relation	index;
@@ -363,6 +365,7 @@ zl_index_subgroup(Relation table, const ZLSubGroup *sg)
 			continue;
 		}
 		e.indexes[e.nindexes] = index;
+		e.outlooks[e.nindexes] = zl_index_bottomup_outlook(index);
 		/* a btree's sort gets its share of work_mem among the indexes */
 		if (index->rd_rel->relam == BTREE_AM_OID)
 			e.sorts[e.nindexes] = tuplesort_begin_index_btree(table, index, false, false,
@@ -385,5 +388,6 @@ zl_index_subgroup(Relation table, const ZLSubGroup *sg)
 	pfree(e.indexes);
 	pfree(e.rows);
 	pfree(e.sorts);
+	pfree(e.outlooks);
 	list_free(oids);
 }

@@ -121,7 +121,9 @@ extern FullTransactionId zl_full_xid_before(TransactionId xid);
 extern bool zl_index_hidden_rows_due(Relation rel);
 extern void zl_index_hidden_rows_refresh(Relation rel);
 extern TransactionId zl_index_delete_entries(Relation rel, struct TM_IndexDeleteOp *delstate);
-extern bool zl_index_bottomup_hint(Relation index);
+typedef struct ZLBottomUpOutlook ZLBottomUpOutlook;
+extern ZLBottomUpOutlook *zl_index_bottomup_outlook(Relation index);
+extern bool zl_index_bottomup_hint(ZLBottomUpOutlook *outlook);
 
 /* ---------- zl_index_rows.c ---------- */
 
