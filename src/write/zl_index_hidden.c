@@ -155,23 +155,12 @@ due_for(const ZLTableStorage *key)
 		 hidden.read_in != MyProc->lxid);
 }
 
-bool
-zl_index_hidden_rows_due(Relation rel)
-{
-	ZLTableStorage key;
-
-	if (!hidden.wanted)
-		return false;			/* the common case, without reading the key */
-	key = zl_table_storage(rel);
-	return due_for(&key);
-}
-
 /*
  * Before a write enters its rows into the table's indexes (no buffer
  * locked), when due: read the sub-groups and masks every snapshot sees,
  * as many as fit work_mem, from the first TID block on.  A writer holding
  * the table's writer lock, whose own sub-groups' catalog rows are all in
- * (zl_subgroup_write.c flushes them first), knows every TID block taken
+ * (its entries go in when the write ends, zl_index_rows.c), knows every TID block taken
  * so far to be settled: one that no sub-group read owns then names rows
  * no snapshot sees (of a sub-group deleted for good, or of a write rolled
  * back), as VACUUM judges them.

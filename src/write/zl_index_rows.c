@@ -10,8 +10,9 @@
  * insert index entries for them, and writes do it themselves: every
  * sub-group written (by INSERT's flush, the apply functions, packing,
  * compaction, merges, relocation, rollover -- all of them go through
- * zl_subgroup_write.c) has its rows read back from its pages and entered
- * into every index of the table that takes inserts, under their TIDs.  An
+ * zl_write_placed) has its rows read back from its pages and entered into
+ * every index of the table that takes inserts, under their TIDs, when the
+ * write of all its sub-groups ends (ZLIndexEntries).  An
  * index entry of a row that a later write masks or moves stays until
  * VACUUM removes it; a reader never sees such a row through it, since
  * fetches check the sub-group and the mask under the reader's snapshot
@@ -20,8 +21,8 @@
  * Unique indexes check every entry as it goes in (UNIQUE_CHECK_YES), as
  * heap's inserts do: the index meets the entries of equal keys and asks
  * for their rows under a dirty snapshot, which reads the catalog -- so a
- * sub-group's rows are entered once its catalog row is in (a history
- * sub-group's, batched otherwise, is inserted at once), and every write
+ * write's rows are entered once all its catalog rows are in (history
+ * sub-groups' are inserted in batches), and every write
  * retires a row's old copy before it writes the new one: apply masks the
  * versions a batch replaces before it flushes (zl_apply.c, retire_rows),
  * a load those it merges (zl_load.c), and a sub-group rewritten by
@@ -40,10 +41,13 @@
  * counter for no sub-group, so its entry names no row -- fetches pass it
  * by, VACUUM removes it -- and the row's own entries come with its flush.
  *
- * A btree's entries of a sub-group go in sorted by key (a tuplesort within
- * work_mem): consecutive descents then meet the pages the last one read,
- * where entries in the sub-group's order (by valid_from) would each land
- * on a page of their own.  Every entry goes in as one whose row may have
+ * A btree's entries of a write go in sorted by key, all its sub-groups'
+ * together (a tuplesort within work_mem): consecutive descents then meet
+ * the pages the last one read, where entries in a sub-group's order (by
+ * valid_from) would each land on a page of their own -- and the closed
+ * copy of a version and the open version that replaced it, in two
+ * sub-groups of an apply, mostly share their keys and go in one after the
+ * other.  Every entry goes in as one whose row may have
  * replaced another (index_insert's indexUnchanged), as most do -- a
  * closed version's copy, an open version that replaced one, a moved row:
  * before a btree splits a full leaf page it then removes the entries of
@@ -71,7 +75,6 @@
 #include "nodes/execnodes.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
-#include "utils/syscache.h"
 #include "utils/tuplesort.h"
 
 struct ZLIndexRows
@@ -244,9 +247,17 @@ zl_index_rows_end(ZLIndexRows *r)
 	pfree(r);
 }
 
-typedef struct SubGroupEntries
+/*
+ * The entries of one write: the sub-groups it wrote, indexed when it ends,
+ * and while they go in, the indexes that take them.
+ */
+struct ZLIndexEntries
 {
 	Relation	table;
+	ZLSubGroup *subgroups;		/* written, in order; no pointers kept */
+	int			nsubgroups;
+	int			maxsubgroups;
+
 	int			nindexes;
 	Relation   *indexes;
 	ZLIndexRows **rows;
@@ -254,11 +265,11 @@ typedef struct SubGroupEntries
 	ZLBottomUpOutlook **outlooks;	/* whether to ask for bottom-up passes */
 	Datum		values[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
-} SubGroupEntries;
+};
 
 /* one entry into an index, checking a unique one */
 static void
-insert_entry(SubGroupEntries *e, int i, ItemPointer tid)
+insert_entry(ZLIndexEntries *e, int i, ItemPointer tid)
 {
 	(void) index_insert(e->indexes[i], e->values, e->isnull, tid, e->table,
 						e->indexes[i]->rd_index->indisunique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
@@ -268,7 +279,7 @@ insert_entry(SubGroupEntries *e, int i, ItemPointer tid)
 static void
 enter_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 {
-	SubGroupEntries *e = arg;
+	ZLIndexEntries *e = arg;
 
 	CHECK_FOR_INTERRUPTS();
 	for (int i = 0; i < e->nindexes; i++)
@@ -283,9 +294,9 @@ enter_row(void *arg, const ZLSubGroup *sg, int32 position, HeapTuple tuple)
 	}
 }
 
-/* a btree's entries of the sub-group, in key order: descents meet the pages the last one read */
+/* a btree's entries of the write, in key order: descents meet the pages the last one read */
 static void
-enter_sorted(SubGroupEntries *e, int i)
+enter_sorted(ZLIndexEntries *e, int i)
 {
 	IndexTuple	itup;
 
@@ -299,57 +310,18 @@ enter_sorted(SubGroupEntries *e, int i)
 	tuplesort_end(e->sorts[i]);
 }
 
-/* has the table a unique index that takes inserts? */
-bool
-zl_index_has_unique(Relation table)
+/* open the table's indexes that take inserts, but the one being built */
+static void
+open_indexes(ZLIndexEntries *e)
 {
-	List	   *oids;
-	ListCell   *lc;
-	bool		unique = false;
-
-	if (!RelationGetForm(table)->relhasindex)
-		return false;
-	oids = RelationGetIndexList(table);
-	foreach(lc, oids)
-	{
-		HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
-		Form_pg_index form;
-
-		if (!HeapTupleIsValid(tuple))
-			elog(ERROR, "cache lookup failed for index %u", lfirst_oid(lc));
-		form = (Form_pg_index) GETSTRUCT(tuple);
-		unique |= form->indisunique && form->indisready;
-		ReleaseSysCache(tuple);
-	}
-	list_free(oids);
-	return unique;
-}
-
-/*
- * Enter the rows of a sub-group just written into the table's indexes
- * that take inserts (its TIDs are set and, if the table has a unique
- * index, its catalog row is in; its masks, if any, are not: every row gets
- * its entry).
- */
-void
-zl_index_subgroup(Relation table, const ZLSubGroup *sg)
-{
-	List	   *oids;
-	SubGroupEntries e;
+	List	   *oids = RelationGetIndexList(e->table);
+	int			n = list_length(oids);
 	ListCell   *lc;
 
-	if (!RelationGetForm(table)->relhasindex || sg->first_tid_block < 0 || sg->row_count == 0)
-		return;
-	oids = RelationGetIndexList(table);
-	if (oids == NIL)
-		return;
-
-	memset(&e, 0, sizeof(e));
-	e.table = table;
-	e.indexes = palloc(sizeof(Relation) * list_length(oids));
-	e.rows = palloc(sizeof(ZLIndexRows *) * list_length(oids));
-	e.sorts = palloc0(sizeof(Tuplesortstate *) * list_length(oids));
-	e.outlooks = palloc(sizeof(ZLBottomUpOutlook *) * list_length(oids));
+	e->indexes = palloc(sizeof(Relation) * Max(n, 1));
+	e->rows = palloc(sizeof(ZLIndexRows *) * Max(n, 1));
+	e->sorts = palloc0(sizeof(Tuplesortstate *) * Max(n, 1));
+	e->outlooks = palloc(sizeof(ZLBottomUpOutlook *) * Max(n, 1));
 	foreach(lc, oids)
 	{
 		Relation	index;
@@ -364,30 +336,87 @@ zl_index_subgroup(Relation table, const ZLSubGroup *sg)
 			index_close(index, RowExclusiveLock);
 			continue;
 		}
-		e.indexes[e.nindexes] = index;
-		e.outlooks[e.nindexes] = zl_index_bottomup_outlook(index);
+		e->indexes[e->nindexes] = index;
+		e->outlooks[e->nindexes] = zl_index_bottomup_outlook(index);
 		/* a btree's sort gets its share of work_mem among the indexes */
 		if (index->rd_rel->relam == BTREE_AM_OID)
-			e.sorts[e.nindexes] = tuplesort_begin_index_btree(table, index, false, false,
-															  Max(work_mem / list_length(oids), 64),
-															  NULL, TUPLESORT_NONE);
-		e.rows[e.nindexes++] = zl_index_rows_begin(table, info);
+			e->sorts[e->nindexes] = tuplesort_begin_index_btree(e->table, index, false, false,
+																Max(work_mem / n, 64),
+																NULL, TUPLESORT_NONE);
+		e->rows[e->nindexes++] = zl_index_rows_begin(e->table, info);
 	}
-	if (e.nindexes > 0)
-	{
-		zl_index_hidden_rows_refresh(table);	/* before any page is locked */
-		zl_read_subgroup_rows(table, sg, true, enter_row, &e);
-	}
-	for (int i = 0; i < e.nindexes; i++)
-	{
-		if (e.sorts[i] != NULL)
-			enter_sorted(&e, i);
-		zl_index_rows_end(e.rows[i]);
-		index_close(e.indexes[i], RowExclusiveLock);
-	}
-	pfree(e.indexes);
-	pfree(e.rows);
-	pfree(e.sorts);
-	pfree(e.outlooks);
 	list_free(oids);
+}
+
+/*
+ * The entries of a write of sub-groups (zl_write_placed): NULL when the
+ * table has no index.
+ */
+ZLIndexEntries *
+zl_index_entries_begin(Relation table)
+{
+	ZLIndexEntries *e;
+
+	if (!RelationGetForm(table)->relhasindex)
+		return NULL;
+	e = palloc0(sizeof(ZLIndexEntries));
+	e->table = table;
+	return e;
+}
+
+/* a sub-group the write wrote (its TIDs set), to be indexed when it ends */
+void
+zl_index_entries_add(ZLIndexEntries *e, const ZLSubGroup *sg)
+{
+	if (e == NULL || sg->first_tid_block < 0 || sg->row_count == 0)
+		return;
+	if (e->nsubgroups == e->maxsubgroups)
+	{
+		e->maxsubgroups = Max(8, e->maxsubgroups * 2);
+		e->subgroups = e->subgroups == NULL ?
+			palloc(sizeof(ZLSubGroup) * e->maxsubgroups) :
+			repalloc(e->subgroups, sizeof(ZLSubGroup) * e->maxsubgroups);
+	}
+	e->subgroups[e->nsubgroups] = *sg;
+	e->subgroups[e->nsubgroups].key_directory = NULL;
+	e->subgroups[e->nsubgroups].key_filter = NULL;
+	e->subgroups[e->nsubgroups].mask = NULL;
+	e->nsubgroups++;
+}
+
+/*
+ * The write ended, every catalog row of it in: enter the rows of its
+ * sub-groups into the table's indexes that take inserts (masks, if any,
+ * are not in: every row gets its entry).
+ */
+void
+zl_index_entries_end(ZLIndexEntries *e)
+{
+	if (e == NULL)
+		return;
+	if (e->nsubgroups > 0)
+		open_indexes(e);
+	if (e->nindexes > 0)
+	{
+		zl_index_hidden_rows_refresh(e->table);	/* before any page is locked */
+		for (int s = 0; s < e->nsubgroups; s++)
+			zl_read_subgroup_rows(e->table, &e->subgroups[s], true, enter_row, e);
+	}
+	for (int i = 0; i < e->nindexes; i++)
+	{
+		if (e->sorts[i] != NULL)
+			enter_sorted(e, i);
+		zl_index_rows_end(e->rows[i]);
+		index_close(e->indexes[i], RowExclusiveLock);
+	}
+	if (e->indexes != NULL)
+	{
+		pfree(e->indexes);
+		pfree(e->rows);
+		pfree(e->sorts);
+		pfree(e->outlooks);
+	}
+	if (e->subgroups != NULL)
+		pfree(e->subgroups);
+	pfree(e);
 }

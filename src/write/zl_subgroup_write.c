@@ -115,7 +115,7 @@ typedef struct RunReader
 	uint32	   *hashes;			/* key hashes of a sub-group's rows */
 	int32	   *positions;		/* and their positions */
 	ZLHistoryInserts *history_inserts;	/* history sub-groups' catalog rows */
-	bool		unique_checks;	/* a unique index checks the rows entered */
+	ZLIndexEntries *index_entries;	/* the sub-groups written, to index at the end */
 	int64		next_from_before;	/* valid_from of the row buffered last */
 } RunReader;
 
@@ -358,16 +358,7 @@ write_subgroup(Relation rel, RunReader *rr, int n, bool from_buffer,
 		if (directory)
 			pfree(directory);
 	}
-
-	/*
-	 * A unique check finds the rows entered through their catalog row; a
-	 * read of the hidden rows for bottom-up deletion needs every catalog
-	 * row of this write in (zl_index_hidden.c).
-	 */
-	if (rr->unique_checks ||
-		(RelationGetForm(rel)->relhasindex && zl_index_hidden_rows_due(rel)))
-		zl_meta_history_inserts_flush(rr->history_inserts);
-	zl_index_subgroup(rel, &sg);
+	zl_index_entries_add(rr->index_entries, &sg);
 }
 
 /*
@@ -447,7 +438,7 @@ zl_write_placed(ZLWriteState *state, Relation rel)
 	rr.hashes = palloc(sizeof(uint32) * ZL_MAX_SUBGROUP_ROWS);
 	rr.positions = palloc(sizeof(int32) * ZL_MAX_SUBGROUP_ROWS);
 	rr.history_inserts = zl_meta_history_inserts_begin(rel);
-	rr.unique_checks = zl_index_has_unique(rel);
+	rr.index_entries = zl_index_entries_begin(rel);
 	read_next(&rr);
 	while (rr.have)
 	{
@@ -456,6 +447,8 @@ zl_write_placed(ZLWriteState *state, Relation rel)
 			write_chunk(rel, &rr, free_space);
 	}
 	zl_meta_history_inserts_end(rr.history_inserts);
+	/* every catalog row of the write is in: unique checks find the rows */
+	zl_index_entries_end(rr.index_entries);
 	if (rr.buffer)
 		tuplestore_end(rr.buffer);
 	zl_free_space_end(free_space);

@@ -118,7 +118,6 @@ extern ZLTableStorage zl_table_storage(Relation rel);
 
 extern bool zl_index_entry_dead(ItemPointer tid, void *state);
 extern FullTransactionId zl_full_xid_before(TransactionId xid);
-extern bool zl_index_hidden_rows_due(Relation rel);
 extern void zl_index_hidden_rows_refresh(Relation rel);
 extern TransactionId zl_index_delete_entries(Relation rel, struct TM_IndexDeleteOp *delstate);
 typedef struct ZLBottomUpOutlook ZLBottomUpOutlook;
@@ -139,7 +138,9 @@ extern void zl_index_entries_by_writes_end(const void *statement);
 extern void zl_index_entries_by_writes_forget(int nest_level);
 extern bool zl_index_entries_left_to_writes(Oid relid);
 extern void zl_index_placeholder_tid(Relation rel, ItemPointer tid);
-extern bool zl_index_has_unique(Relation table);
-extern void zl_index_subgroup(Relation table, const ZLSubGroup *sg);
+typedef struct ZLIndexEntries ZLIndexEntries;
+extern ZLIndexEntries *zl_index_entries_begin(Relation table);
+extern void zl_index_entries_add(ZLIndexEntries *entries, const ZLSubGroup *sg);
+extern void zl_index_entries_end(ZLIndexEntries *entries);
 
 #endif							/* ZL_WRITE_H */
