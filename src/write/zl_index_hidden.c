@@ -224,12 +224,19 @@ struct ZLBottomUpOutlook
 
 #define BOTTOMUP_MAX_WAIT	4096
 
+/*
+ * Outlooks a backend keeps, at most: the indexes written past that share
+ * one, so a backend that writes into ever new indexes keeps no more.
+ */
+#define BOTTOMUP_MAX_OUTLOOKS	1024
+
+static ZLBottomUpOutlook shared_outlook;
 static HTAB *outlooks;
 
 /*
  * The outlook of an index, for a writer to keep while it enters a
- * sub-group's rows (entries of the table stay put: dynahash never moves
- * them).
+ * write's rows (entries of the table stay put: dynahash never moves them,
+ * and none is ever removed).
  */
 ZLBottomUpOutlook *
 zl_index_bottomup_outlook(Relation index)
@@ -247,9 +254,13 @@ zl_index_bottomup_outlook(Relation index)
 		outlooks = hash_create("zipper_lake bottom-up outlooks", 16, &ctl,
 							   HASH_ELEM | HASH_BLOBS);
 	}
+	o = hash_search(outlooks, &indexid, HASH_FIND, &found);
+	if (found)
+		return o;
+	if (hash_get_num_entries(outlooks) >= BOTTOMUP_MAX_OUTLOOKS)
+		return &shared_outlook;
 	o = hash_search(outlooks, &indexid, HASH_ENTER, &found);
-	if (!found)
-		o->failures = o->unmarked_left = 0;
+	o->failures = o->unmarked_left = 0;
 	return o;
 }
 

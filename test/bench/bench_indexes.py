@@ -33,7 +33,10 @@ batch; keys of the small tables, so the same batch fits all four), each
 applied to every table: apply_changes() on the zipper tables, bench_apply.py's
 UPDATE + INSERT job on the heap tables (in a backend of its own), each in its
 own transaction, client wall time including COMMIT, the order of the four
-rotated from batch to batch.
+rotated from batch to batch.  Then --new-batches (3) more, each applied to
+each table in a new connection, as a nightly job runs (connecting is not
+timed; the backend's caches, zipper_lake's key directories among them,
+start empty): their median per-batch ratio is reported, with no target.
 
 Then lookups by the iban (plain SQL, planner defaults, nothing SET):
 
@@ -93,6 +96,8 @@ def parse_args():
                    help='the big tables hold more versions per key (history, default) or more keys')
     p.add_argument('--batch', type=int, default=10_000, help='changes per batch (default 10,000)')
     p.add_argument('--batches', type=int, default=10, help='batches (default 10)')
+    p.add_argument('--new-batches', type=int, default=3,
+                   help='batches after those, each table in a new connection (default 3)')
     p.add_argument('--lookups', type=int, default=100, help='ibans looked up a warm run (default 100)')
     p.add_argument('--reps', type=int, default=5, help='warm: timed runs of the lookups (default 5)')
     p.add_argument('--connections', type=int, default=5,
@@ -114,6 +119,7 @@ def parse_args():
     a = p.parse_args()
     if a.smoke:
         a.keys, a.batch, a.batches, a.lookups, a.reps, a.connections = 2000, 200, 3, 10, 1, 1
+        a.new_batches = 1
     if a.scale < 2:
         p.error('--scale must be at least 2')
     if a.depth < 0:
@@ -301,14 +307,17 @@ def heap_job_plan(conn):
 
 
 def apply_batches(zconn, hconn, a, say):
-    """Apply every batch to the four tables: table -> seconds per batch;
-    the failures of the count checks."""
+    """Apply every batch to the four tables, the last --new-batches each in
+    a connection of its own: table -> seconds per batch (in the first
+    connections, in new ones); the failures of the count checks."""
     rng = random.Random(a.seed)
     ks = KeySpace(small_keys(a), shape(a, 'big')[1] + 1)
     times = {t: [] for t in TABLES}
+    times_new = {t: [] for t in TABLES}
     failures = []
-    for b in range(a.batches):
+    for b in range(a.batches + a.new_batches):
         n = make_batch(zconn, rng, ks, a, b)
+        new = b >= a.batches
         if b == 0:
             say('plan of the heap job\'s UPDATE on h_big (planner defaults):\n  '
                 + '\n  '.join(heap_job_plan(hconn)))
@@ -318,17 +327,22 @@ def apply_batches(zconn, hconn, a, say):
         order = TABLES[b % 4:] + TABLES[:b % 4]
         counts = {}
         for t in order:
-            s, counts[t] = run_zipper(zconn, t) if t[0] == 'z' else run_heap(hconn, t)
-            times[t].append(s)
+            conn = connect(a, autocommit=False) if new else zconn if t[0] == 'z' else hconn
+            s, counts[t] = run_zipper(conn, t) if t[0] == 'z' else run_heap(conn, t)
+            if new:
+                conn.close()
+            (times_new if new else times)[t].append(s)
         for size in SIZES:
             cz, ch = counts[f'z_{size}'], counts[f'h_{size}']
             if cz['inserted'] != ch['inserted'] or cz['closed'] != ch['closed']:
                 failures.append(f'batch {b + 1}, {size}: zipper counts {cz} vs heap {ch}')
         if not a.quiet:
-            say(f'{b + 1:>5} {n:>8} ' + ' '.join(f'{times[t][-1]:>10.3f}' for t in TABLES)
-                + f'  {times["h_small"][-1] / times["z_small"][-1]:>9.2f} '
-                  f'{times["h_big"][-1] / times["z_big"][-1]:>8.2f}  {order[0]}', flush=True)
-    return times, ks, failures
+            tb = times_new if new else times
+            say(f'{b + 1:>5} {n:>8} ' + ' '.join(f'{tb[t][-1]:>10.3f}' for t in TABLES)
+                + f'  {tb["h_small"][-1] / tb["z_small"][-1]:>9.2f} '
+                  f'{tb["h_big"][-1] / tb["z_big"][-1]:>8.2f}  {order[0]}{"  new connections" if new else ""}',
+                flush=True)
+    return times, times_new, ks, failures
 
 
 # ---------------------------------------------------------------------------
@@ -514,7 +528,7 @@ class KeptKeys:
         conn.commit()
 
 
-def apply_rows(a, times):
+def apply_rows(a, times, times_new):
     """Table lines and results of the apply measures."""
     lines, results = [], []
     med = {t: median(times[t]) for t in TABLES}
@@ -538,6 +552,16 @@ def apply_rows(a, times):
     lines.append(f'| apply: batch time big / small ({a.scale}x the versions) | {growth["h"]:.2f}x '
                  f'| {growth["z"]:.2f}x (per batch {growth_q:.2f}x) | – | zipper < {GROWTH_TARGET:g}x '
                  f'| {met(growth["z"] < GROWTH_TARGET)} |')
+    # a nightly job's batch: the backend's caches start empty (informational)
+    for s in SIZES if a.new_batches > 0 else ():
+        z, h = f'z_{s}', f'h_{s}'
+        ratio = [hb / zb for hb, zb in zip(times_new[h], times_new[z])]
+        mz, mh = median(times_new[z]), median(times_new[h])
+        lines.append(f'| apply a batch, {s} table, new connection (median of {len(ratio)} per-batch ratios) '
+                     f'| {fmt_ms(mh)} | {fmt_ms(mz)} | {median(ratio):.2f} | – | – |')
+        results.append(result('indexes_apply' + ('_big' if s == 'big' else '') + '_new',
+                              f'apply a batch with two secondary indexes, {s} table, new connection',
+                              mz, mh, 's', median(ratio)))
     return lines, results, med
 
 
@@ -593,7 +617,7 @@ def main():
         load = build(zconn, a)
         say(f'built in {time.perf_counter() - t:.0f}s; load (versions + indexes): '
             + ', '.join(f'{tb} {load[tb]:.2f}s' for tb in TABLES), flush=True)
-        times, ks, failures = apply_batches(zconn, hconn, a, say)
+        times, times_new, ks, failures = apply_batches(zconn, hconn, a, say)
         t = time.perf_counter()
         failures += check_tables(zconn, a)
         say(f'checks in {time.perf_counter() - t:.0f}s: ' + ('; '.join(failures) if failures else
@@ -628,7 +652,7 @@ def main():
         lines += ln
         results += res
     if times is not None:
-        ln, res, med = apply_rows(a, times)
+        ln, res, med = apply_rows(a, times, times_new)
         lines += ln
         results += res
     say('\n'.join(lines))
@@ -649,7 +673,8 @@ def main():
     write_json(a, 'indexes', {'keys': a.keys, 'depth': a.depth, 'scale': a.scale, 'grow': a.grow,
                               'batch': a.batch, 'batches': a.batches, 'lookups': a.lookups,
                               'versions_small': sz['h_small']['rows'], 'versions_big': sz['h_big']['rows']},
-               results, settings=st, load_average=load_avg, plans=pl, times=times)
+               results, settings=st, load_average=load_avg, plans=pl, times=times,
+               times_new_connection=times_new if times is not None else None)
     if not (a.keep or a.reuse):
         zconn.autocommit = True
         zconn.cursor().execute('DROP TABLE IF EXISTS ' + ', '.join(TABLES) + ', idx_changes, idx_params')

@@ -235,6 +235,8 @@ LABELS = {
     'indexes_lookup_big_new': 'lookup by a btree column, {scale}x the versions, new connection',
     'indexes_apply': 'apply with two secondary indexes',
     'indexes_apply_big': 'apply with two secondary indexes, {scale}x the versions',
+    'indexes_apply_new': 'apply with two secondary indexes, new connection',
+    'indexes_apply_big_new': 'apply with two secondary indexes, {scale}x the versions, new connection',
     'scaling_apply_one': 'apply a batch to one zipper table',
     'scaling_apply_ser': 'apply to a zipper parent of {leaves} leaves, leaf by leaf',
     'scaling_apply_par': 'apply to a zipper parent of {leaves} leaves in {leaves} workers',
