@@ -3,7 +3,8 @@
 -- (README "Features and how they work", "Key access"); smaller chunks probe
 -- each sub-group's key directory.  The same batches go into ki_dir under
 -- work_mem = 64kB (chunks of a few dozen keys: directories only) and, from
--- a new session, into ki_idx (chunks of the whole batch): the index is
+-- a new session, into ki_idx (chunks of the whole batch): the first
+-- matches the batch in the directories' stored form, then the index is
 -- built over the sub-groups there are, sub-groups written since are probed
 -- through their directories until enough of them make it build again,
 -- sub-groups compacted away or written by a rolled-back batch are passed
@@ -49,8 +50,15 @@ RESET work_mem;
 SELECT ki_apply('ki_idx', 0, 0);
 \c
 SET timezone = 'UTC';
--- a new backend: the first batch builds the index
-SELECT ki_apply('ki_idx', 1, 3);
+-- a new backend: the first batch matches its keys in the directories'
+-- stored form (no index yet, nothing decoded), the next builds the index
+CREATE TEMP TABLE ki_batch AS SELECT id, v, change_time, op FROM ki_batches WHERE b = 1;
+UPDATE ki_batch c SET v = z.v FROM ki_idx z WHERE c.v IS NULL AND z.id = c.id AND z.valid_to = 'infinity';
+SET client_min_messages = debug1;
+INSERT INTO ki_counts SELECT 'ki_idx', 1, * FROM zipper_lake.apply_changes('ki_idx', 'ki_batch', op => 'op');
+RESET client_min_messages;
+DROP TABLE ki_batch;
+SELECT ki_apply('ki_idx', 2, 3);
 -- a batch rolled back: its sub-groups never become visible
 BEGIN;
 SELECT ki_apply('ki_idx', 4, 4);
@@ -92,12 +100,15 @@ CREATE TABLE ki_hash_batch AS
 SELECT k AS id, 0 AS v, timestamptz '2026-01-01' AS change_time
   FROM (SELECT generate_series(1, 1100) UNION ALL VALUES (4119), (5754), (197615), (209697)) s(k);
 SELECT * FROM zipper_lake.apply_changes('ki_hash', 'ki_hash_batch');
--- 1103 keys, from a new backend (the index covers the sub-group): both
--- colliding keys of one pair, one of the other
+-- 1103 keys, from a new backend (its stored directory names the rows),
+-- then again (the index covers the sub-group): both colliding keys of one
+-- pair, one of the other
 \c
 SET timezone = 'UTC';
 DELETE FROM ki_hash_batch WHERE id = 197615;
 UPDATE ki_hash_batch SET v = id, change_time = '2026-01-02';
+SELECT * FROM zipper_lake.apply_changes('ki_hash', 'ki_hash_batch');
+UPDATE ki_hash_batch SET v = id + 1, change_time = '2026-01-03';
 SELECT * FROM zipper_lake.apply_changes('ki_hash', 'ki_hash_batch');
 SELECT id, v, valid_from, valid_to FROM ki_hash WHERE id IN (4119, 5754, 197615, 209697)
  ORDER BY id, valid_from;
@@ -114,13 +125,20 @@ SELECT k, 0, timestamptz '2026-01-01' + (k % 3) * interval '1 hour', 'infinity'
   FROM generate_series(1, 2400) k;
 CREATE TABLE ki_three_batch AS
 SELECT k AS id, k AS v, timestamptz '2026-01-02' AS change_time FROM generate_series(1, 2400) k;
+CREATE TABLE ki_three_again AS
+SELECT id, v, valid_from AS change_time FROM ki_three;
 \c
 SET timezone = 'UTC';
+-- the backend's first look goes to the stored directories: the inserts
+-- applied again (all unchanged) take it, so that the batch goes through
+-- the index
+SELECT changes, unchanged FROM zipper_lake.apply_changes('ki_three', 'ki_three_again');
 SELECT * FROM zipper_lake.apply_changes('ki_three', 'ki_three_batch');
 SELECT count(*) AS versions,
        count(*) FILTER (WHERE valid_to = 'infinity' AND v = id) AS opened,
        count(*) FILTER (WHERE valid_to = '2026-01-02' AND v = 0) AS closed
   FROM ki_three;
 SELECT * FROM zipper_lake.verify('ki_three');
-DROP TABLE ki_dir, ki_idx, ki_batches, ki_counts, ki_hash, ki_hash_batch, ki_three, ki_three_batch;
+DROP TABLE ki_dir, ki_idx, ki_batches, ki_counts, ki_hash, ki_hash_batch, ki_three, ki_three_batch,
+  ki_three_again;
 DROP FUNCTION ki_apply(text, int, int);

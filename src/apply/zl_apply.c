@@ -469,6 +469,7 @@ chunk_begin(ApplyContext *ac)
 	ac->ncurrent = ac->nhistory = 0;
 	ac->hashes = NULL;
 	ac->nhashes = 0;
+	ac->first_look = false;
 	ac->stored = NULL;
 	ac->nstored = ac->maxstored = 0;
 }

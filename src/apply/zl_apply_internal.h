@@ -338,6 +338,7 @@ typedef struct ApplyContext
 	uint32	   *hashes;
 	int			nhashes;
 	bool		keys_in_hash_order; /* ac->keys is sorted by hash too */
+	bool		first_look;		/* the chunk reads stored key directories */
 
 	/* stored versions found */
 	StoredVersion **stored;

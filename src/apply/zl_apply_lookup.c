@@ -471,15 +471,61 @@ read_key_range_hinted(ApplyContext *ac, const ZLSubGroup *sg, const uint32 *key_
 }
 
 /*
+ * The backend's first look at a table, for a chunk of many keys (a new
+ * connection's nightly batch): each sub-group's directory, unless cached,
+ * is matched against the hashes in its stored form
+ * (zl_meta_match_key_directories) and the rows it names are read --
+ * the current partition's for every key, then the history's for the keys
+ * that need it.  Decoding every directory (and building the merged index
+ * of the current partition from them) would cost this chunk several times
+ * as much; the next chunk or batch does, and then they pay for themselves.
+ */
+static void
+match_directories(ApplyContext *ac, const ZLSubGroup *sgs, int n, const uint32 *hashes,
+				  int nhashes, CollectArg *arg)
+{
+	int32	  **positions = palloc(sizeof(int32 *) * Max(n, 1));
+	int		   *npositions = palloc(sizeof(int) * Max(n, 1));
+	bool	   *skip = palloc(sizeof(bool) * Max(n, 1));
+
+	/* in the history, the current partition's are read already */
+	for (int i = 0; i < n; i++)
+		skip[i] = sgs[i].masked_rows >= sgs[i].row_count ||
+			(!arg->current && sgs[i].partition_end == ZL_CURRENT_PARTITION);
+	elog(DEBUG1, "zipper_lake: %d keys matched in the stored key directories of \"%s\"%s",
+		 nhashes, RelationGetRelationName(ac->rel), arg->current ? "" : ", history");
+	zl_meta_match_key_directories(zl_storage_id(ac->rel), ac->snapshot, sgs, n, skip,
+								  hashes, nhashes, positions, npositions);
+	for (int i = 0; i < n; i++)
+	{
+		if (skip[i])
+			continue;
+		if (positions[i] == NULL)	/* no directory */
+			zl_read_subgroup_rows(ac->rel, &sgs[i], false, collect_row, arg);
+		else if (npositions[i] > 0)
+			zl_read_subgroup_positions(ac->rel, &sgs[i], positions[i], npositions[i],
+									   collect_row, arg);
+		if (positions[i] != NULL)
+			pfree(positions[i]);
+	}
+	pfree(positions);
+	pfree(npositions);
+	pfree(skip);
+}
+
+/*
  * The open versions of the batch's keys, from the current partition's
  * sub-groups: for a chunk of many keys, the merged index of the current
- * partition names their rows; sub-groups it does not cover (written since
- * it was built), and every sub-group for a few keys or with table deletes
- * (every key in the chunk's hash range), go through their own directories.
+ * partition names their rows (on the backend's first look, the stored
+ * directories do: match_directories); sub-groups it does not
+ * cover (written since it was built), and every sub-group for a few keys
+ * or with table deletes (every key in the chunk's hash range), go through
+ * their own directories.
  */
 static void
 find_current_versions(ApplyContext *ac, CollectArg *arg)
 {
+	uint64		storage_id = zl_storage_id(ac->rel);
 	bool	   *in_index;
 	IndexHit   *hits;
 	int			nhits;
@@ -487,6 +533,14 @@ find_current_versions(ApplyContext *ac, CollectArg *arg)
 	uint32	   *key_hashes = NULL;
 
 	ac->hashes = zl_apply_key_hashes(ac, false, &ac->nhashes);
+	if (ac->ntable_deletes == 0 && ac->nhashes >= ZL_APPLY_INDEX_KEYS &&
+		!zl_key_index_exists(storage_id, ZL_KEY_INDEX_CURRENT) &&
+		zl_key_index_first_look(storage_id, ZL_KEY_INDEX_CURRENT))
+	{
+		ac->first_look = true;
+		match_directories(ac, ac->current, ac->ncurrent, ac->hashes, ac->nhashes, arg);
+		return;
+	}
 	zl_meta_load_key_directories(zl_storage_id(ac->rel), ac->snapshot,
 								 ac->current, ac->ncurrent, NULL);
 	hits = current_index_hits(ac, &in_index, &nhits);
@@ -570,8 +624,13 @@ zl_apply_find_stored_versions(ApplyContext *ac)
 				sg->first_start <= ac->table_deletes[ac->ntable_deletes - 1].time)
 				zl_read_subgroup_rows(ac->rel, sg, false, discover_missing_key, &arg);
 		}
-	zl_meta_load_key_directories(storage_id, ac->snapshot, ac->history, ac->nhistory, NULL);
 	history_hashes = zl_apply_key_hashes(ac, true, &nhistory_hashes);
+	if (ac->first_look && ac->ntable_deletes == 0)
+	{
+		match_directories(ac, ac->history, ac->nhistory, history_hashes, nhistory_hashes, &arg);
+		return;
+	}
+	zl_meta_load_key_directories(storage_id, ac->snapshot, ac->history, ac->nhistory, NULL);
 	for (int i = 0; i < ac->nhistory; i++)
 	{
 		const ZLSubGroup *sg = &ac->history[i];

@@ -135,6 +135,10 @@ extern void zl_meta_count_subgroups(uint64 storage_id, Snapshot snapshot,
 extern void zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
 										 ZLSubGroup *sgs, int nsubgroups,
 										 const uint8 *decisions);
+extern void zl_meta_match_key_directories(uint64 storage_id, Snapshot snapshot,
+										  const ZLSubGroup *sgs, int nsubgroups,
+										  const bool *skip, const uint32 *hashes, int nhashes,
+										  int32 **positions, int *npositions);
 
 /* ---------- zl_metacache.c ---------- */
 
@@ -278,6 +282,8 @@ extern bool zl_key_index_fits(uint64 rows, int nsubgroups);
 extern bool zl_key_index_worth_building(uint64 storage_id, ZLKeyIndexScope scope, int probed,
 										int64 index_rows);
 extern bool zl_key_index_current(uint64 storage_id, ZLKeyIndexScope scope, uint64 generation);
+extern bool zl_key_index_exists(uint64 storage_id, ZLKeyIndexScope scope);
+extern bool zl_key_index_first_look(uint64 storage_id, ZLKeyIndexScope scope);
 extern void zl_key_index_prefetch(const ZLKeyIndex *index, uint32 hash);
 extern int	zl_key_index_find(const ZLKeyIndex *index, uint32 hash, int *cursor,
 							  int32 *position);

@@ -75,6 +75,7 @@ typedef struct ProbeDebt
 {
 	IndexKey	key;			/* hash key */
 	int64		subgroups_probed;
+	bool		looked;			/* zl_key_index_first_look asked */
 } ProbeDebt;
 
 static HTAB *indexes = NULL;
@@ -340,6 +341,25 @@ zl_key_index_map_existing(uint64 storage_id, ZLKeyIndexScope scope, const ZLSubG
 	return index;
 }
 
+/* the storage's probe debt of a scope, made (nothing owed) if it has none */
+static ProbeDebt *
+probe_debt(uint64 storage_id, ZLKeyIndexScope scope)
+{
+	IndexKey	key = index_key(storage_id, scope);
+	ProbeDebt  *debt;
+	bool		found;
+
+	if (probe_debts == NULL)
+		probe_debts = storage_table("zipper_lake key probe debts", sizeof(ProbeDebt));
+	debt = hash_search(probe_debts, &key, HASH_ENTER, &found);
+	if (!found)
+	{
+		debt->subgroups_probed = 0;
+		debt->looked = false;
+	}
+	return debt;
+}
+
 /*
  * Is it time a scan probing one key at a time had the index built (or
  * built again)?  Without it, or past what it covers, such scans look at
@@ -355,19 +375,36 @@ bool
 zl_key_index_worth_building(uint64 storage_id, ZLKeyIndexScope scope, int probed,
 							int64 index_rows)
 {
-	IndexKey	key = index_key(storage_id, scope);
-	ProbeDebt  *debt;
-	bool		found;
+	ProbeDebt  *debt = probe_debt(storage_id, scope);
 
-	if (probe_debts == NULL)
-		probe_debts = storage_table("zipper_lake key probe debts", sizeof(ProbeDebt));
-	debt = hash_search(probe_debts, &key, HASH_ENTER, &found);
-	if (!found)
-		debt->subgroups_probed = 0;
 	debt->subgroups_probed += probed;
 	if (debt->subgroups_probed < index_rows)
 		return false;
 	debt->subgroups_probed = 0;
+	return true;
+}
+
+/* has the storage an index of the scope in this backend? */
+bool
+zl_key_index_exists(uint64 storage_id, ZLKeyIndexScope scope)
+{
+	return find_entry(storage_id, scope) != NULL;
+}
+
+/*
+ * Is this the backend's first look at the storage for the scope?  (Asked
+ * by a first apply of many keys, which reads the directories in their
+ * stored form rather than build an index a single batch would not pay
+ * back: the next one builds it.)
+ */
+bool
+zl_key_index_first_look(uint64 storage_id, ZLKeyIndexScope scope)
+{
+	ProbeDebt  *debt = probe_debt(storage_id, scope);
+
+	if (debt->looked)
+		return false;
+	debt->looked = true;
 	return true;
 }
 

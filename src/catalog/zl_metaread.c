@@ -648,6 +648,33 @@ zl_meta_count_subgroups(uint64 storage_id, Snapshot snapshot, ZLPruneStats *stat
 }
 
 /*
+ * A sub-group's key directory in its stored form, detoasted into the
+ * current memory context; NULL if it has none.  rel is the sub-group
+ * catalog; detoasting needs an active snapshot.
+ */
+static bytea *
+read_key_directory(Relation rel, uint64 storage_id, int64 subgroup_id, Snapshot snapshot)
+{
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bytea	   *stored = NULL;
+
+	storage_keys(keys, storage_id, subgroup_id, 2);
+	scan = systable_beginscan(rel, zl_meta_catalog()->subgroup_pkey, true, snapshot, 2, keys);
+	if ((tuple = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		Datum		directory = heap_getattr(tuple, SG_KEY_DIRECTORY, RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			stored = DatumGetByteaPCopy(directory);
+	}
+	systable_endscan(scan);
+	return stored;
+}
+
+/*
  * The key directories (zl_keys.c) of the given sub-groups that have one
  * (with decisions, of those not ZL_SKIP): from the per-backend cache, or
  * read (and cached) through the primary key, one descent per sub-group not
@@ -664,9 +691,7 @@ zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
 	for (int i = 0; i < nsubgroups; i++)
 	{
 		ZLSubGroup *sg = &sgs[i];
-		ScanKeyData keys[2];
-		SysScanDesc scan;
-		HeapTuple	tuple;
+		bytea	   *stored;
 
 		if (decisions != NULL && decisions[i] == ZL_SKIP)
 			continue;
@@ -677,23 +702,75 @@ zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
 		if (rel == NULL)
 		{
 			rel = open_catalog(cat->subgroup, SG_NATTS);
-			/* detoasting a directory needs an active snapshot */
 			PushActiveSnapshot(snapshot);
 		}
-		storage_keys(keys, storage_id, sg->subgroup_id, 2);
-		scan = systable_beginscan(rel, cat->subgroup_pkey, true, snapshot, 2, keys);
-		if ((tuple = systable_getnext(scan)) != NULL)
+		/* immutable: fetched (and decoded) once per backend */
+		stored = read_key_directory(rel, storage_id, sg->subgroup_id, snapshot);
+		if (stored != NULL)
 		{
-			bool		isnull;
-			Datum		directory = heap_getattr(tuple, SG_KEY_DIRECTORY,
-												 RelationGetDescr(rel), &isnull);
-
-			/* immutable: fetched (and detoasted) once per backend */
-			if (!isnull)
-				sg->key_directory = zl_key_directory_remember(cat->subgroup, sg->subgroup_id,
-															  directory, &sg->key_filter);
+			sg->key_directory = zl_key_directory_remember(cat->subgroup, sg->subgroup_id,
+														  stored, &sg->key_filter);
+			pfree(stored);
 		}
-		systable_endscan(scan);
+	}
+	if (rel != NULL)
+	{
+		PopActiveSnapshot();
+		table_close(rel, AccessShareLock);
+	}
+}
+
+/*
+ * The positions (ascending) of the rows of each given sub-group whose key
+ * hash is one of hashes[] (sorted, distinct), through its key directory:
+ * the cached one, or else its stored form, matched in one pass and not
+ * kept (zl_key_directory_match_stored) -- for a first look at many keys,
+ * where decoding and caching the directories costs several times more.
+ * positions[i] is NULL for a sub-group without a directory (read it
+ * whole) or one skip[i] (skip NULL: none) leaves out, npositions[i] their
+ * number.  In the current memory context.
+ */
+void
+zl_meta_match_key_directories(uint64 storage_id, Snapshot snapshot, const ZLSubGroup *sgs,
+							  int nsubgroups, const bool *skip, const uint32 *hashes,
+							  int nhashes, int32 **positions, int *npositions)
+{
+	const ZLCatalog *cat = zl_meta_catalog();
+	Relation	rel = NULL;
+
+	for (int i = 0; i < nsubgroups; i++)
+	{
+		const ZLKeyFilter *filter;
+		bytea	   *dir;
+
+		positions[i] = NULL;
+		npositions[i] = 0;
+		if (skip != NULL && skip[i])
+			continue;
+		dir = zl_key_directory_cached(cat->subgroup, sgs[i].subgroup_id, &filter);
+		if (dir != NULL)
+		{
+			positions[i] = zl_key_directory_probe(dir, hashes, nhashes, &npositions[i]);
+			if (npositions[i] > 1)
+				qsort(positions[i], npositions[i], sizeof(int32), zl_position_cmp);
+			else if (positions[i] == NULL)
+				positions[i] = palloc(sizeof(int32));	/* none: not NULL */
+			continue;
+		}
+		if (!sgs[i].placed)
+			continue;
+		if (rel == NULL)
+		{
+			rel = open_catalog(cat->subgroup, SG_NATTS);
+			PushActiveSnapshot(snapshot);
+		}
+		dir = read_key_directory(rel, storage_id, sgs[i].subgroup_id, snapshot);
+		if (dir == NULL)
+			continue;
+		positions[i] = zl_key_directory_match_stored(dir, hashes, nhashes, &npositions[i]);
+		if (positions[i] == NULL)
+			positions[i] = palloc(sizeof(int32));
+		pfree(dir);
 	}
 	if (rel != NULL)
 	{
