@@ -802,7 +802,8 @@ hash_listed(const uint32 *hashes, int nhashes, uint32 hash)
  * its hashes (in position order), each tested against a bitmap of the
  * probed hashes' top bits -- about a sixteenth of its bits set -- before a
  * search.  For a directory looked at once: decoding it sorts every row
- * into fresh memory, several times the cost.
+ * into fresh memory, several times the cost.  stored has a 4-byte header
+ * (zl_meta_match_key_directories copies it out of its catalog row).
  */
 int32 *
 zl_key_directory_match_stored(const bytea *stored, const uint32 *hashes, int nhashes,
@@ -819,14 +820,8 @@ zl_key_directory_match_stored(const bytea *stored, const uint32 *hashes, int nha
 	if (!read_stored_directory(stored, &sd))
 	{
 		/* before version 2: the sorted pairs, probed as they are */
-		const bytea *pairs = stored;
-		int32	   *positions;
+		int32	   *positions = zl_key_directory_probe(stored, hashes, nhashes, npositions);
 
-		if (VARATT_IS_SHORT(stored))
-			pairs = key_directory_decode(stored);	/* a copy with a 4-byte header */
-		positions = zl_key_directory_probe(pairs, hashes, nhashes, npositions);
-		if (pairs != stored)
-			pfree((bytea *) pairs);
 		if (*npositions > 1)
 			qsort(positions, *npositions, sizeof(int32), zl_position_cmp);
 		return positions;

@@ -47,9 +47,11 @@
  * valid_from) would each land on a page of their own -- and the closed
  * copy of a version and the open version that replaced it, in two
  * sub-groups of an apply, mostly share their keys and go in one after the
- * other.  Every entry goes in as one whose row may have
- * replaced another (index_insert's indexUnchanged), as most do -- a
- * closed version's copy, an open version that replaced one, a moved row:
+ * other.  (So a unique violation shows once the whole write is on its
+ * pages, and a large write reads some of them back from disk.)  Every
+ * entry goes in as one whose row may have replaced another
+ * (index_insert's indexUnchanged), as most do -- a closed version's
+ * copy, an open version that replaced one, a moved row:
  * before a btree splits a full leaf page it then removes the entries of
  * rows no snapshot sees (bottom-up deletion, zl_index_hidden.c), as it
  * does for heap's UPDATEs, instead of leaving them all to VACUUM.
