@@ -500,7 +500,7 @@ match_directories(ApplyContext *ac, const ZLSubGroup *sgs, int n, const uint32 *
 	{
 		if (skip[i])
 			continue;
-		if (positions[i] == NULL)	/* no directory */
+		if (npositions[i] < 0)	/* no directory */
 			zl_read_subgroup_rows(ac->rel, &sgs[i], false, collect_row, arg);
 		else if (npositions[i] > 0)
 			zl_read_subgroup_positions(ac->rel, &sgs[i], positions[i], npositions[i],
@@ -541,8 +541,7 @@ find_current_versions(ApplyContext *ac, CollectArg *arg)
 		match_directories(ac, ac->current, ac->ncurrent, ac->hashes, ac->nhashes, arg);
 		return;
 	}
-	zl_meta_load_key_directories(zl_storage_id(ac->rel), ac->snapshot,
-								 ac->current, ac->ncurrent, NULL);
+	zl_meta_load_key_directories(storage_id, ac->snapshot, ac->current, ac->ncurrent, NULL);
 	hits = current_index_hits(ac, &in_index, &nhits);
 	if (ac->ntable_deletes > 0 && ac->keys_in_hash_order)
 	{

@@ -726,9 +726,9 @@ zl_meta_load_key_directories(uint64 storage_id, Snapshot snapshot,
  * the cached one, or else its stored form, matched in one pass and not
  * kept (zl_key_directory_match_stored) -- for a first look at many keys,
  * where decoding and caching the directories costs several times more.
- * positions[i] is NULL for a sub-group without a directory (read it
- * whole) or one skip[i] (skip NULL: none) leaves out, npositions[i] their
- * number.  In the current memory context.
+ * npositions[i] is their number, -1 for a sub-group without a directory
+ * (read it whole) or one skip[i] (skip NULL: none) leaves out; positions[i]
+ * is NULL when there are none.  In the current memory context.
  */
 void
 zl_meta_match_key_directories(uint64 storage_id, Snapshot snapshot, const ZLSubGroup *sgs,
@@ -744,17 +744,13 @@ zl_meta_match_key_directories(uint64 storage_id, Snapshot snapshot, const ZLSubG
 		bytea	   *dir;
 
 		positions[i] = NULL;
-		npositions[i] = 0;
+		npositions[i] = -1;		/* no directory */
 		if (skip != NULL && skip[i])
 			continue;
 		dir = zl_key_directory_cached(cat->subgroup, sgs[i].subgroup_id, &filter);
 		if (dir != NULL)
 		{
-			positions[i] = zl_key_directory_probe(dir, hashes, nhashes, &npositions[i]);
-			if (npositions[i] > 1)
-				qsort(positions[i], npositions[i], sizeof(int32), zl_position_cmp);
-			else if (positions[i] == NULL)
-				positions[i] = palloc(sizeof(int32));	/* none: not NULL */
+			positions[i] = zl_key_directory_probe_ascending(dir, hashes, nhashes, &npositions[i]);
 			continue;
 		}
 		if (!sgs[i].placed)
@@ -768,8 +764,6 @@ zl_meta_match_key_directories(uint64 storage_id, Snapshot snapshot, const ZLSubG
 		if (dir == NULL)
 			continue;
 		positions[i] = zl_key_directory_match_stored(dir, hashes, nhashes, &npositions[i]);
-		if (positions[i] == NULL)
-			positions[i] = palloc(sizeof(int32));
 		pfree(dir);
 	}
 	if (rel != NULL)

@@ -304,10 +304,6 @@ static bytea *
 key_directory_decode(const bytea *stored)
 {
 	StoredDirectory sd;
-	const char *hashes;
-	uint32		n;
-	uint32		nruns;
-	uint32	   *runs;
 	bytea	   *dir;
 	ZLKeyDirEntry *entries;
 
@@ -321,33 +317,28 @@ key_directory_decode(const bytea *stored)
 		memcpy(VARDATA(dir), VARDATA_ANY(stored), len);
 		return dir;
 	}
-	n = sd.n;
-	nruns = sd.nruns;
-	runs = sd.runs;
-	hashes = sd.hashes;
-
-	dir = palloc(VARHDRSZ + sizeof(ZLKeyDirEntry) * n);
-	SET_VARSIZE(dir, VARHDRSZ + sizeof(ZLKeyDirEntry) * n);
+	dir = palloc(VARHDRSZ + sizeof(ZLKeyDirEntry) * sd.n);
+	SET_VARSIZE(dir, VARHDRSZ + sizeof(ZLKeyDirEntry) * sd.n);
 	entries = (ZLKeyDirEntry *) VARDATA(dir);
-	if (n < ZL_RADIXSORT_MIN_ELEMENTS)
+	if (sd.n < ZL_RADIXSORT_MIN_ELEMENTS)
 	{
-		for (uint32 r = 0, i = 0; r < nruns; r++)
-			for (uint32 k = 0; k < runs[2 * r + 1]; k++, i++)
+		for (uint32 r = 0, i = 0; r < sd.nruns; r++)
+			for (uint32 k = 0; k < sd.runs[2 * r + 1]; k++, i++)
 			{
-				entries[i].hash = stored_hash(hashes, i);
-				entries[i].position = (int32) (runs[2 * r] + k);
+				entries[i].hash = stored_hash(sd.hashes, i);
+				entries[i].position = (int32) (sd.runs[2 * r] + k);
 			}
-		sort_entries(entries, n);
+		sort_entries(entries, sd.n);
 	}
 	else
 	{
-		int			shift = 32 - pg_leftmost_one_pos32(n);
+		int			shift = 32 - pg_leftmost_one_pos32(sd.n);
 		uint32		nbuckets = UINT64CONST(1) << (32 - shift);
 		uint32	   *starts = palloc0(sizeof(uint32) * nbuckets);
-		int64		budget = (int64) n * 4;
+		int64		budget = (int64) sd.n * 4;
 
-		for (uint32 i = 0; i < n; i++)
-			starts[stored_hash(hashes, i) >> shift]++;
+		for (uint32 i = 0; i < sd.n; i++)
+			starts[stored_hash(sd.hashes, i) >> shift]++;
 		for (uint32 b = 0, sum = 0; b < nbuckets; b++)
 		{
 			uint32		count = starts[b];
@@ -355,18 +346,18 @@ key_directory_decode(const bytea *stored)
 			starts[b] = sum;
 			sum += count;
 		}
-		for (uint32 r = 0, i = 0; r < nruns; r++)
-			for (uint32 k = 0; k < runs[2 * r + 1]; k++, i++)
+		for (uint32 r = 0, i = 0; r < sd.nruns; r++)
+			for (uint32 k = 0; k < sd.runs[2 * r + 1]; k++, i++)
 			{
-				uint32		hash = stored_hash(hashes, i);
+				uint32		hash = stored_hash(sd.hashes, i);
 				ZLKeyDirEntry *to = &entries[starts[hash >> shift]++];
 
 				to->hash = hash;
-				to->position = (int32) (runs[2 * r] + k);
+				to->position = (int32) (sd.runs[2 * r] + k);
 			}
 		pfree(starts);
 
-		for (uint32 i = 1; i < n; i++)
+		for (uint32 i = 1; i < sd.n; i++)
 		{
 			ZLKeyDirEntry entry = entries[i];
 			uint32		j = i;
@@ -379,12 +370,12 @@ key_directory_decode(const bytea *stored)
 			entries[j] = entry;
 			if ((budget -= i - j) < 0)
 			{
-				sort_entries(entries, n);
+				sort_entries(entries, sd.n);
 				break;
 			}
 		}
 	}
-	pfree(runs);
+	pfree(sd.runs);
 	return dir;
 }
 
@@ -777,6 +768,18 @@ zl_key_directory_probe(const bytea *dir, const uint32 *hashes, int nhashes,
 	return found;
 }
 
+/* zl_key_directory_probe's positions, ascending */
+int32 *
+zl_key_directory_probe_ascending(const bytea *dir, const uint32 *hashes, int nhashes,
+								 int *npositions)
+{
+	int32	   *positions = zl_key_directory_probe(dir, hashes, nhashes, npositions);
+
+	if (*npositions > 1)
+		qsort(positions, *npositions, sizeof(int32), zl_position_cmp);
+	return positions;
+}
+
 /* is hash one of hashes[] (sorted)? */
 static bool
 hash_listed(const uint32 *hashes, int nhashes, uint32 hash)
@@ -817,15 +820,8 @@ zl_key_directory_match_stored(const bytea *stored, const uint32 *hashes, int nha
 				maxfound = 0;
 
 	*npositions = 0;
-	if (!read_stored_directory(stored, &sd))
-	{
-		/* before version 2: the sorted pairs, probed as they are */
-		int32	   *positions = zl_key_directory_probe(stored, hashes, nhashes, npositions);
-
-		if (*npositions > 1)
-			qsort(positions, *npositions, sizeof(int32), zl_position_cmp);
-		return positions;
-	}
+	if (!read_stored_directory(stored, &sd))	/* before version 2: the sorted pairs */
+		return zl_key_directory_probe_ascending(stored, hashes, nhashes, npositions);
 	bits = Min(24, Max(10, pg_leftmost_one_pos32(Max(nhashes, 1)) + 5));
 	bitmap = palloc0(sizeof(uint64) * (((Size) 1 << bits) / 64));
 	for (int h = 0; h < nhashes; h++)

@@ -245,6 +245,8 @@ extern bytea *zl_key_directory_cached(Oid catalog, int64 subgroup_id,
 									  const ZLKeyFilter **filter);
 extern bytea *zl_key_directory_remember(Oid catalog, int64 subgroup_id, const bytea *stored,
 										const ZLKeyFilter **filter);
+extern int32 *zl_key_directory_probe_ascending(const bytea *dir, const uint32 *hashes,
+											   int nhashes, int *npositions);
 extern int32 *zl_key_directory_match_stored(const bytea *stored, const uint32 *hashes,
 											int nhashes, int *npositions);
 extern void zl_key_filter_prefetch(const ZLKeyFilter *f, const uint32 *hashes, int nhashes);
